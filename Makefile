@@ -1,0 +1,32 @@
+# logwright: the two commands a user needs are `make verify` and `make test`.
+# Each creates .venv and installs what it needs when it is missing.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+
+.PHONY: venv test verify lint bench demo clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+test: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(VPY) -m pytest -n 2 -p no:cacheprovider
+
+verify: $(STAMP)
+	$(VENV)/bin/logwright verify
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check impl tests model_tests bench
+	$(VENV)/bin/mypy --strict impl/logwright
+
+bench: $(STAMP)
+	$(VPY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info impl/*.egg-info .pytest_cache .mypy_cache .ruff_cache

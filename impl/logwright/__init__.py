@@ -1,0 +1,13 @@
+"""logwright: a verified reference implementation of the Kafka broker's log lifecycle.
+
+The package is layered bottom up (see docs/architecture.md): ``world`` (injected clock, scheduler
+and file system), ``records`` (the v2 RecordBatch codec), ``storage`` (segments, partition logs,
+checkpoints), ``logmanager`` (all log dirs of one broker), and beside them ``model`` (the
+executable reference model and its checker) and ``verify`` (``make verify``).
+"""
+
+from logwright.errors import KafkaError, LogwrightError
+
+__version__ = "0.1.0"
+
+__all__ = ["KafkaError", "LogwrightError", "__version__"]

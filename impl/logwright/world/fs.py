@@ -1,0 +1,134 @@
+"""The file system interface every storage component goes through.
+
+Two implementations: ``RealFileSystem`` (os calls, fsync, rename, directory fsync) and
+``SimFileSystem`` (durable and volatile state kept apart, crash points and per-dir faults).
+Paths are POSIX strings. Errors are ``OSError`` with the errno a real kernel would give.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from abc import ABC, abstractmethod
+
+
+class FileHandle(ABC):
+    """An open file, readable and writable at any position."""
+
+    path: str
+
+    @abstractmethod
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at the end of the file; returns the position it was written at."""
+
+    @abstractmethod
+    def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
+        """Write ``data`` at ``position`` (the file grows if needed)."""
+
+    @abstractmethod
+    def read(self, position: int, size: int) -> bytes:
+        """Read up to ``size`` bytes at ``position`` (short at the end of the file)."""
+
+    @abstractmethod
+    def size(self) -> int:
+        """The file's current size in bytes."""
+
+    @abstractmethod
+    def truncate(self, size: int) -> None:
+        """Cut the file to ``size`` bytes."""
+
+    @abstractmethod
+    def fsync(self) -> None:
+        """Make the file's data durable."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the handle."""
+
+
+class FileSystem(ABC):
+    """Directory and file operations; names and semantics follow POSIX."""
+
+    @abstractmethod
+    def open(self, path: str, create: bool = False) -> FileHandle:
+        """Open ``path`` for reading and writing; create it empty if ``create`` and missing."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` names a file or directory."""
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool:
+        """Whether ``path`` names a directory."""
+
+    @abstractmethod
+    def listdir(self, path: str) -> list[str]:
+        """The names in directory ``path``, sorted."""
+
+    @abstractmethod
+    def mkdir(self, path: str) -> None:
+        """Create directory ``path``; its parent must exist."""
+
+    @abstractmethod
+    def rename(self, src: str, dst: str) -> None:
+        """Atomically rename ``src`` to ``dst``, replacing a file at ``dst``."""
+
+    @abstractmethod
+    def remove(self, path: str) -> None:
+        """Delete the file ``path``."""
+
+    @abstractmethod
+    def rmtree(self, path: str) -> None:
+        """Delete directory ``path`` and everything below it."""
+
+    @abstractmethod
+    def fsync_dir(self, path: str) -> None:
+        """Make the entries of directory ``path`` (creations, renames, deletions) durable."""
+
+    @abstractmethod
+    def file_size(self, path: str) -> int:
+        """The size of file ``path`` in bytes."""
+
+    @abstractmethod
+    def mtime_ms(self, path: str) -> int:
+        """When file ``path`` was last written, in milliseconds."""
+
+    @abstractmethod
+    def disk_usage(self, path: str) -> tuple[int, int]:
+        """``(total_bytes, usable_bytes)`` of the volume holding ``path``."""
+
+    def makedirs(self, path: str) -> None:
+        """Create ``path`` and any missing parents (each parent's entry is fsynced)."""
+        if self.exists(path):
+            return
+        parent = posixpath.dirname(path.rstrip("/"))
+        if parent and parent != path and not self.exists(parent):
+            self.makedirs(parent)
+        self.mkdir(path)
+        if parent:
+            self.fsync_dir(parent)
+
+    def read_file(self, path: str) -> bytes:
+        """The whole content of file ``path``."""
+        handle = self.open(path)
+        try:
+            return handle.read(0, handle.size())
+        finally:
+            handle.close()
+
+
+def write_file_atomic(fs: FileSystem, path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves either the old or the new content.
+
+    The one way every metadata file is written (HAZARDS.md 11): ``<path>.tmp``, fsync, rename over
+    the old file, then fsync the directory so the rename itself is durable.
+    """
+    tmp = path + ".tmp"
+    handle = fs.open(tmp, create=True)
+    try:
+        handle.truncate(0)
+        handle.append(data)
+        handle.fsync()
+    finally:
+        handle.close()
+    fs.rename(tmp, path)
+    fs.fsync_dir(posixpath.dirname(path) or ".")

@@ -1,0 +1,99 @@
+"""The real file system: os calls, fsync of files and of directories."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from logwright.world.fs import FileHandle, FileSystem
+
+
+class RealFileHandle(FileHandle):
+    """A file descriptor opened read-write; positioned I/O only (pread/pwrite)."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        position = self._size
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self._fd, view[written:], position + written)
+        self._size = position + written
+        return position
+
+    def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self._fd, view[written:], position + written)
+        self._size = max(self._size, position + written)
+
+    def read(self, position: int, size: int) -> bytes:
+        if size <= 0 or position >= self._size:
+            return b""
+        return os.pread(self._fd, min(size, self._size - position), position)
+
+    def size(self) -> int:
+        return self._size
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+        self._size = size
+
+    def fsync(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class RealFileSystem(FileSystem):
+    """``FileSystem`` over the operating system's files."""
+
+    def open(self, path: str, create: bool = False) -> FileHandle:
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        return RealFileHandle(path, os.open(path, flags, 0o644))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def mkdir(self, path: str) -> None:
+        os.mkdir(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(src, dst)
+
+    def remove(self, path: str) -> None:
+        os.remove(path)
+
+    def rmtree(self, path: str) -> None:
+        shutil.rmtree(path)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def file_size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def mtime_ms(self, path: str) -> int:
+        return os.stat(path).st_mtime_ns // 1_000_000
+
+    def disk_usage(self, path: str) -> tuple[int, int]:
+        usage = shutil.disk_usage(path)
+        return usage.total, usage.free

@@ -1,0 +1,141 @@
+"""Schedulers for background work (retention, checkpoints, delayed deletes, fetchers, copiers).
+
+Every periodic or delayed task goes through a ``Scheduler``. ``SimScheduler`` runs tasks in
+virtual time and breaks ties between tasks due at the same instant with a seeded random number
+generator, so the interleaving is chosen by the seed. ``RealScheduler`` runs the same tasks on
+one thread against the wall clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from logwright.world.clock import Clock, VirtualClock, WallClock
+
+
+@dataclass(eq=False)
+class Task:
+    """A scheduled unit of background work."""
+
+    name: str
+    fn: Callable[[], None]
+    due_ms: int
+    period_ms: int | None = None
+    cancelled: bool = False
+    runs: int = field(default=0)
+
+    def cancel(self) -> None:
+        """Stop the task from running again."""
+        self.cancelled = True
+
+
+class Scheduler:
+    """A queue of tasks ordered by due time; subclasses decide how time passes."""
+
+    def __init__(self, clock: Clock, seed: int = 0) -> None:
+        self.clock = clock
+        self._rng = random.Random(seed)
+        self._heap: list[tuple[int, float, int, Task]] = []
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def schedule(
+        self, name: str, fn: Callable[[], None], delay_ms: int = 0, period_ms: int | None = None
+    ) -> Task:
+        """Run ``fn`` after ``delay_ms``, then every ``period_ms`` if given."""
+        assert delay_ms >= 0, "a task cannot be scheduled in the past"
+        assert period_ms is None or period_ms > 0, "a periodic task needs a positive period"
+        task = Task(name, fn, self.clock.now_ms() + delay_ms, period_ms)
+        self._push(task)
+        return task
+
+    def _push(self, task: Task) -> None:
+        with self._lock:
+            self._seq += 1
+            heapq.heappush(self._heap, (task.due_ms, self._rng.random(), self._seq, task))
+
+    def next_due_ms(self) -> int | None:
+        """When the earliest live task is due, or None if nothing is scheduled."""
+        with self._lock:
+            while self._heap and self._heap[0][3].cancelled:
+                heapq.heappop(self._heap)
+            return self._heap[0][0] if self._heap else None
+
+    def pending(self) -> list[Task]:
+        """The live tasks, in the order they would run."""
+        with self._lock:
+            return [t for (_, _, _, t) in sorted(self._heap) if not t.cancelled]
+
+    def _run_one_due(self, now_ms: int) -> bool:
+        with self._lock:
+            while self._heap and self._heap[0][3].cancelled:
+                heapq.heappop(self._heap)
+            if not self._heap or self._heap[0][0] > now_ms:
+                return False
+            _, _, _, task = heapq.heappop(self._heap)
+        task.runs += 1
+        if task.period_ms is not None:
+            task.due_ms = now_ms + task.period_ms
+        try:
+            task.fn()
+        finally:
+            if task.period_ms is not None and not task.cancelled:
+                self._push(task)
+        return True
+
+    def run_pending(self) -> int:
+        """Run every task due now; returns how many ran."""
+        count = 0
+        while self._run_one_due(self.clock.now_ms()):
+            count += 1
+        return count
+
+
+class SimScheduler(Scheduler):
+    """Virtual-time scheduler: jumping to the next due task costs nothing."""
+
+    def __init__(self, clock: VirtualClock | None = None, seed: int = 0) -> None:
+        self.vclock = clock if clock is not None else VirtualClock()
+        super().__init__(self.vclock, seed)
+
+    def step(self) -> bool:
+        """Advance time to the next due task and run it; False when nothing is scheduled."""
+        due = self.next_due_ms()
+        if due is None:
+            return False
+        self.vclock.advance_to(due)
+        return self._run_one_due(self.vclock.now_ms())
+
+    def advance(self, delta_ms: int) -> int:
+        """Let ``delta_ms`` of virtual time pass, running every task that falls due."""
+        assert delta_ms >= 0
+        end_ms = self.vclock.now_ms() + delta_ms
+        count = 0
+        while True:
+            due = self.next_due_ms()
+            if due is None or due > end_ms:
+                break
+            self.vclock.advance_to(due)
+            if self._run_one_due(due):
+                count += 1
+        self.vclock.advance_to(end_ms)
+        return count
+
+
+class RealScheduler(Scheduler):
+    """Wall-clock scheduler: one thread runs the tasks as they fall due."""
+
+    def __init__(self, clock: Clock | None = None, seed: int = 0) -> None:
+        super().__init__(clock if clock is not None else WallClock(), seed)
+
+    def run_until(self, stop: threading.Event, max_sleep_ms: int = 100) -> None:
+        """Run tasks as they fall due until ``stop`` is set."""
+        while not stop.is_set():
+            self.run_pending()
+            due = self.next_due_ms()
+            wait_ms = max_sleep_ms if due is None else max(0, due - self.clock.now_ms())
+            stop.wait(min(wait_ms, max_sleep_ms) / 1000.0)

@@ -1,0 +1,343 @@
+"""A simulated file system that keeps durable and volatile state apart.
+
+What a real disk promises after power loss is what this file system keeps after ``crash()``:
+file data that was fsynced, and directory entries (creations, renames, deletions) whose directory
+was fsynced. Everything else is dropped. ``crash(rng)`` may also keep a random prefix of each
+file's unsynced tail, as a page-cache writeback in progress would (a torn write).
+
+Faults are injected per path prefix (a log dir): ``EIO`` fails every call under it, ``ENOSPC``
+fails writes. ``crash_after(k)`` raises ``SimulatedCrash`` right after the k-th mutating
+operation, so a test can crash at every step of any procedure.
+
+Time for ``mtime_ms`` comes from an injected clock.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import posixpath
+import random
+from collections.abc import Iterator
+
+from logwright.world.clock import Clock, VirtualClock
+from logwright.world.fs import FileHandle, FileSystem
+
+
+class SimulatedCrash(BaseException):
+    """The simulated machine lost power. A BaseException so no ``except Exception`` swallows it."""
+
+
+class Fault(enum.Enum):
+    """Faults injectable under a path prefix."""
+
+    EIO = "EIO"
+    ENOSPC = "ENOSPC"
+
+
+class _File:
+    __slots__ = ("data", "durable", "mtime_ms")
+
+    def __init__(self, mtime_ms: int) -> None:
+        self.data = bytearray()
+        self.durable = b""
+        self.mtime_ms = mtime_ms
+
+
+class _Dir:
+    __slots__ = ("durable", "entries", "mtime_ms")
+
+    def __init__(self, mtime_ms: int) -> None:
+        self.entries: dict[str, _File | _Dir] = {}
+        self.durable: dict[str, _File | _Dir] = {}
+        self.mtime_ms = mtime_ms
+
+
+def _split(path: str) -> list[str]:
+    norm = posixpath.normpath(path)
+    return [p for p in norm.split("/") if p and p != "."]
+
+
+class SimFileHandle(FileHandle):
+    """A handle on a simulated file; invalid after a crash (the process that held it is gone)."""
+
+    def __init__(self, fs: SimFileSystem, path: str, node: _File) -> None:
+        self.path = path
+        self._fs = fs
+        self._node = node
+        self._generation = fs.generation
+        self._closed = False
+
+    def _check(self, write: bool) -> None:
+        if self._closed:
+            raise ValueError(f"I/O on closed file {self.path}")
+        if self._generation != self._fs.generation:
+            raise ValueError(f"handle on {self.path} survived a crash")
+        self._fs._fault_check(self.path, write)
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        self._check(True)
+        position = len(self._node.data)
+        self._node.data += data
+        self._node.mtime_ms = self._fs.clock.now_ms()
+        self._fs._tick()
+        return position
+
+    def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
+        self._check(True)
+        node = self._node
+        if position > len(node.data):
+            node.data += bytes(position - len(node.data))
+        node.data[position : position + len(data)] = data
+        node.mtime_ms = self._fs.clock.now_ms()
+        self._fs._tick()
+
+    def read(self, position: int, size: int) -> bytes:
+        self._check(False)
+        return bytes(self._node.data[position : position + max(0, size)])
+
+    def size(self) -> int:
+        self._check(False)
+        return len(self._node.data)
+
+    def truncate(self, size: int) -> None:
+        self._check(True)
+        node = self._node
+        if size < len(node.data):
+            del node.data[size:]
+        else:
+            node.data += bytes(size - len(node.data))
+        node.mtime_ms = self._fs.clock.now_ms()
+        self._fs._tick()
+
+    def fsync(self) -> None:
+        self._check(False)
+        self._node.durable = bytes(self._node.data)
+        self._fs._tick()
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class SimFileSystem(FileSystem):
+    """An in-memory file system with power-loss semantics, crash points and injected faults."""
+
+    def __init__(self, clock: Clock | None = None, capacity_bytes: int = 1 << 40) -> None:
+        self.clock: Clock = clock if clock is not None else VirtualClock()
+        self.capacity_bytes = capacity_bytes
+        self._root = _Dir(self.clock.now_ms())
+        self.generation = 0
+        self.ops = 0
+        self._crash_at: int | None = None
+        self._faults: dict[str, Fault] = {}
+
+    # ---- crash and faults -------------------------------------------------------------------
+
+    def crash_after(self, k: int | None) -> None:
+        """Raise ``SimulatedCrash`` right after the ``k``-th mutating operation from now."""
+        self._crash_at = None if k is None else self.ops + k
+
+    def crash(self, rng: random.Random | None = None) -> None:
+        """Lose power: keep only durable state (and, with ``rng``, random torn tails)."""
+        self._crash_at = None
+        self.generation += 1
+        for node in self._walk_all(self._root):
+            if isinstance(node, _Dir):
+                node.entries = dict(node.durable)
+            else:
+                kept = node.durable
+                if rng is not None and len(node.data) > len(kept) and node.data.startswith(kept):
+                    extra = rng.randint(0, len(node.data) - len(kept))
+                    kept = bytes(node.data[: len(kept) + extra])
+                node.data = bytearray(kept)
+                node.durable = kept
+
+    def _walk_all(self, d: _Dir) -> Iterator[_File | _Dir]:
+        seen: set[int] = set()
+        stack: list[_File | _Dir] = [d]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield node
+            if isinstance(node, _Dir):
+                stack.extend(node.entries.values())
+                stack.extend(node.durable.values())
+
+    def inject_fault(self, prefix: str, fault: Fault) -> None:
+        """Fail calls on paths under ``prefix``: EIO fails all of them, ENOSPC fails writes."""
+        self._faults[posixpath.normpath(prefix)] = fault
+
+    def clear_fault(self, prefix: str) -> None:
+        """Stop failing calls under ``prefix``."""
+        self._faults.pop(posixpath.normpath(prefix), None)
+
+    def _fault_check(self, path: str, write: bool) -> None:
+        if not self._faults:
+            return
+        norm = posixpath.normpath(path)
+        for prefix, fault in self._faults.items():
+            if norm == prefix or norm.startswith(prefix + "/"):
+                if fault is Fault.EIO:
+                    raise OSError(errno.EIO, "Input/output error (injected)", path)
+                if write:
+                    raise OSError(errno.ENOSPC, "No space left on device (injected)", path)
+
+    def _tick(self) -> None:
+        self.ops += 1
+        if self._crash_at is not None and self.ops >= self._crash_at:
+            self._crash_at = None
+            raise SimulatedCrash(f"crash after operation {self.ops}")
+
+    # ---- lookup -----------------------------------------------------------------------------
+
+    def _lookup(self, path: str) -> _File | _Dir | None:
+        node: _File | _Dir = self._root
+        for part in _split(path):
+            if not isinstance(node, _Dir):
+                return None
+            nxt = node.entries.get(part)
+            if nxt is None:
+                return None
+            node = nxt
+        return node
+
+    def _parent(self, path: str) -> tuple[_Dir, str]:
+        parts = _split(path)
+        if not parts:
+            raise OSError(errno.EINVAL, "Invalid argument", path)
+        parent = self._lookup("/" + "/".join(parts[:-1]))
+        if parent is None:
+            raise OSError(errno.ENOENT, "No such file or directory", path)
+        if not isinstance(parent, _Dir):
+            raise OSError(errno.ENOTDIR, "Not a directory", path)
+        if len(parts[-1]) > 255:
+            raise OSError(errno.ENAMETOOLONG, "File name too long", path)
+        return parent, parts[-1]
+
+    # ---- FileSystem -------------------------------------------------------------------------
+
+    def open(self, path: str, create: bool = False) -> FileHandle:
+        self._fault_check(path, create)
+        node = self._lookup(path)
+        if node is None:
+            if not create:
+                raise OSError(errno.ENOENT, "No such file or directory", path)
+            parent, name = self._parent(path)
+            node = _File(self.clock.now_ms())
+            parent.entries[name] = node
+            self._tick()
+        if isinstance(node, _Dir):
+            raise OSError(errno.EISDIR, "Is a directory", path)
+        return SimFileHandle(self, path, node)
+
+    def exists(self, path: str) -> bool:
+        self._fault_check(path, False)
+        return self._lookup(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        self._fault_check(path, False)
+        return isinstance(self._lookup(path), _Dir)
+
+    def listdir(self, path: str) -> list[str]:
+        self._fault_check(path, False)
+        node = self._lookup(path)
+        if node is None:
+            raise OSError(errno.ENOENT, "No such file or directory", path)
+        if not isinstance(node, _Dir):
+            raise OSError(errno.ENOTDIR, "Not a directory", path)
+        return sorted(node.entries)
+
+    def mkdir(self, path: str) -> None:
+        self._fault_check(path, True)
+        parent, name = self._parent(path)
+        if name in parent.entries:
+            raise OSError(errno.EEXIST, "File exists", path)
+        parent.entries[name] = _Dir(self.clock.now_ms())
+        self._tick()
+
+    def rename(self, src: str, dst: str) -> None:
+        self._fault_check(src, True)
+        self._fault_check(dst, True)
+        sparent, sname = self._parent(src)
+        node = sparent.entries.get(sname)
+        if node is None:
+            raise OSError(errno.ENOENT, "No such file or directory", src)
+        dparent, dname = self._parent(dst)
+        existing = dparent.entries.get(dname)
+        if existing is not None and existing is not node:
+            if isinstance(node, _Dir) != isinstance(existing, _Dir):
+                raise OSError(errno.EISDIR if isinstance(existing, _Dir) else errno.ENOTDIR,
+                              "Cannot replace across file and directory", dst)
+            if isinstance(existing, _Dir) and existing.entries:
+                raise OSError(errno.ENOTEMPTY, "Directory not empty", dst)
+        del sparent.entries[sname]
+        dparent.entries[dname] = node
+        self._tick()
+
+    def remove(self, path: str) -> None:
+        self._fault_check(path, True)
+        parent, name = self._parent(path)
+        node = parent.entries.get(name)
+        if node is None:
+            raise OSError(errno.ENOENT, "No such file or directory", path)
+        if isinstance(node, _Dir):
+            raise OSError(errno.EISDIR, "Is a directory", path)
+        del parent.entries[name]
+        self._tick()
+
+    def rmtree(self, path: str) -> None:
+        self._fault_check(path, True)
+        parent, name = self._parent(path)
+        node = parent.entries.get(name)
+        if node is None:
+            raise OSError(errno.ENOENT, "No such file or directory", path)
+        if not isinstance(node, _Dir):
+            raise OSError(errno.ENOTDIR, "Not a directory", path)
+        # Like shutil.rmtree: children go first, each a separate (crashable) step.
+        for child in sorted(node.entries):
+            child_path = posixpath.join(path, child)
+            if isinstance(node.entries[child], _Dir):
+                self.rmtree(child_path)
+            else:
+                self.remove(child_path)
+        node.durable = {}  # an rmdir'd directory's own entries are gone once it is unlinked
+        del parent.entries[name]
+        self._tick()
+
+    def fsync_dir(self, path: str) -> None:
+        self._fault_check(path, False)
+        node = self._lookup(path)
+        if not isinstance(node, _Dir):
+            raise OSError(errno.ENOTDIR, "Not a directory", path)
+        node.durable = dict(node.entries)
+        self._tick()
+
+    def file_size(self, path: str) -> int:
+        self._fault_check(path, False)
+        node = self._lookup(path)
+        if not isinstance(node, _File):
+            raise OSError(errno.ENOENT, "No such file", path)
+        return len(node.data)
+
+    def mtime_ms(self, path: str) -> int:
+        self._fault_check(path, False)
+        node = self._lookup(path)
+        if node is None:
+            raise OSError(errno.ENOENT, "No such file or directory", path)
+        return node.mtime_ms
+
+    def disk_usage(self, path: str) -> tuple[int, int]:
+        self._fault_check(path, False)
+        used = sum(len(n.data) for n in self._walk_all(self._root) if isinstance(n, _File))
+        return self.capacity_bytes, max(0, self.capacity_bytes - used)
+
+    # ---- inspection for tests ---------------------------------------------------------------
+
+    def set_mtime_ms(self, path: str, mtime_ms: int) -> None:
+        """Set a file's modification time (tests of age-based rules)."""
+        node = self._lookup(path)
+        if node is None:
+            raise OSError(errno.ENOENT, "No such file or directory", path)
+        node.mtime_ms = mtime_ms

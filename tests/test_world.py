@@ -1,0 +1,138 @@
+"""The simulated file system keeps exactly what a real disk promises after power loss."""
+
+import errno
+import random
+
+import pytest
+
+from logwright.world import (
+    Fault,
+    RealFileSystem,
+    SimFileSystem,
+    SimScheduler,
+    SimulatedCrash,
+    VirtualClock,
+    write_file_atomic,
+)
+
+
+def test_unsynced_data_is_lost_and_synced_data_kept() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d")
+    h = fs.open("/d/f", create=True)
+    h.append(b"abc")
+    h.fsync()
+    fs.fsync_dir("/d")
+    h.append(b"def")
+    fs.crash()
+    assert fs.read_file("/d/f") == b"abc"
+
+
+def test_creation_without_dir_fsync_is_lost() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d")
+    h = fs.open("/d/f", create=True)
+    h.append(b"abc")
+    h.fsync()
+    fs.crash()
+    assert not fs.exists("/d/f")
+
+
+def test_rename_is_durable_only_after_dir_fsync() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d")
+    write_file_atomic(fs, "/d/f", b"one")
+    h = fs.open("/d/g", create=True)
+    h.append(b"two")
+    h.fsync()
+    fs.rename("/d/g", "/d/f")
+    fs.crash()
+    assert fs.read_file("/d/f") == b"one"
+    assert not fs.exists("/d/g")
+
+
+def test_atomic_write_survives_a_crash_at_every_step() -> None:
+    for k in range(1, 10):
+        fs = SimFileSystem()
+        fs.makedirs("/d")
+        write_file_atomic(fs, "/d/f", b"old")
+        fs.crash_after(k)
+        try:
+            write_file_atomic(fs, "/d/f", b"new")
+        except SimulatedCrash:
+            pass
+        fs.crash()
+        assert fs.read_file("/d/f") in (b"old", b"new"), k
+
+
+def test_handles_do_not_survive_a_crash() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d")
+    h = fs.open("/d/f", create=True)
+    fs.crash()
+    with pytest.raises(ValueError, match="survived a crash"):
+        h.append(b"x")
+
+
+def test_torn_tail_keeps_a_prefix_of_unsynced_data() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d")
+    h = fs.open("/d/f", create=True)
+    fs.fsync_dir("/d")
+    h.append(b"abc")
+    h.fsync()
+    h.append(b"defghi")
+    fs.crash(random.Random(3))
+    data = fs.read_file("/d/f")
+    assert data.startswith(b"abc") and b"abcdefghi".startswith(data)
+
+
+def test_faults_are_per_prefix() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d1")
+    fs.makedirs("/d2")
+    fs.inject_fault("/d1", Fault.EIO)
+    with pytest.raises(OSError) as e:
+        fs.open("/d1/f", create=True)
+    assert e.value.errno == errno.EIO
+    fs.open("/d2/f", create=True).append(b"ok")
+    fs.inject_fault("/d2", Fault.ENOSPC)
+    assert fs.read_file("/d2/f") == b"ok"
+    with pytest.raises(OSError) as e:
+        fs.open("/d2/f").append(b"more")
+    assert e.value.errno == errno.ENOSPC
+    fs.clear_fault("/d1")
+    fs.open("/d1/f", create=True)
+
+
+def test_name_over_255_characters_is_refused() -> None:
+    fs = SimFileSystem()
+    fs.makedirs("/d")
+    with pytest.raises(OSError) as e:
+        fs.mkdir("/d/" + "x" * 256)
+    assert e.value.errno == errno.ENAMETOOLONG
+
+
+def test_real_fs_atomic_write(tmp_path: object) -> None:
+    fs = RealFileSystem()
+    path = f"{tmp_path}/f"
+    write_file_atomic(fs, path, b"one")
+    write_file_atomic(fs, path, b"two")
+    assert fs.read_file(path) == b"two"
+    assert not fs.exists(path + ".tmp")
+
+
+def test_scheduler_is_seeded_and_periodic() -> None:
+    def run(seed: int) -> list[str]:
+        sched = SimScheduler(VirtualClock(0), seed=seed)
+        log: list[str] = []
+        for name in "abcdef":
+            sched.schedule(name, lambda n=name: log.append(n), delay_ms=10)
+        sched.schedule("p", lambda: log.append("p"), delay_ms=0, period_ms=4)
+        sched.advance(10)
+        return log
+
+    assert run(1) == run(1)
+    assert run(1).count("p") == 3
+    assert sorted(x for x in run(1) if x != "p") == list("abcdef")
+    assert any(run(s) != run(1) for s in range(2, 10))
