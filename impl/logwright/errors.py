@@ -82,3 +82,7 @@ class CheckpointError(LogwrightError):
 
 class LogDirNameError(LogwrightError):
     """A directory name in a log dir cannot be parsed as a partition directory."""
+
+
+class UnexpectedAppendOffset(LogwrightError):
+    """A follower append whose first offset lies below the log end offset of a non-empty log."""

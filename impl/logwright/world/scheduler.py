@@ -22,7 +22,7 @@ class Task:
     """A scheduled unit of background work."""
 
     name: str
-    fn: Callable[[], None]
+    fn: Callable[[], object]
     due_ms: int
     period_ms: int | None = None
     cancelled: bool = False
@@ -44,7 +44,7 @@ class Scheduler:
         self._lock = threading.Lock()
 
     def schedule(
-        self, name: str, fn: Callable[[], None], delay_ms: int = 0, period_ms: int | None = None
+        self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int | None = None
     ) -> Task:
         """Run ``fn`` after ``delay_ms``, then every ``period_ms`` if given."""
         assert delay_ms >= 0, "a task cannot be scheduled in the past"

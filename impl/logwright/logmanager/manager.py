@@ -1,0 +1,436 @@
+"""The log manager: all log dirs of one broker.
+
+Invariants upheld here:
+- A dir that fails (an I/O error, a corrupt checkpoint) goes offline alone: its partitions go
+  offline, every other dir keeps serving (HAZARDS 5, 11). Only when every dir is offline does the
+  broker have to stop (``all_dirs_offline``).
+- A directory that cannot be classified is set aside and reported, never fatal and never deleted
+  (HAZARDS 2). ``lost+found`` and the broker's own files are ignored.
+- A raised log start offset is durable before it is acknowledged: the dir's
+  ``log-start-offset-checkpoint`` is rewritten (tmp + fsync + rename + dir fsync) at once, not on
+  the periodic schedule Kafka uses (HAZARDS 12).
+- ``-delete`` dirs are removed only after ``file.delete.delay.ms``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from logwright.errors import CheckpointError, KafkaStorageError, LogDirNameError, LogwrightError
+from logwright.storage.checkpoint import (
+    CLEAN_SHUTDOWN_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+)
+from logwright.storage.config import LogConfig
+from logwright.storage.log import PartitionLog
+from logwright.storage.metadata_files import PartitionMetadataFile
+from logwright.storage.naming import (
+    DirKind,
+    TopicPartition,
+    Uuid,
+    delete_dir_name,
+    is_ignored_entry,
+    live_dir_name,
+    parse_dir_name,
+    validate_topic_partition,
+)
+from logwright.world.clock import Clock
+from logwright.world.fs import FileSystem, write_file_atomic
+from logwright.world.scheduler import Scheduler, Task
+
+
+@dataclass(frozen=True)
+class LogManagerConfig:
+    """Broker-level log settings, Kafka names and defaults (KAFKA-FACTS.md "Configs")."""
+
+    log: LogConfig = field(default_factory=LogConfig)
+    retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
+    initial_task_delay_ms: int = 30_000  # log.initial.task.delay.ms
+    recovery_point_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint.interval.ms
+    high_watermark_checkpoint_interval_ms: int = 5_000  # replica.high.watermark.checkpoint...
+    flush_interval_ms: int | None = None  # log.flush.interval.ms: None = leave it to the OS
+    file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+
+
+@dataclass
+class LogDirState:
+    """One log dir as the manager sees it."""
+
+    path: str
+    online: bool = True
+    offline_reason: str | None = None
+    logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
+    pending_deletes: dict[str, int] = field(default_factory=dict)  # dir name -> due time ms
+    strays: list[str] = field(default_factory=list)
+    futures: list[str] = field(default_factory=list)
+    unrecognised: dict[str, str] = field(default_factory=dict)  # dir name -> why
+
+
+@dataclass
+class StartupReport:
+    """What start-up found: per dir, partitions loaded, recovered, set aside, offline."""
+
+    loaded: int = 0
+    recovered: int = 0
+    truncated_bytes: int = 0
+    clean_dirs: list[str] = field(default_factory=list)
+    offline_dirs: dict[str, str] = field(default_factory=dict)
+    set_aside: dict[str, str] = field(default_factory=dict)  # path -> why
+    queued_deletes: list[str] = field(default_factory=list)
+
+
+class LogManager:
+    """Owns every partition log of one broker, across its log dirs."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        log_dirs: Iterable[str],
+        clock: Clock,
+        scheduler: Scheduler,
+        config: LogManagerConfig | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.fs = fs
+        self.clock = clock
+        self.scheduler = scheduler
+        self.config = config if config is not None else LogManagerConfig()
+        self.rng = rng if rng is not None else random.Random(0)
+        self.dirs: dict[str, LogDirState] = {}
+        for path in log_dirs:
+            norm = posixpath.normpath(path)
+            if norm in self.dirs:
+                raise LogwrightError(f"log dir {path} is listed twice")
+            self.dirs[norm] = LogDirState(norm)
+        if not self.dirs:
+            raise LogwrightError("at least one log dir is needed")
+        self.topic_configs: dict[str, LogConfig] = {}
+        self._tasks: list[Task] = []
+        self.started = False
+
+    # ---- start-up ------------------------------------------------------------------------------
+
+    def startup(self) -> StartupReport:
+        """Load every partition of every dir and schedule the periodic tasks."""
+        report = StartupReport()
+        for state in self.dirs.values():
+            try:
+                self._load_dir(state, report)
+            except (OSError, CheckpointError) as exc:
+                self._take_offline(state, f"{type(exc).__name__}: {exc}")
+                report.offline_dirs[state.path] = state.offline_reason or ""
+        self._schedule_tasks()
+        self.started = True
+        return report
+
+    def _load_dir(self, state: LogDirState, report: StartupReport) -> None:
+        fs = self.fs
+        if not fs.exists(state.path):
+            fs.makedirs(state.path)
+        clean_marker = posixpath.join(state.path, CLEAN_SHUTDOWN_FILE)
+        clean = fs.exists(clean_marker)
+        recovery_points = self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).read()
+        start_offsets = self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read()
+        high_watermarks = self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read()
+        seen: dict[TopicPartition, str] = {}
+        for name in fs.listdir(state.path):
+            path = posixpath.join(state.path, name)
+            if is_ignored_entry(name) or not fs.is_dir(path):
+                continue
+            try:
+                parsed = parse_dir_name(name)
+            except LogDirNameError as exc:
+                state.unrecognised[name] = str(exc)
+                report.set_aside[path] = str(exc)
+                continue
+            if parsed.kind is DirKind.DELETE:
+                state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
+                report.queued_deletes.append(path)
+                continue
+            if parsed.kind is DirKind.STRAY:
+                state.strays.append(name)
+                continue
+            if parsed.kind is DirKind.FUTURE:
+                state.futures.append(name)
+                continue
+            tp = parsed.tp
+            if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
+                why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
+                state.unrecognised[name] = why
+                report.set_aside[path] = why
+                continue
+            seen[tp] = state.path
+            topic_id = PartitionMetadataFile(fs, path).read()
+            log, load = PartitionLog.load(
+                fs, path, tp, self.config_for(tp.topic), self.clock,
+                log_start_offset_checkpoint=start_offsets.get(tp),
+                recovery_point=recovery_points.get(tp),
+                high_watermark_checkpoint=high_watermarks.get(tp),
+                clean_shutdown=clean, topic_id=topic_id,
+                persist_log_start_offset=self._persist_log_start_offset,
+                on_io_error=self._on_log_io_error)
+            state.logs[tp] = log
+            report.loaded += 1
+            report.recovered += 1 if load.recovered_segments else 0
+            report.truncated_bytes += load.truncated_bytes
+        if clean:
+            # The marker must go durably before any write: a later crash must not look clean.
+            fs.remove(clean_marker)
+            fs.fsync_dir(state.path)
+            report.clean_dirs.append(state.path)
+        else:
+            # Recovery may have cut tails; record the new recovery points at once.
+            self._write_checkpoints(state)
+
+    def _checkpoint(self, state: LogDirState, name: str) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(self.fs, posixpath.join(state.path, name))
+
+    def _schedule_tasks(self) -> None:
+        cfg = self.config
+        sched = self.scheduler
+        delay = cfg.initial_task_delay_ms
+        self._tasks = [
+            sched.schedule("log-retention", self.run_retention, delay,
+                           cfg.retention_check_interval_ms),
+            sched.schedule("log-recovery-point-checkpoint", self.checkpoint_all, delay,
+                           cfg.recovery_point_checkpoint_interval_ms),
+            sched.schedule("high-watermark-checkpoint", self.checkpoint_high_watermarks, delay,
+                           cfg.high_watermark_checkpoint_interval_ms),
+            sched.schedule("delete-logs", self.run_delayed_deletes, 0, 1_000),
+        ]
+        if cfg.flush_interval_ms is not None:
+            self._tasks.append(sched.schedule("log-flusher", self.flush_all, delay,
+                                              cfg.flush_interval_ms))
+
+    # ---- configuration -------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        """The log config of ``topic`` (its override, else the broker default)."""
+        return self.topic_configs.get(topic, self.config.log)
+
+    # ---- lookup --------------------------------------------------------------------------------
+
+    def get_log(self, tp: TopicPartition) -> PartitionLog | None:
+        """The live log of ``tp`` on this broker, or None."""
+        for state in self.dirs.values():
+            log = state.logs.get(tp)
+            if log is not None:
+                return log
+        return None
+
+    def dir_of(self, tp: TopicPartition) -> LogDirState | None:
+        """The dir holding ``tp``'s live log."""
+        for state in self.dirs.values():
+            if tp in state.logs:
+                return state
+        return None
+
+    def all_logs(self) -> list[PartitionLog]:
+        """Every live log, in every dir (online or not)."""
+        return [log for state in self.dirs.values() for log in state.logs.values()]
+
+    @property
+    def online_dirs(self) -> list[str]:
+        """The dirs still serving."""
+        return [s.path for s in self.dirs.values() if s.online]
+
+    @property
+    def offline_dirs(self) -> list[str]:
+        """The dirs taken offline."""
+        return [s.path for s in self.dirs.values() if not s.online]
+
+    @property
+    def all_dirs_offline(self) -> bool:
+        """When true the broker must stop: nothing is left to serve from."""
+        return not any(s.online for s in self.dirs.values())
+
+    # ---- create and delete ---------------------------------------------------------------------
+
+    def create_log(self, tp: TopicPartition, topic_id: Uuid | None = None,
+                   log_dir: str | None = None) -> PartitionLog:
+        """Create ``tp``'s log (idempotent): in ``log_dir`` or the online dir with fewest logs."""
+        validate_topic_partition(tp)
+        existing = self.get_log(tp)
+        if existing is not None:
+            return existing
+        if log_dir is not None:
+            state = self.dirs.get(posixpath.normpath(log_dir))
+            if state is None:
+                raise LogwrightError(f"{log_dir} is not a log dir of this broker")
+            if not state.online:
+                raise KafkaStorageError(f"log dir {log_dir} is offline")
+        else:
+            online = [s for s in self.dirs.values() if s.online]
+            if not online:
+                raise KafkaStorageError("every log dir is offline")
+            state = min(online, key=lambda s: (len(s.logs), s.path))
+        path = posixpath.join(state.path, live_dir_name(tp))
+        try:
+            log = PartitionLog.create(
+                self.fs, path, tp, self.config_for(tp.topic), self.clock, topic_id,
+                persist_log_start_offset=self._persist_log_start_offset,
+                on_io_error=self._on_log_io_error)
+        except OSError as exc:
+            self._take_offline(state, f"creating {path}: {exc}")
+            raise KafkaStorageError(f"{tp}: I/O error creating its log in {state.path}: {exc}") \
+                from exc
+        state.logs[tp] = log
+        return log
+
+    def delete_log(self, tp: TopicPartition) -> str | None:
+        """Rename ``tp``'s dir to ``-delete`` (durably) and delete it after the delay.
+
+        Returns the new dir name, or None if ``tp`` has no log here.
+        """
+        state = self.dir_of(tp)
+        if state is None:
+            return None
+        log = state.logs[tp]
+        if not state.online:
+            raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
+        name = delete_dir_name(tp, Uuid.from_random(self.rng))
+        try:
+            log.close()
+            self.fs.rename(log.dir_path, posixpath.join(state.path, name))
+            self.fs.fsync_dir(state.path)
+        except OSError as exc:
+            self._take_offline(state, f"deleting {log.dir_path}: {exc}")
+            raise KafkaStorageError(f"{tp}: I/O error deleting its log: {exc}") from exc
+        del state.logs[tp]
+        state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
+        self._write_checkpoints(state)
+        return name
+
+    def run_delayed_deletes(self) -> int:
+        """Remove ``-delete`` dirs whose delay has passed; returns how many went."""
+        now = self.clock.now_ms()
+        count = 0
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            for name, due in list(state.pending_deletes.items()):
+                if due > now:
+                    continue
+                try:
+                    path = posixpath.join(state.path, name)
+                    if self.fs.exists(path):
+                        self.fs.rmtree(path)
+                    self.fs.fsync_dir(state.path)
+                except OSError as exc:
+                    self._take_offline(state, f"deleting {name}: {exc}")
+                    break
+                del state.pending_deletes[name]
+                count += 1
+        return count
+
+    # ---- periodic work -------------------------------------------------------------------------
+
+    def run_retention(self) -> int:
+        """Apply retention to every online log; returns the number of segments deleted."""
+        deleted = 0
+        for log in self._online_logs():
+            try:
+                deleted += log.delete_old_segments()
+            except KafkaStorageError:
+                continue  # that dir is offline now; the others go on
+        return deleted
+
+    def flush_all(self) -> None:
+        """Flush every online log (the recovery points advance to the log end offsets)."""
+        for log in self._online_logs():
+            try:
+                log.flush()
+            except KafkaStorageError:
+                continue
+
+    def checkpoint_all(self) -> None:
+        """Write each online dir's recovery point and log start offset checkpoints."""
+        for state in self.dirs.values():
+            if state.online:
+                self._write_checkpoints(state)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write each online dir's ``replication-offset-checkpoint``."""
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            try:
+                self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
+                    {tp: log.high_watermark for tp, log in state.logs.items()})
+            except OSError as exc:
+                self._take_offline(state, f"writing {REPLICATION_OFFSET_CHECKPOINT}: {exc}")
+
+    def _write_checkpoints(self, state: LogDirState) -> None:
+        try:
+            self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
+                {tp: log.recovery_point for tp, log in state.logs.items()})
+            self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).write(
+                {tp: log.log_start_offset for tp, log in state.logs.items()})
+        except OSError as exc:
+            self._take_offline(state, f"writing checkpoints: {exc}")
+
+    def _persist_log_start_offset(self, log: PartitionLog) -> None:
+        """Make a raised start offset durable now (raises OSError, which the log reports)."""
+        state = self.dir_of(log.tp)
+        assert state is not None, f"{log.tp} is not managed here"
+        self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).write(
+            {tp: lg.log_start_offset for tp, lg in state.logs.items()})
+
+    def _online_logs(self) -> list[PartitionLog]:
+        return [log for s in self.dirs.values() if s.online for log in s.logs.values()]
+
+    # ---- failure -------------------------------------------------------------------------------
+
+    def _on_log_io_error(self, log: PartitionLog, exc: OSError) -> None:
+        state = self.dir_of(log.tp)
+        if state is not None:
+            self._take_offline(state, f"I/O error on {log.tp}: {exc}")
+
+    def _take_offline(self, state: LogDirState, reason: str) -> None:
+        if not state.online:
+            return
+        state.online = False
+        state.offline_reason = reason
+        for log in state.logs.values():
+            log.offline = True
+            try:
+                log.close()
+            except OSError:
+                pass  # the dir is already failing; its handles go with it
+
+    def fail_dir(self, path: str, reason: str) -> None:
+        """Take a dir offline by hand (operators, tests)."""
+        state = self.dirs.get(posixpath.normpath(path))
+        if state is None:
+            raise LogwrightError(f"{path} is not a log dir of this broker")
+        self._take_offline(state, reason)
+
+    # ---- shutdown ------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Clean shutdown: flush, checkpoint, and mark each online dir cleanly shut down."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            try:
+                for log in state.logs.values():
+                    log.flush()
+                self._write_checkpoints(state)
+                self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
+                    {tp: log.high_watermark for tp, log in state.logs.items()})
+                if state.online:
+                    write_file_atomic(self.fs, posixpath.join(state.path, CLEAN_SHUTDOWN_FILE), b"")
+            except (OSError, KafkaStorageError) as exc:
+                self._take_offline(state, f"during shutdown: {exc}")
+            for log in state.logs.values():
+                log.close()
+        self.started = False

@@ -1,0 +1,198 @@
+"""Sparse segment indexes: offset -> file position, and timestamp -> offset.
+
+Files use Kafka's entry layouts (big-endian): ``.index`` entries are (relative offset int32,
+position int32); ``.timeindex`` entries are (timestamp int64, relative offset int32). Entries are
+kept in memory as arrays and appended to the file as they are added. Indexes are derived data: a
+missing, short or inconsistent index is rebuilt from the log, never trusted, so they are never the
+reason a record is lost.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_right
+
+from logwright.world.fs import FileHandle, FileSystem
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class IndexCorrupt(Exception):
+    """An index file does not agree with its segment; the caller rebuilds it."""
+
+
+class OffsetIndex:
+    """Relative offset -> byte position of the batch starting there, sparse and ascending."""
+
+    ENTRY_BYTES = _OFFSET_ENTRY.size
+
+    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._fs = fs
+        self._offsets = array("q")
+        self._positions = array("q")
+        self._handle: FileHandle | None = None
+
+    def _file(self) -> FileHandle:
+        if self._handle is None:
+            self._handle = self._fs.open(self.path, create=True)
+        return self._handle
+
+    def load(self, log_size: int, max_offset: int | None = None) -> None:
+        """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
+        data = self._file().read(0, self._file().size())
+        usable = len(data) - len(data) % self.ENTRY_BYTES
+        offsets, positions = array("q"), array("q")
+        last_rel, last_pos = -1, -1
+        for rel, pos in _OFFSET_ENTRY.iter_unpack(data[:usable]):
+            if rel <= last_rel or pos <= last_pos or pos >= log_size or rel < 0:
+                raise IndexCorrupt(f"{self.path}: entry ({rel}, {pos}) out of order or past end")
+            if max_offset is not None and self.base_offset + rel > max_offset:
+                raise IndexCorrupt(f"{self.path}: offset {self.base_offset + rel} past the log")
+            offsets.append(self.base_offset + rel)
+            positions.append(pos)
+            last_rel, last_pos = rel, pos
+        if usable != len(data):
+            raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 8")
+        self._offsets, self._positions = offsets, positions
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry for the batch starting at ``offset`` at ``position``."""
+        assert not self._offsets or (offset > self._offsets[-1] and position > self._positions[-1])
+        rel = offset - self.base_offset
+        assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
+        self._offsets.append(offset)
+        self._positions.append(position)
+        self._file().append(_OFFSET_ENTRY.pack(rel, position))
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """The last entry at or before ``offset`` as (offset, position); (base, 0) if none."""
+        i = bisect_right(self._offsets, offset)
+        if i == 0:
+            return self.base_offset, 0
+        return self._offsets[i - 1], self._positions[i - 1]
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop entries at or after byte ``position`` of the log."""
+        i = bisect_right(self._positions, position - 1)
+        if i < len(self._offsets):
+            del self._offsets[i:]
+            del self._positions[i:]
+            self._file().truncate(i * self.ENTRY_BYTES)
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._offsets, self._positions = array("q"), array("q")
+        self._file().truncate(0)
+
+    @property
+    def entries(self) -> int:
+        """Number of entries."""
+        return len(self._offsets)
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """The last (offset, position), or (base, 0) if empty."""
+        if not self._offsets:
+            return self.base_offset, 0
+        return self._offsets[-1], self._positions[-1]
+
+    def flush(self) -> None:
+        """Make the entries durable."""
+        if self._handle is not None:
+            self._handle.fsync()
+
+    def close(self) -> None:
+        """Release the file."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class TimeIndex:
+    """Timestamp -> relative offset, sparse, with strictly increasing timestamps."""
+
+    ENTRY_BYTES = _TIME_ENTRY.size
+
+    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._fs = fs
+        self._timestamps = array("q")
+        self._offsets = array("q")
+        self._handle: FileHandle | None = None
+
+    def _file(self) -> FileHandle:
+        if self._handle is None:
+            self._handle = self._fs.open(self.path, create=True)
+        return self._handle
+
+    def load(self, max_offset: int | None = None) -> None:
+        """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
+        data = self._file().read(0, self._file().size())
+        usable = len(data) - len(data) % self.ENTRY_BYTES
+        timestamps, offsets = array("q"), array("q")
+        last_ts, last_rel = -(1 << 63), -1
+        for ts, rel in _TIME_ENTRY.iter_unpack(data[:usable]):
+            if ts <= last_ts or rel < last_rel or rel < 0:
+                raise IndexCorrupt(f"{self.path}: entry ({ts}, {rel}) out of order")
+            if max_offset is not None and self.base_offset + rel > max_offset:
+                raise IndexCorrupt(f"{self.path}: offset {self.base_offset + rel} past the log")
+            timestamps.append(ts)
+            offsets.append(self.base_offset + rel)
+            last_ts, last_rel = ts, rel
+        if usable != len(data):
+            raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 12")
+        self._timestamps, self._offsets = timestamps, offsets
+
+    def maybe_append(self, timestamp_ms: int, offset: int) -> None:
+        """Add an entry if ``timestamp_ms`` is larger than the last one."""
+        if self._timestamps and timestamp_ms <= self._timestamps[-1]:
+            return
+        rel = offset - self.base_offset
+        assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
+        self._timestamps.append(timestamp_ms)
+        self._offsets.append(offset)
+        self._file().append(_TIME_ENTRY.pack(timestamp_ms, rel))
+
+    def lookup(self, timestamp_ms: int) -> int:
+        """The offset of the last entry with timestamp < ``timestamp_ms`` (base offset if none).
+
+        A scan from there finds the first batch whose max timestamp is >= ``timestamp_ms``.
+        """
+        i = bisect_right(self._timestamps, timestamp_ms - 1)
+        return self.base_offset if i == 0 else self._offsets[i - 1]
+
+    def truncate_to_offset(self, offset: int) -> None:
+        """Drop entries for offsets at or after ``offset``."""
+        keep = 0
+        while keep < len(self._offsets) and self._offsets[keep] < offset:
+            keep += 1
+        if keep < len(self._offsets):
+            del self._timestamps[keep:]
+            del self._offsets[keep:]
+            self._file().truncate(keep * self.ENTRY_BYTES)
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._timestamps, self._offsets = array("q"), array("q")
+        self._file().truncate(0)
+
+    @property
+    def last_timestamp(self) -> int | None:
+        """The largest indexed timestamp, or None if empty."""
+        return self._timestamps[-1] if self._timestamps else None
+
+    def flush(self) -> None:
+        """Make the entries durable."""
+        if self._handle is not None:
+            self._handle.fsync()
+
+    def close(self) -> None:
+        """Release the file."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None

@@ -1,0 +1,607 @@
+"""The partition log: segments in offset order, with log start offset, high watermark and LEO.
+
+Invariants upheld here (DESIGN.md "The safety invariants"):
+- 0 <= log_start_offset <= high_watermark <= log_end_offset, asserted after every change
+  (NeverServeBelowLogStart, HAZARDS 8).
+- The log start offset never moves backwards, and a raise is made durable (through the injected
+  ``persist_log_start_offset``) before it is acknowledged or before any file below it is deleted
+  (HAZARDS 12).
+- No read starts below the log start offset (OFFSET_OUT_OF_RANGE).
+- Retention deletes only whole segments lying wholly below the high watermark (NoNewDataDeleted,
+  HAZARDS 1), start-offset breach first whatever the cleanup policy (HAZARDS 9), then size, then
+  time.
+- An empty replica starts at the base offset of the first batch it receives (HAZARDS 7).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from logwright.errors import (
+    CorruptRecordError,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    UnexpectedAppendOffset,
+)
+from logwright.records import (
+    BatchHeader,
+    assign_offsets,
+    iter_batches,
+    scan_valid_prefix,
+    validate_batches,
+)
+from logwright.storage.config import LogConfig
+from logwright.storage.naming import (
+    SegmentFileKind,
+    TopicPartition,
+    Uuid,
+    parse_segment_file_name,
+)
+from logwright.storage.segment import LogSegment
+from logwright.world.clock import Clock
+from logwright.world.fs import FileSystem
+
+PersistHook = Callable[["PartitionLog"], None]
+IoErrorHook = Callable[["PartitionLog", OSError], None]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append wrote: offsets ``first_offset..last_offset``."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp_ms: int
+    batches: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchData:
+    """The answer to a read: whole batches, and the log's offsets at the time of the read."""
+
+    records: bytes
+    first_batch_offset: int
+    log_start_offset: int
+    high_watermark: int
+    log_end_offset: int
+
+
+@dataclass
+class LoadReport:
+    """What loading a partition log found and did."""
+
+    segments: int = 0
+    recovered_segments: int = 0
+    truncated_bytes: int = 0
+    deleted_files: list[str] = field(default_factory=list)
+    restarted_at: int | None = None
+
+
+class PartitionLog:
+    """One partition's log in one directory. Single-threaded: the caller serialises calls."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        dir_path: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        high_watermark: int,
+        recovery_point: int,
+        topic_id: Uuid | None = None,
+        persist_log_start_offset: PersistHook | None = None,
+        on_io_error: IoErrorHook | None = None,
+    ) -> None:
+        assert segments, "a log always has an active segment"
+        self.fs = fs
+        self.dir_path = dir_path
+        self.tp = tp
+        self.config = config
+        self.clock = clock
+        self.topic_id = topic_id
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start_offset = log_start_offset
+        self._high_watermark = high_watermark
+        self.recovery_point = recovery_point
+        self.persist_log_start_offset = persist_log_start_offset
+        self.on_io_error = on_io_error
+        self.offline = False
+        self._dir_dirty = False  # a segment file was created since the directory was last synced
+        self._check_offsets()
+
+    # ---- creation and loading ------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        fs: FileSystem,
+        dir_path: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        topic_id: Uuid | None = None,
+        start_offset: int = 0,
+        persist_log_start_offset: PersistHook | None = None,
+        on_io_error: IoErrorHook | None = None,
+    ) -> PartitionLog:
+        """Create the partition's directory (durably, with its topic id) and an empty log."""
+        from logwright.storage.metadata_files import PartitionMetadataFile
+
+        assert start_offset >= 0, "offsets are never negative"
+        fs.mkdir(dir_path)
+        if topic_id is not None:
+            PartitionMetadataFile(fs, dir_path).write(topic_id)
+        segment = LogSegment(fs, dir_path, start_offset, config.index_interval_bytes, create=True)
+        segment.flush()
+        fs.fsync_dir(dir_path)
+        fs.fsync_dir(posixpath.dirname(dir_path))
+        return cls(fs, dir_path, tp, config, clock, [segment], start_offset, start_offset,
+                   start_offset, topic_id, persist_log_start_offset, on_io_error)
+
+    @classmethod
+    def load(
+        cls,
+        fs: FileSystem,
+        dir_path: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        log_start_offset_checkpoint: int | None,
+        recovery_point: int | None,
+        high_watermark_checkpoint: int | None,
+        clean_shutdown: bool,
+        topic_id: Uuid | None = None,
+        persist_log_start_offset: PersistHook | None = None,
+        on_io_error: IoErrorHook | None = None,
+    ) -> tuple[PartitionLog, LoadReport]:
+        """Open an existing partition directory.
+
+        After a clean shutdown the segments are trusted (indexes load lazily). Otherwise every
+        segment from the one holding the recovery point on is re-validated, a torn or corrupt
+        tail is cut, and anything after a cut is dropped. Then log start offset =
+        max(checkpoint, first segment's base offset), and the high watermark is clamped into
+        [log start offset, log end offset].
+        """
+        report = LoadReport()
+        bases: list[int] = []
+        names = fs.listdir(dir_path)
+        parsed_names = [(name, parse_segment_file_name(name)) for name in names]
+        for name, parsed in parsed_names:
+            if parsed is None:
+                continue
+            if parsed.kind is not SegmentFileKind.LIVE:
+                # Leftovers of an interrupted deletion or swap (.deleted, .cleaned, .swap).
+                fs.remove(posixpath.join(dir_path, name))
+                report.deleted_files.append(name)
+            elif parsed.suffix == ".log":
+                bases.append(parsed.base_offset)
+        bases.sort()
+        base_set = set(bases)
+        for name, parsed in parsed_names:
+            if (parsed is not None and parsed.kind is SegmentFileKind.LIVE
+                    and parsed.suffix in (".index", ".timeindex")
+                    and parsed.base_offset not in base_set):
+                fs.remove(posixpath.join(dir_path, name))  # an index whose log is gone
+                report.deleted_files.append(name)
+        segments = [LogSegment(fs, dir_path, b, config.index_interval_bytes) for b in bases]
+        for seg, nxt in zip(segments, bases[1:], strict=False):
+            seg.next_offset = nxt
+        lso_ckpt = log_start_offset_checkpoint or 0
+        if not segments:
+            start = max(lso_ckpt, recovery_point or 0)
+            segments = [LogSegment(fs, dir_path, start, config.index_interval_bytes, create=True)]
+            segments[0].flush()
+            fs.fsync_dir(dir_path)
+        elif clean_shutdown:
+            segments[-1].load_tail()
+        else:
+            first_to_recover = 0
+            if recovery_point is not None:
+                first_to_recover = max(0, bisect_right(bases, recovery_point) - 1)
+            for i in range(first_to_recover, len(segments)):
+                seg = segments[i]
+                cut = seg.recover(expected_first_offset=None)
+                report.recovered_segments += 1
+                report.truncated_bytes += cut
+                if cut or (i + 1 < len(segments) and seg.next_offset > bases[i + 1]):
+                    # Data after a cut cannot be trusted to follow on: drop later segments.
+                    for later in segments[i + 1:]:
+                        report.truncated_bytes += later.size_bytes
+                        report.deleted_files.append(posixpath.basename(later.log_path))
+                        later.delete_files()
+                    del segments[i + 1:]
+                    break
+            for seg in segments[first_to_recover:]:
+                seg.flush()
+            fs.fsync_dir(dir_path)
+        report.segments = len(segments)
+        log_end_offset = segments[-1].next_offset
+        log_start_offset = max(lso_ckpt, segments[0].base_offset)
+        high_watermark = min(max(high_watermark_checkpoint or 0, log_start_offset), log_end_offset)
+        log = cls(fs, dir_path, tp, config, clock, segments,
+                  min(log_start_offset, log_end_offset), high_watermark,
+                  log_end_offset, topic_id,
+                  persist_log_start_offset, on_io_error)
+        if log_start_offset > log_end_offset:
+            # Unflushed records at and above the start offset were lost in a crash: nothing
+            # readable is left, so the log restarts empty at its start offset.
+            log._restart_at(log_start_offset)
+            report.restarted_at = log_start_offset
+        return log, report
+
+    # ---- offsets -------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset a reader may ask for."""
+        return self._log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Offsets below this are committed."""
+        return self._high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        """One past the last offset in the log."""
+        return self._segments[-1].next_offset
+
+    @property
+    def active_segment(self) -> LogSegment:
+        """The segment appends go to."""
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The segments, oldest first."""
+        return tuple(self._segments)
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes in every segment's log file."""
+        return sum(s.size_bytes for s in self._segments)
+
+    def _check_offsets(self) -> None:
+        lso, hw, leo = self._log_start_offset, self._high_watermark, self.log_end_offset
+        assert 0 <= lso <= hw <= leo, f"{self.tp}: offsets broken: start {lso} hw {hw} leo {leo}"
+        assert self._segments[0].base_offset <= lso or self._segments[0].size_bytes == 0, (
+            f"{self.tp}: start offset {lso} below the first segment "
+            f"{self._segments[0].base_offset}")
+
+    def _guard(self) -> None:
+        if self.offline:
+            raise KafkaStorageError(f"{self.tp}: the log dir {posixpath.dirname(self.dir_path)} "
+                                    "is offline")
+
+    def _io_failed(self, exc: OSError) -> KafkaStorageError:
+        self.offline = True
+        if self.on_io_error is not None:
+            self.on_io_error(self, exc)
+        return KafkaStorageError(f"{self.tp}: I/O error in {self.dir_path}: {exc}")
+
+    # ---- append --------------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes | bytearray, leader_epoch: int = -1) -> AppendInfo:
+        """Validate batches from a producer, assign the next offsets, and append them."""
+        self._guard()
+        buf = bytearray(records)
+        summary = validate_batches(buf)
+        first = self.log_end_offset
+        next_offset = assign_offsets(buf, first, leader_epoch if leader_epoch >= 0 else None)
+        return self._append(buf, first, next_offset - 1, summary.max_timestamp,
+                            summary.count_batches)
+
+    def append_as_follower(self, records: bytes | bytearray) -> AppendInfo:
+        """Append batches fetched from the leader, keeping their offsets."""
+        self._guard()
+        scan = scan_valid_prefix(records, 0, verify_crc=True)
+        if scan.error is not None:
+            raise CorruptRecordError(f"{self.tp}: fetched records rejected: {scan.error}")
+        if scan.batches == 0 or scan.last_offset is None:
+            leo = self.log_end_offset
+            return AppendInfo(leo, leo - 1, -1, 0, 0)
+        first, last = BatchHeader.parse(records, 0).base_offset, scan.last_offset
+        leo = self.log_end_offset
+        if first < leo:
+            if self.size_bytes == 0 and last >= self._log_start_offset:
+                # An empty replica whose start offset points into the middle of a batch starts
+                # at that batch's base offset, keeping its start offset (HAZARDS 7).
+                self._replace_empty_active_segment(first)
+            else:
+                raise UnexpectedAppendOffset(
+                    f"{self.tp}: follower append at offset {first} overlaps the log end "
+                    f"offset {leo}")
+        return self._append(records, first, last, scan.max_timestamp, scan.batches)
+
+    def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,
+                batches: int) -> AppendInfo:
+        try:
+            self._maybe_roll(len(data), last)
+            self._segments[-1].append(first, last, max_ts, data)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        return AppendInfo(first, last, max_ts, batches, len(data))
+
+    def _maybe_roll(self, incoming_bytes: int, last_offset: int) -> None:
+        active = self._segments[-1]
+        if active.size_bytes == 0:
+            return
+        rolling_ts = active.first_batch_timestamp_ms
+        too_old = rolling_ts is not None and \
+            self.clock.now_ms() - rolling_ts >= self.config.segment_ms
+        if (active.size_bytes + incoming_bytes > self.config.segment_bytes or too_old
+                or last_offset - active.base_offset > 0x7FFFFFFF):
+            self.roll()
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+        active = self._segments[-1]
+        if active.size_bytes == 0:
+            return active
+        new_base = self.log_end_offset
+        if active.max_timestamp_ms >= 0:
+            # A final time index entry makes the segment's largest timestamp cheap to find.
+            active.time_index.maybe_append(active.max_timestamp_ms, active.index.last_entry[0])
+        segment = LogSegment(self.fs, self.dir_path, new_base, self.config.index_interval_bytes,
+                             create=True)
+        self._segments.append(segment)
+        self._bases.append(new_base)
+        self._dir_dirty = True
+        return segment
+
+    def _replace_empty_active_segment(self, base_offset: int) -> None:
+        old = self._segments.pop()
+        self._bases.pop()
+        assert old.size_bytes == 0
+        old.delete_files()
+        segment = LogSegment(self.fs, self.dir_path, base_offset,
+                             self.config.index_interval_bytes, create=True)
+        self._segments.append(segment)
+        self._bases.append(base_offset)
+        self._dir_dirty = True
+
+    # ---- read ----------------------------------------------------------------------------------
+
+    def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchData:
+        """Whole batches from the one holding ``start_offset``, below ``max_offset``.
+
+        ``max_offset`` is exclusive: the high watermark for consumers, None (the log end offset)
+        for followers. Raises OFFSET_OUT_OF_RANGE below the log start offset or above the log
+        end offset: nothing below the log start offset is ever served.
+        """
+        self._guard()
+        leo = self.log_end_offset
+        if start_offset < self._log_start_offset or start_offset > leo:
+            raise OffsetOutOfRange(
+                f"{self.tp}: offset {start_offset} is outside [{self._log_start_offset}, {leo}]")
+        limit = leo if max_offset is None else min(max_offset, leo)
+        records, first = b"", start_offset
+        try:
+            i = max(0, bisect_right(self._bases, start_offset) - 1)
+            while i < len(self._segments) and start_offset < limit:
+                first, records = self._segments[i].read(start_offset, max_bytes, limit,
+                                                        min_one_batch)
+                if records:
+                    break
+                i += 1
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        return FetchData(records, first, self._log_start_offset, self._high_watermark, leo)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset whose batch has a timestamp >= ``timestamp_ms`` (ListOffsets)."""
+        self._guard()
+        for segment in self._segments:
+            if segment.size_bytes == 0 or segment.max_timestamp_ms < timestamp_ms:
+                continue
+            start = max(segment.time_index.lookup(timestamp_ms), self._log_start_offset)
+            loc = segment.locate(start)
+            while loc is not None:
+                data = segment.read(loc.base_offset, loc.size_bytes, self.log_end_offset)[1]
+                for _, header in iter_batches(data, verify_crc=False):
+                    if header.max_timestamp >= timestamp_ms:
+                        return max(header.base_offset, self._log_start_offset)
+                loc = segment.locate(loc.last_offset + 1)
+        return None
+
+    # ---- high watermark and log start offset ---------------------------------------------------
+
+    def update_high_watermark(self, high_watermark: int) -> None:
+        """Set the high watermark; it must lie in [log start offset, log end offset]."""
+        if not self._log_start_offset <= high_watermark <= self.log_end_offset:
+            raise OffsetOutOfRange(
+                f"{self.tp}: high watermark {high_watermark} outside "
+                f"[{self._log_start_offset}, {self.log_end_offset}]")
+        self._high_watermark = high_watermark
+        self._check_offsets()
+
+    def increment_log_start_offset(self, new_start_offset: int) -> bool:
+        """Raise the log start offset (DeleteRecords, or a follower learning the leader's).
+
+        Never backwards: a lower value is ignored (returns False). Above the high watermark is
+        refused with OFFSET_OUT_OF_RANGE. Returns only after the new value is durable.
+        """
+        self._guard()
+        if new_start_offset <= self._log_start_offset:
+            return False
+        if new_start_offset > self._high_watermark:
+            raise OffsetOutOfRange(
+                f"{self.tp}: cannot raise the log start offset to {new_start_offset}, above the "
+                f"high watermark {self._high_watermark}")
+        self._set_log_start_offset(new_start_offset)
+        return True
+
+    def _set_log_start_offset(self, value: int) -> None:
+        previous = self._log_start_offset
+        assert value >= previous, "the log start offset never moves backwards"
+        self._log_start_offset = value
+        if self.persist_log_start_offset is not None and value != previous:
+            try:
+                self.persist_log_start_offset(self)
+            except OSError as exc:
+                self._log_start_offset = previous
+                raise self._io_failed(exc) from exc
+
+    # ---- truncation ----------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every record at or above ``offset`` (a follower diverging from its leader).
+
+        A batch holding ``offset`` goes whole. The start offset never moves back: if nothing at
+        or above it would remain, the log restarts empty at its start offset. Returns the bytes
+        removed.
+        """
+        self._guard()
+        assert offset >= 0, "offsets are never negative"
+        if offset >= self.log_end_offset:
+            return 0
+        removed = 0
+        try:
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                seg = self._segments.pop()
+                self._bases.pop()
+                removed += seg.size_bytes
+                seg.delete_files()
+            removed += self._segments[-1].truncate_to(offset)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        leo = self.log_end_offset
+        self.recovery_point = min(self.recovery_point, leo)
+        if leo < self._log_start_offset:
+            self._restart_at(self._log_start_offset)
+        else:
+            self._high_watermark = min(self._high_watermark, leo)
+        self._check_offsets()
+        return removed
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and restart empty at ``offset`` (a follower below the leader's
+        log start offset). Start offset, high watermark and log end offset all become
+        ``offset``; the start offset is made durable first."""
+        self._guard()
+        if offset < self._log_start_offset:
+            raise OffsetOutOfRange(
+                f"{self.tp}: cannot restart at {offset}, below the log start offset "
+                f"{self._log_start_offset}")
+        self._restart_at(offset)
+
+    def _restart_at(self, offset: int) -> None:
+        if offset > self._log_start_offset:
+            self._set_log_start_offset(offset)
+        try:
+            for seg in self._segments:
+                seg.delete_files()
+            segment = LogSegment(self.fs, self.dir_path, offset, self.config.index_interval_bytes,
+                                 create=True)
+            segment.flush()
+            self.fs.fsync_dir(self.dir_path)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        self._segments = [segment]
+        self._bases = [offset]
+        self._high_watermark = offset
+        self.recovery_point = offset
+        self._check_offsets()
+
+    # ---- retention -----------------------------------------------------------------------------
+
+    def delete_old_segments(self) -> int:
+        """Apply retention; returns the number of segments deleted.
+
+        Order: start-offset breach (whatever the cleanup policy), then size, then time, as
+        Kafka does. Only whole segments wholly below the high watermark ever go.
+        """
+        self._guard()
+        deleted = self._delete_segments(self._breached_start_offset)
+        if self.config.deletes:
+            deleted += self._delete_segments(self._size_breach())
+            deleted += self._delete_segments(self._time_breach())
+        return deleted
+
+    def _breached_start_offset(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
+        return nxt is not None and nxt.base_offset <= self._log_start_offset
+
+    def _size_breach(self) -> Callable[[LogSegment, LogSegment | None], bool]:
+        limit = self.config.retention_bytes
+        excess = [self.size_bytes - limit if limit >= 0 else -1]
+
+        def breached(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            if limit < 0 or excess[0] - seg.size_bytes < 0:
+                return False
+            excess[0] -= seg.size_bytes
+            return True
+        return breached
+
+    def _time_breach(self) -> Callable[[LogSegment, LogSegment | None], bool]:
+        retention_ms = self.config.retention_ms
+        cutoff = self.clock.now_ms() - retention_ms
+
+        def breached(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            return retention_ms >= 0 and 0 <= seg.max_timestamp_ms < cutoff
+        return breached
+
+    def _delete_segments(
+        self, should_delete: Callable[[LogSegment, LogSegment | None], bool]
+    ) -> int:
+        doomed: list[LogSegment] = []
+        for i, seg in enumerate(self._segments):
+            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+            if seg.size_bytes == 0 and nxt is None:
+                break
+            # NoNewDataDeleted: a segment goes only if every offset in it is below the HW.
+            if seg.next_offset > self._high_watermark or not should_delete(seg, nxt):
+                break
+            doomed.append(seg)
+        if not doomed:
+            return 0
+        try:
+            if len(doomed) == len(self._segments):
+                self.roll()  # the active segment is wholly below the HW: roll so it can go
+            new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
+            assert new_start <= self._high_watermark, "retention may not pass the high watermark"
+            # The start offset is durable before any file below it is deleted (HAZARDS 12).
+            self._set_log_start_offset(new_start)
+            for seg in doomed:
+                seg.delete_files()
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        del self._segments[: len(doomed)]
+        del self._bases[: len(doomed)]
+        self._check_offsets()
+        return len(doomed)
+
+    # ---- durability and lifetime ---------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make every record durable; the recovery point becomes the log end offset."""
+        self._guard()
+        try:
+            for seg in self._segments:
+                if seg.next_offset > self.recovery_point or seg is self._segments[-1]:
+                    seg.flush()
+            if self._dir_dirty:
+                self.fs.fsync_dir(self.dir_path)
+                self._dir_dirty = False
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        self.recovery_point = self.log_end_offset
+
+    def close(self) -> None:
+        """Release every file handle (no flush: call ``flush`` first for a clean shutdown)."""
+        for seg in self._segments:
+            seg.close()
+
+    def delete_files(self) -> None:
+        """Remove the whole directory (used by the log manager's delayed deletion)."""
+        self.close()
+        self.fs.rmtree(self.dir_path)

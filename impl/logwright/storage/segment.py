@@ -1,0 +1,318 @@
+"""One log segment: a ``.log`` file of record batches with its ``.index`` and ``.timeindex``.
+
+A segment owns one contiguous offset range starting at its base offset. Batches are never split:
+truncation and deletion work on whole batches. The indexes are sparse and derived: ``recover``
+rebuilds them from the log, and a torn or corrupt tail is cut at the last valid batch.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+from dataclasses import dataclass
+
+from logwright.records import scan_valid_prefix
+from logwright.storage.index import IndexCorrupt, OffsetIndex, TimeIndex
+from logwright.storage.naming import segment_file_name
+from logwright.world.fs import FileHandle, FileSystem
+
+# The fields of a v2 batch header a segment needs to walk its file without decoding records:
+# baseOffset (0), batchLength (8), lastOffsetDelta (23), maxTimestamp (35).
+_HEAD = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_MAX_TS = struct.Struct(">q")
+HEADER_BYTES = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
+RECOVERY_CHUNK_BYTES = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLocation:
+    """Where a batch lies in a segment file and which offsets it holds."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    size_bytes: int
+
+
+class LogSegment:
+    """A segment file and its two indexes, named by its base offset."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        dir_path: str,
+        base_offset: int,
+        index_interval_bytes: int,
+        create: bool = False,
+    ) -> None:
+        assert base_offset >= 0, "offsets are never negative"
+        self.fs = fs
+        self.dir_path = dir_path
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = posixpath.join(dir_path, segment_file_name(base_offset, ".log"))
+        self.index_path = posixpath.join(dir_path, segment_file_name(base_offset, ".index"))
+        self.time_index_path = posixpath.join(dir_path,
+                                              segment_file_name(base_offset, ".timeindex"))
+        self._log: FileHandle = fs.open(self.log_path, create=create)
+        self.size_bytes = self._log.size()
+        self.next_offset = base_offset  # one past the last offset held; set by load or append
+        # Unknown (None) until needed for a segment loaded from disk: start-up stays cheap.
+        self._max_timestamp_ms: int | None = -1 if create else None
+        self.first_batch_timestamp_ms: int | None = None
+        self._bytes_since_index_entry = 0
+        self._index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+
+    @property
+    def max_timestamp_ms(self) -> int:
+        """The largest batch timestamp in the segment, -1 if it holds no batch."""
+        if self._max_timestamp_ms is None:
+            self._recompute_tail_stats()
+        assert self._max_timestamp_ms is not None
+        return self._max_timestamp_ms
+
+    # ---- indexes, loaded lazily so start-up touches only what it needs -------------------------
+
+    @property
+    def index(self) -> OffsetIndex:
+        """The offset index, read from disk (or rebuilt) on first use."""
+        if self._index is None:
+            self._load_indexes()
+        assert self._index is not None
+        return self._index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        """The time index, read from disk (or rebuilt) on first use."""
+        if self._time_index is None:
+            self._load_indexes()
+        assert self._time_index is not None
+        return self._time_index
+
+    def _load_indexes(self) -> None:
+        self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
+        self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+        try:
+            self._index.load(self.size_bytes)
+            self._time_index.load()
+        except IndexCorrupt:
+            self.rebuild_indexes()
+
+    def rebuild_indexes(self) -> None:
+        """Recreate both indexes by walking the log file (no CRC checks: the log is trusted)."""
+        if self._index is None:
+            self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
+            self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+        assert self._time_index is not None
+        self._index.reset()
+        self._time_index.reset()
+        self._bytes_since_index_entry = 0
+        max_ts = -1
+        for loc, batch_max_ts in self._walk(0, self.size_bytes):
+            self._index_batch(loc.base_offset, loc.position, loc.size_bytes, batch_max_ts)
+            max_ts = max(max_ts, batch_max_ts)
+
+    def _index_batch(self, base_offset: int, position: int, size: int, max_ts: int) -> None:
+        assert self._index is not None and self._time_index is not None
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self._index.append(base_offset, position)
+            self._time_index.maybe_append(max_ts, base_offset)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += size
+
+    # ---- walking batch headers -----------------------------------------------------------------
+
+    def _walk(self, start: int, end: int) -> list[tuple[BatchLocation, int]]:
+        """Batch locations (with max timestamps) between byte positions ``start`` and ``end``."""
+        out: list[tuple[BatchLocation, int]] = []
+        pos = start
+        while pos < end:
+            chunk = self._log.read(pos, min(end - pos, RECOVERY_CHUNK_BYTES))
+            view = memoryview(chunk)
+            i = 0
+            while i + HEADER_BYTES <= len(view):
+                base, length = _HEAD.unpack_from(view, i)
+                size = length + LOG_OVERHEAD
+                last = base + _LAST_DELTA.unpack_from(view, i + 23)[0]
+                out.append((BatchLocation(pos + i, base, last, size),
+                            _MAX_TS.unpack_from(view, i + 35)[0]))
+                i += size
+            if i == 0:
+                break
+            pos += i
+        return out
+
+    def _header_at(self, position: int) -> BatchLocation | None:
+        head = self._log.read(position, HEADER_BYTES)
+        if len(head) < HEADER_BYTES:
+            return None
+        base, length = _HEAD.unpack_from(head, 0)
+        last = base + _LAST_DELTA.unpack_from(head, 23)[0]
+        return BatchLocation(position, base, last, length + LOG_OVERHEAD)
+
+    def locate(self, offset: int) -> BatchLocation | None:
+        """The first batch whose last offset is >= ``offset`` (the one holding it, or the next)."""
+        _, position = self.index.lookup(offset)
+        while position < self.size_bytes:
+            loc = self._header_at(position)
+            if loc is None:
+                return None
+            if loc.last_offset >= offset:
+                return loc
+            position += loc.size_bytes
+        return None
+
+    # ---- append, read, truncate ----------------------------------------------------------------
+
+    def append(self, first_offset: int, last_offset: int, max_timestamp_ms: int,
+               data: bytes | bytearray | memoryview) -> int:
+        """Append batches holding ``first_offset..last_offset``; returns their file position."""
+        assert first_offset >= self.next_offset, (
+            f"offsets must increase: appending {first_offset} at next offset {self.next_offset}")
+        assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
+        position = self._log.append(data)
+        if self._index is None:
+            self._load_indexes()
+        self._index_batch(first_offset, position, len(data), max_timestamp_ms)
+        self.size_bytes = position + len(data)
+        self.next_offset = last_offset + 1
+        if self.first_batch_timestamp_ms is None:
+            self.first_batch_timestamp_ms = max_timestamp_ms
+        if max_timestamp_ms > self.max_timestamp_ms:
+            self._max_timestamp_ms = max_timestamp_ms
+        return position
+
+    def read(self, start_offset: int, max_bytes: int, max_offset: int,
+             min_one_batch: bool = True) -> tuple[int, bytes]:
+        """Whole batches from the one holding ``start_offset``, below ``max_offset`` (exclusive).
+
+        Returns (first batch base offset, bytes). At most ``max_bytes`` unless ``min_one_batch``
+        and the first batch alone is larger, in which case that one batch is returned whole so a
+        reader always makes progress.
+        """
+        loc = self.locate(start_offset)
+        if loc is None or loc.base_offset >= max_offset:
+            return start_offset, b""
+        want = max(max_bytes, loc.size_bytes if min_one_batch else 0)
+        data = self._log.read(loc.position, min(want, self.size_bytes - loc.position))
+        view = memoryview(data)
+        cut = 0
+        while cut + HEADER_BYTES <= len(view):
+            base, length = _HEAD.unpack_from(view, cut)
+            size = length + LOG_OVERHEAD
+            last = base + _LAST_DELTA.unpack_from(view, cut + 23)[0]
+            if cut + size > len(view) or last >= max_offset:
+                break
+            cut += size
+        return loc.base_offset, bytes(view[:cut]) if cut < len(data) else data
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= ``offset``; returns bytes removed.
+
+        A batch holding ``offset`` goes whole (batches are atomic), so the next offset may end up
+        below ``offset``.
+        """
+        loc = self.locate(offset)
+        if loc is None:
+            return 0
+        removed = self.size_bytes - loc.position
+        self._log.truncate(loc.position)
+        self.size_bytes = loc.position
+        self.index.truncate_to_position(loc.position)
+        self.time_index.truncate_to_offset(loc.base_offset)
+        self.next_offset = loc.base_offset
+        self._recompute_tail_stats()
+        return removed
+
+    def _recompute_tail_stats(self) -> None:
+        max_ts = -1
+        self.first_batch_timestamp_ms = None
+        self._bytes_since_index_entry = 0
+        last_indexed_pos = self.index.last_entry[1]
+        last_ts = self.time_index.last_timestamp
+        if last_ts is not None:
+            max_ts = last_ts
+        for loc, ts in self._walk(last_indexed_pos, self.size_bytes):
+            max_ts = max(max_ts, ts)
+            self._bytes_since_index_entry += loc.size_bytes
+            self.next_offset = loc.last_offset + 1
+        self._max_timestamp_ms = max_ts
+        if self.size_bytes >= HEADER_BYTES:
+            head = self._log.read(0, HEADER_BYTES)
+            self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
+
+    def load_tail(self) -> None:
+        """Set next offset and timestamps of a trusted (cleanly shut down) segment."""
+        self._recompute_tail_stats()
+
+    def recover(self, expected_first_offset: int | None = None) -> int:
+        """Validate every batch (CRC, structure, ascending offsets), cut a torn or corrupt tail,
+        and rebuild both indexes. Returns the number of bytes cut."""
+        valid = 0
+        next_min: int | None = expected_first_offset  # batches must ascend across chunks too
+        while valid < self.size_bytes:
+            chunk_end = min(self.size_bytes, valid + RECOVERY_CHUNK_BYTES)
+            chunk = self._log.read(valid, chunk_end - valid)
+            first_base = _HEAD.unpack_from(chunk, 0)[0] if len(chunk) >= 8 else None
+            if next_min is not None and first_base is not None and first_base < next_min:
+                break
+            result = scan_valid_prefix(chunk, 0, verify_crc=True)
+            valid += result.valid_bytes
+            if result.last_offset is not None:
+                next_min = result.last_offset + 1
+            if valid == chunk_end:
+                continue
+            # The scan stopped early: a torn or corrupt batch, or a whole one that the chunk
+            # boundary cut. Only the latter is kept, after checking it on its own.
+            loc = self._header_at(valid)
+            if (loc is None or loc.size_bytes <= HEADER_BYTES or valid + loc.size_bytes <= chunk_end
+                    or valid + loc.size_bytes > self.size_bytes
+                    or (next_min is not None and loc.base_offset < next_min)):
+                break
+            alone = scan_valid_prefix(self._log.read(valid, loc.size_bytes), 0, verify_crc=True)
+            if alone.valid_bytes != loc.size_bytes or alone.last_offset is None:
+                break
+            valid += loc.size_bytes
+            next_min = alone.last_offset + 1
+        cut = self.size_bytes - valid
+        if cut:
+            self._log.truncate(valid)
+            self.size_bytes = valid
+        self.rebuild_indexes()
+        self._recompute_tail_stats()
+        if self.size_bytes == 0:
+            self.next_offset = self.base_offset
+        return cut
+
+    # ---- durability and lifetime ---------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make the log file and its indexes durable."""
+        self._log.fsync()
+        if self._index is not None:
+            self._index.flush()
+        if self._time_index is not None:
+            self._time_index.flush()
+
+    def close(self) -> None:
+        """Release the files."""
+        self._log.close()
+        if self._index is not None:
+            self._index.close()
+        if self._time_index is not None:
+            self._time_index.close()
+
+    def delete_files(self) -> None:
+        """Remove the segment's files: the log first, so a crash never leaves an index without
+        the log it describes being believed."""
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            if self.fs.exists(path):
+                self.fs.remove(path)
+
+    def mtime_ms(self) -> int:
+        """When the log file was last written."""
+        return self.fs.mtime_ms(self.log_path)
