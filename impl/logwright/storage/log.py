@@ -432,6 +432,8 @@ class PartitionLog:
         refused with OFFSET_OUT_OF_RANGE. Returns only after the new value is durable.
         """
         self._guard()
+        if new_start_offset < 0:
+            raise OffsetOutOfRange(f"{self.tp}: log start offset {new_start_offset} is negative")
         if new_start_offset <= self._log_start_offset:
             return False
         if new_start_offset > self._high_watermark:
@@ -462,7 +464,8 @@ class PartitionLog:
         removed.
         """
         self._guard()
-        assert offset >= 0, "offsets are never negative"
+        if offset < 0:
+            raise OffsetOutOfRange(f"{self.tp}: cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
             return 0
         removed = 0
