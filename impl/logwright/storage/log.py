@@ -476,6 +476,9 @@ class PartitionLog:
                 removed += seg.size_bytes
                 seg.delete_files()
             removed += self._segments[-1].truncate_to(offset)
+            # Durable at once: divergent records a follower dropped must not come back in a crash.
+            self._segments[-1].flush()
+            self.fs.fsync_dir(self.dir_path)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         leo = self.log_end_offset

@@ -152,6 +152,11 @@ class SimFileSystem(FileSystem):
                 node.data = bytearray(kept)
                 node.durable = kept
 
+    def kill_process(self) -> None:
+        """The process dies but the machine does not: open handles go, the page cache stays."""
+        self._crash_at = None
+        self.generation += 1
+
     def _walk_all(self, d: _Dir) -> Iterator[_File | _Dir]:
         seen: set[int] = set()
         stack: list[_File | _Dir] = [d]

@@ -1,0 +1,173 @@
+"""Per-partition metadata files: the topic id (``partition.metadata``) and the leader epoch
+cache (``leader-epoch-checkpoint``).
+
+Invariant upheld: like the per-dir checkpoints, each file is replaced only through
+``write_file_atomic``, so after any crash it holds the old or the new content; anything else on
+disk is rejected with a ``CheckpointError`` naming the file and the 1-based line, never guessed
+at. A missing file is not an error (the caller decides: HAZARDS.md 2, a partition dir without its
+topic id after an unclean shutdown must not stop the broker). The leader epoch entries are kept
+ordered: epochs strictly increasing, start offsets non-decreasing, on write and on read.
+
+``partition.metadata``::
+
+    version: 0
+    topic_id: <22-character Kafka Uuid>
+
+``leader-epoch-checkpoint``: version 0, the entry count, then ``epoch start_offset`` lines.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+
+from logwright.storage.checkpoint import (
+    CHECKPOINT_VERSION,
+    FIRST_ENTRY_LINE,
+    checkpoint_error,
+    decode_versioned_entries,
+    encode_versioned_entries,
+    parse_non_negative,
+)
+from logwright.storage.naming import OFFSET_MAX, Uuid
+from logwright.world.fs import FileSystem, write_file_atomic
+
+PARTITION_METADATA_FILE = "partition.metadata"
+LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+PARTITION_METADATA_VERSION = 0
+#: Leader epochs are int32 on the wire.
+LEADER_EPOCH_MAX = 2**31 - 1
+
+
+class PartitionMetadataFile:
+    """The topic id of the partition whose dir is ``dir_path``."""
+
+    def __init__(self, fs: FileSystem, dir_path: str) -> None:
+        self.fs = fs
+        self.path = posixpath.join(dir_path, PARTITION_METADATA_FILE)
+
+    def __repr__(self) -> str:
+        return f"PartitionMetadataFile({self.path!r})"
+
+    def write(self, topic_id: Uuid) -> None:
+        """Record ``topic_id`` durably and atomically. The zero id ("no id") is refused."""
+        if not isinstance(topic_id, Uuid):
+            raise TypeError(f"topic id must be a Uuid, not {type(topic_id).__name__}")
+        if topic_id == Uuid.ZERO:
+            raise ValueError(f"refusing to write the zero Uuid as the topic id to {self.path}")
+        data = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id}\n".encode("ascii")
+        write_file_atomic(self.fs, self.path, data)
+
+    def read(self) -> Uuid | None:
+        """The recorded topic id; None if the file does not exist; CheckpointError if malformed."""
+        if not self.fs.exists(self.path):
+            return None
+        return parse_partition_metadata(self.path, self.fs.read_file(self.path))
+
+
+def _key_value(path: str, line_no: int, line: str, key: str) -> str:
+    name, colon, value = line.partition(":")
+    if not colon or name != key or not value.startswith(" ") or not value.strip(" "):
+        raise checkpoint_error(path, line_no, f"expected '{key}: <value>', found {line!r}")
+    return value.strip(" ")
+
+
+def parse_partition_metadata(path: str, data: bytes) -> Uuid:
+    """Parse the bytes of a ``partition.metadata`` file; ``path`` is used in error messages."""
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError as e:
+        raise checkpoint_error(path, data.count(b"\n", 0, e.start) + 1,
+                               f"byte {e.start} is 0x{data[e.start]:02x}, not ASCII text") from None
+    if not text:
+        raise checkpoint_error(path, 1, "the file is empty (expected 'version: 0')")
+    if not text.endswith("\n"):
+        raise checkpoint_error(path, text.count("\n") + 1,
+                               "the last line has no newline: the file was cut short")
+    lines = text.split("\n")[:-1]
+    version = _key_value(path, 1, lines[0], "version")
+    version_no = parse_non_negative(path, 1, "version", version, 2**31 - 1)
+    if version_no != PARTITION_METADATA_VERSION:
+        raise checkpoint_error(path, 1, f"unsupported version {version_no} "
+                               f"(expected {PARTITION_METADATA_VERSION})")
+    if len(lines) < 2:
+        raise checkpoint_error(path, 2, "the topic_id line is missing")
+    try:
+        topic_id = Uuid.parse(_key_value(path, 2, lines[1], "topic_id"))
+    except ValueError as e:
+        raise checkpoint_error(path, 2, f"bad topic_id: {e}") from None
+    if topic_id == Uuid.ZERO:
+        raise checkpoint_error(path, 2, "topic_id is the zero Uuid, which means 'no topic id'")
+    if len(lines) > 2:
+        raise checkpoint_error(path, 3, f"trailing garbage after the topic_id: {lines[2]!r}")
+    return topic_id
+
+
+class LeaderEpochCheckpointFile:
+    """The leader epoch cache of the partition whose dir is ``dir_path``.
+
+    Each entry ``(epoch, start_offset)`` says the leader of ``epoch`` wrote its first record at
+    ``start_offset``.
+    """
+
+    def __init__(self, fs: FileSystem, dir_path: str) -> None:
+        self.fs = fs
+        self.path = posixpath.join(dir_path, LEADER_EPOCH_CHECKPOINT_FILE)
+
+    def __repr__(self) -> str:
+        return f"LeaderEpochCheckpointFile({self.path!r})"
+
+    def write(self, entries: Sequence[tuple[int, int]]) -> None:
+        """Replace the file with ``entries``, durably and atomically.
+
+        ValueError, before touching the disk, unless epochs are strictly increasing within
+        [0, 2**31 - 1] and start offsets non-decreasing within [0, 2**63 - 1].
+        """
+        lines = []
+        previous: tuple[int, int] | None = None
+        for epoch, start_offset in entries:
+            for label, value, maximum in (("epoch", epoch, LEADER_EPOCH_MAX),
+                                          ("start offset", start_offset, OFFSET_MAX)):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise ValueError(f"{label} must be an int, not {type(value).__name__}")
+                if not 0 <= value <= maximum:
+                    raise ValueError(f"{label} {value} is outside [0, {maximum}]")
+            if previous is not None:
+                if epoch <= previous[0]:
+                    raise ValueError(f"epoch {epoch} after epoch {previous[0]}: epochs must be "
+                                     "strictly increasing")
+                if start_offset < previous[1]:
+                    raise ValueError(f"start offset {start_offset} of epoch {epoch} is below "
+                                     f"{previous[1]} of epoch {previous[0]}: start offsets must "
+                                     "not decrease")
+            previous = (epoch, start_offset)
+            lines.append(f"{epoch} {start_offset}")
+        write_file_atomic(self.fs, self.path, encode_versioned_entries(CHECKPOINT_VERSION, lines))
+
+    def read(self) -> list[tuple[int, int]]:
+        """The ``(epoch, start_offset)`` entries; [] if the file does not exist."""
+        if not self.fs.exists(self.path):
+            return []
+        return parse_leader_epoch_checkpoint(self.path, self.fs.read_file(self.path))
+
+
+def parse_leader_epoch_checkpoint(path: str, data: bytes) -> list[tuple[int, int]]:
+    """Parse the bytes of a ``leader-epoch-checkpoint``; ``path`` is used in error messages."""
+    entries = decode_versioned_entries(path, data, CHECKPOINT_VERSION, 2, "epoch start_offset")
+    result: list[tuple[int, int]] = []
+    for i, (epoch_text, offset_text) in enumerate(entries):
+        line = FIRST_ENTRY_LINE + i
+        epoch = parse_non_negative(path, line, "epoch", epoch_text, LEADER_EPOCH_MAX)
+        start_offset = parse_non_negative(path, line, "start offset", offset_text, OFFSET_MAX)
+        if result:
+            prev_epoch, prev_offset = result[-1]
+            if epoch <= prev_epoch:
+                raise checkpoint_error(path, line, f"epoch {epoch} is not above epoch "
+                                       f"{prev_epoch} on line {line - 1}: epochs must be "
+                                       "strictly increasing")
+            if start_offset < prev_offset:
+                raise checkpoint_error(path, line, f"start offset {start_offset} is below "
+                                       f"{prev_offset} on line {line - 1}: start offsets must "
+                                       "not decrease")
+        result.append((epoch, start_offset))
+    return result
