@@ -207,7 +207,7 @@ record_st = st.builds(
     Record,
     key=st.none() | st.binary(max_size=40),
     value=st.none() | st.binary(max_size=200),
-    timestamp_ms=st.integers(-(2**61), 2**61),
+    timestamp_ms=st.integers(-1, 2**62),
     headers=headers_st,
 )
 records_st = st.lists(record_st, min_size=1, max_size=8)
@@ -236,7 +236,9 @@ def three_batches(record_lists: list[list[Record]]) -> tuple[bytes, list[int]]:
 
 
 @given(record_lists=batches_st, data=st.data())
-def test_any_single_byte_flip_is_detected(record_lists: list[list[Record]], data: st.DataObject) -> None:
+def test_any_single_byte_flip_is_detected(
+    record_lists: list[list[Record]], data: st.DataObject
+) -> None:
     buf, ends = three_batches(record_lists)
     index = data.draw(st.integers(0, len(buf) - 1), label="index")
     mask = data.draw(st.integers(1, 255), label="mask")
@@ -399,20 +401,35 @@ _ONE_RECORD = bytes([0x0E, 0x00, 0x00, 0x00, 0x01, 0x02, 0x61, 0x00])  # value b
 @pytest.mark.parametrize(
     ("section", "count", "message"),
     [
-        (bytes([0x0E, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]), 1,
-         r"record 0: offsetDelta: varint longer than 5 bytes at byte 64"),
-        (bytes([0x0E, 0x00, 0x00, 0x00, 0x01, 0x40, 0x61, 0x00]), 1,
-         r"record 0: value: length 32 does not fit"),
-        (bytes([0x0E, 0x00, 0x00, 0x00, 0x01, 0x02, 0x61, 0x02]), 1,
-         r"record 0: header 0 key: buffer ends inside a varint after 0 bytes at byte 69"),
-        (bytes([0x10, 0x00, 0x00, 0x00, 0x01, 0x01, 0x02, 0x01, 0x01]), 1,
-         r"record 0: header 0 key: header key is null"),
+        (
+            bytes([0x0E, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]),
+            1,
+            r"record 0: offsetDelta: varint longer than 5 bytes at byte 64",
+        ),
+        (
+            bytes([0x0E, 0x00, 0x00, 0x00, 0x01, 0x40, 0x61, 0x00]),
+            1,
+            r"record 0: value: length 32 does not fit",
+        ),
+        (
+            bytes([0x0E, 0x00, 0x00, 0x00, 0x01, 0x02, 0x61, 0x02]),
+            1,
+            r"record 0: header 0 key: buffer ends inside a varint after 0 bytes at byte 69",
+        ),
+        (
+            bytes([0x10, 0x00, 0x00, 0x00, 0x01, 0x01, 0x02, 0x01, 0x01]),
+            1,
+            r"record 0: header 0 key: header key is null",
+        ),
         (bytes([0x30]) + _ONE_RECORD[1:], 1, r"record 0: length: length 24 does not fit"),
         (_ONE_RECORD + b"\x00", 1, r"1 more bytes follow"),
         (_ONE_RECORD, 2, r"record 1: length: buffer ends inside a varint"),
         (_ONE_RECORD + _ONE_RECORD, 2, r"record 1: offsetDelta: 0 does not increase"),
-        (bytes([0x12, 0x00, 0x00, 0x00, 0x01, 0x02, 0x61, 0x00, 0x00, 0x00]), 1,
-         r"record 0: length: record declares 9 bytes but its fields take 7"),
+        (
+            bytes([0x12, 0x00, 0x00, 0x00, 0x01, 0x02, 0x61, 0x00, 0x00, 0x00]),
+            1,
+            r"record 0: length: record declares 9 bytes but its fields take 7",
+        ),
     ],
 )
 def test_malformed_records_are_named(section: bytes, count: int, message: str) -> None:
@@ -453,9 +470,13 @@ def test_build_rejects_bad_arguments() -> None:
         build_batch([])
     with pytest.raises(ValueError, match="partition_leader_epoch"):
         build_simple_batch([b"a"], 1, partition_leader_epoch=2**31)
+    with pytest.raises(ValueError, match=r"record 1: timestamp_ms -2 is outside \[-1, "):
+        build_batch([Record(None, b"a", 5), Record(None, b"b", -2)])
+    with pytest.raises(ValueError, match=r"record 1: timestamp delta 9223372036854775808"):
+        build_batch([Record(None, b"a", -1), Record(None, b"b", 2**63 - 1)])
     with pytest.raises(ValueError, match="base_offset"):
         build_simple_batch([b"a"], 1, base_offset=-1)
-    with pytest.raises(ValueError, match="snappy|codec 2"):
+    with pytest.raises(ValueError, match="compression codec 2: only none and gzip"):
         build_simple_batch([b"a"], 1, attributes=2)
 
 
@@ -521,7 +542,10 @@ def test_scan_reports_each_batch_and_the_max_timestamp() -> None:
     assert (result.batches, result.max_timestamp, result.last_offset) == (3, 9, 2)
     empty = scan_valid_prefix(b"")
     assert (empty.batches, empty.max_timestamp, empty.last_offset, empty.stop) == (
-        0, -1, None, ScanStop.END,
+        0,
+        -1,
+        None,
+        ScanStop.END,
     )
     assert scan_valid_prefix(buf, position=size).batches == 2
 
@@ -544,8 +568,16 @@ def test_validation_summary() -> None:
 
 
 def test_varint_known_encodings() -> None:
-    cases = {0: "00", -1: "01", 1: "02", 63: "7e", -64: "7f", 64: "8001", 2**31 - 1: "feffffff0f",
-             -(2**31): "ffffffff0f"}
+    cases = {
+        0: "00",
+        -1: "01",
+        1: "02",
+        63: "7e",
+        -64: "7f",
+        64: "8001",
+        2**31 - 1: "feffffff0f",
+        -(2**31): "ffffffff0f",
+    }
     for value, encoded in cases.items():
         assert encode_varint(value).hex() == encoded
         assert decode_varint(bytes.fromhex(encoded), 0) == (value, len(encoded) // 2)
