@@ -307,3 +307,22 @@ def test_negative_offsets_get_precise_errors() -> None:
         log.truncate_to(-1)
     with pytest.raises(OffsetOutOfRange):
         log.increment_log_start_offset(-3)
+
+
+def test_recovery_of_a_torn_tail_shorter_than_a_header() -> None:
+    """Regression (traces/storage/0001): a segment holding only 8 to 11 torn bytes broke
+    recovery; any short torn tail, alone or after whole batches, is cut."""
+    for before in (0, 2):
+        for tail in (1, 8, 9, 11, 12, 60):
+            fs, clock = world()
+            log = new_log(fs, clock)
+            fill(log, before)
+            log.flush()
+            handle = fs.open(log.active_segment.log_path)
+            keep = handle.size()
+            handle.append(batch(b"torn")[:tail])
+            handle.fsync()
+            log2, report = load(fs, clock, rp=0)
+            assert log2.log_end_offset == 2 * before, (before, tail)
+            assert report.truncated_bytes == tail
+            assert fs.file_size(log2.active_segment.log_path) == keep

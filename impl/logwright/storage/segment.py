@@ -256,7 +256,7 @@ class LogSegment:
         while valid < self.size_bytes:
             chunk_end = min(self.size_bytes, valid + RECOVERY_CHUNK_BYTES)
             chunk = self._log.read(valid, chunk_end - valid)
-            first_base = _HEAD.unpack_from(chunk, 0)[0] if len(chunk) >= 8 else None
+            first_base = _HEAD.unpack_from(chunk, 0)[0] if len(chunk) >= _HEAD.size else None
             if next_min is not None and first_base is not None and first_base < next_min:
                 break
             result = scan_valid_prefix(chunk, 0, verify_crc=True)

@@ -1,0 +1,189 @@
+"""ControllerFencing: the Python twin is TLC's machine, every bug is caught, Z3 proves the rest.
+
+The TLC figures come from spec/tlc_figures.json (checked in), so these tests need no TLC; the last
+ones also run TLC itself on the bug .cfg files when it is installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from logwright.model import SPECS, check
+from logwright.model.controller_fencing import (
+    BUGS,
+    EXPECTED_VIOLATION,
+    LEADER_AND_ISR,
+    NOT_HOSTED,
+    STOP_REPLICA,
+    CFState,
+    ControllerFencingConfig,
+    ControllerFencingSpec,
+    Request,
+)
+from logwright.model.tlc import find_tools, run_tlc
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+FIGURES = json.loads((SPEC / "tlc_figures.json").read_text())
+BUG_CFGS = [f"ControllerFencing_bug_{bug}.cfg" for bug in BUGS]
+
+
+def load_z3(name: str) -> ModuleType:
+    """spec/z3/<name>.py, loaded as a submodule of a package that does not shadow z3-solver."""
+    package = "_logwright_spec_z3"
+    if package not in sys.modules:
+        init = importlib.util.spec_from_file_location(
+            package, SPEC / "z3" / "__init__.py", submodule_search_locations=[str(SPEC / "z3")])
+        assert init is not None and init.loader is not None
+        module = importlib.util.module_from_spec(init)
+        sys.modules[package] = module
+        init.loader.exec_module(module)
+    return importlib.import_module(f"{package}.{name}")
+
+
+def spec_of(cfg: str) -> ControllerFencingSpec:
+    return ControllerFencingSpec.from_cfg(SPEC / cfg)
+
+
+def test_registered_and_reads_the_cfg_tlc_reads() -> None:
+    assert SPECS["ControllerFencing"] is ControllerFencingSpec
+    config = ControllerFencingConfig.from_cfg(SPEC / "ControllerFencing.cfg")
+    assert config == ControllerFencingConfig(
+        brokers=(1,), max_controller_epoch=3, max_broker_epoch=2, max_leader_epoch=1,
+        max_in_flight=2, bug="none", invariants=("TypeOK", "StaleControllerFenced"))
+    for bug in BUGS:
+        assert spec_of(f"ControllerFencing_bug_{bug}.cfg").config.bug == bug
+
+
+def test_same_states_and_depth_as_tlc() -> None:
+    expected = FIGURES["ControllerFencing.cfg"]
+    result = check(spec_of("ControllerFencing.cfg"))
+    assert result.violation is None and result.complete
+    assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
+    assert result.generated == expected["generated"]
+
+
+@pytest.mark.parametrize("cfg", BUG_CFGS)
+def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
+    spec = spec_of(cfg)
+    result = check(spec)
+    assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
+    assert result.violation.invariant == FIGURES[cfg]["violation"]
+    assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
+    assert len(result.violation) == FIGURES[cfg]["depth"]
+
+
+def test_counterexample_reads_as_the_story_of_the_bug() -> None:
+    spec = spec_of("ControllerFencing_bug_NoControllerEpochCheck.cfg")
+    violation = check(spec).violation
+    assert violation is not None
+    text = violation.format(spec)
+    assert text.startswith("Invariant StaleControllerFenced is violated after 6 states:")
+    assert "State 1: <Initial predicate>" in text
+    assert [action for action, _ in violation.steps] == [
+        "Initial predicate", "ElectController", "SendLeaderAndIsr", "SendLeaderAndIsr",
+        "Deliver", "Deliver"]
+    last = text.splitlines()[-4:]
+    assert any("last change by a request (controllerEpoch 1, brokerEpoch 1) when the broker had "
+               "(controllerEpoch 2, brokerEpoch 1)" in line for line in last)
+
+
+# -- the fences, action by action -------------------------------------------------------------
+
+def delivered(spec: ControllerFencingSpec, s: CFState, m: Request) -> CFState | None:
+    return spec.Deliver(s._replace(network=frozenset({m})), m)
+
+
+def broker_state(spec: ControllerFencingSpec, *, controller_epoch: int = 2,
+                 broker_epoch: int = 2, accepted: int = 2, replica: int = 1) -> CFState:
+    init = next(iter(spec.init_states()))
+    assert isinstance(init, CFState)
+    return init._replace(controllerEpoch=controller_epoch, leaderEpoch=1,
+                         brokerEpoch=(broker_epoch,), brokerControllerEpoch=(accepted,),
+                         replicaEpoch=(replica,))
+
+
+def test_lower_controller_epoch_changes_nothing() -> None:
+    spec = ControllerFencingSpec(ControllerFencingConfig(max_broker_epoch=3))
+    s = broker_state(spec, controller_epoch=3)
+    assert delivered(spec, s, Request(STOP_REPLICA, 1, 1, 2, 1)) is None
+    t = delivered(spec, s, Request(STOP_REPLICA, 3, 1, 2, 1))
+    assert t is not None and t.replicaEpoch == (NOT_HOSTED,) and t.brokerControllerEpoch == (3,)
+
+
+def test_older_broker_epoch_rejected_newer_and_unknown_accepted() -> None:
+    spec = ControllerFencingSpec(ControllerFencingConfig(max_broker_epoch=3))
+    s = broker_state(spec, replica=NOT_HOSTED)
+    assert delivered(spec, s, Request(LEADER_AND_ISR, 2, 1, 1, 1)) is None  # STALE_BROKER_EPOCH
+    for e in (2, 3, -1):  # its own, a newer one, and "unknown" (-1) are not stale
+        t = delivered(spec, s, Request(LEADER_AND_ISR, 2, 1, e, 1))
+        assert t is not None and t.replicaEpoch == (1,), e
+
+
+def test_stop_replica_with_older_leader_epoch_is_fenced() -> None:
+    spec = ControllerFencingSpec()
+    s = broker_state(spec, accepted=1, replica=1)
+    t = delivered(spec, s, Request(STOP_REPLICA, 2, 1, 2, 0))  # FENCED_LEADER_EPOCH
+    assert t is not None and t.replicaEpoch == (1,) and t.brokerControllerEpoch == (2,)
+    t = delivered(spec, s, Request(STOP_REPLICA, 2, 1, 2, 1))
+    assert t is not None and t.replicaEpoch == (NOT_HOSTED,)
+
+
+def test_deposed_controller_cannot_write_the_store() -> None:
+    s = broker_state(ControllerFencingSpec(), controller_epoch=2)._replace(leaderEpoch=0)
+    assert ControllerFencingSpec().ElectLeader(s, 1) is None
+    assert ControllerFencingSpec().ElectLeader(s, 2) is not None
+    buggy = ControllerFencingSpec(ControllerFencingConfig(bug="UnconditionalStoreWrite"))
+    t = buggy.ElectLeader(s, 1)
+    assert t is not None and not buggy.StaleControllerFenced(t)
+
+
+def test_restart_forgets_the_controller_epoch_but_fences_the_old_incarnation() -> None:
+    spec = ControllerFencingSpec()
+    s = broker_state(spec, broker_epoch=1, accepted=2)
+    t = spec.Register(s, 1)
+    assert t is not None and t.brokerEpoch == (2,) and t.brokerControllerEpoch == (0,)
+    assert delivered(spec, t, Request(LEADER_AND_ISR, 2, 1, 1, 1)) is None
+
+
+def test_unknown_bug_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown Bug"):
+        ControllerFencingConfig(bug="NoSuchBug")
+
+
+# -- Z3 ----------------------------------------------------------------------------------------
+
+def test_z3_proves_stale_controller_fenced_unbounded() -> None:
+    results = load_z3("controller_fencing").prove("none")
+    assert [r.invariant for r in results] == ["StaleControllerFenced"]
+    assert all(r.holds for r in results), [r.detail for r in results]
+    assert "inductive invariant" in results[0].detail
+
+
+@pytest.mark.parametrize("bug", BUGS)
+def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
+    (result,) = load_z3("controller_fencing").prove(bug)
+    assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]
+    steps = result.counterexample
+    assert steps is not None and steps[0].startswith("Init: store controllerEpoch=1")
+    assert len(steps) >= 3  # the initial state and at least two actions
+    story = {"NoControllerEpochCheck": "when the broker had accepted controller epoch 2",
+             "NoBrokerEpochCheck": "and was broker epoch 2",
+             "UnconditionalStoreWrite": "last store write by controller epoch 1"}[bug]
+    assert story in steps[-1]
+
+
+# -- TLC itself, when installed -------------------------------------------------------------------
+
+@pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")
+@pytest.mark.parametrize("cfg", BUG_CFGS)
+def test_tlc_catches_every_bug(cfg: str) -> None:
+    result = run_tlc(SPEC / "ControllerFencing.tla", SPEC / cfg)
+    assert result.ok, result.error
+    assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])
