@@ -8,6 +8,7 @@ nothing at or above the high watermark was deleted (see logwright.verify.storage
 
 from __future__ import annotations
 
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -77,5 +78,8 @@ class StorageMachine(RuleBasedStateMachine):
             self.harness.check()
 
 
-StorageMachine.TestCase.settings = StorageMachine.TestCase.settings  # profile from conftest
+# Examples come from the active Hypothesis profile (conftest.py); steps per example are bounded so
+# the derandomized CI run stays around a minute.
+StorageMachine.TestCase.settings = settings(
+    settings(), max_examples=max(300, settings().max_examples), stateful_step_count=30)
 TestStorage = StorageMachine.TestCase

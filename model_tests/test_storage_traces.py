@@ -6,6 +6,7 @@ now run clean, with every invariant checked after every step.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -17,31 +18,36 @@ from logwright.verify.storage_oracle import StorageHarness
 TRACES = sorted((Path(__file__).parents[1] / "traces" / "storage").glob("*.json"))
 
 
+def apply(h: StorageHarness, step: dict[str, Any]) -> None:
+    """Run one recorded step (without its crash point)."""
+    op = step["op"]
+    tp = h.tps[step.get("p", 0)]
+    if op == "produce":
+        h.produce(tp, step["count"])
+    elif op == "delete_records":
+        h.delete_records(tp, step["fraction"])
+    elif op == "truncate":
+        h.truncate(tp, step["fraction"])
+    elif op == "flush":
+        h.flush(tp)
+    elif op == "advance_high_watermark":
+        h.advance_high_watermark(tp, step["step"])
+    elif op == "pass_time":
+        h.pass_time(step["delta_ms"])
+    elif op == "clean_restart":
+        h.clean_restart()
+    elif op == "power_loss":
+        h.crash_and_restart()
+    else:
+        raise ValueError(f"unknown trace op {op!r}")
+
+
 def replay(trace: dict[str, Any]) -> StorageHarness:
+    """Replay a trace, checking every invariant after every step."""
     h = StorageHarness(**trace["harness"])
     h.check()
     for step in trace["steps"]:
-        op = step["op"]
-        crash = step.get("crash")
-        tp = h.tps[step["p"]] if "p" in step else None
-        if op == "produce":
-            h.run(lambda: h.produce(tp, step["count"]), crash)  # type: ignore[arg-type]
-        elif op == "delete_records":
-            h.run(lambda: h.delete_records(tp, step["fraction"]), crash)  # type: ignore[arg-type]
-        elif op == "truncate":
-            h.run(lambda: h.truncate(tp, step["fraction"]), crash)  # type: ignore[arg-type]
-        elif op == "flush":
-            h.run(lambda: h.flush(tp), crash)  # type: ignore[arg-type]
-        elif op == "advance_high_watermark":
-            h.advance_high_watermark(tp, step["step"])  # type: ignore[arg-type]
-        elif op == "pass_time":
-            h.run(lambda: h.pass_time(step["delta_ms"]), crash)
-        elif op == "clean_restart":
-            h.run(h.clean_restart, crash)
-        elif op == "power_loss":
-            h.crash_and_restart()
-        else:
-            raise ValueError(f"unknown trace op {op!r}")
+        h.run(functools.partial(apply, h, step), step.get("crash"))
         h.check()
     return h
 

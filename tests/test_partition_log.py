@@ -240,6 +240,7 @@ def test_recovery_cuts_at_a_corrupt_batch_and_drops_later_segments() -> None:
     handle.write_at(200, b"\xff\xff")
     handle.fsync()
     log2, report = load(fs, clock, rp=0)
+    assert report.truncated_bytes > 0
     assert len(log2.segments) == 1
     assert 0 < log2.log_end_offset < first.next_offset
     assert [o for o, _ in read_all(log2)] == list(range(log2.log_end_offset))
