@@ -211,3 +211,22 @@ def test_bad_arguments_get_precise_errors() -> None:
         b.lm.create_log(TopicPartition("bad/name", 0))
     with pytest.raises(LogwrightError, match="twice"):
         LogManager(b.fs, ["/a", "/a/"], b.clock, b.sched)
+
+
+def test_startup_restarts_a_log_that_lost_everything_above_its_start_offset() -> None:
+    """Regression (crash campaign): the restart at the start offset ran the persist hook for a
+    log the manager did not hold yet, and start-up failed."""
+    b = Broker()
+    log = b.lm.create_log(tp(0))
+    for i in range(6):
+        log.append_as_leader(batch(b"x%d" % i))
+    log.update_high_watermark(6)
+    log.increment_log_start_offset(4)  # durable; the records themselves were never flushed
+    b.crash_and_restart()
+    log = b.lm.get_log(tp(0))
+    assert log is not None
+    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (4, 4, 4)
+    log.update_high_watermark(4)
+    log.append_as_leader(batch(b"after"))
+    log.update_high_watermark(5)
+    assert log.increment_log_start_offset(5)

@@ -229,13 +229,14 @@ class PartitionLog:
         high_watermark = min(max(high_watermark_checkpoint or 0, log_start_offset), log_end_offset)
         log = cls(fs, dir_path, tp, config, clock, segments,
                   min(log_start_offset, log_end_offset), high_watermark,
-                  log_end_offset, topic_id,
-                  persist_log_start_offset, on_io_error)
+                  log_end_offset, topic_id, None, on_io_error)
         if log_start_offset > log_end_offset:
             # Unflushed records at and above the start offset were lost in a crash: nothing
-            # readable is left, so the log restarts empty at its start offset.
+            # readable is left, so the log restarts empty at its start offset. That offset is
+            # already durable (it came from the checkpoint), so nothing is persisted here.
             log._restart_at(log_start_offset)
             report.restarted_at = log_start_offset
+        log.persist_log_start_offset = persist_log_start_offset
         return log, report
 
     # ---- offsets -------------------------------------------------------------------------------

@@ -3,5 +3,8 @@
 from __future__ import annotations
 
 from logwright.verify.core import Suite
+from logwright.verify.storage_campaign import storage_suite
 
-SUITES: list[tuple[str, Suite]] = []
+SUITES: list[tuple[str, Suite]] = [
+    ("storage crash campaign", storage_suite),
+]
