@@ -28,7 +28,7 @@ from logwright.storage.checkpoint import (
     OffsetCheckpointFile,
 )
 from logwright.storage.config import LogConfig
-from logwright.storage.log import PartitionLog
+from logwright.storage.log import PartitionLog, PersistHook
 from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.storage.naming import (
     DirKind,
@@ -56,6 +56,10 @@ class LogManagerConfig:
     high_watermark_checkpoint_interval_ms: int = 5_000  # replica.high.watermark.checkpoint...
     flush_interval_ms: int | None = None  # log.flush.interval.ms: None = leave it to the OS
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+    # True: a raised log start offset is durable before it is acknowledged (HAZARDS 12). False
+    # is Kafka's behaviour (a periodic checkpoint only); it exists so the crash campaign can
+    # show that it loses acknowledged deletions.
+    durable_log_start_offset: bool = True
 
 
 @dataclass
@@ -173,7 +177,7 @@ class LogManager:
                 recovery_point=recovery_points.get(tp),
                 high_watermark_checkpoint=high_watermarks.get(tp),
                 clean_shutdown=clean, topic_id=topic_id,
-                persist_log_start_offset=self._persist_log_start_offset,
+                persist_log_start_offset=self._persist_hook(),
                 on_io_error=self._on_log_io_error)
             state.logs[tp] = log
             report.loaded += 1
@@ -274,7 +278,7 @@ class LogManager:
         try:
             log = PartitionLog.create(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock, topic_id,
-                persist_log_start_offset=self._persist_log_start_offset,
+                persist_log_start_offset=self._persist_hook(),
                 on_io_error=self._on_log_io_error)
         except OSError as exc:
             self._take_offline(state, f"creating {path}: {exc}")
@@ -374,6 +378,9 @@ class LogManager:
                 {tp: log.log_start_offset for tp, log in state.logs.items()})
         except OSError as exc:
             self._take_offline(state, f"writing checkpoints: {exc}")
+
+    def _persist_hook(self) -> PersistHook | None:
+        return self._persist_log_start_offset if self.config.durable_log_start_offset else None
 
     def _persist_log_start_offset(self, log: PartitionLog) -> None:
         """Make a raised start offset durable now (raises OSError, which the log reports)."""

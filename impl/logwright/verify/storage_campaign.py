@@ -64,14 +64,18 @@ class CampaignResult:
 
 
 def run_campaign(seeds: int = 4, steps: int = 24, after: int = 3, max_points_per_step: int = 40,
-                 progress: Callable[[int], None] | None = None) -> CampaignResult:
-    """Crash at every file system operation of every step of ``seeds`` workloads."""
+                 progress: Callable[[int], None] | None = None,
+                 bug: str | None = None) -> CampaignResult:
+    """Crash at every file system operation of every step of ``seeds`` workloads.
+
+    ``bug`` switches on a known storage bug (see ``StorageHarness``); the campaign must then
+    report a violation."""
     result = CampaignResult()
     started = time.perf_counter()
     for seed in range(seeds):
         plan = workload(seed, steps + after)
         # A dry run counts the file system operations each step makes.
-        dry = StorageHarness(seed=seed, torn_crashes=True)
+        dry = StorageHarness(seed=seed, torn_crashes=True, bug=bug)
         ops_per_step = []
         for step in plan[:steps]:
             before = dry.fs.ops
@@ -80,7 +84,7 @@ def run_campaign(seeds: int = 4, steps: int = 24, after: int = 3, max_points_per
         for i, count in enumerate(ops_per_step):
             stride = max(1, count // max_points_per_step)
             for k in range(1, count + 1, stride):
-                h = StorageHarness(seed=seed, torn_crashes=True)
+                h = StorageHarness(seed=seed, torn_crashes=True, bug=bug)
                 try:
                     for step in plan[:i]:
                         apply(h, step)
@@ -117,4 +121,11 @@ def storage_suite() -> list[Row]:
             rows.append(Row(name, "storage crash campaign", Verdict.HOLDS, result.checks,
                             result.seconds, f"not violated before the campaign stopped at "
                             f"{result.where}"))
+    bug = "PeriodicStartOffsetCheckpoint"
+    caught = run_campaign(seeds=8, bug=bug)
+    found = caught.violation is not None and caught.violation.invariant == STORAGE_INVARIANTS[0]
+    rows.append(Row(STORAGE_INVARIANTS[0], f"crash campaign, bug {bug} (Kafka's)",
+                    Verdict.CAUGHT if found else Verdict.MISSED, caught.checks, caught.seconds,
+                    f"{caught.where}: {caught.violation}" if found else
+                    "the campaign did not notice acknowledged deletions coming back"))
     return rows

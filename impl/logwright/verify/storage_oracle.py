@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from logwright.errors import KafkaStorageError, OffsetOutOfRange
 from logwright.logmanager import LogManager, LogManagerConfig
@@ -69,7 +69,7 @@ class StorageHarness:
     """A log manager in a simulated world, its model, and the operations that change both."""
 
     def __init__(self, seed: int = 0, partitions: int = 3, torn_crashes: bool = True,
-                 config: LogManagerConfig | None = None) -> None:
+                 config: LogManagerConfig | None = None, bug: str | None = None) -> None:
         self.rng = random.Random(seed)
         self.torn_crashes = torn_crashes
         self.clock = VirtualClock(1_000_000)
@@ -78,6 +78,10 @@ class StorageHarness:
             log=LogConfig(segment_bytes=600, index_interval_bytes=100, retention_ms=50_000,
                           retention_bytes=2_000),
             initial_task_delay_ms=0, file_delete_delay_ms=5_000)
+        if bug == "PeriodicStartOffsetCheckpoint":  # Kafka's behaviour, HAZARDS 12
+            self.config = replace(self.config, durable_log_start_offset=False)
+        elif bug is not None:
+            raise ValueError(f"unknown storage bug switch {bug!r}")
         self.tps = [TopicPartition("t", n) for n in range(partitions)]
         self.models = {tp: PartitionModel() for tp in self.tps}
         self.counter = 0
