@@ -1,0 +1,297 @@
+"""Message types. Names follow Kafka's request and field names (KAFKA-FACTS.md "Wire APIs")."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from logwright.errors import Errors
+from logwright.storage.naming import TopicPartition, Uuid
+
+__all__ = [
+    "CONSUMER_REPLICA_ID",
+    "EARLIEST_TIMESTAMP",
+    "EPOCH_DURING_DELETE",
+    "LATEST_TIMESTAMP",
+    "NO_EPOCH",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
+    "BrokerHeartbeat",
+    "BrokerRegistrationRequest",
+    "BrokerRegistrationResponse",
+    "FetchPartition",
+    "FetchPartitionData",
+    "FetchRequest",
+    "FetchResponse",
+    "LeaderAndIsrPartitionState",
+    "LeaderAndIsrRequest",
+    "LeaderAndIsrResponse",
+    "LeaderAndIsrType",
+    "ListOffsetsRequest",
+    "ListOffsetsResponse",
+    "Message",
+    "NodeId",
+    "OffsetForLeaderEpochPartition",
+    "OffsetForLeaderEpochRequest",
+    "OffsetForLeaderEpochResponse",
+    "OffsetForLeaderEpochResult",
+    "PartitionError",
+    "ProducePartitionResult",
+    "ProduceRequest",
+    "ProduceResponse",
+    "StopReplicaPartition",
+    "StopReplicaRequest",
+    "StopReplicaResponse",
+    "UpdateMetadataRequest",
+    "UpdateMetadataResponse",
+]
+
+NodeId = str  # "controller-<n>", "broker-<n>", "client-<n>"
+
+CONSUMER_REPLICA_ID = -1  # a Fetch from a consumer, not a follower
+NO_EPOCH = -1  # "no epoch": broker epoch -1 is never fenced (KIP-380)
+EPOCH_DURING_DELETE = -2  # StopReplica leader epoch during topic deletion: bypasses the check
+EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (committed end) for consumers
+
+
+@dataclass(frozen=True)
+class Message:
+    """Base of every message; ``correlation_id`` pairs a response with its request."""
+
+    correlation_id: int
+
+
+@dataclass(frozen=True)
+class PartitionError:
+    """A per-partition result: one bad partition does not fail the rest."""
+
+    tp: TopicPartition
+    error: Errors = Errors.NONE
+
+
+# ---- controller -> broker ------------------------------------------------------------------
+
+
+class LeaderAndIsrType(enum.IntEnum):
+    """LeaderAndIsr v5 ``Type``: FULL carries every partition the broker must host (KIP-550's
+    containsAllReplicas)."""
+
+    UNKNOWN = 0
+    INCREMENTAL = 1
+    FULL = 2
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrPartitionState:
+    """What the controller says about one partition."""
+
+    tp: TopicPartition
+    topic_id: Uuid
+    controller_epoch: int
+    leader: int  # broker id; -1 for none
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    is_new: bool = False
+    # Reassignment with log dirs (KIP-113): the dir this broker should use, "any" for none.
+    log_dir: str = "any"
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrRequest(Message):
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    type: LeaderAndIsrType
+    partition_states: tuple[LeaderAndIsrPartitionState, ...]
+    live_leaders: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponse(Message):
+    error: Errors
+    partition_errors: tuple[PartitionError, ...] = ()
+
+
+@dataclass(frozen=True)
+class StopReplicaPartition:
+    tp: TopicPartition
+    leader_epoch: int  # EPOCH_DURING_DELETE (-2) bypasses the fencing check
+    delete_partition: bool
+
+
+@dataclass(frozen=True)
+class StopReplicaRequest(Message):
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partitions: tuple[StopReplicaPartition, ...]
+
+
+@dataclass(frozen=True)
+class StopReplicaResponse(Message):
+    error: Errors
+    partition_errors: tuple[PartitionError, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpdateMetadataRequest(Message):
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partition_states: tuple[LeaderAndIsrPartitionState, ...]
+    live_brokers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class UpdateMetadataResponse(Message):
+    error: Errors
+
+
+# ---- broker -> controller ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationRequest(Message):
+    broker_id: int
+    incarnation_id: Uuid  # new for every process start
+    log_dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationResponse(Message):
+    error: Errors
+    broker_epoch: int = NO_EPOCH
+    controller_epoch: int = NO_EPOCH
+
+
+@dataclass(frozen=True)
+class BrokerHeartbeat(Message):
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequest(Message):
+    """A leader asks the controller to change a partition's ISR (shrink or expand)."""
+
+    broker_id: int
+    broker_epoch: int
+    tp: TopicPartition
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartitionResponse(Message):
+    tp: TopicPartition
+    error: Errors
+    leader_epoch: int = NO_EPOCH
+    partition_epoch: int = NO_EPOCH
+    isr: tuple[int, ...] = ()
+
+
+# ---- replication and clients -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FetchPartition:
+    tp: TopicPartition
+    current_leader_epoch: int
+    fetch_offset: int
+    log_start_offset: int  # the follower's own (Fetch v5+); -1 from consumers
+    partition_max_bytes: int
+    last_fetched_epoch: int = NO_EPOCH
+
+
+@dataclass(frozen=True)
+class FetchRequest(Message):
+    replica_id: int  # CONSUMER_REPLICA_ID for consumers
+    replica_epoch: int  # the follower's broker epoch
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    partitions: tuple[FetchPartition, ...]
+
+
+@dataclass(frozen=True)
+class FetchPartitionData:
+    tp: TopicPartition
+    error: Errors
+    high_watermark: int = -1
+    log_start_offset: int = -1  # the leader's (Fetch v5+)
+    records: bytes = b""
+    # Set when the follower's last fetched epoch diverges: truncate to (epoch, end_offset).
+    diverging_epoch: int = NO_EPOCH
+    diverging_end_offset: int = -1
+
+
+@dataclass(frozen=True)
+class FetchResponse(Message):
+    error: Errors
+    partitions: tuple[FetchPartitionData, ...] = ()
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochPartition:
+    tp: TopicPartition
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochRequest(Message):
+    replica_id: int
+    partitions: tuple[OffsetForLeaderEpochPartition, ...]
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochResult:
+    tp: TopicPartition
+    error: Errors
+    leader_epoch: int = NO_EPOCH
+    end_offset: int = -1
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochResponse(Message):
+    results: tuple[OffsetForLeaderEpochResult, ...]
+
+
+@dataclass(frozen=True)
+class ProduceRequest(Message):
+    acks: int  # 0, 1 or -1 (all)
+    timeout_ms: int
+    partitions: tuple[tuple[TopicPartition, bytes], ...]
+    principal: str = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True)
+class ProducePartitionResult:
+    tp: TopicPartition
+    error: Errors
+    base_offset: int = -1
+    log_start_offset: int = -1
+    error_message: str = ""
+
+
+@dataclass(frozen=True)
+class ProduceResponse(Message):
+    partitions: tuple[ProducePartitionResult, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ListOffsetsRequest(Message):
+    replica_id: int
+    partitions: tuple[tuple[TopicPartition, int], ...]  # (tp, timestamp)
+    principal: str = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True)
+class ListOffsetsResponse(Message):
+    partitions: tuple[tuple[TopicPartition, Errors, int], ...]  # (tp, error, offset)

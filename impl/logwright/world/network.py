@@ -1,0 +1,130 @@
+"""Networks between nodes (controller, brokers, clients).
+
+``SimNetwork`` delivers every message after a seeded random delay through the simulation's
+scheduler, so messages are reordered; it can drop and duplicate them and cut any two nodes apart.
+``LocalNetwork`` is the real runtime's in-process network: delivery in order on the event loop.
+A message to a node that is not registered (crashed) is lost, as on a real network.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+from logwright.world.scheduler import Scheduler
+
+
+class Endpoint(Protocol):
+    """A node that can receive messages."""
+
+    node_id: str
+
+    def receive(self, src: str, message: object) -> None:
+        """Handle ``message`` sent by ``src``."""
+        ...
+
+
+@dataclass
+class NetworkStats:
+    """Counters of what the network did."""
+
+    sent: int = 0
+    delivered: int = 0
+    dropped: int = 0
+    duplicated: int = 0
+
+
+class Network:
+    """Registration and sending; subclasses decide how delivery happens."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.endpoints: dict[str, Endpoint] = {}
+        self.stats = NetworkStats()
+
+    def register(self, endpoint: Endpoint) -> None:
+        """Attach a node; messages to its id reach it from now on."""
+        self.endpoints[endpoint.node_id] = endpoint
+
+    def unregister(self, node_id: str) -> None:
+        """Detach a node (it crashed): messages in flight to it are lost."""
+        self.endpoints.pop(node_id, None)
+
+    def send(self, src: str, dst: str, message: object) -> None:
+        """Send ``message`` from ``src`` to ``dst``."""
+        raise NotImplementedError
+
+    def _deliver(self, src: str, dst: str, message: object, generation: Endpoint | None) -> None:
+        endpoint = self.endpoints.get(dst)
+        # A message sent to an earlier incarnation of a node is lost with that incarnation.
+        if endpoint is None or (generation is not None and endpoint is not generation):
+            self.stats.dropped += 1
+            return
+        self.stats.delivered += 1
+        endpoint.receive(src, message)
+
+
+class LocalNetwork(Network):
+    """In-process delivery, in order, on the next turn of the event loop."""
+
+    def send(self, src: str, dst: str, message: object) -> None:
+        self.stats.sent += 1
+        target = self.endpoints.get(dst)
+        self.scheduler.schedule(f"deliver {type(message).__name__} {src}->{dst}",
+                                lambda: self._deliver(src, dst, message, target), 0)
+
+
+class SimNetwork(Network):
+    """Seeded delays (so reordering), drops, duplicates and partitions between any two nodes."""
+
+    def __init__(self, scheduler: Scheduler, seed: int = 0, min_delay_ms: int = 1,
+                 max_delay_ms: int = 10, drop_rate: float = 0.0,
+                 duplicate_rate: float = 0.0) -> None:
+        super().__init__(scheduler)
+        assert 0 <= min_delay_ms <= max_delay_ms
+        assert 0.0 <= drop_rate <= 1.0 and 0.0 <= duplicate_rate <= 1.0
+        self.rng = random.Random(seed)
+        self.min_delay_ms = min_delay_ms
+        self.max_delay_ms = max_delay_ms
+        self.drop_rate = drop_rate
+        self.duplicate_rate = duplicate_rate
+        self._cut: set[frozenset[str]] = set()
+
+    def partition(self, a: str, b: str) -> None:
+        """Cut ``a`` and ``b`` apart (both directions)."""
+        self._cut.add(frozenset((a, b)))
+
+    def heal(self, a: str | None = None, b: str | None = None) -> None:
+        """Reconnect ``a`` and ``b``, or every pair when called without arguments."""
+        if a is None or b is None:
+            self._cut.clear()
+        else:
+            self._cut.discard(frozenset((a, b)))
+
+    def connected(self, a: str, b: str) -> bool:
+        """Whether messages between ``a`` and ``b`` can get through."""
+        return frozenset((a, b)) not in self._cut
+
+    def send(self, src: str, dst: str, message: object) -> None:
+        self.stats.sent += 1
+        if not self.connected(src, dst) or self.rng.random() < self.drop_rate:
+            self.stats.dropped += 1
+            return
+        copies = 1
+        if self.rng.random() < self.duplicate_rate:
+            copies = 2
+            self.stats.duplicated += 1
+        target = self.endpoints.get(dst)
+        for _ in range(copies):
+            delay = self.rng.randint(self.min_delay_ms, self.max_delay_ms)
+            self.scheduler.schedule(
+                f"deliver {type(message).__name__} {src}->{dst}",
+                lambda: self._deliver_if_connected(src, dst, message, target), delay)
+
+    def _deliver_if_connected(self, src: str, dst: str, message: object,
+                              target: Endpoint | None) -> None:
+        if not self.connected(src, dst):  # cut while in flight
+            self.stats.dropped += 1
+            return
+        self._deliver(src, dst, message, target)
