@@ -65,14 +65,14 @@ class CampaignResult:
 
 def run_campaign(seeds: int = 4, steps: int = 24, after: int = 3, max_points_per_step: int = 40,
                  progress: Callable[[int], None] | None = None,
-                 bug: str | None = None) -> CampaignResult:
+                 bug: str | None = None, first_seed: int = 0) -> CampaignResult:
     """Crash at every file system operation of every step of ``seeds`` workloads.
 
     ``bug`` switches on a known storage bug (see ``StorageHarness``); the campaign must then
     report a violation."""
     result = CampaignResult()
     started = time.perf_counter()
-    for seed in range(seeds):
+    for seed in range(first_seed, first_seed + seeds):
         plan = workload(seed, steps + after)
         # A dry run counts the file system operations each step makes.
         dry = StorageHarness(seed=seed, torn_crashes=True, bug=bug)

@@ -1,0 +1,62 @@
+"""One simulated world: a seeded clock, scheduler, file system and network shared by every node.
+
+One seed reproduces one whole run: every random choice (message delays, drops, task tie-breaks,
+topic ids, torn writes at a crash) comes from generators seeded here. Simulated time runs as fast as
+the CPU allows.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from logwright.world import SimFileSystem, SimScheduler, VirtualClock
+from logwright.world.network import SimNetwork
+
+
+class SimWorld:
+    """The injected world of a simulated cluster."""
+
+    def __init__(self, seed: int = 0, min_delay_ms: int = 1, max_delay_ms: int = 5,
+                 drop_rate: float = 0.0, duplicate_rate: float = 0.0,
+                 torn_crashes: bool = True) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.clock = VirtualClock(1_700_000_000_000)
+        self.scheduler = SimScheduler(self.clock, seed=self.rng.randrange(1 << 62))
+        self.fs = SimFileSystem(self.clock)
+        self.network = SimNetwork(self.scheduler, seed=self.rng.randrange(1 << 62),
+                                  min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
+                                  drop_rate=drop_rate, duplicate_rate=duplicate_rate)
+        self.torn_crashes = torn_crashes
+        self.events = 0
+
+    def fork_rng(self) -> random.Random:
+        """A new generator derived from the world's seed (for a node's ids)."""
+        return random.Random(self.rng.randrange(1 << 62))
+
+    def step(self) -> bool:
+        """Run the next due task; False if nothing is scheduled."""
+        ran = self.scheduler.step()
+        if ran:
+            self.events += 1
+        return ran
+
+    def run_for(self, delta_ms: int) -> None:
+        """Let ``delta_ms`` of virtual time pass."""
+        self.events += self.scheduler.advance(delta_ms)
+
+    def run_until(self, done: Callable[[], bool], timeout_ms: int) -> bool:
+        """Run tasks until ``done()`` or ``timeout_ms`` of virtual time passed; returns done()."""
+        deadline = self.clock.now_ms() + timeout_ms
+        while not done():
+            due = self.scheduler.next_due_ms()
+            if due is None or due > deadline:
+                self.clock.advance_to(deadline)
+                return done()
+            self.step()
+        return True
+
+    def power_loss(self) -> None:
+        """Every node's unsynced state is lost (torn tails kept at random when configured)."""
+        self.fs.crash(self.rng if self.torn_crashes else None)
