@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from logwright.model import SPECS, check
@@ -61,9 +62,11 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
         assert spec_of(f"ControllerFencing_bug_{bug}.cfg").config.bug == bug
 
 
-def test_same_states_and_depth_as_tlc() -> None:
+@pytest.mark.parametrize("packed", [False, True], ids=["generic", "packed"])
+def test_same_states_and_depth_as_tlc(packed: bool) -> None:
     expected = FIGURES["ControllerFencing.cfg"]
-    result = check(spec_of("ControllerFencing.cfg"))
+    result = check(spec_of("ControllerFencing.cfg"), packed=packed)
+    assert result.engine == ("packed" if packed else "generic")
     assert result.violation is None and result.complete
     assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
     assert result.generated == expected["generated"]
@@ -72,11 +75,13 @@ def test_same_states_and_depth_as_tlc() -> None:
 @pytest.mark.parametrize("cfg", BUG_CFGS)
 def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
     spec = spec_of(cfg)
-    result = check(spec)
+    result = check(spec, packed=False)
     assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
     assert result.violation.invariant == FIGURES[cfg]["violation"]
     assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
     assert len(result.violation) == FIGURES[cfg]["depth"]
+    packed = check(spec, packed=True).violation  # the fast path finds the very same trace
+    assert packed is not None and packed.steps == result.violation.steps
 
 
 def test_counterexample_reads_as_the_story_of_the_bug() -> None:
@@ -187,3 +192,19 @@ def test_tlc_catches_every_bug(cfg: str) -> None:
     result = run_tlc(SPEC / "ControllerFencing.tla", SPEC / cfg)
     assert result.ok, result.error
     assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])
+
+
+def test_packed_encoding_and_invariants_agree_with_the_generic_ones() -> None:
+    spec = ControllerFencingSpec()
+    s = broker_state(spec)._replace(
+        network=frozenset({Request(STOP_REPLICA, 3, 1, 2, 1), Request(LEADER_AND_ISR, 1, 1, 1, 0)}),
+        lastApply=((2, 1, 0, 2),), lastStoreWrite=(1, 3))
+    states = [s, s._replace(lastApply=((),)), s._replace(lastStoreWrite=(3, 3)),
+              s._replace(lastApply=((3, 2, 3, 2),), lastStoreWrite=())]
+    codes = np.array([spec.encode(t) for t in states], dtype=np.int64)
+    assert [spec.decode(int(code)) for code in codes] == states
+    for (name, holds), (packed_name, mask) in zip(spec.invariants(),
+                                                   spec.packed_invariants(codes), strict=True):
+        assert name == packed_name
+        assert [holds(t) for t in states] == mask.tolist()
+    assert [spec.StaleControllerFenced(t) for t in states] == [False, False, False, True]

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from logwright.model import SPECS, check
@@ -59,9 +60,11 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
     assert [spec.FetcherOf(p) for p in (1, 2, 3)] == [1, 2, 1]  # 1 and 3 share a fetcher
 
 
-def test_same_states_and_depth_as_tlc() -> None:
+@pytest.mark.parametrize("packed", [False, True], ids=["generic", "packed"])
+def test_same_states_and_depth_as_tlc(packed: bool) -> None:
     expected = FIGURES["FetcherFailure.cfg"]
-    result = check(spec_of("FetcherFailure.cfg"))
+    result = check(spec_of("FetcherFailure.cfg"), packed=packed)
+    assert result.engine == ("packed" if packed else "generic")
     assert result.violation is None and result.complete
     assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
     assert result.generated == expected["generated"]
@@ -70,11 +73,13 @@ def test_same_states_and_depth_as_tlc() -> None:
 @pytest.mark.parametrize("cfg", BUG_CFGS)
 def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
     spec = spec_of(cfg)
-    result = check(spec)
+    result = check(spec, packed=False)
     assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
     assert result.violation.invariant == FIGURES[cfg]["violation"]
     assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
     assert len(result.violation) == FIGURES[cfg]["depth"]
+    packed = check(spec, packed=True).violation  # the fast path finds the very same trace
+    assert packed is not None and packed.steps == result.violation.steps
 
 
 def test_counterexample_reads_as_the_story_of_the_bug() -> None:
@@ -182,3 +187,19 @@ def test_tlc_catches_every_bug(cfg: str) -> None:
     result = run_tlc(SPEC / "FetcherFailure.tla", SPEC / cfg)
     assert result.ok, result.error
     assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])
+
+
+def test_packed_encoding_and_invariants_agree_with_the_generic_ones() -> None:
+    spec = FetcherFailureSpec()
+    s = spec.StorageError(following(spec, 1, 2, 3), 3)
+    assert s is not None
+    states = [s, s._replace(inflight=(0, NO_FETCH, 0), leaderEpoch=(2, 1, 0)),
+              s._replace(alive=(False, True)), s._replace(knownEpoch=(0, 0, 1)),
+              s._replace(fetching=(True, True, True))]
+    codes = np.array([spec.encode(t) for t in states], dtype=np.int64)
+    assert [spec.decode(int(code)) for code in codes] == states
+    for (name, holds), (packed_name, mask) in zip(spec.invariants(),
+                                                   spec.packed_invariants(codes), strict=True):
+        assert name == packed_name
+        assert [holds(t) for t in states] == mask.tolist()
+    assert [spec.FailureContained(t) for t in states] == [True, True, False, False, False]

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -74,7 +75,8 @@ def render_table(rows: Sequence[Row], console: Console) -> None:
         style = "red" if row.verdict.failed else ("yellow" if row.verdict is Verdict.SKIPPED
                                                   else "green")
         table.add_row(row.invariant, row.method, f"{row.checks:,}",
-                      f"[{style}]{row.verdict.value}[/{style}]", f"{row.seconds:.2f}s", row.detail)
+                      f"[{style}]{row.verdict.value}[/{style}]", f"{row.seconds:.2f}s",
+                      escape(row.detail))
     console.print(table)
 
 

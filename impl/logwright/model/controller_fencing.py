@@ -1,0 +1,516 @@
+"""The Python twin of spec/ControllerFencing.tla: control requests fenced by epochs.
+
+What it upholds: StaleControllerFenced. No control request from a controller epoch below the
+highest one a broker has accepted, nor addressed to an earlier incarnation of the broker (an older
+broker epoch), changes anything on that broker; and no write by a deposed controller lands in the
+metadata store (KAFKA-FACTS "Fencing", HAZARDS 3 and 4).
+
+Each TLA+ action operator has a method of the same name that returns the successor state, or None
+when the action is disabled; :meth:`ControllerFencingSpec.actions` enumerates their parameters as
+``Next`` does. A state is a :class:`CFState` tuple, one field per TLA+ variable in the module's
+order; per-broker functions are tuples indexed like ``config.brokers`` (sorted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from logwright.model.cfg import parse_cfg
+from logwright.model.core import Action, Invariant, State
+from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+
+NOT_HOSTED = -1
+"""``replicaEpoch`` of a broker that holds no replica of the partition (TLA+ ``NotHosted``)."""
+
+NO_BROKER_EPOCH = -1
+"""A request's broker epoch when the sender does not know it; never rejected (KIP-380)."""
+
+LEADER_AND_ISR = "LeaderAndIsr"
+STOP_REPLICA = "StopReplica"
+
+BUGS = ("NoControllerEpochCheck", "NoBrokerEpochCheck", "UnconditionalStoreWrite")
+"""The bug switches of the module (``Bug`` in the .cfg), besides ``"none"``."""
+
+EXPECTED_VIOLATION = dict.fromkeys(BUGS, "StaleControllerFenced")
+"""The invariant each bug switch must violate."""
+
+T = TypeVar("T")
+
+
+class Request(NamedTuple):
+    """A control request in flight (the TLA+ record of the same fields)."""
+
+    type: str
+    controllerEpoch: int
+    broker: int
+    brokerEpoch: int
+    leaderEpoch: int
+
+
+ApplyRecord = tuple[()] | tuple[int, int, int, int]
+"""Ghost ``lastApply[b]``: () or (request controller epoch, request broker epoch, broker's
+controller epoch before, broker's own epoch before)."""
+
+StoreWriteRecord = tuple[()] | tuple[int, int]
+"""Ghost ``lastStoreWrite``: () or (writer's controller epoch, store's controller epoch then)."""
+
+
+class CFState(NamedTuple):
+    """One state of ControllerFencing: the TLA+ variables, in the module's order."""
+
+    controllerEpoch: int
+    leaderEpoch: int
+    brokerEpoch: tuple[int, ...]
+    brokerControllerEpoch: tuple[int, ...]
+    replicaEpoch: tuple[int, ...]
+    network: frozenset[Request]
+    lastApply: tuple[ApplyRecord, ...]
+    lastStoreWrite: StoreWriteRecord
+
+
+@dataclass(frozen=True)
+class ControllerFencingConfig:
+    """The constants of ControllerFencing.tla, as a .cfg file assigns them."""
+
+    brokers: tuple[int, ...] = (1,)
+    max_controller_epoch: int = 3
+    max_broker_epoch: int = 2
+    max_leader_epoch: int = 2
+    max_in_flight: int = 2
+    bug: str = "none"
+    invariants: tuple[str, ...] = ("TypeOK", "StaleControllerFenced")
+
+    def __post_init__(self) -> None:
+        if self.bug != "none" and self.bug not in BUGS:
+            raise ValueError(f"unknown Bug {self.bug!r}; known: none, {', '.join(BUGS)}")
+        if not self.brokers or self.max_controller_epoch < 1 or self.max_broker_epoch < 1:
+            raise ValueError("need a broker, and epochs that start at 1")
+        if self.max_leader_epoch < 0 or self.max_in_flight < 0:
+            raise ValueError("bounds must not be negative")
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> ControllerFencingConfig:
+        """The constants of a ControllerFencing .cfg file (the one TLC reads)."""
+        cfg = parse_cfg(path)
+        k = cfg["constants"]
+        return cls(
+            brokers=tuple(sorted(int(b) for b in k["Brokers"])),
+            max_controller_epoch=int(k["MaxControllerEpoch"]),
+            max_broker_epoch=int(k["MaxBrokerEpoch"]),
+            max_leader_epoch=int(k["MaxLeaderEpoch"]),
+            max_in_flight=int(k["MaxInFlight"]),
+            bug=str(k["Bug"]),
+            invariants=tuple(cfg["invariants"]),
+        )
+
+
+class ControllerFencingSpec(PackedSpec):
+    """Controllers and broker incarnations exchanging fenced control requests over a lossy net.
+
+    It also offers the checker's batched fast path: the network is one digit holding a bitmask
+    over every request the constants allow (:attr:`requests`, sorted), the ghost records are each
+    one digit numbering their possible values, every other variable a digit of its own.
+    """
+
+    name = "ControllerFencing"
+
+    def __init__(self, config: ControllerFencingConfig | None = None) -> None:
+        self.config = config or ControllerFencingConfig()
+        k = self.config
+        self._index = {b: i for i, b in enumerate(k.brokers)}
+        self.requests: tuple[Request, ...] = tuple(sorted(
+            Request(t, c, b, e, le) for t in (LEADER_AND_ISR, STOP_REPLICA)
+            for c in range(1, k.max_controller_epoch + 1) for b in k.brokers
+            for e in range(1, k.max_broker_epoch + 1) for le in range(k.max_leader_epoch + 1)))
+        """Every request the constants allow, in the order Deliver and Lose enumerate them."""
+        self._bit = {m: n for n, m in enumerate(self.requests)}
+        ce, be = k.max_controller_epoch, k.max_broker_epoch
+        fields: list[tuple[str, int]] = [("controllerEpoch", ce + 1),
+                                         ("leaderEpoch", k.max_leader_epoch + 1)]
+        for i in range(len(k.brokers)):
+            fields += [(f"brokerEpoch{i}", be + 1), (f"brokerControllerEpoch{i}", ce + 1),
+                       (f"replicaEpoch{i}", k.max_leader_epoch + 2),
+                       (f"lastApply{i}", 1 + ce * be * (ce + 1) * be)]
+        fields += [("network", 2 ** len(self.requests)), ("lastStoreWrite", 1 + ce * ce)]
+        try:
+            self.layout = Layout(fields)
+            self._fits_int64 = True
+        except ValueError:  # constants too large for one int64 code: the generic engine only
+            self._fits_int64 = False
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> ControllerFencingSpec:
+        """The spec a ControllerFencing .cfg file describes."""
+        return cls(ControllerFencingConfig.from_cfg(path))
+
+    # -- Init ------------------------------------------------------------------------------
+
+    def init_states(self) -> Iterable[State]:
+        n = len(self.config.brokers)
+        return [CFState(1, 0, (1,) * n, (0,) * n, (NOT_HOSTED,) * n, frozenset(), ((),) * n, ())]
+
+    # -- actions, one method per TLA+ operator ---------------------------------------------
+
+    def ElectController(self, s: CFState) -> CFState | None:
+        """A failover: a new controller bumps the store's controller epoch; old ones run on."""
+        if s.controllerEpoch >= self.config.max_controller_epoch:
+            return None
+        return s._replace(controllerEpoch=s.controllerEpoch + 1)
+
+    def ElectLeader(self, s: CFState, c: int) -> CFState | None:
+        """Controller ``c`` writes the next leader epoch; the write is conditional on ``c``."""
+        if s.leaderEpoch >= self.config.max_leader_epoch:
+            return None
+        if c != s.controllerEpoch and self.config.bug != "UnconditionalStoreWrite":
+            return None  # the store refuses a deposed controller's write
+        return s._replace(leaderEpoch=s.leaderEpoch + 1, lastStoreWrite=(c, s.controllerEpoch))
+
+    def Register(self, s: CFState, b: int) -> CFState | None:
+        """Broker ``b`` restarts: a new incarnation, a larger broker epoch, memory forgotten."""
+        i = self._index[b]
+        if s.brokerEpoch[i] >= self.config.max_broker_epoch:
+            return None
+        return s._replace(brokerEpoch=_set(s.brokerEpoch, i, s.brokerEpoch[i] + 1),
+                          brokerControllerEpoch=_set(s.brokerControllerEpoch, i, 0))
+
+    def Send(self, s: CFState, type: str, c: int, b: int, e: int,
+             le: int) -> CFState | None:
+        """Controller ``c`` sends broker ``b``'s incarnation ``e`` a request with leader epoch
+        ``le``."""
+        m = Request(type, c, b, e, le)
+        if len(s.network) >= self.config.max_in_flight or m in s.network:
+            return None
+        return s._replace(network=s.network | {m})
+
+    def SendLeaderAndIsr(self, s: CFState, c: int, b: int, e: int,
+                         le: int) -> CFState | None:
+        """Send a LeaderAndIsr request."""
+        return self.Send(s, LEADER_AND_ISR, c, b, e, le)
+
+    def SendStopReplica(self, s: CFState, c: int, b: int, e: int,
+                        le: int) -> CFState | None:
+        """Send a StopReplica request."""
+        return self.Send(s, STOP_REPLICA, c, b, e, le)
+
+    def StaleBrokerEpoch(self, s: CFState, b: int, m: Request) -> bool:
+        """``m`` is addressed to an older incarnation of ``b`` (STALE_BROKER_EPOCH)."""
+        return m.brokerEpoch != NO_BROKER_EPOCH and m.brokerEpoch < s.brokerEpoch[self._index[b]]
+
+    def StaleControllerEpoch(self, s: CFState, b: int, m: Request) -> bool:
+        """``m`` is from a lower controller epoch than ``b`` accepted (STALE_CONTROLLER_EPOCH)."""
+        return m.controllerEpoch < s.brokerControllerEpoch[self._index[b]]
+
+    def Accepts(self, s: CFState, b: int, m: Request) -> bool:
+        """Whether broker ``b`` accepts ``m``; a rejected request changes nothing."""
+        bug = self.config.bug
+        if bug != "NoBrokerEpochCheck" and self.StaleBrokerEpoch(s, b, m):
+            return False
+        return bug == "NoControllerEpochCheck" or not self.StaleControllerEpoch(s, b, m)
+
+    def ReplicaAfter(self, s: CFState, b: int, m: Request) -> int:
+        """The replica's leader epoch after ``b`` applies ``m`` (FENCED_LEADER_EPOCH: unchanged)."""
+        current = s.replicaEpoch[self._index[b]]
+        if m.type == LEADER_AND_ISR:
+            return m.leaderEpoch if m.leaderEpoch > current else current
+        if current != NOT_HOSTED and m.leaderEpoch >= current:
+            return NOT_HOSTED
+        return current
+
+    def Deliver(self, s: CFState, m: Request) -> CFState | None:
+        """Broker ``m.broker`` applies ``m``; ``m`` stays in flight and may come again."""
+        if m not in s.network or not self.Accepts(s, m.broker, m):
+            return None
+        i = self._index[m.broker]
+        replica = self.ReplicaAfter(s, m.broker, m)
+        if s.brokerControllerEpoch[i] == m.controllerEpoch and replica == s.replicaEpoch[i]:
+            return None  # nothing would change: a stuttering step
+        record = (m.controllerEpoch, m.brokerEpoch, s.brokerControllerEpoch[i], s.brokerEpoch[i])
+        return s._replace(brokerControllerEpoch=_set(s.brokerControllerEpoch, i, m.controllerEpoch),
+                          replicaEpoch=_set(s.replicaEpoch, i, replica),
+                          lastApply=_set(s.lastApply, i, record))
+
+    def Lose(self, s: CFState, m: Request) -> CFState | None:
+        """The network drops ``m``."""
+        if m not in s.network:
+            return None
+        return s._replace(network=s.network - {m})
+
+    # -- Next --------------------------------------------------------------------------------
+
+    def actions(self) -> Sequence[Action]:
+        return [
+            Action("ElectController", self._elect_controller),
+            Action("ElectLeader", self._elect_leader),
+            Action("Register", self._register),
+            Action("SendLeaderAndIsr", lambda s: self._send(s, LEADER_AND_ISR)),
+            Action("SendStopReplica", lambda s: self._send(s, STOP_REPLICA)),
+            Action("Deliver", self._deliver),
+            Action("Lose", self._lose),
+        ]
+
+    def _elect_controller(self, s: State) -> Iterator[State]:
+        assert isinstance(s, CFState)
+        yield from _some(self.ElectController(s))
+
+    def _elect_leader(self, s: State) -> Iterator[State]:
+        assert isinstance(s, CFState)
+        for c in range(1, s.controllerEpoch + 1):
+            yield from _some(self.ElectLeader(s, c))
+
+    def _register(self, s: State) -> Iterator[State]:
+        assert isinstance(s, CFState)
+        for b in self.config.brokers:
+            yield from _some(self.Register(s, b))
+
+    def _send(self, s: State, type: str) -> Iterator[State]:
+        assert isinstance(s, CFState)
+        if len(s.network) >= self.config.max_in_flight:
+            return  # the bound disables every send; skip the enumeration
+        for c in range(1, s.controllerEpoch + 1):
+            for b in self.config.brokers:
+                for le in range(0, s.leaderEpoch + 1):
+                    for e in range(1, s.brokerEpoch[self._index[b]] + 1):
+                        yield from _some(self.Send(s, type, c, b, e, le))
+
+    def _deliver(self, s: State) -> Iterator[State]:
+        assert isinstance(s, CFState)
+        for m in sorted(s.network):  # sorted: the packed path enumerates in this order
+            yield from _some(self.Deliver(s, m))
+
+    def _lose(self, s: State) -> Iterator[State]:
+        assert isinstance(s, CFState)
+        for m in sorted(s.network):
+            yield from _some(self.Lose(s, m))
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def TypeOK(self, s: State) -> bool:
+        """Every variable within its type (the TLA+ ``TypeOK``)."""
+        assert isinstance(s, CFState)
+        k = self.config
+        ce, be = range(1, k.max_controller_epoch + 1), range(1, k.max_broker_epoch + 1)
+        return (
+            s.controllerEpoch in ce
+            and 0 <= s.leaderEpoch <= k.max_leader_epoch
+            and all(e in be for e in s.brokerEpoch)
+            and all(0 <= e <= k.max_controller_epoch for e in s.brokerControllerEpoch)
+            and all(e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch for e in s.replicaEpoch)
+            and len(s.network) <= k.max_in_flight
+            and all(m.type in (LEADER_AND_ISR, STOP_REPLICA) and m.controllerEpoch in ce
+                    and m.broker in self._index and m.brokerEpoch in be
+                    and 0 <= m.leaderEpoch <= k.max_leader_epoch for m in s.network)
+            and all(r == () or (len(r) == 4 and r[0] in ce and r[1] in be
+                                and 0 <= r[2] <= k.max_controller_epoch and r[3] in be)
+                    for r in s.lastApply)
+            and (s.lastStoreWrite == () or (len(s.lastStoreWrite) == 2
+                                            and all(e in ce for e in s.lastStoreWrite)))
+        )
+
+    def StaleControllerFenced(self, s: State) -> bool:
+        """No stale request changed a broker; no deposed controller's write landed."""
+        assert isinstance(s, CFState)
+        for r in s.lastApply:
+            if len(r) != 4:
+                continue  # () : no change recorded yet
+            request_ce, request_be, seen_ce, own_be = r
+            if request_ce < seen_ce:
+                return False
+            if request_be != NO_BROKER_EPOCH and request_be < own_be:
+                return False
+        w = s.lastStoreWrite
+        return len(w) != 2 or w[0] == w[1]
+
+    def invariants(self) -> Sequence[Invariant]:
+        table = {"TypeOK": self.TypeOK, "StaleControllerFenced": self.StaleControllerFenced}
+        return [(name, table[name]) for name in self.config.invariants]
+
+    def describe(self, s: State) -> str:
+        assert isinstance(s, CFState)
+        lines = [f"store: controllerEpoch={s.controllerEpoch} leaderEpoch={s.leaderEpoch}"
+                 + (f" lastStoreWrite=(by controller {s.lastStoreWrite[0]}, store epoch "
+                    f"{s.lastStoreWrite[1]})" if s.lastStoreWrite else "")]
+        for b, i in self._index.items():
+            e = s.replicaEpoch[i]
+            replica = "not hosted" if e == NOT_HOSTED else f"leaderEpoch {e}"
+            line = (f"broker {b}: brokerEpoch={s.brokerEpoch[i]} "
+                    f"brokerControllerEpoch={s.brokerControllerEpoch[i]} replica={replica}")
+            r = s.lastApply[i]
+            if r:
+                line += (f"; last change by a request (controllerEpoch {r[0]}, brokerEpoch {r[1]})"
+                         f" when the broker had (controllerEpoch {r[2]}, brokerEpoch {r[3]})")
+            lines.append(line)
+        for m in sorted(s.network):
+            lines.append(f"in flight: {m.type}(controllerEpoch={m.controllerEpoch}, "
+                         f"broker={m.broker}, brokerEpoch={m.brokerEpoch}, "
+                         f"leaderEpoch={m.leaderEpoch})")
+        return "\n".join(lines)
+
+
+    # -- the packed fast path ----------------------------------------------------------------
+
+    def packed_available(self) -> bool:
+        """Whether the fast path can run: numpy is there and a state fits in an int64 code."""
+        return self._fits_int64 and super().packed_available()
+
+    def _apply_digit(self, r: ApplyRecord) -> int:
+        """The digit of a ghost ``lastApply`` record: 0 for none, else 1 + its mixed radix."""
+        if len(r) != 4:
+            return 0
+        ce, be = self.config.max_controller_epoch, self.config.max_broker_epoch
+        request_ce, request_be, seen_ce, own_be = r
+        return 1 + (((request_ce - 1) * be + request_be - 1) * (ce + 1) + seen_ce) * be + own_be - 1
+
+    def _apply_record(self, digit: int) -> ApplyRecord:
+        if digit == 0:
+            return ()
+        ce, be = self.config.max_controller_epoch, self.config.max_broker_epoch
+        rest, own = divmod(digit - 1, be)
+        rest, seen = divmod(rest, ce + 1)
+        request_ce, request_be = divmod(rest, be)
+        return (request_ce + 1, request_be + 1, seen, own + 1)
+
+    def _write_digit(self, w: StoreWriteRecord) -> int:
+        if len(w) != 2:
+            return 0
+        return 1 + (w[0] - 1) * self.config.max_controller_epoch + w[1] - 1
+
+    def _write_record(self, digit: int) -> StoreWriteRecord:
+        if digit == 0:
+            return ()
+        writer, store = divmod(digit - 1, self.config.max_controller_epoch)
+        return (writer + 1, store + 1)
+
+    def encode(self, s: State) -> int:
+        """The mixed-radix code of a state."""
+        assert isinstance(s, CFState)
+        values = {"controllerEpoch": s.controllerEpoch, "leaderEpoch": s.leaderEpoch,
+                  "network": sum(1 << self._bit[m] for m in s.network),
+                  "lastStoreWrite": self._write_digit(s.lastStoreWrite)}
+        for i in range(len(self.config.brokers)):
+            values.update({f"brokerEpoch{i}": s.brokerEpoch[i],
+                           f"brokerControllerEpoch{i}": s.brokerControllerEpoch[i],
+                           f"replicaEpoch{i}": s.replicaEpoch[i] + 1,
+                           f"lastApply{i}": self._apply_digit(s.lastApply[i])})
+        return self.layout.pack(values)
+
+    def decode(self, code: int) -> State:
+        """The state of a code."""
+        v = self.layout.unpack(code)
+        n = range(len(self.config.brokers))
+        return CFState(v["controllerEpoch"], v["leaderEpoch"],
+                       tuple(v[f"brokerEpoch{i}"] for i in n),
+                       tuple(v[f"brokerControllerEpoch{i}"] for i in n),
+                       tuple(v[f"replicaEpoch{i}"] - 1 for i in n),
+                       frozenset(m for m, bit in self._bit.items() if v["network"] >> bit & 1),
+                       tuple(self._apply_record(v[f"lastApply{i}"]) for i in n),
+                       self._write_record(v["lastStoreWrite"]))
+
+    def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
+        """Vectorized twins of the actions, in the order of :meth:`actions`; each branch is one
+        choice of parameters, numbered in the order the generic actions enumerate them."""
+        import numpy as np
+
+        k, w, bug = self.config, self.layout.weight, self.config.bug
+        col = {name: self.layout.column(frontier, name) for name in self.layout.names}
+        ce, le, net = col["controllerEpoch"], col["leaderEpoch"], col["network"]
+        size = frontier.size
+
+        def branch(action: int, b: int, mask: Mask, delta: Codes | int) -> Branch:
+            idx = np.flatnonzero(mask)
+            d = delta[idx] if isinstance(delta, np.ndarray) else delta
+            return Branch(action, b, idx, frontier[idx] + d)
+
+        # ElectController
+        yield branch(0, 0, ce < k.max_controller_epoch, w["controllerEpoch"])
+        # ElectLeader(c)
+        for c in range(1, k.max_controller_epoch + 1):
+            mask = (le < k.max_leader_epoch) & (c <= ce)
+            if bug != "UnconditionalStoreWrite":
+                mask &= c == ce
+            written = 1 + (c - 1) * k.max_controller_epoch + ce - 1
+            yield branch(1, c - 1, mask, w["leaderEpoch"]
+                         + (written - col["lastStoreWrite"]) * w["lastStoreWrite"])
+        # Register(b)
+        for i in range(len(k.brokers)):
+            be = col[f"brokerEpoch{i}"]
+            yield branch(2, i, be < k.max_broker_epoch, w[f"brokerEpoch{i}"]
+                         - col[f"brokerControllerEpoch{i}"] * w[f"brokerControllerEpoch{i}"])
+        # SendLeaderAndIsr, SendStopReplica: branches numbered over (c, b, le, e), the order in
+        # which the generic action enumerates its parameters.
+        room = np.bitwise_count(net.astype(np.uint64)).astype(np.int64) < k.max_in_flight
+        for action, kind in ((3, LEADER_AND_ISR), (4, STOP_REPLICA)):
+            n = 0
+            for c in range(1, k.max_controller_epoch + 1):
+                for i, b in enumerate(k.brokers):
+                    for lep in range(k.max_leader_epoch + 1):
+                        for e in range(1, k.max_broker_epoch + 1):
+                            bit = self._bit[Request(kind, c, b, e, lep)]
+                            mask = (room & (c <= ce) & (lep <= le) & (e <= col[f"brokerEpoch{i}"])
+                                    & ((net >> bit) & 1 == 0))
+                            yield branch(action, n, mask, (1 << bit) * w["network"])
+                            n += 1
+        # Deliver(m), Lose(m): one branch per request, in sorted order
+        ce_max, be_max = k.max_controller_epoch, k.max_broker_epoch
+        for bit, m in enumerate(self.requests):
+            i = self._index[m.broker]
+            own, seen = col[f"brokerEpoch{i}"], col[f"brokerControllerEpoch{i}"]
+            replica = col[f"replicaEpoch{i}"] - 1
+            present = (net >> bit) & 1 == 1
+            accepts = np.ones(size, dtype=bool)
+            if bug != "NoBrokerEpochCheck":
+                accepts &= ~((m.brokerEpoch != NO_BROKER_EPOCH) & (m.brokerEpoch < own))
+            if bug != "NoControllerEpochCheck":
+                accepts &= ~(m.controllerEpoch < seen)
+            if m.type == LEADER_AND_ISR:
+                after = np.maximum(replica, m.leaderEpoch)
+            else:
+                after = np.where((replica != NOT_HOSTED) & (m.leaderEpoch >= replica),
+                                 NOT_HOSTED, replica)
+            changed = ~((seen == m.controllerEpoch) & (after == replica))
+            record = 1 + (((m.controllerEpoch - 1) * be_max + m.brokerEpoch - 1) * (ce_max + 1)
+                          + seen) * be_max + own - 1
+            delta = ((m.controllerEpoch - seen) * w[f"brokerControllerEpoch{i}"]
+                     + (after - replica) * w[f"replicaEpoch{i}"]
+                     + (record - col[f"lastApply{i}"]) * w[f"lastApply{i}"])
+            yield branch(5, bit, present & accepts & changed, delta)
+        for bit in range(len(self.requests)):
+            yield branch(6, bit, (net >> bit) & 1 == 1, -(1 << bit) * w["network"])
+
+    def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
+        """The invariants on each code (TypeOK: the encoding keeps every value in its type,
+        and the network bound is checked)."""
+        import numpy as np
+
+        k = self.config
+        col = {name: self.layout.column(codes, name) for name in self.layout.names}
+        net = col["network"].astype(np.uint64)
+        type_ok = (np.bitwise_count(net).astype(np.int64) <= k.max_in_flight) & (
+            col["controllerEpoch"] >= 1)
+        fenced = np.ones(codes.size, dtype=bool)
+        ce, be = k.max_controller_epoch, k.max_broker_epoch
+        for i in range(len(k.brokers)):
+            type_ok &= col[f"brokerEpoch{i}"] >= 1
+            digit = col[f"lastApply{i}"]
+            rest, own = np.divmod(digit - 1, be)
+            rest, seen = np.divmod(rest, ce + 1)
+            request_ce, request_be = np.divmod(rest, be)
+            ok = (request_ce + 1 >= seen) & (request_be + 1 >= own + 1)
+            fenced &= (digit == 0) | ok
+        writes = col["lastStoreWrite"]
+        writer, store = np.divmod(writes - 1, ce)
+        fenced &= (writes == 0) | (writer == store)
+        table = {"TypeOK": type_ok, "StaleControllerFenced": fenced}
+        return [(name, table[name]) for name in k.invariants]
+
+
+def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
+    """``[t EXCEPT ![i] = v]`` on a tuple."""
+    return (*t[:i], v, *t[i + 1:])
+
+
+def _some(s: CFState | None) -> Iterator[State]:
+    if s is not None:
+        yield s

@@ -1,0 +1,412 @@
+"""The Python twin of spec/FetcherFailure.tla: failed partitions in replica fetchers (KIP-461).
+
+What it upholds: FailureContained. A failure (a storage error, or a fence at the partition's
+current leader epoch) stays with its partition: every hosted partition that is not failed is in
+its fetcher's partition states and that fetcher runs; a failed partition is not fetched; and a
+failed partition failed at the leader epoch the broker now knows, so a newer leader epoch always
+un-fails it and a stale fence never fails it (HAZARDS 5 and 6).
+
+Each TLA+ action operator has a method of the same name that returns the successor state, or None
+when the action is disabled; :meth:`FetcherFailureSpec.actions` enumerates their parameters as
+``Next`` does. A state is a :class:`FFState`, one field per TLA+ variable in the module's order,
+each a tuple indexed by partition (``p - 1``) or fetcher (``f - 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from logwright.model.cfg import parse_cfg
+from logwright.model.core import Action, Invariant, State
+from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+
+T = TypeVar("T")
+
+NOT_HOSTED = -1
+"""``knownEpoch`` of a partition with no replica on this broker."""
+NOT_FAILED = -1
+"""``failedEpoch`` of a partition that is not in the failed set."""
+NO_FETCH = -1
+"""``inflight`` of a partition with no fetch request outstanding."""
+
+BUGS = ("FailWholeFetcher", "FenceWithStaleEpochFails", "NoUnfailOnNewEpoch")
+"""The bug switches of the module (``Bug`` in the .cfg), besides ``"none"``."""
+
+EXPECTED_VIOLATION = dict.fromkeys(BUGS, "FailureContained")
+"""The invariant each bug switch must violate."""
+
+
+class FFState(NamedTuple):
+    """One state of FetcherFailure: the TLA+ variables, in the module's order."""
+
+    leaderEpoch: tuple[int, ...]
+    knownEpoch: tuple[int, ...]
+    fetching: tuple[bool, ...]
+    failedEpoch: tuple[int, ...]
+    inflight: tuple[int, ...]
+    alive: tuple[bool, ...]
+
+
+_PartitionAction = Callable[[FFState, int], FFState | None]
+_Successors = Callable[[State], Iterator[State]]
+
+
+@dataclass(frozen=True)
+class FetcherFailureConfig:
+    """The constants of FetcherFailure.tla, as a .cfg file assigns them."""
+
+    num_partitions: int = 3
+    num_fetchers: int = 2
+    max_leader_epoch: int = 2
+    bug: str = "none"
+    invariants: tuple[str, ...] = ("TypeOK", "FailureContained")
+
+    def __post_init__(self) -> None:
+        if self.bug != "none" and self.bug not in BUGS:
+            raise ValueError(f"unknown Bug {self.bug!r}; known: none, {', '.join(BUGS)}")
+        if self.num_partitions < 1 or self.num_fetchers < 1 or self.max_leader_epoch < 0:
+            raise ValueError("need a partition, a fetcher and a non-negative leader epoch bound")
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> FetcherFailureConfig:
+        """The constants of a FetcherFailure .cfg file (the one TLC reads)."""
+        cfg = parse_cfg(path)
+        k = cfg["constants"]
+        return cls(
+            num_partitions=int(k["NumPartitions"]),
+            num_fetchers=int(k["NumFetchers"]),
+            max_leader_epoch=int(k["MaxLeaderEpoch"]),
+            bug=str(k["Bug"]),
+            invariants=tuple(cfg["invariants"]),
+        )
+
+
+class FetcherFailureSpec(PackedSpec):
+    """Fetcher threads, their partitions, failures and the failed set of KIP-461.
+
+    It also offers the checker's batched fast path: each variable of each partition (fetcher) is
+    one digit of a mixed-radix code, the epochs that may be -1 stored plus one.
+    """
+
+    name = "FetcherFailure"
+
+    def __init__(self, config: FetcherFailureConfig | None = None) -> None:
+        self.config = config or FetcherFailureConfig()
+        self.partitions = range(1, self.config.num_partitions + 1)
+        self.fetchers = range(1, self.config.num_fetchers + 1)
+        epochs = self.config.max_leader_epoch + 1
+        fields: list[tuple[str, int]] = []
+        for i in range(self.config.num_partitions):
+            fields += [(f"leaderEpoch{i}", epochs), (f"knownEpoch{i}", epochs + 1),
+                       (f"fetching{i}", 2), (f"failedEpoch{i}", epochs + 1),
+                       (f"inflight{i}", epochs + 1)]
+        fields += [(f"alive{j}", 2) for j in range(self.config.num_fetchers)]
+        try:
+            self.layout = Layout(fields)
+            self._fits_int64 = True
+        except ValueError:  # constants too large for one int64 code: the generic engine only
+            self._fits_int64 = False
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> FetcherFailureSpec:
+        """The spec a FetcherFailure .cfg file describes."""
+        return cls(FetcherFailureConfig.from_cfg(path))
+
+    def FetcherOf(self, p: int) -> int:
+        """The fetcher partition ``p`` is assigned to (fixed, as Kafka's hash is)."""
+        return (p - 1) % self.config.num_fetchers + 1
+
+    # -- Init ------------------------------------------------------------------------------
+
+    def init_states(self) -> Iterable[State]:
+        n, f = self.config.num_partitions, self.config.num_fetchers
+        return [FFState((0,) * n, (NOT_HOSTED,) * n, (False,) * n, (NOT_FAILED,) * n,
+                        (NO_FETCH,) * n, (False,) * f)]
+
+    # -- actions, one method per TLA+ operator ---------------------------------------------
+
+    def ElectLeader(self, s: FFState, p: int) -> FFState | None:
+        """The controller elects a new leader for ``p``: its leader epoch goes up."""
+        i = p - 1
+        if s.leaderEpoch[i] >= self.config.max_leader_epoch:
+            return None
+        return s._replace(leaderEpoch=_set(s.leaderEpoch, i, s.leaderEpoch[i] + 1))
+
+    def LeaderAndIsr(self, s: FFState, p: int) -> FFState | None:
+        """A newer leader epoch for ``p``: un-fail it and add it to its (re)started fetcher."""
+        i = p - 1
+        if s.knownEpoch[i] >= s.leaderEpoch[i]:
+            return None
+        known = _set(s.knownEpoch, i, s.leaderEpoch[i])
+        if self.config.bug == "NoUnfailOnNewEpoch" and s.failedEpoch[i] != NOT_FAILED:
+            return s._replace(knownEpoch=known)
+        return s._replace(knownEpoch=known,
+                          failedEpoch=_set(s.failedEpoch, i, NOT_FAILED),
+                          fetching=_set(s.fetching, i, True),
+                          alive=_set(s.alive, self.FetcherOf(p) - 1, True))
+
+    def FetchRequest(self, s: FFState, p: int) -> FFState | None:
+        """``p``'s fetcher sends a fetch for ``p`` at its current leader epoch."""
+        i = p - 1
+        if not (s.fetching[i] and s.alive[self.FetcherOf(p) - 1] and s.inflight[i] == NO_FETCH):
+            return None
+        return s._replace(inflight=_set(s.inflight, i, s.knownEpoch[i]))
+
+    def FetchOk(self, s: FFState, p: int) -> FFState | None:
+        """The leader answers ``p``'s fetch with records (appended, or discarded if p left)."""
+        i = p - 1
+        if s.inflight[i] == NO_FETCH or s.inflight[i] != s.leaderEpoch[i]:
+            return None
+        return s._replace(inflight=_set(s.inflight, i, NO_FETCH))
+
+    def FetchFenced(self, s: FFState, p: int) -> FFState | None:
+        """FENCED_LEADER_EPOCH for ``p``: fail it only if the request's epoch is still current."""
+        i = p - 1
+        request_epoch = s.inflight[i]
+        if request_epoch == NO_FETCH or request_epoch >= s.leaderEpoch[i]:
+            return None
+        t = s._replace(inflight=_set(s.inflight, i, NO_FETCH))
+        current = request_epoch == s.knownEpoch[i]
+        if s.fetching[i] and (current or self.config.bug == "FenceWithStaleEpochFails"):
+            return t._replace(failedEpoch=_set(s.failedEpoch, i, request_epoch),
+                              fetching=_set(s.fetching, i, False))
+        return t  # a stale fence: the fetcher simply fetches again at its newer epoch
+
+    def StorageError(self, s: FFState, p: int) -> FFState | None:
+        """``p``'s log dir fails under its fetcher: ``p`` alone fails, at its current epoch."""
+        i, f = p - 1, self.FetcherOf(p) - 1
+        if not (s.fetching[i] and s.alive[f]):
+            return None
+        t = s._replace(failedEpoch=_set(s.failedEpoch, i, s.knownEpoch[i]),
+                       fetching=_set(s.fetching, i, False))
+        if self.config.bug == "FailWholeFetcher":
+            return t._replace(alive=_set(s.alive, f, False))
+        return t
+
+    def StopReplica(self, s: FFState, p: int) -> FFState | None:
+        """``p``'s replica is removed: from the broker, its fetcher and the failed set."""
+        i = p - 1
+        if s.knownEpoch[i] == NOT_HOSTED:
+            return None
+        return s._replace(knownEpoch=_set(s.knownEpoch, i, NOT_HOSTED),
+                          fetching=_set(s.fetching, i, False),
+                          failedEpoch=_set(s.failedEpoch, i, NOT_FAILED))
+
+    def ShutdownIdle(self, s: FFState, f: int) -> FFState | None:
+        """A running fetcher with no partition left shuts down."""
+        if not s.alive[f - 1]:
+            return None
+        if any(s.fetching[p - 1] for p in self.partitions if self.FetcherOf(p) == f):
+            return None
+        return s._replace(alive=_set(s.alive, f - 1, False))
+
+    # -- Next --------------------------------------------------------------------------------
+
+    def actions(self) -> Sequence[Action]:
+        per_partition = (self.ElectLeader, self.LeaderAndIsr, self.FetchRequest, self.FetchOk,
+                         self.FetchFenced, self.StorageError, self.StopReplica)
+        out = [Action(fn.__name__, self._over_partitions(fn)) for fn in per_partition]
+        out.append(Action("ShutdownIdle", self._shutdown_idle))
+        return out
+
+    def _over_partitions(self, fn: _PartitionAction) -> _Successors:
+        def successors(s: State) -> Iterator[State]:
+            assert isinstance(s, FFState)
+            for p in self.partitions:
+                t = fn(s, p)
+                if t is not None:
+                    yield t
+        return successors
+
+    def _shutdown_idle(self, s: State) -> Iterator[State]:
+        assert isinstance(s, FFState)
+        for f in self.fetchers:
+            t = self.ShutdownIdle(s, f)
+            if t is not None:
+                yield t
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def TypeOK(self, s: State) -> bool:
+        """Every variable within its type (the TLA+ ``TypeOK``)."""
+        assert isinstance(s, FFState)
+        k, n = self.config, self.config.num_partitions
+        epochs = range(0, k.max_leader_epoch + 1)
+        return (
+            len(s.leaderEpoch) == len(s.knownEpoch) == len(s.fetching) == n
+            and len(s.failedEpoch) == len(s.inflight) == n and len(s.alive) == k.num_fetchers
+            and all(e in epochs for e in s.leaderEpoch)
+            and all(e == NOT_HOSTED or e in epochs for e in s.knownEpoch)
+            and all(isinstance(b, bool) for b in (*s.fetching, *s.alive))
+            and all(e == NOT_FAILED or e in epochs for e in s.failedEpoch)
+            and all(e == NO_FETCH or e in epochs for e in s.inflight)
+        )
+
+    def FailureContained(self, s: State) -> bool:
+        """A failure stays with its partition (see the module docstring)."""
+        assert isinstance(s, FFState)
+        for p in self.partitions:
+            i = p - 1
+            failed = s.failedEpoch[i] != NOT_FAILED
+            if s.knownEpoch[i] != NOT_HOSTED and not failed and not s.fetching[i]:
+                return False  # a healthy partition is no longer fetched
+            if s.fetching[i] and not s.alive[self.FetcherOf(p) - 1]:
+                return False  # a partition stranded in a dead fetcher
+            if failed and (s.fetching[i] or s.failedEpoch[i] != s.knownEpoch[i]):
+                return False  # a failed partition fetched, or failed at an older epoch
+        return True
+
+    def invariants(self) -> Sequence[Invariant]:
+        table = {"TypeOK": self.TypeOK, "FailureContained": self.FailureContained}
+        return [(name, table[name]) for name in self.config.invariants]
+
+    def describe(self, s: State) -> str:
+        assert isinstance(s, FFState)
+        lines = []
+        for f in self.fetchers:
+            members = [p for p in self.partitions if self.FetcherOf(p) == f]
+            fetched = [p for p in members if s.fetching[p - 1]]
+            lines.append(f"fetcher {f}: {'running' if s.alive[f - 1] else 'stopped'}, "
+                         f"fetching partitions {fetched or 'none'}")
+        for p in self.partitions:
+            i = p - 1
+            known = "not hosted" if s.knownEpoch[i] == NOT_HOSTED else str(s.knownEpoch[i])
+            parts = [f"partition {p}: leaderEpoch={s.leaderEpoch[i]} knownEpoch={known}"]
+            if s.failedEpoch[i] != NOT_FAILED:
+                parts.append(f"FAILED at epoch {s.failedEpoch[i]}")
+            if s.inflight[i] != NO_FETCH:
+                parts.append(f"fetch in flight at epoch {s.inflight[i]}")
+            lines.append(", ".join(parts))
+        return "\n".join(lines)
+
+
+    # -- the packed fast path ----------------------------------------------------------------
+
+    def packed_available(self) -> bool:
+        """Whether the fast path can run: numpy is there and a state fits in an int64 code."""
+        return self._fits_int64 and super().packed_available()
+
+    _SHIFTED = ("knownEpoch", "failedEpoch", "inflight")
+    """Variables whose -1 is stored as digit 0."""
+
+    def encode(self, s: State) -> int:
+        """The mixed-radix code of a state."""
+        assert isinstance(s, FFState)
+        values: dict[str, int] = {}
+        for i in range(self.config.num_partitions):
+            values.update({f"leaderEpoch{i}": s.leaderEpoch[i],
+                           f"knownEpoch{i}": s.knownEpoch[i] + 1,
+                           f"fetching{i}": int(s.fetching[i]),
+                           f"failedEpoch{i}": s.failedEpoch[i] + 1,
+                           f"inflight{i}": s.inflight[i] + 1})
+        values.update({f"alive{j}": int(a) for j, a in enumerate(s.alive)})
+        return self.layout.pack(values)
+
+    def decode(self, code: int) -> State:
+        """The state of a code."""
+        v = self.layout.unpack(code)
+        n = range(self.config.num_partitions)
+        return FFState(tuple(v[f"leaderEpoch{i}"] for i in n),
+                       tuple(v[f"knownEpoch{i}"] - 1 for i in n),
+                       tuple(bool(v[f"fetching{i}"]) for i in n),
+                       tuple(v[f"failedEpoch{i}"] - 1 for i in n),
+                       tuple(v[f"inflight{i}"] - 1 for i in n),
+                       tuple(bool(v[f"alive{j}"]) for j in range(self.config.num_fetchers)))
+
+    def _columns(self, codes: Codes) -> dict[str, Codes]:
+        """Each variable's value (not digit) in each code."""
+        out = {name: self.layout.column(codes, name) for name in self.layout.names}
+        for name in out:
+            if name.rstrip("0123456789") in self._SHIFTED:
+                out[name] = out[name] - 1
+        return out
+
+    def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
+        """Vectorized twins of the actions, in the order of :meth:`actions`, one branch per
+        partition (fetcher) in the order the generic actions enumerate them."""
+        import numpy as np
+
+        w, c, bug = self.layout.weight, self._columns(frontier), self.config.bug
+
+        def branch(action: int, b: int, mask: Mask, delta: Codes) -> Branch:
+            idx = np.flatnonzero(mask)
+            return Branch(action, b, idx, frontier[idx] + delta[idx])
+
+        parts = list(enumerate(self.partitions))
+        for i in range(len(parts)):  # ElectLeader
+            le = c[f"leaderEpoch{i}"]
+            yield branch(0, i, le < self.config.max_leader_epoch,
+                         np.full(frontier.size, w[f"leaderEpoch{i}"], dtype=np.int64))
+        for i, p in parts:  # LeaderAndIsr
+            le, known, failed = c[f"leaderEpoch{i}"], c[f"knownEpoch{i}"], c[f"failedEpoch{i}"]
+            f = self.FetcherOf(p) - 1
+            delta = (le - known) * w[f"knownEpoch{i}"]
+            joins = ((NOT_FAILED - failed) * w[f"failedEpoch{i}"]
+                     + (1 - c[f"fetching{i}"]) * w[f"fetching{i}"]
+                     + (1 - c[f"alive{f}"]) * w[f"alive{f}"])
+            if bug == "NoUnfailOnNewEpoch":
+                joins = np.where(failed != NOT_FAILED, 0, joins)
+            yield branch(1, i, known < le, delta + joins)
+        for i, p in parts:  # FetchRequest
+            f = self.FetcherOf(p) - 1
+            inflight = c[f"inflight{i}"]
+            mask = (c[f"fetching{i}"] == 1) & (c[f"alive{f}"] == 1) & (inflight == NO_FETCH)
+            yield branch(2, i, mask, (c[f"knownEpoch{i}"] - inflight) * w[f"inflight{i}"])
+        for i in range(len(parts)):  # FetchOk
+            inflight = c[f"inflight{i}"]
+            mask = (inflight != NO_FETCH) & (inflight == c[f"leaderEpoch{i}"])
+            yield branch(3, i, mask, (NO_FETCH - inflight) * w[f"inflight{i}"])
+        for i in range(len(parts)):  # FetchFenced
+            inflight, fetching = c[f"inflight{i}"], c[f"fetching{i}"]
+            mask = (inflight != NO_FETCH) & (inflight < c[f"leaderEpoch{i}"])
+            current = (np.ones(frontier.size, dtype=bool) if bug == "FenceWithStaleEpochFails"
+                       else inflight == c[f"knownEpoch{i}"])
+            fails = (fetching == 1) & current
+            delta = ((NO_FETCH - inflight) * w[f"inflight{i}"]
+                     + np.where(fails, (inflight - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"]
+                                - w[f"fetching{i}"], 0))
+            yield branch(4, i, mask, delta)
+        for i, p in parts:  # StorageError
+            f = self.FetcherOf(p) - 1
+            mask = (c[f"fetching{i}"] == 1) & (c[f"alive{f}"] == 1)
+            delta = ((c[f"knownEpoch{i}"] - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"]
+                     - w[f"fetching{i}"])
+            if bug == "FailWholeFetcher":
+                delta = delta - w[f"alive{f}"]
+            yield branch(5, i, mask, delta)
+        for i in range(len(parts)):  # StopReplica
+            known = c[f"knownEpoch{i}"]
+            delta = ((NOT_HOSTED - known) * w[f"knownEpoch{i}"]
+                     - c[f"fetching{i}"] * w[f"fetching{i}"]
+                     + (NOT_FAILED - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"])
+            yield branch(6, i, known != NOT_HOSTED, delta)
+        for j, f in enumerate(self.fetchers):  # ShutdownIdle
+            mask = c[f"alive{j}"] == 1
+            for i, p in parts:
+                if self.FetcherOf(p) == f:
+                    mask = mask & (c[f"fetching{i}"] == 0)
+            yield branch(7, j, mask, np.full(frontier.size, -w[f"alive{j}"], dtype=np.int64))
+
+    def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
+        """The invariants on each code (TypeOK: the encoding keeps every value in its type)."""
+        import numpy as np
+
+        c = self._columns(codes)
+        contained: Mask = np.ones(codes.size, dtype=bool)
+        for i, p in enumerate(self.partitions):
+            known, failed = c[f"knownEpoch{i}"], c[f"failedEpoch{i}"]
+            fetching, alive = c[f"fetching{i}"] == 1, c[f"alive{self.FetcherOf(p) - 1}"] == 1
+            is_failed = failed != NOT_FAILED
+            contained &= ~((known != NOT_HOSTED) & ~is_failed & ~fetching)
+            contained &= ~(fetching & ~alive)
+            contained &= ~(is_failed & (fetching | (failed != known)))
+        table = {"TypeOK": np.ones(codes.size, dtype=bool), "FailureContained": contained}
+        return [(name, table[name]) for name in self.config.invariants]
+
+
+def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
+    """``[t EXCEPT ![i] = v]`` on a tuple."""
+    return (*t[:i], v, *t[i + 1:])

@@ -1,0 +1,298 @@
+"""The Python twin of spec/ReplicaMove.tla: a JBOD move's swap, crash-consistent by itself.
+
+What it upholds: AtomicMoveSwap. At every instant, crash points included, the dir names on disk
+resolve to exactly one authoritative log, which durably holds every acknowledged record; appends,
+when allowed, go to that log; no append lands in a log after it stopped being authoritative; and
+recovery, from the names on disk alone and without an operator, loses no acknowledged record
+(KIP-113, KAFKA-FACTS "JBOD moves": Kafka refuses to start with two live dirs; logwright resolves
+every crash point).
+
+The swap and recovery protocol (spec/ReplicaMove.tla and spec/README.md say the same; the
+implementation follows it step for step):
+
+* G: every partition dir records a log generation at creation; a future log gets its source's
+  generation + 1.
+* C, ``Copy``: the copier appends, at the future log's own end offset, records the source has
+  already fsynced.
+* S1 ``BeginSwap``: once the future log has every fsynced source record, take the append lock;
+  then fsync the source and copy the rest.
+* S2 ``Flush(fut)``; S3 ``RenameFutureLive`` (only caught up and fsynced);
+  S4 ``FsyncDir(fut)``: the commit point.
+* S5 ``RenameSourceDelete`` (only once S4 is durable), then ``FsyncDir(src)``.
+* S6 ``EndSwap``: appends go to the new log, the lock is released. S7 ``DeleteSource`` later.
+* Recovery (``Recover``): the live dir of the highest generation is authoritative (R1); a live dir
+  of a lower generation is renamed ``-delete`` (R2); a ``-future`` dir beside the live one resumes
+  its copy (R3); ``-delete`` dirs go later (R4); with no live dir there is nothing to recover
+  without an operator (R5), a state the protocol never makes durable.
+
+A state is an :class:`RMState`, one field per TLA+ variable in the module's order; the per-log
+functions ``vol``, ``dur``, ``name``, ``durName`` are pairs indexed ``(src, fut)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from logwright.model.cfg import parse_cfg
+from logwright.model.core import Action, Invariant, Spec, State
+
+BUGS = ("none", "SwapBeforeFlush", "AppendDuringSwap", "DeleteSourceBeforeRename")
+"""The values of the TLA+ constant ``Bug``: the correct model and the injected bugs."""
+
+EXPECTED_VIOLATION = dict.fromkeys(BUGS[1:], "AtomicMoveSwap")
+"""The invariant each bug switch must violate."""
+
+SRC, FUT, NO_LOG = "src", "fut", "none"
+"""The source log (in D1), the future log (in D2), and ``current`` while the broker is down."""
+
+LOGS = (SRC, FUT)
+"""Index order of the per-log pairs."""
+
+LIVE, FUTURE, DELETE, GONE = "live", "future", "delete", "none"
+"""Dir names: ``<tp>``, ``<tp>.<id>-future``, ``<tp>.<id>-delete``, no dir."""
+
+T = TypeVar("T")
+
+PerLog = tuple[T, T]
+
+
+class RMState(NamedTuple):
+    """One state of ReplicaMove: the TLA+ variables, in the module's order."""
+
+    up: bool
+    current: str
+    locked: bool
+    vol: PerLog[int]
+    dur: PerLog[int]
+    name: PerLog[str]
+    durName: PerLog[str]
+    acked: int
+    lateAppend: bool
+
+
+@dataclass(frozen=True)
+class ReplicaMoveConfig:
+    """The constants of ReplicaMove.tla, as a .cfg file assigns them."""
+
+    max_records: int = 3
+    bug: str = "none"
+    invariants: tuple[str, ...] = ("TypeOK", "AtomicMoveSwap")
+
+    def __post_init__(self) -> None:
+        if self.bug not in BUGS:
+            raise ValueError(f"unknown Bug {self.bug!r}; expected one of {BUGS}")
+        if self.max_records < 0:
+            raise ValueError("MaxRecords must not be negative")
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> ReplicaMoveConfig:
+        """The constants of a ReplicaMove .cfg file (the one TLC reads)."""
+        cfg = parse_cfg(path)
+        k = cfg["constants"]
+        return cls(max_records=int(k["MaxRecords"]), bug=str(k["Bug"]),
+                   invariants=tuple(cfg["invariants"]))
+
+
+def Authoritative(n: PerLog[str]) -> str:
+    """R1: the log recovery picks from dir names ``n``: the live one of the highest generation."""
+    if n[1] == LIVE:
+        return FUT
+    if n[0] == LIVE:
+        return SRC
+    return NO_LOG
+
+
+def _i(log: str) -> int:
+    return 0 if log == SRC else 1
+
+
+class ReplicaMoveSpec(Spec):
+    """A source and a future log in two dirs: copier, appends, flushes, swap, crash, recovery."""
+
+    name = "ReplicaMove"
+
+    def __init__(self, config: ReplicaMoveConfig | None = None) -> None:
+        self.config = config or ReplicaMoveConfig()
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> ReplicaMoveSpec:
+        """The spec a ReplicaMove .cfg file describes."""
+        return cls(ReplicaMoveConfig.from_cfg(path))
+
+    # -- Init ------------------------------------------------------------------------------
+
+    def init_states(self) -> Iterable[State]:
+        names = (LIVE, FUTURE)
+        return [RMState(up=True, current=SRC, locked=False, vol=(0, 0), dur=(0, 0), name=names,
+                        durName=names, acked=0, lateAppend=False)]
+
+    # -- actions, one method per TLA+ operator ---------------------------------------------
+
+    def Append(self, s: RMState) -> RMState | None:
+        """A producer's append to the log appends go to; it waits while the swap holds the lock."""
+        if not s.up or (s.locked and self.config.bug != "AppendDuringSwap"):
+            return None
+        c = _i(s.current)
+        if s.vol[c] >= self.config.max_records:
+            return None
+        return s._replace(vol=_set(s.vol, c, s.vol[c] + 1),
+                          lateAppend=s.lateAppend or s.current != Authoritative(s.durName))
+
+    def Copy(self, s: RMState) -> RMState | None:
+        """C: the copier appends the source's next fsynced record at the future log's end."""
+        if not s.up or s.name[1] != FUTURE or s.vol[1] >= s.dur[0]:
+            return None
+        return s._replace(vol=(s.vol[0], s.vol[1] + 1))
+
+    def Flush(self, s: RMState, log: str) -> RMState | None:
+        """fsync of a log's segments; fsynced records of the log appends go to are acked."""
+        i = _i(log)
+        if not s.up or s.dur[i] >= s.vol[i]:
+            return None
+        return s._replace(dur=_set(s.dur, i, s.vol[i]),
+                          acked=s.vol[i] if log == s.current else s.acked)
+
+    def FsyncDir(self, s: RMState, log: str) -> RMState | None:
+        """fsync of the dir holding a log: its name survives a crash."""
+        i = _i(log)
+        if not s.up or s.durName[i] == s.name[i]:
+            return None
+        return s._replace(durName=_set(s.durName, i, s.name[i]))
+
+    def BeginSwap(self, s: RMState) -> RMState | None:
+        """S1: the future log has every fsynced source record; take the append lock."""
+        if not s.up or s.locked or s.current != SRC or s.name[1] != FUTURE:
+            return None
+        if s.vol[1] != s.dur[0]:
+            return None
+        return s._replace(locked=True)
+
+    def RenameFutureLive(self, s: RMState) -> RMState | None:
+        """S3: the future dir takes the live name, once it is a complete, fsynced copy (S2)."""
+        bug = self.config.bug
+        if not (s.up and s.locked and s.name[1] == FUTURE and s.vol[1] == s.vol[0]):
+            return None
+        if s.dur[1] != s.vol[1] and bug != "SwapBeforeFlush":
+            return None
+        if bug == "DeleteSourceBeforeRename" and s.durName[0] != DELETE:
+            return None
+        return s._replace(name=(s.name[0], LIVE))
+
+    def RenameSourceDelete(self, s: RMState) -> RMState | None:
+        """S5: the source dir is renamed -delete, once the commit (S4) is durable."""
+        if not (s.up and s.locked and s.name[0] == LIVE):
+            return None
+        if self.config.bug == "DeleteSourceBeforeRename":
+            ready = s.name[1] == FUTURE and s.vol[1] == s.vol[0] and s.dur[1] == s.vol[1]
+        else:
+            ready = s.durName[1] == LIVE
+        if not ready:
+            return None
+        return s._replace(name=(DELETE, s.name[1]))
+
+    def EndSwap(self, s: RMState) -> RMState | None:
+        """S6: both renames durable; appends go to the new log."""
+        if not (s.up and s.locked and s.durName == (DELETE, LIVE)):
+            return None
+        return s._replace(current=FUT, locked=False)
+
+    def DeleteSource(self, s: RMState) -> RMState | None:
+        """S7 / R4: the -delete dir is removed."""
+        if not s.up or s.locked or s.durName[0] != DELETE:
+            return None
+        return s._replace(name=(GONE, s.name[1]), durName=(GONE, s.durName[1]),
+                          vol=(0, s.vol[1]), dur=(0, s.dur[1]))
+
+    def Crash(self, s: RMState) -> RMState | None:
+        """A crash at any step: only fsynced records and fsynced dir names survive."""
+        if not s.up:
+            return None
+        return s._replace(up=False, current=NO_LOG, locked=False, vol=s.dur, name=s.durName)
+
+    def Recover(self, s: RMState) -> RMState | None:
+        """R1-R3: restart on the authoritative log; a lower-generation live dir goes -delete."""
+        a = Authoritative(s.durName)
+        if s.up or a == NO_LOG:
+            return None
+        n: PerLog[str] = (
+            DELETE if a != SRC and s.durName[0] == LIVE else s.durName[0],
+            DELETE if a != FUT and s.durName[1] == LIVE else s.durName[1],
+        )
+        return s._replace(up=True, current=a, name=n, durName=n)
+
+    # -- Next --------------------------------------------------------------------------------
+
+    def actions(self) -> Sequence[Action]:
+        def one(method: str) -> Action:
+            fn = getattr(self, method)
+            return Action(method, lambda s: _some(fn(_rm(s))))
+
+        def per_log(method: str) -> Action:
+            fn = getattr(self, method)
+            return Action(method, lambda s: _each(fn(_rm(s), log) for log in LOGS))
+
+        return [one("Append"), one("Copy"), per_log("Flush"), per_log("FsyncDir"),
+                one("BeginSwap"), one("RenameFutureLive"), one("RenameSourceDelete"),
+                one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover")]
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def TypeOK(self, s: State) -> bool:
+        """Every variable within its type (the TLA+ ``TypeOK``)."""
+        s = _rm(s)
+        records = range(0, self.config.max_records + 1)
+        names = (LIVE, FUTURE, DELETE, GONE)
+        return (
+            s.current in (SRC, FUT, NO_LOG)
+            and all(v in records for v in (*s.vol, *s.dur, s.acked))
+            and all(d <= v for d, v in zip(s.dur, s.vol, strict=True))
+            and all(n in names for n in (*s.name, *s.durName))
+        )
+
+    def AtomicMoveSwap(self, s: State) -> bool:
+        """One authoritative log on disk, holding every acked record; no late append."""
+        s = _rm(s)
+        a = Authoritative(s.durName)
+        if a == NO_LOG or s.dur[_i(a)] < s.acked:
+            return False
+        if s.up and not s.locked and s.current != a:
+            return False
+        return not s.lateAppend
+
+    def invariants(self) -> Sequence[Invariant]:
+        table = {"TypeOK": self.TypeOK, "AtomicMoveSwap": self.AtomicMoveSwap}
+        return [(name, table[name]) for name in self.config.invariants]
+
+    def describe(self, s: State) -> str:
+        s = _rm(s)
+        head = ("up" if s.up else "DOWN (crashed)") + (", append lock held" if s.locked else "")
+        lines = [f"broker {head}; appends go to {s.current}; acked={s.acked}; authoritative on "
+                 f"disk: {Authoritative(s.durName)}" + ("; LATE APPEND" if s.lateAppend else "")]
+        for i, (log, d) in enumerate(zip(LOGS, ("D1", "D2"), strict=True)):
+            lines.append(f"{log} in {d}: name={s.name[i]} (on disk {s.durName[i]}), "
+                         f"records={s.vol[i]} (fsynced {s.dur[i]})")
+        return "\n".join(lines)
+
+
+def _rm(s: State) -> RMState:
+    assert isinstance(s, RMState)
+    return s
+
+
+def _set(t: PerLog[T], i: int, v: T) -> PerLog[T]:
+    """``[t EXCEPT ![i] = v]`` on a pair."""
+    return (v, t[1]) if i == 0 else (t[0], v)
+
+
+def _some(s: RMState | None) -> Iterator[State]:
+    if s is not None:
+        yield s
+
+
+def _each(states: Iterable[RMState | None]) -> Iterator[State]:
+    for s in states:
+        if s is not None:
+            yield s

@@ -1,0 +1,252 @@
+"""The formal layer's rows of ``logwright verify``: the Python model checker, Z3 and TLC.
+
+What it upholds: every safety invariant of every TLA+ module with a Python twin is checked by
+each method available, every bug switch is shown to be caught, and the Python twin is shown to be
+the same machine as the TLA+ module (its distinct-state count and depth equal the TLC figures
+checked in as spec/tlc_figures.json). A module is found through the registry
+:data:`logwright.model.SPECS`; its .cfg files are ``spec/<Module>.cfg`` (correct) and
+``spec/<Module>_bug_<Bug>.cfg`` (one bug switched on each); its Z3 encoding, if any, is
+``spec/z3/<snake_module>.py`` with ``prove(bug="none") -> list[ProofResult]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import logwright
+from logwright.verify.core import Row, Verdict
+
+Z3_PACKAGE = "logwright_spec_z3"
+"""The name spec/z3 is loaded under (its own name, ``z3``, belongs to z3-solver)."""
+
+
+def spec_dir() -> Path:
+    """spec/ of the source tree, or ``$LOGWRIGHT_SPEC_DIR``."""
+    override = os.environ.get("LOGWRIGHT_SPEC_DIR")
+    if override:
+        return Path(override)
+    return Path(logwright.__file__).resolve().parents[2] / "spec"
+
+
+def snake_case(module: str) -> str:
+    """``LogStartOffset`` -> ``log_start_offset``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", module).lower()
+
+
+def load_z3_module(module: str, root: Path | None = None) -> ModuleType | None:
+    """The Z3 encoding of TLA+ module ``module`` (spec/z3/<snake>.py), or None if it has none."""
+    z3_dir = (root or spec_dir()) / "z3"
+    path = z3_dir / f"{snake_case(module)}.py"
+    if not path.is_file():
+        return None
+    package = sys.modules.get(Z3_PACKAGE)
+    if package is None or Path(getattr(package, "__file__", "")).parent != z3_dir:
+        for name in [n for n in sys.modules if n == Z3_PACKAGE or n.startswith(Z3_PACKAGE + ".")]:
+            del sys.modules[name]  # a different spec/ than the one loaded before
+        loader_spec = importlib.util.spec_from_file_location(
+            Z3_PACKAGE, z3_dir / "__init__.py", submodule_search_locations=[str(z3_dir)])
+        if loader_spec is None or loader_spec.loader is None:
+            raise ImportError(f"cannot load {z3_dir} as a package")
+        package = importlib.util.module_from_spec(loader_spec)
+        sys.modules[Z3_PACKAGE] = package
+        loader_spec.loader.exec_module(package)
+    return importlib.import_module(f"{Z3_PACKAGE}.{snake_case(module)}")
+
+
+def tlc_figures(root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The checked-in TLC figures, one entry per .cfg file name."""
+    path = (root or spec_dir()) / "tlc_figures.json"
+    if not path.is_file():
+        return {}
+    data: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def configs(module: str, root: Path | None = None) -> tuple[Path, list[Path]]:
+    """The correct .cfg of ``module`` and its bug .cfg files."""
+    base = root or spec_dir()
+    return base / f"{module}.cfg", sorted(base.glob(f"{module}_bug_*.cfg"))
+
+
+def bug_of(cfg: Path) -> str:
+    """``X_bug_Y.cfg`` -> ``Y``."""
+    return cfg.stem.split("_bug_", 1)[1]
+
+
+def _figures_note(found: dict[str, Any], expected: dict[str, Any] | None) -> tuple[bool, str]:
+    """Whether the found figures equal TLC's, and a note saying so."""
+    if expected is None:
+        return True, "no TLC figures recorded"
+    keys = [k for k in ("distinct", "depth") if expected.get(k) is not None]
+    diffs = [f"{k} {found.get(k)} vs TLC {expected[k]}" for k in keys
+             if found.get(k) != expected[k]]
+    if diffs:
+        return False, "DIFFERS from TLC: " + ", ".join(diffs)
+    return True, "= TLC figures"
+
+
+def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
+    """The Python checker on the module's correct .cfg and on each bug .cfg."""
+    from logwright.model import SPECS, check
+
+    spec_class = SPECS[module]
+    figures = tlc_figures(root)
+    correct, bugs = configs(module, root)
+    rows: list[Row] = []
+    if correct.is_file():
+        spec = spec_class.from_cfg(correct)  # type: ignore[attr-defined]
+        result = check(spec)
+        names = ", ".join(n for n, _ in spec.invariants() if n != "TypeOK")
+        same, note = _figures_note({"distinct": result.distinct, "depth": result.depth},
+                                   figures.get(correct.name))
+        if result.violation is not None:
+            verdict = Verdict.VIOLATED
+            note = result.violation.format(spec)
+        elif not same:
+            verdict = Verdict.ERROR
+        else:
+            verdict = Verdict.HOLDS
+        rows.append(Row(names, f"python checker ({correct.name})", verdict, result.distinct,
+                        result.seconds,
+                        f"depth {result.depth}, {result.states_per_second:,.0f} distinct/s "
+                        f"({result.engine}), {note}",
+                        {"generated": result.generated, "depth": result.depth}))
+    for cfg in bugs:
+        spec = spec_class.from_cfg(cfg)  # type: ignore[attr-defined]
+        result = check(spec)
+        expected = figures.get(cfg.name, {})
+        want = expected.get("violation")
+        v = result.violation
+        if v is None:
+            verdict, detail = Verdict.MISSED, "no violation found"
+        elif want is not None and v.invariant != want:
+            verdict, detail = Verdict.MISSED, f"violated {v.invariant}, TLC violates {want}"
+        elif expected.get("depth") is not None and len(v) != expected["depth"]:
+            verdict = Verdict.ERROR
+            detail = f"trace of {len(v)} states, TLC's has {expected['depth']}"
+        else:
+            verdict = Verdict.CAUGHT
+            detail = (f"{v.invariant} violated after {len(v)} states"
+                      + (" (= TLC)" if want is not None else " (no TLC figures recorded)"))
+        rows.append(Row(v.invariant if v is not None else (want or "?"),
+                        f"python checker ({cfg.name})", verdict, result.distinct,
+                        result.seconds, detail,
+                        {"trace": v.format(spec)} if v is not None else {}))
+    return rows
+
+
+def z3_rows(module: str, root: Path | None = None) -> list[Row]:
+    """The module's Z3 proofs, and a counterexample for each bug switch."""
+    z3_module = load_z3_module(module, root)
+    if z3_module is None:
+        return []
+    prove = z3_module.prove
+    rows: list[Row] = []
+    started = time.perf_counter()
+    wants_spacer = "spacer" in inspect.signature(prove).parameters
+    proofs = prove("none", spacer=True) if wants_spacer else prove("none")
+    for p in proofs:
+        if p.holds:
+            verdict = Verdict.HOLDS
+        elif p.counterexample:
+            verdict = Verdict.VIOLATED
+        else:
+            verdict = Verdict.ERROR  # inconclusive (timeout, or a strengthening too weak)
+        rows.append(Row(p.invariant, f"{p.method} ({module})", verdict, 1, p.seconds, p.detail,
+                        {"counterexample": p.counterexample} if p.counterexample else {}))
+    _, bugs = configs(module, root)
+    for cfg in bugs:
+        bug = bug_of(cfg)
+        started = time.perf_counter()
+        results = prove(bug)
+        refuted = [p for p in results if not p.holds and p.counterexample]
+        if refuted:
+            p = refuted[0]
+            # The full trace is in ``extra``; the table names the step that breaks the invariant.
+            last = p.counterexample[-1].split(":", 1)[0] if p.counterexample else ""
+            rows.append(Row(p.invariant, f"{p.method} ({module}, bug {bug})", Verdict.CAUGHT,
+                            1, time.perf_counter() - started, f"{p.detail}; last step: {last}",
+                            {"counterexample": p.counterexample}))
+        else:
+            names = ", ".join(p.invariant for p in results) or "?"
+            rows.append(Row(names, f"z3 ({module}, bug {bug})", Verdict.MISSED, 1,
+                            time.perf_counter() - started, "no counterexample found"))
+    return rows
+
+
+def tlc_rows(module: str, root: Path | None = None) -> list[Row]:
+    """SANY and TLC on the module and each of its .cfg files (TLC must be installed)."""
+    from logwright.model.tlc import run_sany, run_tlc
+
+    base = root or spec_dir()
+    tla = base / f"{module}.tla"
+    sany = run_sany(tla)
+    rows = [Row(module, "SANY", Verdict.HOLDS if sany.ok else Verdict.ERROR, 1, sany.seconds,
+                "parsed and checked" if sany.ok else sany.output.strip()[-300:])]
+    if not sany.ok:
+        return rows
+    figures = tlc_figures(root)
+    correct, bugs = configs(module, root)
+    for cfg in ([correct] if correct.is_file() else []) + bugs:
+        r = run_tlc(tla, cfg)
+        expected = figures.get(cfg.name)
+        if not r.ok:
+            rows.append(Row(module, f"TLC ({cfg.name})", Verdict.ERROR, 0, r.seconds,
+                            r.error or ""))
+            continue
+        if cfg == correct:
+            same, note = _figures_note({"distinct": r.distinct, "depth": r.depth}, expected)
+            verdict = (Verdict.VIOLATED if r.violation else
+                       Verdict.HOLDS if same else Verdict.ERROR)
+            detail = (f"{r.violation} violated" if r.violation else
+                      f"depth {r.depth}, {r.states_per_second:,.0f} distinct/s, {note}")
+            rows.append(Row(module, f"TLC ({cfg.name})", verdict, r.distinct or 0, r.seconds,
+                            detail))
+        else:
+            want = (expected or {}).get("violation")
+            caught = r.violation is not None and (want is None or r.violation == want)
+            rows.append(Row(r.violation or (want or "?"), f"TLC ({cfg.name})",
+                            Verdict.CAUGHT if caught else Verdict.MISSED, r.distinct or 0,
+                            r.seconds,
+                            f"{r.violation} violated after {len(r.trace)} states" if caught
+                            else f"expected {want}, TLC reported {r.violation}"))
+    return rows
+
+
+def formal_suite() -> list[Row]:
+    """Every module with a Python twin: the Python checker, Z3, and TLC when installed."""
+    from logwright.model import SPECS
+    from logwright.model.tlc import tlc_missing
+
+    rows: list[Row] = []
+    for module in SPECS:
+        rows += _guarded(module, "python checker", model_checker_rows)
+        rows += _guarded(module, "z3", z3_rows)
+    missing = tlc_missing()
+    if missing is not None:
+        rows.append(Row("(all TLA+ modules)", "TLC", Verdict.SKIPPED, detail=missing))
+    else:
+        for module in SPECS:
+            rows += _guarded(module, "TLC", tlc_rows)
+    return rows
+
+
+def _guarded(module: str, method: str, fn: Any) -> list[Row]:
+    """One module's rows; a module whose check crashes becomes one ERROR row, not a lost suite."""
+    started = time.perf_counter()
+    try:
+        rows: list[Row] = fn(module)
+        return rows
+    except Exception as exc:  # one broken module must not hide the others' verdicts
+        return [Row(module, method, Verdict.ERROR, seconds=time.perf_counter() - started,
+                    detail=f"{type(exc).__name__}: {exc}")]

@@ -1,0 +1,234 @@
+----------------------------- MODULE ReplicaMove -----------------------------
+(***************************************************************************)
+(* A JBOD move of one partition from log dir D1 to log dir D2 (KIP-113,    *)
+(* KAFKA-FACTS "JBOD moves"), crash-consistent without an operator.        *)
+(*                                                                         *)
+(* Two logs: "src", the partition's log in D1, and "fut", its future log   *)
+(* in D2. Each log has records written (vol: in the page cache) and        *)
+(* records fsynced (dur), and a dir name as the running broker sees it     *)
+(* (name) and as a crash would leave it (durName: the name at the last     *)
+(* fsync of its parent dir). A crash keeps dur and durName only.           *)
+(*                                                                         *)
+(* THE SWAP AND RECOVERY PROTOCOL (the implementation follows it step for  *)
+(* step):                                                                  *)
+(*  G. Generations. Every partition dir records, in its partition.metadata *)
+(*     written when the dir is created, a log generation; a future log is  *)
+(*     created with its source's generation + 1. Here fut > src.           *)
+(*  C. Copy. The copier appends to the future log, at the future log's own *)
+(*     end offset, records the source has already fsynced (dur), never     *)
+(*     unflushed ones: a crash can then never leave the future log with a  *)
+(*     record the source lost.                                             *)
+(*  S1 BeginSwap: once the future log has every fsynced source record,     *)
+(*     take the partition's append lock: appends wait from here to S6.     *)
+(*     Then fsync the source and copy the rest (Flush, Copy), until the    *)
+(*     future log holds exactly the source's records.                      *)
+(*  S2 Flush(fut): fsync the future log's segments.                        *)
+(*  S3 RenameFutureLive: rename <tp>.<id>-future to <tp> in D2 (only with  *)
+(*     the future log caught up and fsynced).                              *)
+(*  S4 FsyncDir(fut): fsync D2. THE COMMIT POINT: from here a crash        *)
+(*     recovers to the future log.                                         *)
+(*  S5 RenameSourceDelete: rename the source to <tp>.<id>-delete in D1     *)
+(*     (only after S4 is durable), then FsyncDir(src): fsync D1.           *)
+(*  S6 EndSwap: appends go to the new log; release the lock.               *)
+(*  S7 DeleteSource: the -delete dir is removed later (file.delete.delay). *)
+(* Recover, from the dir names on disk alone (deterministic):              *)
+(*  R1 the authoritative log is the live-named dir of the highest          *)
+(*     generation: with two live dirs (a crash between S4 and S5's fsync)  *)
+(*     the future log, which S2/S3 made a complete fsynced copy;           *)
+(*  R2 a live dir of a lower generation is renamed -delete (and D1         *)
+(*     fsynced): recovery finishes S5;                                     *)
+(*  R3 a -future dir beside a live dir of lower generation is a move in    *)
+(*     progress: the copier resumes from the future log's own end offset;  *)
+(*  R4 -delete dirs are deleted later;                                     *)
+(*  R5 no live dir at all: not resolvable without an operator. A lone      *)
+(*     -future dir is never promoted: it may be an unfinished copy (its    *)
+(*     source on a failed dir). The protocol never durably leaves this     *)
+(*     state, which AtomicMoveSwap checks at every instant.                *)
+(***************************************************************************)
+EXTENDS Integers
+
+CONSTANTS
+    MaxRecords,          \* appends stop once the log appends go to holds this many records
+    Bug                  \* "none", or the name of the injected bug:
+                         \*   "SwapBeforeFlush"          S3 renames before the future log is fsynced
+                         \*   "AppendDuringSwap"         appends are not blocked during the swap
+                         \*   "DeleteSourceBeforeRename" S5 (source -> -delete, fsynced) comes
+                         \*                              before S3 (future -> live)
+
+Logs == {"src", "fut"}
+Names == {"live", "future", "delete", "none"}
+Records == 0..MaxRecords
+
+VARIABLES
+    up,            \* whether the broker is running (FALSE: crashed, not yet recovered)
+    current,       \* the log appends go to ("src", "fut"; "none" while down)
+    locked,        \* whether the swap holds the partition's append lock
+    vol,           \* log -> records written (page cache), lost beyond dur by a crash
+    dur,           \* log -> records fsynced
+    name,          \* log -> its dir name as the running broker sees it
+    durName,       \* log -> its dir name on disk after a crash (at its dir's last fsync)
+    acked,         \* records acknowledged to producers (fsynced in the log appends went to)
+    lateAppend     \* ghost: an append landed in a log that was no longer authoritative
+
+vars == <<up, current, locked, vol, dur, name, durName, acked, lateAppend>>
+
+TypeOK ==
+    /\ up \in BOOLEAN
+    /\ current \in Logs \cup {"none"}
+    /\ locked \in BOOLEAN
+    /\ vol \in [Logs -> Records]
+    /\ dur \in [Logs -> Records]
+    /\ \A l \in Logs : dur[l] <= vol[l]
+    /\ name \in [Logs -> Names]
+    /\ durName \in [Logs -> Names]
+    /\ acked \in Records
+    /\ lateAppend \in BOOLEAN
+
+(* R1: the log recovery picks from dir names `n`: the live one of the highest generation. *)
+Authoritative(n) ==
+    IF n["fut"] = "live" THEN "fut"
+    ELSE IF n["src"] = "live" THEN "src"
+    ELSE "none"
+
+Init ==
+    /\ up = TRUE
+    /\ current = "src"
+    /\ locked = FALSE
+    /\ vol = [l \in Logs |-> 0]
+    /\ dur = [l \in Logs |-> 0]
+    /\ name = [l \in Logs |-> IF l = "src" THEN "live" ELSE "future"]
+    /\ durName = name
+    /\ acked = 0
+    /\ lateAppend = FALSE
+
+(* A producer's append to the log appends go to; it waits while the swap holds the lock. *)
+Append ==
+    /\ up
+    /\ locked => Bug = "AppendDuringSwap"
+    /\ vol[current] < MaxRecords
+    /\ vol' = [vol EXCEPT ![current] = @ + 1]
+    /\ lateAppend' = (lateAppend \/ current # Authoritative(durName))
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked>>
+
+(* C: the copier appends the source's next fsynced record at the future log's own end offset. *)
+Copy ==
+    /\ up
+    /\ name["fut"] = "future"
+    /\ vol["fut"] < dur["src"]
+    /\ vol' = [vol EXCEPT !["fut"] = @ + 1]
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend>>
+
+(* fsync of log l's segments; records fsynced in the log appends go to are acknowledged. *)
+Flush(l) ==
+    /\ up
+    /\ dur[l] < vol[l]
+    /\ dur' = [dur EXCEPT ![l] = vol[l]]
+    /\ acked' = IF l = current THEN vol[l] ELSE acked
+    /\ UNCHANGED <<up, current, locked, vol, name, durName, lateAppend>>
+
+(* fsync of the dir holding log l: its name survives a crash. *)
+FsyncDir(l) ==
+    /\ up
+    /\ durName[l] # name[l]
+    /\ durName' = [durName EXCEPT ![l] = name[l]]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend>>
+
+(* S1: the future log has every fsynced source record; take the append lock. *)
+BeginSwap ==
+    /\ up /\ ~locked
+    /\ current = "src" /\ name["fut"] = "future"
+    /\ vol["fut"] = dur["src"]
+    /\ locked' = TRUE
+    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend>>
+
+(* S3: the future dir takes the live name, once it is a complete, fsynced copy (S2). *)
+RenameFutureLive ==
+    /\ up /\ locked
+    /\ name["fut"] = "future"
+    /\ vol["fut"] = vol["src"]
+    /\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]
+    /\ Bug = "DeleteSourceBeforeRename" => durName["src"] = "delete"
+    /\ name' = [name EXCEPT !["fut"] = "live"]
+    /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend>>
+
+(* S5: the source dir is renamed -delete, once the commit (S4) is durable. *)
+RenameSourceDelete ==
+    /\ up /\ locked
+    /\ name["src"] = "live"
+    /\ IF Bug = "DeleteSourceBeforeRename"
+       THEN name["fut"] = "future" /\ vol["fut"] = vol["src"] /\ dur["fut"] = vol["fut"]
+       ELSE durName["fut"] = "live"
+    /\ name' = [name EXCEPT !["src"] = "delete"]
+    /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend>>
+
+(* S6: both renames durable; appends go to the new log. *)
+EndSwap ==
+    /\ up /\ locked
+    /\ durName["fut"] = "live" /\ durName["src"] = "delete"
+    /\ current' = "fut"
+    /\ locked' = FALSE
+    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend>>
+
+(* S7 / R4: the -delete dir is removed (unlink and dir fsync as one step). *)
+DeleteSource ==
+    /\ up /\ ~locked
+    /\ durName["src"] = "delete"
+    /\ name' = [name EXCEPT !["src"] = "none"]
+    /\ durName' = [durName EXCEPT !["src"] = "none"]
+    /\ vol' = [vol EXCEPT !["src"] = 0]
+    /\ dur' = [dur EXCEPT !["src"] = 0]
+    /\ UNCHANGED <<up, current, locked, acked, lateAppend>>
+
+(* A crash at any step: only fsynced records and fsynced dir names survive. *)
+Crash ==
+    /\ up
+    /\ up' = FALSE
+    /\ current' = "none"
+    /\ locked' = FALSE
+    /\ vol' = dur
+    /\ name' = durName
+    /\ UNCHANGED <<dur, durName, acked, lateAppend>>
+
+(* R1-R3: restart. The authoritative log takes appends; a live dir of a lower generation is      *)
+(* renamed -delete and its dir fsynced (recovery finishes S5; rerun from scratch if it crashes).  *)
+Recover ==
+    LET a == Authoritative(durName)
+        n == [l \in Logs |-> IF l # a /\ durName[l] = "live" THEN "delete" ELSE durName[l]]
+    IN
+    /\ ~up
+    /\ a # "none"
+    /\ up' = TRUE
+    /\ current' = a
+    /\ name' = n
+    /\ durName' = n
+    /\ UNCHANGED <<locked, vol, dur, acked, lateAppend>>
+
+Next ==
+    \/ Append
+    \/ Copy
+    \/ \E l \in Logs : Flush(l)
+    \/ \E l \in Logs : FsyncDir(l)
+    \/ BeginSwap
+    \/ RenameFutureLive
+    \/ RenameSourceDelete
+    \/ EndSwap
+    \/ DeleteSource
+    \/ Crash
+    \/ Recover
+
+Spec == Init /\ [][Next]_vars
+
+(***************************************************************************)
+(* AtomicMoveSwap: at every instant (so at every crash point) the dir      *)
+(* names on disk resolve to exactly one authoritative log (R1), which      *)
+(* durably holds every acknowledged record, so recovery loses none; when   *)
+(* appends are allowed they go to that log; and no append ever landed in a *)
+(* log after it stopped being authoritative.                               *)
+(***************************************************************************)
+AtomicMoveSwap ==
+    /\ Authoritative(durName) # "none"
+    /\ dur[Authoritative(durName)] >= acked
+    /\ up /\ ~locked => current = Authoritative(durName)
+    /\ ~lateAppend
+
+=============================================================================

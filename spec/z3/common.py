@@ -1,0 +1,280 @@
+"""Shared machinery for the Z3 encodings: a transition system, proved with Spacer, refuted by BMC.
+
+A :class:`TransitionSystem` lists its variables (integers and booleans, unbounded), its initial
+condition, its actions (each a guard and the new values of the variables it changes, possibly
+with parameters chosen freely at each step, as TLA+'s ``\\E``), its invariants and its constant
+parameters (fixed along a behaviour, e.g. a segment size, constrained by ``assumptions``).
+
+* :func:`prove_spacer` proves an invariant for every reachable state, unbounded: the constrained
+  Horn clauses ``Init => Reach``, ``Reach /\\ Next => Reach'``, ``Reach /\\ ~Inv => false`` are
+  handed to Spacer (z3's Fixedpoint engine), which finds an inductive strengthening by itself;
+  unsat means the invariant holds, and the strengthening it found is reported.
+* :func:`bmc` unrolls the transition relation step by step and returns the shortest behaviour
+  reaching a violation, as readable steps ("DeleteRecords(o=3): logStart=[3, 0] ...").
+* :func:`prove_or_refute` does both: a proof when Spacer says unsat, a BMC counterexample when it
+  says sat (a bug switch must yield one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+from logwright.model.core import ProofResult
+
+Vars = Mapping[str, Any]
+"""A state as z3 terms: variable name -> z3 expression (Int or Bool)."""
+
+Guard = Any
+"""A z3 Boolean expression."""
+
+
+@dataclass(frozen=True)
+class ActionDef:
+    """One action: ``fn(state, params)`` returns (guard, {changed variable: new value})."""
+
+    name: str
+    fn: Callable[[Vars, Mapping[str, Any]], tuple[Guard, dict[str, Any]]]
+    params: Sequence[str] = ()
+    """Names of integer parameters chosen freely at each step (TLA+ ``\\E o \\in ...``)."""
+
+
+@dataclass
+class TransitionSystem:
+    """A transition system over unbounded integer and Boolean variables."""
+
+    name: str
+    int_vars: Sequence[str]
+    bool_vars: Sequence[str]
+    init: Callable[[Vars], Guard]
+    actions: Sequence[ActionDef]
+    invariants: Sequence[tuple[str, Callable[[Vars], Guard]]]
+    constants: Sequence[str] = ()
+    """Integer parameters fixed along a behaviour (never changed by an action)."""
+    assumptions: Callable[[Vars], Guard] = field(default=lambda _v: z3.BoolVal(True))
+    """Constraints on the constants (TLA+ ``ASSUME``)."""
+
+    @property
+    def var_names(self) -> list[str]:
+        """Every state component: constants, then integers, then Booleans."""
+        return [*self.constants, *self.int_vars, *self.bool_vars]
+
+    def state(self, suffix: str) -> dict[str, Any]:
+        """Fresh z3 constants for one state, named ``<var>_<suffix>``."""
+        s: dict[str, Any] = {n: z3.Int(f"{n}_{suffix}") for n in self.constants}
+        s.update({n: z3.Int(f"{n}_{suffix}") for n in self.int_vars})
+        s.update({n: z3.Bool(f"{n}_{suffix}") for n in self.bool_vars})
+        return s
+
+    def step(self, action: ActionDef, s: Vars, t: Vars, params: Mapping[str, Any]) -> Guard:
+        """``action`` takes ``s`` to ``t``: its guard, its updates, everything else unchanged."""
+        guard, updates = action.fn(s, params)
+        unknown = set(updates) - set(self.int_vars) - set(self.bool_vars)
+        assert not unknown, f"{action.name} updates unknown variables {unknown}"
+        frame = [t[n] == updates.get(n, s[n]) for n in [*self.int_vars, *self.bool_vars]]
+        frame += [t[n] == s[n] for n in self.constants]
+        return z3.And(guard, *frame)
+
+    def params(self, action: ActionDef, suffix: str) -> dict[str, Any]:
+        """Fresh z3 integer constants for an action's parameters at one step."""
+        return {p: z3.Int(f"{action.name}_{p}_{suffix}") for p in action.params}
+
+    def next(self, s: Vars, t: Vars, suffix: str) -> Guard:
+        """The disjunction of every action (``Next``), parameters existentially free."""
+        return z3.Or(*[self.step(a, s, t, self.params(a, suffix)) for a in self.actions])
+
+    def invariant(self, name: str) -> Callable[[Vars], Guard]:
+        """The invariant called ``name``."""
+        for n, fn in self.invariants:
+            if n == name:
+                return fn
+        raise KeyError(f"{self.name} has no invariant {name}")
+
+
+def prove_spacer(ts: TransitionSystem, invariant: str,
+                 timeout_ms: int = 60_000) -> tuple[str, str]:
+    """Ask Spacer whether a state violating ``invariant`` is reachable.
+
+    Returns (``"unsat"`` = the invariant holds | ``"sat"`` = violated | ``"unknown"``, detail).
+    """
+    fp = z3.Fixedpoint()
+    fp.set(engine="spacer")
+    fp.set("timeout", timeout_ms)
+    s, t = ts.state("s"), ts.state("t")
+    sorts = [s[n].sort() for n in ts.var_names]
+    reach = z3.Function(f"Reach_{ts.name}", *sorts, z3.BoolSort())
+    fp.register_relation(reach)
+    params = {a.name: ts.params(a, "p") for a in ts.actions}
+    fp.declare_var(*s.values(), *t.values(),
+                   *[p for ps in params.values() for p in ps.values()])
+
+    def r(v: Vars) -> Guard:
+        return reach(*[v[n] for n in ts.var_names])
+
+    fp.rule(r(s), [ts.assumptions(s), ts.init(s)])
+    for a in ts.actions:  # one clause per action keeps each clause small for Spacer
+        fp.rule(r(t), [r(s), ts.step(a, s, t, params[a.name])])
+    try:
+        answer = fp.query(z3.And(r(s), z3.Not(ts.invariant(invariant)(s))))
+    except z3.Z3Exception as exc:  # the timeout surfaces as "canceled"
+        return "unknown", f"Spacer: gave up after {timeout_ms / 1000:.0f}s ({exc})"
+    if answer == z3.unsat:
+        return "unsat", f"Spacer found an inductive invariant of {_lemmas(fp.get_answer())} lemmas"
+    if answer == z3.sat:
+        return "sat", "Spacer: a violating state is reachable"
+    return "unknown", f"Spacer: unknown ({fp.reason_unknown()})"
+
+
+def _lemmas(answer: Any) -> int:
+    """How many conjuncts Spacer's answer ``ForAll(vs, Reach(vs) == And(...))`` has."""
+    body = answer.body() if z3.is_quantifier(answer) else answer
+    definition = body.arg(1) if z3.is_eq(body) and body.num_args() == 2 else body
+    return definition.num_args() if z3.is_and(definition) else 1
+
+
+def _value(model: z3.ModelRef, term: Any) -> str:
+    v = model.eval(term, model_completion=True)
+    return str(v)
+
+
+def bmc(ts: TransitionSystem, invariant: str, max_steps: int = 16,
+        describe: Callable[[Mapping[str, str]], str] | None = None) -> list[str] | None:
+    """The shortest behaviour (at most ``max_steps`` actions) reaching a state that violates
+    ``invariant``, as readable steps; None if there is none that short."""
+    states = [ts.state("0")]
+    solver = z3.Solver()
+    solver.add(ts.assumptions(states[0]), ts.init(states[0]))
+    chosen: list[list[tuple[ActionDef, dict[str, Any], Any]]] = []
+    for k in range(max_steps + 1):
+        solver.push()
+        solver.add(z3.Not(ts.invariant(invariant)(states[k])))
+        if solver.check() == z3.sat:
+            return _render(ts, solver.model(), states, chosen, describe)
+        solver.pop()
+        nxt = ts.state(str(k + 1))
+        options = []
+        for a in ts.actions:
+            ps = ts.params(a, str(k))
+            options.append((a, ps, ts.step(a, states[k], nxt, ps)))
+        solver.add(z3.Or(*[o[2] for o in options]))
+        chosen.append(options)
+        states.append(nxt)
+    return None
+
+
+def _render(ts: TransitionSystem, model: z3.ModelRef, states: list[dict[str, Any]],
+            chosen: list[list[tuple[ActionDef, dict[str, Any], Any]]],
+            describe: Callable[[Mapping[str, str]], str] | None) -> list[str]:
+    def show(s: dict[str, Any]) -> str:
+        values = {n: _value(model, s[n]) for n in ts.var_names}
+        if describe is not None:
+            return describe(values)
+        return ", ".join(f"{n}={v}" for n, v in values.items())
+
+    steps = [f"Init: {show(states[0])}"]
+    for k, options in enumerate(chosen):
+        for a, ps, formula in options:
+            if z3.is_true(model.eval(formula, model_completion=True)):
+                args = ", ".join(f"{p}={_value(model, v)}" for p, v in ps.items())
+                if not ps:
+                    label = a.name
+                elif a.name.endswith(")"):  # "CrashRestart(2)" + h -> "CrashRestart(2, h=0)"
+                    label = f"{a.name[:-1]}, {args})"
+                else:
+                    label = f"{a.name}({args})"
+                steps.append(f"{label}: {show(states[k + 1])}")
+                break
+        else:  # pragma: no cover - the model satisfies the disjunction, so one option holds
+            steps.append(f"?: {show(states[k + 1])}")
+    return steps
+
+
+def prove_inductive(ts: TransitionSystem, invariant: str,
+                    strengthening: Sequence[tuple[str, Callable[[Vars], Guard]]],
+                    timeout_ms: int = 60_000) -> ProofResult:
+    """Prove ``invariant`` by induction (k = 1) on its conjunction with stated strengthening
+    invariants: Init implies all of them, and each action preserves all of them.
+
+    Unbounded and sound: the conjunction is inductive, so it holds in every reachable state, and
+    so does ``invariant``. Fails (holds=False, no counterexample) naming the first conjunct that
+    is not preserved and by which action, which is a missing strengthening, not a bug.
+    """
+    started = time.perf_counter()
+    conjuncts = [(invariant, ts.invariant(invariant)), *strengthening]
+    s, t = ts.state("s"), ts.state("t")
+
+    def holds_in(v: Vars) -> Guard:
+        return z3.And(*[fn(v) for _, fn in conjuncts])
+
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(ts.assumptions(s), ts.init(s))
+    for name, fn in conjuncts:
+        if solver.check(z3.Not(fn(s))) != z3.unsat:
+            return ProofResult(invariant, "z3 induction", False, time.perf_counter() - started,
+                               f"Init does not imply {name}")
+    for a in ts.actions:
+        solver = z3.Solver()
+        solver.set("timeout", timeout_ms)
+        solver.add(ts.assumptions(s), holds_in(s), ts.step(a, s, t, ts.params(a, "p")))
+        for name, fn in conjuncts:
+            if solver.check(z3.Not(fn(t))) != z3.unsat:
+                return ProofResult(invariant, "z3 induction", False,
+                                   time.perf_counter() - started,
+                                   f"{a.name} does not preserve {name}: strengthen further")
+    names = ", ".join(n for n, _ in strengthening)
+    return ProofResult(invariant, "z3 induction", True, time.perf_counter() - started,
+                       f"inductive with the stated strengthening: {names}")
+
+
+def refute_bmc(ts: TransitionSystem, invariant: str, max_steps: int = 12,
+               describe: Callable[[Mapping[str, str]], str] | None = None) -> ProofResult:
+    """Look for the shortest behaviour of at most ``max_steps`` actions violating ``invariant``.
+
+    holds=False with the readable steps when found; holds=True otherwise, a bounded result only
+    (the detail says so).
+    """
+    started = time.perf_counter()
+    steps = bmc(ts, invariant, max_steps, describe)
+    if steps is None:
+        return ProofResult(invariant, "z3 BMC", True, time.perf_counter() - started,
+                           f"no violation within {max_steps} steps (bounded, not a proof)")
+    return ProofResult(invariant, "z3 BMC", False, time.perf_counter() - started,
+                       f"violated after {len(steps) - 1} steps", steps)
+
+
+def prove_or_refute(ts: TransitionSystem, invariant: str, *, max_steps: int = 16,
+                    timeout_ms: int = 60_000,
+                    describe: Callable[[Mapping[str, str]], str] | None = None) -> ProofResult:
+    """Spacer's verdict on ``invariant``, with a BMC counterexample when it is violated."""
+    started = time.perf_counter()
+    verdict, detail = prove_spacer(ts, invariant, timeout_ms)
+    if verdict == "unsat":
+        return ProofResult(invariant, "z3 spacer (CHC)", True, time.perf_counter() - started,
+                           detail)
+    steps = bmc(ts, invariant, max_steps, describe)
+    if steps is not None:
+        return ProofResult(invariant, "z3 spacer (CHC) + BMC", False,
+                           time.perf_counter() - started,
+                           f"violated after {len(steps) - 1} steps ({detail})", steps)
+    return ProofResult(invariant, "z3 spacer (CHC)", False, time.perf_counter() - started,
+                       f"{detail}; no counterexample within {max_steps} steps")
+
+
+def min_of(terms: Sequence[Any]) -> Any:
+    """The least of some integer terms."""
+    out = terms[0]
+    for t in terms[1:]:
+        out = z3.If(t < out, t, out)
+    return out
+
+
+def max_of(terms: Sequence[Any]) -> Any:
+    """The greatest of some integer terms."""
+    out = terms[0]
+    for t in terms[1:]:
+        out = z3.If(t > out, t, out)
+    return out

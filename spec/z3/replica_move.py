@@ -1,0 +1,170 @@
+"""ReplicaMove (spec/ReplicaMove.tla) in Z3, over unbounded record counts.
+
+The same machine as the TLA+ module and the Python twin, with no bound on appends (no
+MaxRecords), so on the records written, fsynced, copied and acknowledged. Each action has the
+TLA+ name; ``Flush`` and ``FsyncDir`` are split per log (``Flush[src]``...), as TLA+'s
+``\\E l \\in Logs``. No abstraction is needed: the TLA+ state is already a handful of scalars.
+
+Proof: Spacer (constrained Horn clauses) finds the inductive strengthening of AtomicMoveSwap by
+itself (it is reported in the proof's detail). Each bug switch: BMC finds the shortest
+violating behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import z3
+from logwright.model.core import ProofResult
+
+from .common import ActionDef, TransitionSystem, prove_or_refute
+
+BUGS = ("SwapBeforeFlush", "AppendDuringSwap", "DeleteSourceBeforeRename")
+INVARIANTS = ("AtomicMoveSwap",)
+EXPECTED_VIOLATION = dict.fromkeys(BUGS, "AtomicMoveSwap")
+"""The invariant each bug switch must violate."""
+
+SRC, FUT, NO_LOG = 0, 1, -1
+"""Logs (TLA+ "src", "fut") and ``current`` while down ("none")."""
+LIVE, FUTURE, DELETE, GONE = 0, 1, 2, 3
+"""Dir names (TLA+ "live", "future", "delete", "none")."""
+LOGS = {"src": SRC, "fut": FUT}
+
+INT_VARS = ("current", "acked",
+            *[f"{v}_{log}" for v in ("vol", "dur", "name", "durName") for log in LOGS])
+BOOL_VARS = ("up", "locked", "lateAppend")
+
+V = Mapping[str, Any]
+Step = tuple[Any, dict[str, Any]]
+
+
+def authoritative(s: V, prefix: str = "durName") -> Any:
+    """R1 on the dir names ``<prefix>_src``/``<prefix>_fut``: FUT, SRC or NO_LOG."""
+    return z3.If(s[f"{prefix}_fut"] == LIVE, FUT,
+                 z3.If(s[f"{prefix}_src"] == LIVE, SRC, NO_LOG))
+
+
+def system(bug: str = "none") -> TransitionSystem:
+    """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
+    if bug != "none" and bug not in BUGS:
+        raise ValueError(f"unknown bug {bug!r}")
+    true, false = z3.BoolVal(True), z3.BoolVal(False)
+
+    def init(s: V) -> Any:
+        return z3.And(s["up"], s["current"] == SRC, z3.Not(s["locked"]),
+                      *[s[f"{v}_{log}"] == 0 for v in ("vol", "dur") for log in LOGS],
+                      s["name_src"] == LIVE, s["name_fut"] == FUTURE,
+                      s["durName_src"] == LIVE, s["durName_fut"] == FUTURE,
+                      s["acked"] == 0, z3.Not(s["lateAppend"]))
+
+    def append(s: V, p: V) -> Step:
+        allowed = true if bug == "AppendDuringSwap" else z3.Not(s["locked"])
+        to_src = s["current"] == SRC
+        return z3.And(s["up"], allowed), {
+            "vol_src": z3.If(to_src, s["vol_src"] + 1, s["vol_src"]),
+            "vol_fut": z3.If(to_src, s["vol_fut"], s["vol_fut"] + 1),
+            "lateAppend": z3.Or(s["lateAppend"], s["current"] != authoritative(s))}
+
+    def copy(s: V, p: V) -> Step:
+        return z3.And(s["up"], s["name_fut"] == FUTURE, s["vol_fut"] < s["dur_src"]), {
+            "vol_fut": s["vol_fut"] + 1}
+
+    def flush(log: str, s: V, p: V) -> Step:
+        return z3.And(s["up"], s[f"dur_{log}"] < s[f"vol_{log}"]), {
+            f"dur_{log}": s[f"vol_{log}"],
+            "acked": z3.If(s["current"] == LOGS[log], s[f"vol_{log}"], s["acked"])}
+
+    def fsync_dir(log: str, s: V, p: V) -> Step:
+        return z3.And(s["up"], s[f"durName_{log}"] != s[f"name_{log}"]), {
+            f"durName_{log}": s[f"name_{log}"]}
+
+    def begin_swap(s: V, p: V) -> Step:
+        return z3.And(s["up"], z3.Not(s["locked"]), s["current"] == SRC,
+                      s["name_fut"] == FUTURE, s["vol_fut"] == s["dur_src"]), {"locked": true}
+
+    def rename_future_live(s: V, p: V) -> Step:
+        flushed = true if bug == "SwapBeforeFlush" else s["dur_fut"] == s["vol_fut"]
+        order = (s["durName_src"] == DELETE if bug == "DeleteSourceBeforeRename" else true)
+        return z3.And(s["up"], s["locked"], s["name_fut"] == FUTURE,
+                      s["vol_fut"] == s["vol_src"], flushed, order), {"name_fut": LIVE}
+
+    def rename_source_delete(s: V, p: V) -> Step:
+        if bug == "DeleteSourceBeforeRename":
+            ready = z3.And(s["name_fut"] == FUTURE, s["vol_fut"] == s["vol_src"],
+                           s["dur_fut"] == s["vol_fut"])
+        else:
+            ready = s["durName_fut"] == LIVE
+        return z3.And(s["up"], s["locked"], s["name_src"] == LIVE, ready), {"name_src": DELETE}
+
+    def end_swap(s: V, p: V) -> Step:
+        return z3.And(s["up"], s["locked"], s["durName_fut"] == LIVE,
+                      s["durName_src"] == DELETE), {"current": FUT, "locked": false}
+
+    def delete_source(s: V, p: V) -> Step:
+        return z3.And(s["up"], z3.Not(s["locked"]), s["durName_src"] == DELETE), {
+            "name_src": GONE, "durName_src": GONE, "vol_src": 0, "dur_src": 0}
+
+    def crash(s: V, p: V) -> Step:
+        return s["up"], {"up": false, "current": NO_LOG, "locked": false,
+                         "vol_src": s["dur_src"], "vol_fut": s["dur_fut"],
+                         "name_src": s["durName_src"], "name_fut": s["durName_fut"]}
+
+    def recover(s: V, p: V) -> Step:
+        a = authoritative(s)
+        n = {log: z3.If(z3.And(a != i, s[f"durName_{log}"] == LIVE), DELETE,
+                        s[f"durName_{log}"]) for log, i in LOGS.items()}
+        return z3.And(z3.Not(s["up"]), a != NO_LOG), {
+            "up": true, "current": a, **{f"name_{log}": v for log, v in n.items()},
+            **{f"durName_{log}": v for log, v in n.items()}}
+
+    def atomic_move_swap(s: V) -> Any:
+        a = authoritative(s)
+        return z3.And(
+            a != NO_LOG,
+            z3.If(a == FUT, s["dur_fut"], s["dur_src"]) >= s["acked"],
+            z3.Implies(z3.And(s["up"], z3.Not(s["locked"])), s["current"] == a),
+            z3.Not(s["lateAppend"]))
+
+    actions = [
+        ActionDef("Append", append),
+        ActionDef("Copy", copy),
+        *[ActionDef(f"Flush[{log}]", partial(flush, log)) for log in LOGS],
+        *[ActionDef(f"FsyncDir[{log}]", partial(fsync_dir, log)) for log in LOGS],
+        ActionDef("BeginSwap", begin_swap),
+        ActionDef("RenameFutureLive", rename_future_live),
+        ActionDef("RenameSourceDelete", rename_source_delete),
+        ActionDef("EndSwap", end_swap),
+        ActionDef("DeleteSource", delete_source),
+        ActionDef("Crash", crash),
+        ActionDef("Recover", recover),
+    ]
+    return TransitionSystem(
+        name=f"ReplicaMove_{bug}",
+        int_vars=INT_VARS,
+        bool_vars=BOOL_VARS,
+        init=init,
+        actions=actions,
+        invariants=[("AtomicMoveSwap", atomic_move_swap)],
+    )
+
+
+_NAMES = {str(LIVE): "live", str(FUTURE): "future", str(DELETE): "delete", str(GONE): "none"}
+_CURRENT = {str(SRC): "src", str(FUT): "fut", str(NO_LOG): "none"}
+
+
+def describe(v: Mapping[str, str]) -> str:
+    """One state of a counterexample, in the words of the TLA+ module."""
+    head = ("up" if v["up"] == "True" else "DOWN") + (" locked" if v["locked"] == "True" else "")
+    logs = "; ".join(
+        f"{log}: name={_NAMES.get(v[f'name_{log}'])} (disk {_NAMES.get(v[f'durName_{log}'])}) "
+        f"records={v[f'vol_{log}']} (fsynced {v[f'dur_{log}']})" for log in LOGS)
+    return (f"{head}, appends to {_CURRENT.get(v['current'], v['current'])}, "
+            f"acked={v['acked']}; {logs}" + ("; LATE APPEND" if v["lateAppend"] == "True" else ""))
+
+
+def prove(bug: str = "none") -> list[ProofResult]:
+    """Prove AtomicMoveSwap unbounded (``bug="none"``), or refute it with a BMC trace."""
+    ts = system(bug)
+    return [prove_or_refute(ts, name, max_steps=10, describe=describe) for name in INVARIANTS]

@@ -1,0 +1,193 @@
+"""ReplicaMove: the Python twin is TLC's machine, every bug is caught, Z3 proves the rest.
+
+The TLC figures come from spec/tlc_figures.json (checked in), so these tests need no TLC; the last
+ones also run TLC itself on the bug .cfg files when it is installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from logwright.model import SPECS, check
+from logwright.model.replica_move import (
+    BUGS,
+    DELETE,
+    EXPECTED_VIOLATION,
+    FUT,
+    FUTURE,
+    LIVE,
+    SRC,
+    Authoritative,
+    ReplicaMoveConfig,
+    ReplicaMoveSpec,
+    RMState,
+)
+from logwright.model.tlc import find_tools, run_tlc
+from logwright.verify.formal import load_z3_module
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+FIGURES = json.loads((SPEC / "tlc_figures.json").read_text())
+BUG_CFGS = [f"ReplicaMove_bug_{bug}.cfg" for bug in BUGS[1:]]
+
+
+def load_z3() -> ModuleType:
+    module = load_z3_module("ReplicaMove", SPEC)
+    assert module is not None
+    return module
+
+
+def spec_of(cfg: str) -> ReplicaMoveSpec:
+    return ReplicaMoveSpec.from_cfg(SPEC / cfg)
+
+
+def reachable(spec: ReplicaMoveSpec) -> set[RMState]:
+    init = [s for s in spec.init_states() if isinstance(s, RMState)]
+    seen, queue = set(init), deque(init)
+    while queue:
+        s = queue.popleft()
+        for _name, fn in spec.actions():
+            for t in fn(s):
+                assert isinstance(t, RMState)
+                if t not in seen:
+                    seen.add(t)
+                    queue.append(t)
+    return seen
+
+
+def test_registered_and_reads_the_cfg_tlc_reads() -> None:
+    assert SPECS["ReplicaMove"] is ReplicaMoveSpec
+    assert ReplicaMoveConfig.from_cfg(SPEC / "ReplicaMove.cfg") == ReplicaMoveConfig(
+        max_records=3, bug="none", invariants=("TypeOK", "AtomicMoveSwap"))
+    for cfg in BUG_CFGS:
+        assert spec_of(cfg).config.bug == cfg.removesuffix(".cfg").split("_bug_")[1]
+
+
+def test_same_states_and_depth_as_tlc() -> None:
+    expected = FIGURES["ReplicaMove.cfg"]
+    result = check(spec_of("ReplicaMove.cfg"))
+    assert result.violation is None and result.complete
+    assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
+    assert result.generated == expected["generated"]
+
+
+@pytest.mark.parametrize("cfg", BUG_CFGS)
+def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
+    spec = spec_of(cfg)
+    result = check(spec)
+    assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
+    assert result.violation.invariant == FIGURES[cfg]["violation"]
+    assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
+    assert len(result.violation) == FIGURES[cfg]["depth"]
+    assert (result.distinct, result.generated) == (FIGURES[cfg]["distinct"],
+                                                   FIGURES[cfg]["generated"])
+
+
+def test_counterexample_reads_as_the_story_of_the_bug() -> None:
+    spec = spec_of("ReplicaMove_bug_SwapBeforeFlush.cfg")
+    violation = check(spec).violation
+    assert violation is not None
+    text = violation.format(spec)
+    assert text.startswith("Invariant AtomicMoveSwap is violated after 7 states:")
+    assert [action for action, _ in violation.steps] == [
+        "Initial predicate", "Append", "Flush", "Copy", "BeginSwap", "RenameFutureLive",
+        "FsyncDir"]
+    assert text.splitlines()[-3:] == [
+        "  broker up, append lock held; appends go to src; acked=1; authoritative on disk: fut",
+        "  src in D1: name=live (on disk live), records=1 (fsynced 1)",
+        "  fut in D2: name=live (on disk live), records=1 (fsynced 0)"]
+
+
+# -- the protocol: every crash point recovers, by itself, with nothing lost -------------------
+
+def test_every_crash_point_recovers_without_an_operator_and_loses_nothing() -> None:
+    spec = ReplicaMoveSpec()
+    states = reachable(spec)
+    crash_points = [s for s in states if s.up]
+    assert len(crash_points) > 50
+    for s in crash_points:
+        crashed = spec.Crash(s)
+        assert crashed is not None
+        recovered = spec.Recover(crashed)
+        assert recovered is not None, f"no authoritative log after a crash in {s}"
+        i = 0 if recovered.current == SRC else 1
+        assert recovered.vol[i] >= s.acked, f"acknowledged records lost after a crash in {s}"
+        assert recovered.name.count(LIVE) == 1  # recovery leaves one live dir
+        assert spec.AtomicMoveSwap(recovered)
+
+
+def test_two_live_dirs_resolve_to_the_higher_generation() -> None:
+    spec = ReplicaMoveSpec()
+    crashed = RMState(up=False, current="none", locked=False, vol=(2, 2), dur=(2, 2),
+                      name=(LIVE, LIVE), durName=(LIVE, LIVE), acked=2, lateAppend=False)
+    recovered = spec.Recover(crashed)
+    assert recovered is not None and recovered.current == FUT
+    assert recovered.durName == (DELETE, LIVE)  # recovery finishes step S5 itself
+
+
+def test_a_lone_future_dir_is_never_promoted() -> None:
+    assert Authoritative((DELETE, FUTURE)) == "none"
+    spec = ReplicaMoveSpec()
+    crashed = RMState(up=False, current="none", locked=False, vol=(0, 1), dur=(0, 1),
+                      name=(DELETE, FUTURE), durName=(DELETE, FUTURE), acked=1,
+                      lateAppend=False)
+    assert spec.Recover(crashed) is None
+    assert not spec.AtomicMoveSwap(crashed)
+
+
+def test_copier_copies_only_fsynced_records_from_the_future_log_s_own_position() -> None:
+    spec = ReplicaMoveSpec()
+    s = RMState(up=True, current=SRC, locked=False, vol=(3, 1), dur=(2, 0),
+                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=2, lateAppend=False)
+    copied = spec.Copy(s)
+    assert copied is not None and copied.vol == (3, 2)
+    assert spec.Copy(copied) is None  # record 2 is not fsynced in the source yet
+
+
+def test_appends_wait_while_the_swap_holds_the_lock() -> None:
+    s = RMState(up=True, current=SRC, locked=True, vol=(1, 1), dur=(1, 1),
+                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=1, lateAppend=False)
+    assert ReplicaMoveSpec().Append(s) is None
+    buggy = ReplicaMoveSpec(ReplicaMoveConfig(bug="AppendDuringSwap"))
+    appended = buggy.Append(s)
+    assert appended is not None and appended.vol == (2, 1)
+
+
+def test_unknown_bug_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown Bug"):
+        ReplicaMoveConfig(bug="Typo")
+
+
+# -- Z3 ----------------------------------------------------------------------------------------
+
+def test_z3_proves_atomic_move_swap_unbounded() -> None:
+    (result,) = load_z3().prove("none")
+    assert result.invariant == "AtomicMoveSwap" and result.holds, result.detail
+    assert "Spacer" in result.detail
+
+
+@pytest.mark.parametrize("bug", BUGS[1:])
+def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
+    (result,) = load_z3().prove(bug)
+    assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]
+    steps = result.counterexample
+    assert steps is not None and steps[0].startswith("Init: up, appends to src, acked=0")
+    story = {"SwapBeforeFlush": ("FsyncDir[fut]", "fut: name=live (disk live)"),
+             "AppendDuringSwap": ("Append", "LATE APPEND"),
+             "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)")}
+    action, words = story[bug]
+    assert steps[-1].startswith(action + ":") and words in steps[-1]
+
+
+# -- TLC itself, when installed -------------------------------------------------------------------
+
+@pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")
+@pytest.mark.parametrize("cfg", BUG_CFGS)
+def test_tlc_catches_every_bug(cfg: str) -> None:
+    result = run_tlc(SPEC / "ReplicaMove.tla", SPEC / cfg)
+    assert result.ok, result.error
+    assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])

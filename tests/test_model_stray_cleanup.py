@@ -1,0 +1,206 @@
+"""StrayCleanup: the Python twin is TLC's machine, every bug is caught, Z3 proves the rest.
+
+The TLC figures come from spec/tlc_figures.json (checked in), so these tests need no TLC; the last
+ones also run TLC itself on the bug .cfg files when it is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from logwright.model import SPECS, check
+from logwright.model.stray_cleanup import (
+    BUGS,
+    EXPECTED_VIOLATION,
+    LIVE,
+    NO_LOG,
+    STRAY,
+    FullRequest,
+    Log,
+    SCState,
+    StrayCleanupConfig,
+    StrayCleanupSpec,
+)
+from logwright.model.tlc import find_tools, run_tlc
+from logwright.verify.formal import load_z3_module
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+FIGURES = json.loads((SPEC / "tlc_figures.json").read_text())
+BUG_CFGS = [f"StrayCleanup_bug_{bug}.cfg" for bug in BUGS[1:]]
+
+
+def load_z3() -> ModuleType:
+    module = load_z3_module("StrayCleanup", SPEC)
+    assert module is not None
+    return module
+
+
+def spec_of(cfg: str) -> StrayCleanupSpec:
+    return StrayCleanupSpec.from_cfg(SPEC / cfg)
+
+
+def test_registered_and_reads_the_cfg_tlc_reads() -> None:
+    assert SPECS["StrayCleanup"] is StrayCleanupSpec
+    assert StrayCleanupConfig.from_cfg(SPEC / "StrayCleanup.cfg") == StrayCleanupConfig(
+        brokers=(1,), partitions=(1,), max_topic_id=2, max_controller_epoch=3, max_time=3,
+        retention_period=2, stray_deletion_delay=1, bug="none",
+        invariants=("TypeOK", "NoNewDataDeleted"))
+    for cfg in BUG_CFGS:
+        assert spec_of(cfg).config.bug == cfg.removesuffix(".cfg").split("_bug_")[1]
+
+
+def test_same_states_and_depth_as_tlc() -> None:
+    expected = FIGURES["StrayCleanup.cfg"]
+    result = check(spec_of("StrayCleanup.cfg"))
+    assert result.violation is None and result.complete
+    assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
+    assert result.generated == expected["generated"]
+
+
+@pytest.mark.parametrize("cfg", BUG_CFGS)
+def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
+    spec = spec_of(cfg)
+    result = check(spec)
+    assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
+    assert result.violation.invariant == FIGURES[cfg]["violation"]
+    assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
+    assert len(result.violation) == FIGURES[cfg]["depth"]
+    assert (result.distinct, result.generated) == (FIGURES[cfg]["distinct"],
+                                                   FIGURES[cfg]["generated"])
+
+
+def test_counterexample_reads_as_the_story_of_the_bug() -> None:
+    spec = spec_of("StrayCleanup_bug_StaleEpochStrayDeletion.cfg")
+    violation = check(spec).violation
+    assert violation is not None
+    text = violation.format(spec)
+    assert text.startswith("Invariant NoNewDataDeleted is violated after 7 states:")
+    assert [action for action, _ in violation.steps] == [
+        "Initial predicate", "ControllerFailover", "RecreateTopic", "Tick",
+        "DeliverDelayedLeaderAndIsr", "Tick", "DeleteStray"]
+    assert "in flight: full LeaderAndIsr(controllerEpoch=1, broker=1, hosted=[(1, 1)])" in text
+    assert text.splitlines()[-1].strip() == (
+        "deleted stray (1,id 2) on broker 1: age 2, ASSIGNED to it by the controller")
+
+
+# -- the protocol, action by action ------------------------------------------------------------
+
+def initial(spec: StrayCleanupSpec) -> SCState:
+    s = next(iter(spec.init_states()))
+    assert isinstance(s, SCState)
+    return s
+
+
+def with_log(s: SCState, t: int, log: Log) -> SCState:
+    """Broker 1's log of partition 1, topic id ``t``, replaced by ``log``."""
+    logs = list(s.disk[0][0])
+    logs[t - 1] = log
+    return s._replace(disk=((tuple(logs),),))
+
+
+def test_full_request_marks_unlisted_logs_stray_and_restores_listed_strays() -> None:
+    spec = StrayCleanupSpec()
+    s = with_log(initial(spec), 2, Log(STRAY, 0, 0))._replace(
+        now=2, topicId=(2,), sawFullRequest=(False,))
+    after = spec.SendFullLeaderAndIsr(s, 1)
+    assert after is not None
+    assert spec.log(after, 1, 1, 1) == Log(STRAY, 0, 2)  # old topic id: set aside now
+    assert spec.log(after, 1, 1, 2) == Log(LIVE, 0, 0)  # listed stray restored, not re-fetched
+
+
+def test_stale_full_request_is_rejected_and_changes_nothing_but_the_network() -> None:
+    spec = StrayCleanupSpec()
+    m = FullRequest(epoch=1, broker=1, hosted=frozenset())
+    s = initial(spec)._replace(controllerEpoch=2, brokerControllerEpoch=(2,),
+                               network=frozenset({m}))
+    after = spec.DeliverDelayedLeaderAndIsr(s, m)
+    assert after == s._replace(network=frozenset())
+    buggy = StrayCleanupSpec(StrayCleanupConfig(bug="StaleEpochStrayDeletion"))
+    applied = buggy.DeliverDelayedLeaderAndIsr(s, m)
+    assert applied is not None and buggy.log(applied, 1, 1, 1).state == STRAY
+
+
+def test_young_stray_waits_for_the_retention_period() -> None:
+    spec = StrayCleanupSpec()
+    s = with_log(initial(spec), 1, Log(STRAY, 1, 1))._replace(now=2, replicas=(frozenset(),))
+    assert spec.DeleteStray(s, 1, 1, 1) is None  # newest segment 1 old, retention 2
+    deleted = spec.DeleteStray(s._replace(now=3), 1, 1, 1)
+    assert deleted is not None and spec.log(deleted, 1, 1, 1) == NO_LOG
+    assert deleted.lastStrayDeletion == frozenset({(1, 1, 1, False, 2)})
+    assert spec.NoNewDataDeleted(deleted)
+
+
+def test_no_stray_deletion_before_the_first_full_request_of_an_incarnation() -> None:
+    spec = StrayCleanupSpec()
+    s = with_log(initial(spec), 1, Log(STRAY, 0, 0))._replace(now=3, replicas=(frozenset(),))
+    assert spec.DeleteStray(s, 1, 1, 1) is not None
+    assert spec.DeleteStray(s._replace(sawFullRequest=(False,)), 1, 1, 1) is None
+
+
+def test_reassignment_before_deletion_restores_the_stray() -> None:
+    spec = StrayCleanupSpec()
+    s = with_log(initial(spec), 1, Log(STRAY, 0, 1))._replace(now=3, replicas=(frozenset(),))
+    after = spec.Assign(s, 1, 1)
+    assert after is not None and spec.log(after, 1, 1, 1) == Log(LIVE, 0, 0)
+    assert after.brokerControllerEpoch == (after.controllerEpoch,)
+
+
+def test_name_only_match_deletes_the_new_topic_id_too() -> None:
+    s = with_log(initial(StrayCleanupSpec()), 2, Log(LIVE, 3, 0))
+    s = with_log(s, 1, Log(STRAY, 0, 0))._replace(now=3, topicId=(2,))
+    correct = StrayCleanupSpec().DeleteStray(s, 1, 1, 1)
+    assert correct is not None and correct.disk[0][0][1] == Log(LIVE, 3, 0)
+    buggy = StrayCleanupSpec(StrayCleanupConfig(bug="TopicNameOnlyMatch"))
+    after = buggy.DeleteStray(s, 1, 1, 1)
+    assert after is not None and after.disk[0][0] == (NO_LOG, NO_LOG)
+    assert not buggy.NoNewDataDeleted(after)
+
+
+def test_unknown_bug_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown Bug"):
+        StrayCleanupConfig(bug="Typo")
+
+
+# -- Z3 ----------------------------------------------------------------------------------------
+
+def test_z3_proves_no_new_data_deleted_unbounded() -> None:
+    (result,) = load_z3().prove("none")
+    assert result.invariant == "NoNewDataDeleted" and result.holds, result.detail
+    assert "DelayedRequestsAreCurrent" in result.detail
+
+
+def test_z3_strengthening_is_needed_so_the_proof_is_not_vacuous() -> None:
+    z3_module = load_z3()
+    weaker = [c for c in z3_module.strengthening() if c[0] != "DelayedRequestsAreCurrent"]
+    result = z3_module.prove_inductive(z3_module.system("none"), "NoNewDataDeleted", weaker)
+    assert not result.holds and "DeliverDelayedLeaderAndIsr" in result.detail
+
+
+@pytest.mark.parametrize("bug", BUGS[1:])
+def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
+    (result,) = load_z3().prove(bug)
+    assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]
+    steps = result.counterexample
+    assert steps is not None and steps[0].startswith("Init: now=0 controllerEpoch=1")
+    assert len(steps) >= 4
+    assert "DELETED stray" in steps[-1] and steps[-1].startswith("DeleteStray[")
+    if bug == "NoAgeGuard":
+        found = re.search(r"DELETED stray id \d+ aged (-?\d+) \(retention (\d+)\)", steps[-1])
+        assert found is not None and int(found[1]) < int(found[2])  # younger than retention
+    else:
+        assert "assigned by the controller" in steps[-1]
+
+
+# -- TLC itself, when installed -------------------------------------------------------------------
+
+@pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")
+@pytest.mark.parametrize("cfg", BUG_CFGS)
+def test_tlc_catches_every_bug(cfg: str) -> None:
+    result = run_tlc(SPEC / "StrayCleanup.tla", SPEC / cfg)
+    assert result.ok, result.error
+    assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])
