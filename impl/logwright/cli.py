@@ -42,6 +42,8 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool) -> None:
                                  param_hint="--suite")
     chosen = [(n, s) for n, s in SUITES if not only or n in only]
     console = Console(stderr=as_json)
+    if not console.is_terminal:
+        console = Console(stderr=as_json, width=180)  # a log file or pipe: keep rows whole
     with console.status("verifying...") as status:
         rows = run_suites(chosen, on_start=lambda name: status.update(f"running {name}..."))
     if as_json:

@@ -109,6 +109,7 @@ class LeaderAndIsrRequest(Message):
     type: LeaderAndIsrType
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
     live_leaders: tuple[int, ...] = ()
+    principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,9 @@ class StopReplicaPartition:
     tp: TopicPartition
     leader_epoch: int  # EPOCH_DURING_DELETE (-2) bypasses the fencing check
     delete_partition: bool
+    # The topic id the controller means (Uuid.ZERO: unknown). A broker whose log of this name has
+    # another id (the topic was deleted and re-created) must leave that log alone.
+    topic_id: Uuid = Uuid.ZERO
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class StopReplicaRequest(Message):
     controller_epoch: int
     broker_epoch: int
     partitions: tuple[StopReplicaPartition, ...]
+    principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,7 @@ class UpdateMetadataRequest(Message):
     broker_epoch: int
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
     live_brokers: tuple[int, ...]
+    principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,8 @@ class BrokerRegistrationResponse(Message):
 class BrokerHeartbeat(Message):
     broker_id: int
     broker_epoch: int
+    # KRaft's BrokerHeartbeat OfflineLogDirs: the log dirs this broker has taken offline.
+    offline_log_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -217,6 +225,7 @@ class FetchRequest(Message):
     min_bytes: int
     max_bytes: int
     partitions: tuple[FetchPartition, ...]
+    principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
 @dataclass(frozen=True)
@@ -248,6 +257,7 @@ class OffsetForLeaderEpochPartition:
 class OffsetForLeaderEpochRequest(Message):
     replica_id: int
     partitions: tuple[OffsetForLeaderEpochPartition, ...]
+    principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
 @dataclass(frozen=True)

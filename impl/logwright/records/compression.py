@@ -13,7 +13,7 @@ import gzip
 import zlib
 from typing import Final
 
-from logwright.errors import CorruptRecordError, LogwrightError
+from logwright.errors import CorruptRecordError, Errors, KafkaError
 from logwright.records.header import CompressionCodec
 
 MAX_DECOMPRESSED_BYTES: Final = 256 * 1024 * 1024
@@ -22,7 +22,7 @@ MAX_DECOMPRESSED_BYTES: Final = 256 * 1024 * 1024
 _GZIP_WBITS: Final = 16 + zlib.MAX_WBITS
 
 
-class UnsupportedCodecError(LogwrightError):
+class UnsupportedCodecError(KafkaError):
     """The batch is well formed but compressed with a codec this codec cannot decode."""
 
     def __init__(self, codec: int, position: int) -> None:
@@ -30,6 +30,7 @@ class UnsupportedCodecError(LogwrightError):
         self.position = position
         name = CompressionCodec(codec).name.lower()
         super().__init__(
+            Errors.UNSUPPORTED_COMPRESSION_TYPE,
             f"batch at byte {position}: compression codec {codec} ({name}) is not supported; "
             "only none (0) and gzip (1) records can be decoded"
         )

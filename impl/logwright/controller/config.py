@@ -1,0 +1,39 @@
+"""Controller configuration, with Kafka's names and defaults (KAFKA-FACTS.md "Configs")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """How the controller judges broker liveness, and how much it remembers.
+
+    Kafka names: broker.session.timeout.ms (9000), broker.heartbeat.interval.ms (2000). The
+    heartbeat interval is the brokers' setting; the controller only checks that a session can
+    survive a few missed heartbeats.
+    """
+
+    broker_session_timeout_ms: int = 9_000
+    broker_heartbeat_interval_ms: int = 2_000
+    max_recorded_errors: int = 1_000  # per-partition errors from control responses, kept for tests
+    # logwright's own: a control request without a response is sent again (rebuilt from the
+    # current state) after this long, while its broker lives. Kafka's controller channel is TCP
+    # and re-sends on reconnect; the simulated network drops messages instead. None: never.
+    control_request_retry_ms: int | None = 1_000
+    max_outstanding_requests: int = 10_000  # an explicit bound on requests awaiting a response
+
+    def __post_init__(self) -> None:
+        if self.broker_heartbeat_interval_ms <= 0:
+            raise ValueError("broker.heartbeat.interval.ms must be positive, got "
+                             f"{self.broker_heartbeat_interval_ms}")
+        if self.broker_session_timeout_ms <= self.broker_heartbeat_interval_ms:
+            raise ValueError(f"broker.session.timeout.ms ({self.broker_session_timeout_ms}) must "
+                             "exceed broker.heartbeat.interval.ms "
+                             f"({self.broker_heartbeat_interval_ms})")
+        if self.max_recorded_errors < 0:
+            raise ValueError("max_recorded_errors must be >= 0")
+        if self.control_request_retry_ms is not None and self.control_request_retry_ms <= 0:
+            raise ValueError("control_request_retry_ms must be positive or None")
+        if self.max_outstanding_requests < 0:
+            raise ValueError("max_outstanding_requests must be >= 0")
