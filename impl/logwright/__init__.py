@@ -8,6 +8,15 @@ executable reference model and its checker) and ``verify`` (``make verify``).
 
 from logwright.errors import KafkaError, LogwrightError
 
+
+def __getattr__(name: str) -> object:
+    """``logwright.Cluster`` without importing the cluster layers for every ``import logwright``."""
+    if name == "Cluster":
+        from logwright.cluster import Cluster
+
+        return Cluster
+    raise AttributeError(name)
+
 __version__ = "0.1.0"
 
-__all__ = ["KafkaError", "LogwrightError", "__version__"]
+__all__ = ["Cluster", "KafkaError", "LogwrightError", "__version__"]

@@ -24,12 +24,21 @@ class SimWorld:
         self.rng = random.Random(seed)
         self.clock = VirtualClock(1_700_000_000_000)
         self.scheduler = SimScheduler(self.clock, seed=self.rng.randrange(1 << 62))
+        # Each broker is its own machine with its own disk: a crash of one loses only its own
+        # unsynced writes. ``fs`` is the controller host's disk.
         self.fs = SimFileSystem(self.clock)
+        self.disks: dict[str, SimFileSystem] = {}
         self.network = SimNetwork(self.scheduler, seed=self.rng.randrange(1 << 62),
                                   min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                                   drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         self.torn_crashes = torn_crashes
         self.events = 0
+
+    def new_fs(self, host: str = "") -> SimFileSystem:
+        """The disk of machine ``host`` (created on first use, kept across restarts)."""
+        if host not in self.disks:
+            self.disks[host] = SimFileSystem(self.clock)
+        return self.disks[host]
 
     def fork_rng(self) -> random.Random:
         """A new generator derived from the world's seed (for a node's ids)."""
@@ -57,6 +66,7 @@ class SimWorld:
             self.step()
         return True
 
-    def power_loss(self) -> None:
-        """Every node's unsynced state is lost (torn tails kept at random when configured)."""
-        self.fs.crash(self.rng if self.torn_crashes else None)
+    def power_loss(self, host: str) -> None:
+        """Machine ``host`` loses power: its unsynced writes are lost (torn tails kept at random
+        when configured)."""
+        self.new_fs(host).crash(self.rng if self.torn_crashes else None)

@@ -1,0 +1,395 @@
+"""The broker node: registration, heartbeats, fencing, authorization and request dispatch.
+
+Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4). A control
+request (LeaderAndIsr, StopReplica, UpdateMetadata) changes nothing on this broker when
+- its principal may not CLUSTER_ACTION the cluster (CLUSTER_AUTHORIZATION_FAILED), or
+- it is addressed to an older incarnation: its broker epoch is below this broker's own
+  (STALE_BROKER_EPOCH; a newer epoch, or -1, is not rejected, KIP-380), or
+- it comes from a controller epoch below the highest this broker accepted (STALE_CONTROLLER_EPOCH).
+Because a broker cannot judge a broker epoch before it knows its own, control requests that arrive
+before the registration is answered wait, in order, and are judged once it is.
+
+A broker is an h11-style state machine: messages come in through ``receive``, go out through the
+injected network, time and timers come from the injected clock and scheduler. A crash is the
+facade's ``fs.crash()`` plus ``halt()`` (no I/O, every task cancelled) and dropping the object; a
+broker that notices it is no longer the node registered under its id halts itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import posixpath
+import random
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from logwright.broker.authorizer import AclAuthorizer, Operation
+from logwright.broker.channel import RequestChannel
+from logwright.broker.config import BrokerConfig
+from logwright.broker.metrics import BrokerMetrics, MetricSources
+from logwright.broker.replica_manager import ReplicaManager
+from logwright.errors import Errors
+from logwright.logmanager import LogManager, StartupReport
+from logwright.protocol import (
+    NO_EPOCH,
+    BrokerHeartbeat,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsRequest,
+    Message,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResult,
+    PartitionError,
+    ProduceRequest,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from logwright.storage.naming import TopicPartition, Uuid
+from logwright.world.clock import Clock
+from logwright.world.fs import FileSystem
+from logwright.world.network import Network
+from logwright.world.scheduler import Scheduler, Task
+
+ControlRequest = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
+ControllerLocator = Callable[[], str | None]
+
+
+class BrokerState(enum.Enum):
+    """Where a broker process is in its life."""
+
+    NOT_RUNNING = "not running"
+    REGISTERING = "registering"  # started, waiting for its broker epoch
+    RUNNING = "running"
+    SHUT_DOWN = "shut down"
+    HALTED = "halted"  # crashed, or stopped because every log dir failed
+
+
+class Broker:
+    """One broker process ("broker-<id>")."""
+
+    def __init__(self, broker_id: int, fs: FileSystem, log_dirs: Iterable[str], clock: Clock,
+                 scheduler: Scheduler, network: Network, rng: random.Random,
+                 config: BrokerConfig | None = None,
+                 controller_locator: ControllerLocator | None = None,
+                 authorizer: AclAuthorizer | None = None) -> None:
+        assert broker_id >= 0, "broker ids are non-negative"
+        self.broker_id = broker_id
+        self.node_id = f"broker-{broker_id}"
+        self.fs = fs
+        self.clock = clock
+        self.scheduler = scheduler
+        self.network = network
+        self.rng = rng
+        self.config = config if config is not None else BrokerConfig()
+        self.controller_locator = controller_locator
+        self.authorizer = authorizer if authorizer is not None else AclAuthorizer()
+        self.incarnation_id = Uuid.from_random(rng)
+        self.state = BrokerState.NOT_RUNNING
+        self.broker_epoch = NO_EPOCH
+        self.controller_epoch = -1  # the highest controller epoch accepted
+        self.active_controller: str | None = None
+        self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng)
+        self.channel = RequestChannel(self.node_id, network, scheduler, rng)
+        self.replica_manager = ReplicaManager(
+            broker_id, self.config, self.log_manager, clock, scheduler, self.channel,
+            broker_epoch=lambda: self.broker_epoch, controller_node=self.controller_node,
+            on_offline_dirs=self._on_offline_dirs)
+        self.metrics = BrokerMetrics(broker_id, self._metric_sources())
+        self._deferred: deque[tuple[str, ControlRequest]] = deque()
+        self._tasks: list[Task] = []
+        self.startup_report: StartupReport | None = None
+        # Counters for tests, the facade and the trace.
+        self.fenced_requests = 0
+        self.dropped_deferred_requests = 0
+        self.unknown_messages = 0
+        self.last_fence: tuple[str, Errors] | None = None
+
+    def __repr__(self) -> str:
+        return f"Broker({self.broker_id}, {self.state.value}, epoch={self.broker_epoch})"
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> StartupReport:
+        """Load every log dir, join the network, and register with the controller (retrying
+        until answered)."""
+        assert self.state is BrokerState.NOT_RUNNING, f"{self.node_id} already started"
+        self.startup_report = self.log_manager.startup()
+        self.replica_manager.known_offline_dirs = set(self.log_manager.offline_dirs)
+        self.network.register(self)
+        self.state = BrokerState.REGISTERING
+        self.replica_manager.startup()
+        if self.log_manager.all_dirs_offline:
+            self.halt()
+            return self.startup_report
+        self._register()
+        return self.startup_report
+
+    def shutdown(self) -> None:
+        """Clean shutdown: stop fetchers and timers, flush and checkpoint every log, leave."""
+        if self.state not in (BrokerState.REGISTERING, BrokerState.RUNNING):
+            return
+        self._stop_activity()
+        self.log_manager.shutdown()
+        self.state = BrokerState.SHUT_DOWN
+
+    def halt(self) -> None:
+        """Stop at once, with no I/O at all: the process died (or every log dir failed).
+
+        The facade calls this when it crashes the broker, so that no timer of the dead process
+        runs against the file system again.
+        """
+        if self.state in (BrokerState.HALTED, BrokerState.SHUT_DOWN):
+            return
+        self._stop_activity()
+        # The log manager's periodic tasks belong to the dead process too.
+        for task in self.log_manager._tasks:
+            task.cancel()
+        self.log_manager._tasks = []
+        self.state = BrokerState.HALTED
+
+    def _stop_activity(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        self._deferred.clear()
+        self.replica_manager.halt()
+        self.channel.close()
+        if self.network.endpoints.get(self.node_id) is self:
+            self.network.unregister(self.node_id)
+
+    @property
+    def alive(self) -> bool:
+        """Started, not stopped, and still the node registered under this id."""
+        if self.state not in (BrokerState.REGISTERING, BrokerState.RUNNING):
+            return False
+        if self.network.endpoints.get(self.node_id) is not self:
+            # Crashed by a facade that did not call halt(): stop before touching anything.
+            self.halt()
+            return False
+        return True
+
+    def _schedule(self, name: str, fn: Callable[[], None], delay_ms: int,
+                  period_ms: int | None = None) -> Task:
+        def guarded() -> None:
+            if self.alive:
+                fn()
+        task = self.scheduler.schedule(f"{self.node_id} {name}", guarded, delay_ms, period_ms)
+        self._tasks = [t for t in self._tasks if not t.cancelled and (t.period_ms or t.runs == 0)]
+        self._tasks.append(task)
+        return task
+
+    # ---- registration and heartbeats -----------------------------------------------------------
+
+    def controller_node(self) -> str | None:
+        """Where the active controller is: the locator's answer, else the last one accepted."""
+        located = self.controller_locator() if self.controller_locator is not None else None
+        return located if located is not None else self.active_controller
+
+    def _register(self) -> None:
+        if not self.alive or self.state is not BrokerState.REGISTERING:
+            return
+        controller = self.controller_node()
+        retry_ms = self.config.broker_registration_retry_ms
+        if controller is None:
+            self._schedule("registration retry", self._register, retry_ms)
+            return
+        log_dirs = tuple(self.log_manager.dirs)
+        self.channel.send(
+            controller,
+            lambda cid: BrokerRegistrationRequest(cid, self.broker_id, self.incarnation_id,
+                                                  log_dirs),
+            self._on_registration, retry_ms)
+
+    def _on_registration(self, response: Message | None) -> None:
+        if not self.alive or self.state is not BrokerState.REGISTERING:
+            return
+        if response is None:
+            self._register()  # the wait was the retry interval already
+            return
+        if (not isinstance(response, BrokerRegistrationResponse)
+                or response.error is not Errors.NONE or response.broker_epoch < 0):
+            self._schedule("registration retry", self._register,
+                           self.config.broker_registration_retry_ms)
+            return
+        assert response.broker_epoch > self.broker_epoch
+        self.broker_epoch = response.broker_epoch
+        self.controller_epoch = max(self.controller_epoch, response.controller_epoch)
+        self.state = BrokerState.RUNNING
+        self._schedule("heartbeat", self._heartbeat, 0, self.config.broker_heartbeat_interval_ms)
+        while self._deferred and self.state is BrokerState.RUNNING:
+            src, request = self._deferred.popleft()
+            self._handle_control(src, request)
+
+    def _heartbeat(self) -> None:
+        self.replica_manager.check_offline_dirs()
+        if self.state is not BrokerState.RUNNING:
+            return
+        controller = self.controller_node()
+        if controller is None:
+            return
+        offline = tuple(self.log_manager.offline_dirs)
+        self.channel.send_oneway(
+            controller,
+            lambda cid: BrokerHeartbeat(cid, self.broker_id, self.broker_epoch, offline))
+
+    def _on_offline_dirs(self, new_dirs: list[str]) -> None:
+        if self.log_manager.all_dirs_offline:
+            # Kafka halts a broker with no log dir left: nothing is left to serve from.
+            self.halt()
+
+    # ---- dispatch --------------------------------------------------------------------------------
+
+    def receive(self, src: str, message: object) -> None:
+        """Handle one message from ``src``."""
+        if not self.alive:
+            return
+        if not isinstance(message, Message):
+            self.unknown_messages += 1
+            return
+        if self.channel.receive(src, message):
+            return  # an answer to one of this broker's requests
+        if isinstance(message, (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)):
+            if self.state is BrokerState.REGISTERING:
+                if len(self._deferred) >= self.config.max_deferred_control_requests:
+                    self._deferred.popleft()
+                    self.dropped_deferred_requests += 1
+                self._deferred.append((src, message))
+                return
+            self._handle_control(src, message)
+        elif isinstance(message, ProduceRequest):
+            self._handle_produce(src, message)
+        elif isinstance(message, FetchRequest):
+            self._handle_fetch(src, message)
+        elif isinstance(message, ListOffsetsRequest):
+            self._handle_list_offsets(src, message)
+        elif isinstance(message, OffsetForLeaderEpochRequest):
+            self._handle_offsets_for_leader_epoch(src, message)
+        else:
+            self.unknown_messages += 1  # a late answer, or nothing a broker serves
+
+    def _send(self, dst: str, message: Message) -> None:
+        if self.state in (BrokerState.REGISTERING, BrokerState.RUNNING):
+            self.network.send(self.node_id, dst, message)
+
+    # ---- control requests ------------------------------------------------------------------------
+
+    def fence(self, request: ControlRequest) -> Errors | None:
+        """Why ``request`` must change nothing here, or None if it may be applied."""
+        if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
+            return Errors.CLUSTER_AUTHORIZATION_FAILED
+        if request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch:
+            return Errors.STALE_BROKER_EPOCH
+        if request.controller_epoch < self.controller_epoch:
+            return Errors.STALE_CONTROLLER_EPOCH
+        return None
+
+    def _handle_control(self, src: str, request: ControlRequest) -> None:
+        error = self.fence(request)
+        if error is not None:
+            self.fenced_requests += 1
+            self.last_fence = (type(request).__name__, error)
+            self._send(src, self._control_error_response(request, error))
+            return
+        self.controller_epoch = request.controller_epoch
+        self.active_controller = f"controller-{request.controller_id}"
+        rm = self.replica_manager
+        if isinstance(request, LeaderAndIsrRequest):
+            results = rm.become_leader_or_follower(request)
+            self._send(src, LeaderAndIsrResponse(request.correlation_id, Errors.NONE,
+                                                 tuple(results)))
+        elif isinstance(request, StopReplicaRequest):
+            results = rm.stop_replicas(request)
+            self._send(src, StopReplicaResponse(request.correlation_id, Errors.NONE,
+                                                tuple(results)))
+        else:
+            rm.update_metadata(request)
+            self._send(src, UpdateMetadataResponse(request.correlation_id, Errors.NONE))
+
+    @staticmethod
+    def _control_error_response(request: ControlRequest, error: Errors) -> Message:
+        if isinstance(request, LeaderAndIsrRequest):
+            return LeaderAndIsrResponse(request.correlation_id, error, tuple(
+                PartitionError(s.tp, error) for s in request.partition_states))
+        if isinstance(request, StopReplicaRequest):
+            return StopReplicaResponse(request.correlation_id, error, tuple(
+                PartitionError(p.tp, error) for p in request.partitions))
+        return UpdateMetadataResponse(request.correlation_id, error)
+
+    # ---- client and replication requests ---------------------------------------------------------
+
+    def _denied_topics(self, principal: str, operation: Operation,
+                       tps: Iterable[TopicPartition]) -> dict[TopicPartition, Errors]:
+        return {tp: Errors.TOPIC_AUTHORIZATION_FAILED for tp in tps
+                if not self.authorizer.authorize_topic(principal, operation, tp.topic)}
+
+    def _handle_produce(self, src: str, request: ProduceRequest) -> None:
+        denied = self._denied_topics(request.principal, Operation.WRITE,
+                                     (tp for tp, _ in request.partitions))
+        self.replica_manager.append_records(request, denied,
+                                            lambda response: self._send(src, response))
+
+    def _handle_fetch(self, src: str, request: FetchRequest) -> None:
+        if request.replica_id >= 0:
+            if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
+                error = Errors.CLUSTER_AUTHORIZATION_FAILED
+                self._send(src, FetchResponse(request.correlation_id, error, tuple(
+                    FetchPartitionData(p.tp, error) for p in request.partitions)))
+                return
+            denied: dict[TopicPartition, Errors] = {}
+        else:
+            denied = self._denied_topics(request.principal, Operation.READ,
+                                         (p.tp for p in request.partitions))
+        self.replica_manager.fetch_messages(request, denied,
+                                            lambda response: self._send(src, response))
+
+    def _handle_list_offsets(self, src: str, request: ListOffsetsRequest) -> None:
+        denied = self._denied_topics(request.principal, Operation.DESCRIBE,
+                                     (tp for tp, _ in request.partitions))
+        self._send(src, self.replica_manager.list_offsets(request, denied))
+
+    def _handle_offsets_for_leader_epoch(self, src: str,
+                                         request: OffsetForLeaderEpochRequest) -> None:
+        if request.replica_id >= 0:
+            if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
+                error = Errors.CLUSTER_AUTHORIZATION_FAILED
+                self._send(src, OffsetForLeaderEpochResponse(request.correlation_id, tuple(
+                    OffsetForLeaderEpochResult(p.tp, error) for p in request.partitions)))
+                return
+            denied: dict[TopicPartition, Errors] = {}
+        else:
+            denied = self._denied_topics(request.principal, Operation.DESCRIBE,
+                                         (p.tp for p in request.partitions))
+        self._send(src, self.replica_manager.offsets_for_leader_epoch(request, denied))
+
+    # ---- metrics ---------------------------------------------------------------------------------
+
+    def _metric_sources(self) -> MetricSources:
+        rm = self.replica_manager
+        fetchers = rm.replica_fetcher_manager
+        lm = self.log_manager
+        return MetricSources(
+            failed_partitions=lambda: float(fetchers.failed_partitions_count),
+            # The dir-move copier (ReplicaAlterLogDirs) comes with the JBOD issue.
+            alter_log_dirs_failed_partitions=lambda: 0.0,
+            dead_threads=lambda: float(fetchers.dead_thread_count),
+            max_lag=lambda: float(fetchers.max_lag),
+            under_replicated=lambda: float(rm.under_replicated_count()),
+            offline_replicas=lambda: float(rm.offline_replica_count()),
+            leader_count=lambda: float(len(rm.leader_partitions())),
+            partition_count=lambda: float(len(rm.partitions)),
+            offline_log_dirs=lambda: float(len(lm.offline_dirs)),
+            log_dirs=tuple(lm.dirs),
+            log_dir_offline=lambda path: 0.0 if lm.dirs[posixpath.normpath(path)].online else 1.0,
+        )
+
+    def snapshot(self) -> dict[str, float]:
+        """Every metric's value, keyed by Kafka's MBean name."""
+        return self.metrics.snapshot()

@@ -1,0 +1,202 @@
+"""The leader epoch cache of one partition: for each leader epoch, the offset where it began.
+
+Invariants upheld here:
+- Entries are ordered: epochs strictly increasing, start offsets non-decreasing; every change is
+  written through ``LeaderEpochCheckpointFile`` (tmp + fsync + rename + dir fsync) before the
+  method returns, so after a crash the file holds exactly what was last acknowledged.
+- The cache describes the log it belongs to: ``truncate_from_end`` drops epochs that began at or
+  after a truncation point, ``truncate_from_start`` forgets what lies below a raised log start
+  offset (keeping the epoch that covers it), and loading reconciles the file with the log.
+- ``end_offset_for`` answers OffsetForLeaderEpoch (KIP-101, KIP-279): for a requested epoch, the
+  largest epoch at or below it and the offset where the next higher epoch began (or the log end
+  offset for the latest epoch), which is what lets a follower truncate exactly its divergent
+  suffix instead of trusting its high watermark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from logwright.errors import KafkaStorageError
+from logwright.records import iter_batches
+from logwright.storage.log import PartitionLog
+from logwright.storage.metadata_files import LeaderEpochCheckpointFile
+from logwright.world.fs import FileSystem
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+IoErrorHook = Callable[[OSError], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    """The leader of ``epoch`` wrote its first record at ``start_offset``."""
+
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochCache:
+    """The ``leader-epoch-checkpoint`` of one partition dir, in memory and on disk."""
+
+    def __init__(self, fs: FileSystem, dir_path: str, entries: list[EpochEntry],
+                 on_io_error: IoErrorHook | None = None) -> None:
+        self.file = LeaderEpochCheckpointFile(fs, dir_path)
+        self._entries = list(entries)
+        self.on_io_error = on_io_error
+        self._check()
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, fs: FileSystem, log: PartitionLog,
+             on_io_error: IoErrorHook | None = None) -> LeaderEpochCache:
+        """The cache of ``log``: read from its checkpoint, or rebuilt from the batches' epochs
+        when the file is missing but the log holds records; then made to agree with the log.
+
+        A malformed file raises ``CheckpointError`` (the caller takes the dir offline, HAZARDS
+        11); an I/O error raises ``OSError``.
+        """
+        file = LeaderEpochCheckpointFile(fs, log.dir_path)
+        raw = file.read()
+        cache = cls(fs, log.dir_path, [EpochEntry(e, o) for e, o in raw], on_io_error)
+        if not raw and log.log_end_offset > log.log_start_offset:
+            cache._rebuild_from(log)
+        # Recovery may have cut the log's tail, and the start offset may have moved while the
+        # file was last written: the cache must not describe offsets the log does not have.
+        cache.truncate_from_end(log.log_end_offset)
+        cache.truncate_from_start(log.log_start_offset)
+        return cache
+
+    def _rebuild_from(self, log: PartitionLog) -> None:
+        offset = log.log_start_offset
+        rebuilt: list[EpochEntry] = []
+        while offset < log.log_end_offset:
+            data = log.read(offset, 1 << 20)
+            if not data.records:
+                break
+            next_offset = offset
+            for _, header in iter_batches(data.records, verify_crc=False):
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and (not rebuilt or epoch > rebuilt[-1].epoch):
+                    rebuilt.append(EpochEntry(epoch, max(header.base_offset,
+                                                         log.log_start_offset)))
+                next_offset = header.next_offset
+            if next_offset <= offset:
+                break
+            offset = next_offset
+        if rebuilt:
+            self._entries = rebuilt
+            self._flush()
+
+    # ---- queries -------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> tuple[EpochEntry, ...]:
+        """Every entry, oldest epoch first."""
+        return tuple(self._entries)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest epoch known, or None when the cache is empty."""
+        return self._entries[-1].epoch if self._entries else None
+
+    def earliest_entry(self) -> EpochEntry | None:
+        """The oldest entry, or None."""
+        return self._entries[0] if self._entries else None
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """``(epoch, end_offset)`` for OffsetForLeaderEpoch.
+
+        ``epoch`` is the largest known epoch <= ``requested_epoch`` and ``end_offset`` the start
+        offset of the next higher epoch, or ``log_end_offset`` if ``epoch`` is the latest. When
+        ``requested_epoch`` is below every known epoch the answer is ``(requested_epoch, start
+        offset of the first epoch)``: the caller has nothing in common with this log from there
+        on. Unknown (``requested_epoch`` above every known epoch, or undefined):
+        ``(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)``.
+        """
+        if requested_epoch == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if requested_epoch == self._entries[-1].epoch:
+            return requested_epoch, log_end_offset
+        higher = next((e for e in self._entries if e.epoch > requested_epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        floor = None
+        for entry in self._entries:
+            if entry.epoch > requested_epoch:
+                break
+            floor = entry
+        if floor is None:
+            return requested_epoch, higher.start_offset
+        return floor.epoch, higher.start_offset
+
+    # ---- changes -------------------------------------------------------------------------------
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` began at ``start_offset``; True if the cache changed.
+
+        A repeat of the latest epoch at or after its start changes nothing. An entry that would
+        break the order replaces every entry it conflicts with (an epoch at or above ``epoch``,
+        or a start offset at or above ``start_offset``), as Kafka's cache does.
+        """
+        assert epoch >= 0 and start_offset >= 0, f"bad epoch entry ({epoch}, {start_offset})"
+        latest = self._entries[-1] if self._entries else None
+        if latest is not None and latest.epoch == epoch and start_offset >= latest.start_offset:
+            return False
+        if latest is not None and latest.epoch > epoch and latest.start_offset <= start_offset:
+            # An older epoch's batch after a newer epoch began: impossible in a valid log. Keep
+            # the newer knowledge rather than rewrite history backwards.
+            return False
+        self._entries = [e for e in self._entries
+                         if e.epoch < epoch and e.start_offset < start_offset]
+        self._entries.append(EpochEntry(epoch, start_offset))
+        self._flush()
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> bool:
+        """Forget every epoch that began at or after ``end_offset`` (the log was cut there)."""
+        kept = [e for e in self._entries if e.start_offset < end_offset]
+        if len(kept) == len(self._entries):
+            return False
+        self._entries = kept
+        self._flush()
+        return True
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """Forget what lies below ``start_offset``; the epoch covering it now starts there."""
+        below = [e for e in self._entries if e.start_offset < start_offset]
+        if not below:
+            return False
+        covering = below[-1]
+        rest = [e for e in self._entries if e.start_offset >= start_offset]
+        if rest and rest[0].start_offset == start_offset:
+            self._entries = rest  # the next epoch begins exactly at the new start
+        else:
+            self._entries = [EpochEntry(covering.epoch, start_offset), *rest]
+        self._flush()
+        return True
+
+    def clear(self) -> None:
+        """Forget every epoch (a follower restarting its log empty at the leader's start)."""
+        if self._entries:
+            self._entries = []
+            self._flush()
+
+    # ---- persistence ---------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        for previous, entry in zip(self._entries, self._entries[1:], strict=False):
+            assert entry.epoch > previous.epoch, f"{self.file}: epochs not increasing"
+            assert entry.start_offset >= previous.start_offset, f"{self.file}: offsets decrease"
+
+    def _flush(self) -> None:
+        self._check()
+        try:
+            self.file.write([(e.epoch, e.start_offset) for e in self._entries])
+        except OSError as exc:
+            if self.on_io_error is not None:
+                self.on_io_error(exc)
+            raise KafkaStorageError(f"writing {self.file.path}: {exc}") from exc

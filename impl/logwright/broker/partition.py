@@ -1,0 +1,263 @@
+"""One partition's replica on this broker: its role, its leader epoch, its ISR, and (as leader)
+what it knows of each follower.
+
+Invariants upheld here:
+- The leader's high watermark only moves forward, and only to the smallest log end offset over the
+  maximal ISR (the ISR plus any replica an expansion in flight would add), so nothing is counted
+  committed before every replica that may be in the ISR has it.
+- 0 <= log start offset <= high watermark <= log end offset, asserted after every change made here.
+- A role or ISR change is applied only from a state with a leader epoch at least as new as the one
+  held (the caller refuses older ones); a new leader epoch as leader is recorded in the leader
+  epoch cache at the log end offset before any record is appended under it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from logwright.broker.epoch_cache import LeaderEpochCache
+from logwright.protocol import LeaderAndIsrPartitionState
+from logwright.storage.log import PartitionLog
+from logwright.storage.naming import TopicPartition, Uuid
+
+NO_LEADER = -1
+UNKNOWN_OFFSET = -1
+
+
+class Role(enum.Enum):
+    """What this broker does for the partition."""
+
+    NONE = "none"  # hosted but stopped (StopReplica without delete), or not yet told
+    LEADER = "leader"
+    FOLLOWER = "follower"
+
+
+@dataclass
+class FollowerState:
+    """The leader's view of one follower, from the follower's fetches."""
+
+    broker_id: int
+    log_end_offset: int = UNKNOWN_OFFSET  # its fetch offset
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_caught_up_time_ms: int = 0
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+
+
+@dataclass(frozen=True)
+class PendingIsrChange:
+    """An AlterPartition in flight: the ISR asked for, from which leader and partition epoch."""
+
+    new_isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+
+
+class Partition:
+    """The local replica of ``tp``: log, leader epoch cache, role and replication state."""
+
+    def __init__(self, tp: TopicPartition, local_broker_id: int, log: PartitionLog,
+                 epoch_cache: LeaderEpochCache) -> None:
+        self.tp = tp
+        self.local_broker_id = local_broker_id
+        self.log = log
+        self.epoch_cache = epoch_cache
+        self.topic_id: Uuid | None = log.topic_id
+        self.role = Role.NONE
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.controller_epoch = -1
+        self.isr: tuple[int, ...] = ()
+        self.replicas: tuple[int, ...] = ()
+        self.leader_epoch_start_offset = UNKNOWN_OFFSET
+        self.followers: dict[int, FollowerState] = {}
+        self.pending_isr: PendingIsrChange | None = None
+
+    def __repr__(self) -> str:
+        return (f"Partition({self.tp}, {self.role.value}, leader={self.leader_id}, "
+                f"epoch={self.leader_epoch}, isr={list(self.isr)}, lso={self.log_start_offset}, "
+                f"hw={self.high_watermark}, leo={self.log_end_offset})")
+
+    # ---- offsets -------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        """The local log's start offset."""
+        return self.log.log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The local log's high watermark."""
+        return self.log.high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        """The local log's end offset."""
+        return self.log.log_end_offset
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this replica leads the partition."""
+        return self.role is Role.LEADER
+
+    @property
+    def offline(self) -> bool:
+        """Whether the log's dir is offline."""
+        return self.log.offline
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR, plus the replicas a pending expansion would add (KIP-497's maximal ISR)."""
+        if self.pending_isr is None:
+            return self.isr
+        extra = tuple(r for r in self.pending_isr.new_isr if r not in self.isr)
+        return self.isr + extra
+
+    @property
+    def is_under_replicated(self) -> bool:
+        """A leader whose ISR is smaller than its replica set."""
+        return self.is_leader and len(self.isr) < len(self.replicas)
+
+    def check_offsets(self) -> None:
+        """Assert NeverServeBelowLogStart's offset order on this replica."""
+        lso, hw, leo = self.log_start_offset, self.high_watermark, self.log_end_offset
+        assert 0 <= lso <= hw <= leo, f"{self.tp}: start {lso} hw {hw} leo {leo}"
+
+    # ---- role changes --------------------------------------------------------------------------
+
+    def _apply_assignment(self, state: LeaderAndIsrPartitionState) -> None:
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.controller_epoch = state.controller_epoch
+        self.isr = tuple(state.isr)
+        self.replicas = tuple(state.replicas)
+        self.leader_id = state.leader
+        self.pending_isr = None
+
+    def make_leader(self, state: LeaderAndIsrPartitionState, now_ms: int) -> bool:
+        """Lead under ``state`` (its leader epoch is newer than the one held).
+
+        Records (leader epoch, log end offset) in the epoch cache, durably, before anything is
+        appended under the new epoch; forgets what it knew of followers, except that the ISR
+        members count as caught up now (so they are not dropped before they can fetch).
+        Returns True (a new leader epoch always starts a new term).
+        """
+        assert state.leader == self.local_broker_id
+        assert state.leader_epoch > self.leader_epoch or self.role is not Role.LEADER
+        if state.leader_epoch >= 0:
+            self.epoch_cache.assign(state.leader_epoch, self.log_end_offset)
+        self._apply_assignment(state)
+        self.role = Role.LEADER
+        self.leader_epoch_start_offset = self.log_end_offset
+        self.followers = {
+            r: FollowerState(r, last_caught_up_time_ms=now_ms if r in self.isr else 0)
+            for r in self.replicas if r != self.local_broker_id}
+        self.check_offsets()
+        return True
+
+    def make_follower(self, state: LeaderAndIsrPartitionState) -> bool:
+        """Follow ``state.leader`` (-1: no leader). Returns True when the leader or the leader
+        epoch changed, i.e. fetching must restart with truncation."""
+        changed = (state.leader_epoch > self.leader_epoch or state.leader != self.leader_id
+                   or self.role is not Role.FOLLOWER)
+        self._apply_assignment(state)
+        self.role = Role.FOLLOWER
+        self.followers = {}
+        self.leader_epoch_start_offset = UNKNOWN_OFFSET
+        return changed
+
+    def update_assignment(self, state: LeaderAndIsrPartitionState, now_ms: int) -> None:
+        """Same leader epoch, newer partition epoch: take the ISR and replicas, keep the role."""
+        assert state.leader_epoch == self.leader_epoch
+        assert state.partition_epoch > self.partition_epoch
+        self._apply_assignment(state)
+        if self.is_leader:
+            for r in self.replicas:
+                if r != self.local_broker_id and r not in self.followers:
+                    self.followers[r] = FollowerState(
+                        r, last_caught_up_time_ms=now_ms if r in self.isr else 0)
+            for r in list(self.followers):
+                if r not in self.replicas:
+                    del self.followers[r]
+
+    def stop(self) -> None:
+        """StopReplica without delete: keep the log and the epoch, stop leading and following."""
+        self.role = Role.NONE
+        self.followers = {}
+        self.pending_isr = None
+
+    # ---- leader: followers, high watermark, ISR ------------------------------------------------
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
+                                    follower_log_start_offset: int, now_ms: int) -> None:
+        """Record a follower's fetch (its log end offset is the fetch offset).
+
+        A follower is caught up at a fetch if it asked for the leader's end offset, or at its
+        previous fetch if it has now reached what the leader's end offset was then; ISR shrink
+        measures from that time.
+        """
+        assert self.is_leader
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return
+        leader_end = self.log_end_offset
+        assert fetch_offset <= leader_end, "a follower cannot be ahead of its leader"
+        if fetch_offset >= leader_end:
+            follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, now_ms)
+        elif fetch_offset >= follower.last_fetch_leader_log_end_offset >= 0:
+            follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms,
+                                                  follower.last_fetch_time_ms)
+        follower.log_end_offset = fetch_offset
+        follower.log_start_offset = follower_log_start_offset
+        follower.last_fetch_leader_log_end_offset = leader_end
+        follower.last_fetch_time_ms = now_ms
+
+    def high_watermark_candidate(self) -> int | None:
+        """min(log end offset) over the maximal ISR, or None while a member's is unknown."""
+        candidate = self.log_end_offset
+        for r in self.maximal_isr:
+            if r == self.local_broker_id:
+                continue
+            follower = self.followers.get(r)
+            if follower is None or follower.log_end_offset == UNKNOWN_OFFSET:
+                return None
+            candidate = min(candidate, follower.log_end_offset)
+        return candidate
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Advance the high watermark to the candidate if that is higher; never backwards."""
+        if not self.is_leader or self.offline:
+            return False
+        candidate = self.high_watermark_candidate()
+        if candidate is None or candidate <= self.high_watermark:
+            return False
+        previous = self.high_watermark
+        self.log.update_high_watermark(candidate)
+        assert self.high_watermark > previous
+        self.check_offsets()
+        return True
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+        """ISR members (not the leader) that have not caught up within ``max_lag_ms``."""
+        out = []
+        for r in self.isr:
+            if r == self.local_broker_id:
+                continue
+            follower = self.followers.get(r)
+            if follower is None or now_ms - follower.last_caught_up_time_ms > max_lag_ms:
+                out.append(r)
+        return out
+
+    def replicas_to_add_to_isr(self) -> list[int]:
+        """Followers outside the ISR that have reached the high watermark and the start of the
+        current leader epoch (so they hold everything committed in it)."""
+        out = []
+        for r, follower in self.followers.items():
+            if r in self.isr or r not in self.replicas:
+                continue
+            if (follower.log_end_offset >= self.high_watermark
+                    and follower.log_end_offset >= self.leader_epoch_start_offset):
+                out.append(r)
+        return out

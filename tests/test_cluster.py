@@ -1,0 +1,146 @@
+"""The embedded cluster API: produce, fetch, offsets, faults, failover, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from logwright import Cluster, KafkaError
+from logwright.cluster import ClusterError
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    c = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=7)
+    c.create_topic("t", partitions=2, replication_factor=3)
+    return c
+
+
+def values(c: Cluster, partition: int = 0, offset: int = 0) -> list[bytes | None]:
+    return [r.value for r in c.fetch("t", partition, offset)]
+
+
+def test_produce_fetch_and_offsets(cluster: Cluster) -> None:
+    assert cluster.produce("t", 0, [b"a", b"b"]) == 0
+    assert cluster.produce("t", 0, [b"c"], acks=1) == 2
+    cluster.run_until_idle()
+    assert values(cluster) == [b"a", b"b", b"c"]
+    assert values(cluster, offset=1) == [b"b", b"c"]
+    assert cluster.list_offsets("t", 0, "earliest") == 0
+    assert cluster.list_offsets("t", 0, "latest") == 3
+    assert values(cluster, partition=1) == []
+
+
+def test_acks_all_is_on_every_in_sync_replica(cluster: Cluster) -> None:
+    cluster.produce("t", 0, [b"x"], acks=-1)
+    state = cluster.partition_state("t", 0)
+    for b in state.isr:
+        part = cluster.broker(b).replica_manager.describe()[state.tp]
+        assert part.log_end_offset == 1
+
+
+def test_leader_crash_elects_from_the_isr_and_keeps_committed_records(cluster: Cluster) -> None:
+    for i in range(5):
+        cluster.produce("t", 0, [b"v%d" % i])
+    before = cluster.partition_state("t", 0)
+    cluster.crash_broker(before.leader)
+    cluster.advance_time(15_000)
+    after = cluster.partition_state("t", 0)
+    assert after.leader != before.leader and after.leader in before.isr
+    assert after.leader_epoch > before.leader_epoch
+    assert values(cluster) == [b"v%d" % i for i in range(5)]
+    cluster.produce("t", 0, [b"more"])
+    cluster.restart_broker(before.leader)
+    assert cluster.run_until_idle()
+    part = cluster.broker(before.leader).replica_manager.describe()[after.tp]
+    assert part.log_end_offset == 6, "the restarted replica caught up"
+
+
+def test_controller_failover_bumps_the_epoch_and_the_cluster_goes_on(cluster: Cluster) -> None:
+    old_epoch = cluster.controller.epoch
+    cluster.fail_controller()
+    assert cluster.controller.epoch == old_epoch + 1
+    cluster.produce("t", 1, [b"after failover"])
+    assert values(cluster, partition=1) == [b"after failover"]
+
+
+def test_a_zombie_controller_changes_nothing(cluster: Cluster) -> None:
+    """HAZARDS 4: the deposed controller keeps running; its writes and requests are fenced."""
+    zombie = cluster.controller
+    cluster.fail_controller(zombie=True)
+    with pytest.raises(KafkaError) as e:
+        zombie.create_topic("ghost", 1, 1)
+    assert e.value.name == "STALE_CONTROLLER_EPOCH"
+    assert not zombie.active
+    assert all(t.name != "ghost" for t in cluster.controller.topics())
+
+
+def test_network_partition_of_the_leader_moves_leadership(cluster: Cluster) -> None:
+    cluster.produce("t", 0, [b"a"])
+    leader = cluster.partition_state("t", 0).leader
+    cluster.partition_network(leader, "controller-1")
+    cluster.advance_time(20_000)
+    assert cluster.partition_state("t", 0).leader != leader
+    cluster.heal_network()
+    cluster.produce("t", 0, [b"b"])
+    assert values(cluster) == [b"a", b"b"]
+
+
+def test_reassignment_moves_replicas(cluster: Cluster) -> None:
+    c = Cluster.simulated(brokers=4, seed=3)
+    c.create_topic("r", partitions=1, replication_factor=2)
+    c.produce("r", 0, [b"one", b"two"])
+    state = c.partition_state("r", 0)
+    target = sorted({1, 2, 3, 4} - set(state.replicas))
+    c.reassign(json.dumps({"version": 1, "partitions": [
+        {"topic": "r", "partition": 0, "replicas": target}]}))
+    after = c.partition_state("r", 0)
+    assert sorted(after.replicas) == target and after.leader in target
+    assert [r.value for r in c.fetch("r", 0, 0)] == [b"one", b"two"]
+
+
+def test_errors_carry_kafka_names_and_codes(cluster: Cluster) -> None:
+    cluster.produce("t", 0, [b"a"])
+    with pytest.raises(KafkaError) as e:
+        cluster.fetch("t", 0, 5)
+    assert (e.value.name, e.value.code) == ("OFFSET_OUT_OF_RANGE", 1)
+    with pytest.raises(KafkaError) as e:
+        cluster.produce("nope", 0, [b"x"])
+    assert e.value.name == "UNKNOWN_TOPIC_OR_PARTITION"
+    with pytest.raises(KafkaError) as e:
+        cluster.create_topic("bad/name")
+    assert e.value.name == "INVALID_TOPIC_EXCEPTION"
+    with pytest.raises(KafkaError) as e:
+        cluster.produce("t", 0, [b"x"], acks=2)  # type: ignore[arg-type]
+    assert e.value.name == "INVALID_REQUEST"
+    with pytest.raises(ClusterError):
+        cluster.broker(99)
+
+
+def test_one_seed_reproduces_one_run() -> None:
+    def run(seed: int) -> tuple[object, ...]:
+        c = Cluster.simulated(brokers=3, seed=seed, max_delay_ms=20)
+        c.create_topic("d", partitions=3)
+        for i in range(6):
+            c.produce("d", i % 3, [b"%d" % i])
+        c.crash_broker(1)
+        c.advance_time(12_000)
+        return (c.runtime.clock.now_ms(), c.runtime.events,
+                tuple(c.partition_state("d", p) for p in range(3)))
+
+    assert run(11) == run(11)
+    assert run(11) != run(12)
+
+
+def test_real_cluster_on_disk_survives_a_restart(tmp_path: object) -> None:
+    path = f"{tmp_path}/cluster"
+    c = Cluster.real(path, brokers=2, log_dirs_per_broker=1)
+    c.create_topic("t", partitions=1, replication_factor=2)
+    c.produce("t", 0, [b"durable"])
+    c.close()
+    again = Cluster.real(path, brokers=2, log_dirs_per_broker=1)
+    try:
+        assert [r.value for r in again.fetch("t", 0, 0)] == [b"durable"]
+    finally:
+        again.close()
