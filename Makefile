@@ -30,3 +30,6 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info impl/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+demo: $(STAMP)
+	$(VENV)/bin/logwright demo

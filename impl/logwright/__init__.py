@@ -6,7 +6,12 @@ checkpoints), ``logmanager`` (all log dirs of one broker), and beside them ``mod
 executable reference model and its checker) and ``verify`` (``make verify``).
 """
 
+import logging
+
 from logwright.errors import KafkaError, LogwrightError
+
+# A library logs, it does not print: nothing shows unless the application configures logging.
+logging.getLogger("logwright").addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str) -> object:

@@ -53,5 +53,18 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool) -> None:
     sys.exit(1 if any(r.verdict.failed for r in rows) else 0)
 
 
+@main.command()
+@click.option("--seed", default=1, show_default=True, help="Seed of the simulated world.")
+@click.option("--real", "real_path", metavar="DIR", default=None,
+              help="Run on the real file system under DIR instead of in simulation.")
+def demo(seed: int, real_path: str | None) -> None:
+    """Run a small 3-broker cluster: produce, crash the leader, fail the controller over."""
+    from logwright.cluster.demo import run_demo
+
+    console = Console()
+    cluster = run_demo(lambda line: console.print(line, highlight=False), seed, real_path)
+    cluster.close()
+
+
 if __name__ == "__main__":
     main()
