@@ -16,6 +16,8 @@ Invariants after every step:
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -135,6 +137,20 @@ class ClusterMachine(RuleBasedStateMachine):
         self.cluster.simulated_world.new_fs(f"broker-{b}").inject_fault(d, Fault.EIO)
         self.faulted.add((b, d))
 
+    @rule(p=st.integers(0, PARTITIONS - 1),
+          replicas=st.permutations(BROKERS).flatmap(
+              lambda order: st.integers(2, 3).map(lambda n: list(order[:n]))))
+    def reassign(self, p: int, replicas: list[int]) -> None:
+        """Move partition ``p`` to ``replicas`` (shrinking to two or reordering three)."""
+        plan = json.dumps({"version": 1, "partitions": [
+            {"topic": TOPIC, "partition": p, "replicas": replicas}]})
+        try:
+            self.cluster.reassign(plan, wait=False)
+        except KafkaError as exc:
+            event(f"reassignment refused: {exc.name}")
+            return
+        event("reassignment started")
+
     @rule(ms=st.sampled_from([100, 2_000, 12_000]))
     def advance(self, ms: int) -> None:
         self.cluster.advance_time(ms)
@@ -168,6 +184,25 @@ class ClusterMachine(RuleBasedStateMachine):
                     continue
                 lso, hw, leo = part.log_start_offset, part.high_watermark, part.log_end_offset
                 assert 0 <= lso <= hw <= leo, f"broker {b} {part}"
+
+    @invariant()
+    def no_broker_is_ahead_of_the_controller(self) -> None:
+        """A fenced request never changed state: no replica holds a leader epoch the
+        authoritative store has not issued, and no broker accepted a controller epoch that was
+        never claimed."""
+        if not hasattr(self, "cluster"):
+            return
+        store_epoch = self.cluster.store.controller_epoch()
+        for b in BROKERS:
+            broker = self.cluster.broker(b)
+            if not broker.alive:
+                continue
+            assert broker.controller_epoch <= store_epoch, f"broker {b}"
+            for tp, part in broker.replica_manager.describe().items():
+                state = self.cluster.controller.partition_state(tp)
+                assert part.leader_epoch <= state.leader_epoch, (
+                    f"broker {b} holds {tp} at leader epoch {part.leader_epoch}, the store only "
+                    f"issued {state.leader_epoch}")
 
     @invariant()
     def acknowledged_records_survive(self) -> None:
