@@ -35,6 +35,9 @@ class OffsetIndex:
         self._offsets = array("q")
         self._positions = array("q")
         self._handle: FileHandle | None = None
+        # Entries [0, _written) are in the file; later ones are written by flush or close, so an
+        # append costs no system call (as Kafka's memory-mapped index costs none).
+        self._written = 0
 
     def _file(self) -> FileHandle:
         if self._handle is None:
@@ -58,6 +61,10 @@ class OffsetIndex:
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 8")
         self._offsets, self._positions = offsets, positions
+        self._written = len(offsets)
+        # Reopened by the next write: a broker with tens of thousands of segments must not
+        # hold two more descriptors per segment for having read its indexes at start-up.
+        self.close()
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry for the batch starting at ``offset`` at ``position``."""
@@ -66,7 +73,15 @@ class OffsetIndex:
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
         self._offsets.append(offset)
         self._positions.append(position)
-        self._file().append(_OFFSET_ENTRY.pack(rel, position))
+
+    def _write_pending(self) -> None:
+        n = len(self._offsets)
+        if self._written < n:
+            base, pack, start = self.base_offset, _OFFSET_ENTRY.pack, self._written
+            pending = zip(self._offsets[start:], self._positions[start:], strict=True)
+            data = b"".join(pack(o - base, p) for o, p in pending)
+            self._file().write_at(self._written * self.ENTRY_BYTES, data)
+            self._written = n
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as (offset, position); (base, 0) if none."""
@@ -75,18 +90,26 @@ class OffsetIndex:
             return self.base_offset, 0
         return self._offsets[i - 1], self._positions[i - 1]
 
+    def batch_start_at_or_before(self, position: int) -> int:
+        """The largest indexed batch position <= ``position`` (0 if none): a batch boundary."""
+        i = bisect_right(self._positions, position)
+        return self._positions[i - 1] if i else 0
+
     def truncate_to_position(self, position: int) -> None:
         """Drop entries at or after byte ``position`` of the log."""
         i = bisect_right(self._positions, position - 1)
         if i < len(self._offsets):
             del self._offsets[i:]
             del self._positions[i:]
-            self._file().truncate(i * self.ENTRY_BYTES)
+            if i < self._written:
+                self._file().truncate(i * self.ENTRY_BYTES)
+                self._written = i
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self._offsets, self._positions = array("q"), array("q")
         self._file().truncate(0)
+        self._written = 0
 
     @property
     def entries(self) -> int:
@@ -101,15 +124,19 @@ class OffsetIndex:
         return self._offsets[-1], self._positions[-1]
 
     def flush(self) -> None:
-        """Make the entries durable."""
+        """Write the pending entries and make every entry durable."""
+        self._write_pending()
         if self._handle is not None:
             self._handle.fsync()
 
     def close(self) -> None:
-        """Release the file."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        """Write the pending entries (not durably) and release the file."""
+        try:
+            self._write_pending()
+        finally:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
 
 
 class TimeIndex:
@@ -124,6 +151,7 @@ class TimeIndex:
         self._timestamps = array("q")
         self._offsets = array("q")
         self._handle: FileHandle | None = None
+        self._written = 0  # as for the offset index
 
     def _file(self) -> FileHandle:
         if self._handle is None:
@@ -147,6 +175,8 @@ class TimeIndex:
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 12")
         self._timestamps, self._offsets = timestamps, offsets
+        self._written = len(offsets)
+        self.close()  # reopened by the next write, as for the offset index
 
     def maybe_append(self, timestamp_ms: int, offset: int) -> None:
         """Add an entry if ``timestamp_ms`` is larger than the last one."""
@@ -156,7 +186,15 @@ class TimeIndex:
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
         self._timestamps.append(timestamp_ms)
         self._offsets.append(offset)
-        self._file().append(_TIME_ENTRY.pack(timestamp_ms, rel))
+
+    def _write_pending(self) -> None:
+        n = len(self._offsets)
+        if self._written < n:
+            base, pack, start = self.base_offset, _TIME_ENTRY.pack, self._written
+            pending = zip(self._timestamps[start:], self._offsets[start:], strict=True)
+            data = b"".join(pack(t, o - base) for t, o in pending)
+            self._file().write_at(self._written * self.ENTRY_BYTES, data)
+            self._written = n
 
     def lookup(self, timestamp_ms: int) -> int:
         """The offset of the last entry with timestamp < ``timestamp_ms`` (base offset if none).
@@ -174,12 +212,15 @@ class TimeIndex:
         if keep < len(self._offsets):
             del self._timestamps[keep:]
             del self._offsets[keep:]
-            self._file().truncate(keep * self.ENTRY_BYTES)
+            if keep < self._written:
+                self._file().truncate(keep * self.ENTRY_BYTES)
+                self._written = keep
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self._timestamps, self._offsets = array("q"), array("q")
         self._file().truncate(0)
+        self._written = 0
 
     @property
     def last_timestamp(self) -> int | None:
@@ -187,12 +228,16 @@ class TimeIndex:
         return self._timestamps[-1] if self._timestamps else None
 
     def flush(self) -> None:
-        """Make the entries durable."""
+        """Write the pending entries and make every entry durable."""
+        self._write_pending()
         if self._handle is not None:
             self._handle.fsync()
 
     def close(self) -> None:
-        """Release the file."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        """Write the pending entries (not durably) and release the file."""
+        try:
+            self._write_pending()
+        finally:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None

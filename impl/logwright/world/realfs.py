@@ -18,11 +18,14 @@ class RealFileHandle(FileHandle):
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
         position = self._size
-        view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self._fd, view[written:], position + written)
-        self._size = position + written
+        size = data.nbytes if isinstance(data, memoryview) else len(data)
+        # One pwrite nearly always writes everything; the loop is for the rare short write.
+        written = os.pwrite(self._fd, data, position)
+        if written < size:
+            view = memoryview(data).cast("B")
+            while written < size:
+                written += os.pwrite(self._fd, view[written:], position + written)
+        self._size = position + size
         return position
 
     def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
