@@ -24,8 +24,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from logwright import Cluster, KafkaError
 from logwright.errors import KafkaStorageError
-from logwright.records import decode_records, iter_batches
-from logwright.storage.log import PartitionLog
 from logwright.storage.naming import TopicPartition
 from logwright.world import Fault
 
@@ -229,7 +227,7 @@ class ClusterMachine(RuleBasedStateMachine):
                 event("leader not serving yet")
                 continue
             try:
-                held = _records(part.log)
+                held = {offset: rec.value for offset, rec in part.log.read_records()}
             except KafkaStorageError:
                 event("leader's dir failed just now")
                 continue
@@ -246,20 +244,6 @@ class ClusterMachine(RuleBasedStateMachine):
                 assert got.get(offset) == value, (
                     f"partition {p}: a consumer reads {got.get(offset)!r} at {offset}, "
                     f"expected the acknowledged {value!r}")
-
-
-def _records(log: PartitionLog) -> dict[int, bytes | None]:
-    out: dict[int, bytes | None] = {}
-    offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
-        if not data.records:
-            break
-        for position, _ in iter_batches(data.records):
-            for off, rec in decode_records(data.records, position):
-                out[off] = rec.value
-                offset = off + 1
-    return out
 
 
 ClusterMachine.TestCase.settings = settings(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logwright.records import build_simple_batch, decode_records
+from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog
 from logwright.storage.naming import TopicPartition
@@ -37,15 +37,4 @@ def fill(log: PartitionLog, batches: int, per_batch: int = 2, ts: int = 1_000_00
 def read_all(log: PartitionLog, start: int | None = None, max_offset: int | None = None
              ) -> list[tuple[int, bytes | None]]:
     """Every (offset, value) from ``start`` (default: the log start offset) to the end."""
-    offset = log.log_start_offset if start is None else start
-    out: list[tuple[int, bytes | None]] = []
-    limit = log.log_end_offset if max_offset is None else max_offset
-    while offset < limit:
-        data = log.read(offset, 4096, max_offset)
-        if not data.records:
-            break
-        for off, rec in decode_records(data.records):
-            if off >= offset:
-                out.append((off, rec.value))
-        offset = out[-1][0] + 1 if out else limit
-    return out
+    return [(offset, rec.value) for offset, rec in log.read_records(start, max_offset)]

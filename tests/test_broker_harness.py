@@ -44,7 +44,7 @@ from logwright.protocol import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from logwright.records import build_simple_batch, decode_records
+from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world import SimFileSystem, SimScheduler, VirtualClock
@@ -315,17 +315,7 @@ class World:
     def values(self, broker_id: int, tp: TopicPartition) -> list[tuple[int, bytes | None]]:
         """Every (offset, value) in the replica's log, from its log start offset."""
         log = self.partition(broker_id, tp).log
-        out: list[tuple[int, bytes | None]] = []
-        offset = log.log_start_offset
-        while offset < log.log_end_offset:
-            data = log.read(offset, 1 << 20)
-            if not data.records:
-                break
-            for off, rec in decode_records(data.records):
-                if off >= offset:
-                    out.append((off, rec.value))
-            offset = out[-1][0] + 1
-        return out
+        return [(offset, rec.value) for offset, rec in log.read_records()]
 
     def check_offsets(self) -> None:
         """0 <= log start offset <= high watermark <= log end offset on every replica."""

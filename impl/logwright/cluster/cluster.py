@@ -44,7 +44,7 @@ from logwright.protocol import (
     ProduceRequest,
     ProduceResponse,
 )
-from logwright.records import Record, build_batch, decode_records
+from logwright.records import Record, build_batch, decode_batches
 from logwright.storage.naming import TopicPartition, Uuid
 
 Runtime = SimWorld | RealRuntime
@@ -307,7 +307,7 @@ class Cluster:
                                      f"(log start offset {data.log_start_offset}, "
                                      f"high watermark {data.high_watermark})")
                 return data.error
-            for position_offset, record in _decode_all(data.records):
+            for position_offset, record in decode_batches(data.records):
                 if position_offset >= offset:
                     out.append(ConsumerRecord(position_offset, record.key, record.value,
                                               record.timestamp_ms))
@@ -452,12 +452,3 @@ class Cluster:
 
 def _node(x: int | str) -> str:
     return broker_node_id(x) if isinstance(x, int) else x
-
-
-def _decode_all(records: bytes) -> list[tuple[int, Record]]:
-    from logwright.records import iter_batches
-
-    out: list[tuple[int, Record]] = []
-    for position, _ in iter_batches(records):
-        out.extend(decode_records(records, position))
-    return out

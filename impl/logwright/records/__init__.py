@@ -16,7 +16,7 @@ from logwright.records.header import (
     ByteBuffer,
     CompressionCodec,
 )
-from logwright.records.record import Record, decode_records
+from logwright.records.record import Record, decode_batches, decode_records
 from logwright.records.scan import (
     ScanResult,
     ScanStop,
@@ -43,6 +43,7 @@ __all__ = [
     "assign_offsets",
     "build_batch",
     "build_simple_batch",
+    "decode_batches",
     "decode_records",
     "iter_batches",
     "scan_valid_prefix",

@@ -197,3 +197,17 @@ def _read_bytes(data: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
     if length < -1 or pos + length > end:
         raise _FieldError(f"length {length} does not fit in the {end - pos} bytes left")
     return data[pos : pos + length], pos + length
+
+
+def decode_batches(buf: bytes, verify_crc: bool = True) -> list[tuple[int, Record]]:
+    """Every record of every complete batch in ``buf``, as (absolute offset, record).
+
+    For consumers, tools and tests (a fetch answer holds several batches); an incomplete last
+    batch, as a size-limited fetch may end with, is left out.
+    """
+    from logwright.records.scan import iter_batches
+
+    out: list[tuple[int, Record]] = []
+    for position, _ in iter_batches(buf, verify_crc=verify_crc):
+        out.extend(decode_records(buf, position, verify_crc=verify_crc))
+    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -29,7 +29,9 @@ from logwright.errors import (
 )
 from logwright.records import (
     BatchHeader,
+    Record,
     assign_offsets,
+    decode_records,
     iter_batches,
     scan_valid_prefix,
     validate_batches,
@@ -402,6 +404,30 @@ class PartitionLog:
         except OSError as exc:
             raise self._io_failed(exc) from exc
         return FetchData(records, first, self._log_start_offset, self._high_watermark, leo)
+
+    def read_batches(self, start_offset: int | None = None, max_offset: int | None = None
+                     ) -> Iterator[tuple[BatchHeader, list[tuple[int, Record]]]]:
+        """Every batch from the one holding ``start_offset`` (default: the log start offset)
+        below ``max_offset`` (default: the log end offset), decoded. For tools and tests."""
+        offset = self._log_start_offset if start_offset is None else start_offset
+        limit = self.log_end_offset if max_offset is None else max_offset
+        while offset < limit:
+            data = self.read(offset, 1 << 20, limit)
+            if not data.records:
+                return
+            for position, header in iter_batches(data.records):
+                yield header, decode_records(data.records, position)
+                offset = header.last_offset + 1
+
+    def read_records(self, start_offset: int | None = None, max_offset: int | None = None
+                     ) -> Iterator[tuple[int, Record]]:
+        """Every record at or after ``start_offset`` (default: the log start offset) below
+        ``max_offset``, as (offset, record). For tools and tests."""
+        first = self._log_start_offset if start_offset is None else start_offset
+        for _, records in self.read_batches(first, max_offset):
+            for offset, record in records:
+                if offset >= first:
+                    yield offset, record
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose batch has a timestamp >= ``timestamp_ms`` (ListOffsets)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from logwright.errors import KafkaStorageError, OffsetOutOfRange
 from logwright.logmanager import LogManager, LogManagerConfig
-from logwright.records import build_simple_batch, decode_records, iter_batches
+from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog
 from logwright.storage.naming import TopicPartition
@@ -265,17 +265,8 @@ class StorageHarness:
         self._check_partition(tp, log)
 
     def _read_batches(self, log: PartitionLog) -> list[Batch]:
-        out: list[Batch] = []
-        offset = log.log_start_offset
-        while offset < log.log_end_offset:
-            data = log.read(offset, 1 << 20)
-            if not data.records:
-                break
-            for pos, header in iter_batches(data.records):
-                values = tuple(rec.value or b"" for _, rec in decode_records(data.records, pos))
-                out.append((header.base_offset, values))
-                offset = header.last_offset + 1
-        return out
+        return [(header.base_offset, tuple(rec.value or b"" for _, rec in records))
+                for header, records in log.read_batches()]
 
     def check(self) -> None:
         """Check every invariant on every online partition; raises ``InvariantViolation``."""
