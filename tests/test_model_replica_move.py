@@ -11,6 +11,7 @@ from collections import deque
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from logwright.model import SPECS, check
@@ -67,9 +68,11 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
         assert spec_of(cfg).config.bug == cfg.removesuffix(".cfg").split("_bug_")[1]
 
 
-def test_same_states_and_depth_as_tlc() -> None:
+@pytest.mark.parametrize("packed", [False, True], ids=["generic", "packed"])
+def test_same_states_and_depth_as_tlc(packed: bool) -> None:
     expected = FIGURES["ReplicaMove.cfg"]
-    result = check(spec_of("ReplicaMove.cfg"))
+    result = check(spec_of("ReplicaMove.cfg"), packed=packed)
+    assert result.engine == ("packed" if packed else "generic")
     assert result.violation is None and result.complete
     assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
     assert result.generated == expected["generated"]
@@ -78,13 +81,18 @@ def test_same_states_and_depth_as_tlc() -> None:
 @pytest.mark.parametrize("cfg", BUG_CFGS)
 def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
     spec = spec_of(cfg)
-    result = check(spec)
+    result = check(spec, packed=False)
     assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
     assert result.violation.invariant == FIGURES[cfg]["violation"]
     assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
     assert len(result.violation) == FIGURES[cfg]["depth"]
     assert (result.distinct, result.generated) == (FIGURES[cfg]["distinct"],
                                                    FIGURES[cfg]["generated"])
+    # The batched engine expands whole levels, so only its trace is compared: the same states.
+    fast = check(spec, packed=True)
+    assert fast.engine == "packed" and fast.violation is not None
+    assert fast.violation.invariant == result.violation.invariant
+    assert fast.violation.steps == result.violation.steps
 
 
 def test_counterexample_reads_as_the_story_of_the_bug() -> None:
@@ -100,6 +108,53 @@ def test_counterexample_reads_as_the_story_of_the_bug() -> None:
         "  broker up, append lock held; appends go to src; acked=1; authoritative on disk: fut",
         "  src in D1: name=live (on disk live), records=1 (fsynced 1)",
         "  fut in D2: name=live (on disk live), records=1 (fsynced 0)"]
+
+
+# -- the packed fast path: the same machine as the Python actions ----------------------------------
+
+@pytest.mark.parametrize("max_records", [1, 3])
+@pytest.mark.parametrize("bug", BUGS)
+def test_packed_actions_are_the_python_actions_on_every_reachable_state(
+        bug: str, max_records: int) -> None:
+    """On every reachable state (invariants ignored): the vectorized successors are the Python
+    actions', action by action and in order; the invariants agree; encode and decode are
+    inverse."""
+    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=max_records, bug=bug))
+    states = sorted(reachable(spec), key=spec.encode)
+    assert len(states) >= 35
+    codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
+    assert [spec.decode(int(c)) for c in codes] == states
+    packed: list[list[tuple[int, int, int]]] = [[] for _ in states]
+    for b in spec.packed_successors(codes):
+        for parent, code in zip(b.parents.tolist(), b.codes.tolist(), strict=True):
+            packed[parent].append((b.action, b.branch, code))
+    actions = spec.actions()
+    for s, successors in zip(states, packed, strict=True):
+        generic = [(a, t) for a, (_, fn) in enumerate(actions) for t in fn(s)]
+        assert [(a, spec.decode(code)) for a, _, code in sorted(successors)] == generic, \
+            spec.describe(s)
+    for (name, ok), (name2, holds) in zip(spec.packed_invariants(codes), spec.invariants(),
+                                          strict=True):
+        assert name == name2
+        assert ok.tolist() == [holds(s) for s in states], name
+
+
+def test_both_engines_explore_the_same_larger_model() -> None:
+    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=8))
+    generic, packed = check(spec, packed=False), check(spec, packed=True)
+    assert packed.engine == "packed" and packed.holds and generic.holds
+    assert (packed.generated, packed.distinct, packed.depth) == (
+        generic.generated, generic.distinct, generic.depth)
+    assert generic.distinct == len(reachable(spec)) > 1000
+
+
+def test_a_model_too_large_for_one_int64_code_falls_back_to_the_generic_engine() -> None:
+    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=10**4))
+    assert not spec.packed_available()
+    result = check(spec, max_states=100)
+    assert result.engine == "generic" and not result.complete and result.distinct == 100
+    with pytest.raises(ValueError, match="no packed fast path"):
+        check(spec, packed=True)
 
 
 # -- the protocol: every crash point recovers, by itself, with nothing lost -------------------

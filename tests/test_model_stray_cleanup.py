@@ -7,10 +7,13 @@ ones also run TLC itself on the bug .cfg files when it is installed.
 from __future__ import annotations
 
 import json
+import random
 import re
+from collections import deque
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from logwright.model import SPECS, check
@@ -54,9 +57,11 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
         assert spec_of(cfg).config.bug == cfg.removesuffix(".cfg").split("_bug_")[1]
 
 
-def test_same_states_and_depth_as_tlc() -> None:
+@pytest.mark.parametrize("packed", [False, True], ids=["generic", "packed"])
+def test_same_states_and_depth_as_tlc(packed: bool) -> None:
     expected = FIGURES["StrayCleanup.cfg"]
-    result = check(spec_of("StrayCleanup.cfg"))
+    result = check(spec_of("StrayCleanup.cfg"), packed=packed)
+    assert result.engine == ("packed" if packed else "generic")
     assert result.violation is None and result.complete
     assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
     assert result.generated == expected["generated"]
@@ -65,13 +70,18 @@ def test_same_states_and_depth_as_tlc() -> None:
 @pytest.mark.parametrize("cfg", BUG_CFGS)
 def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
     spec = spec_of(cfg)
-    result = check(spec)
+    result = check(spec, packed=False)
     assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
     assert result.violation.invariant == FIGURES[cfg]["violation"]
     assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
     assert len(result.violation) == FIGURES[cfg]["depth"]
     assert (result.distinct, result.generated) == (FIGURES[cfg]["distinct"],
                                                    FIGURES[cfg]["generated"])
+    # The batched engine expands whole levels, so only its trace is compared: the same states.
+    fast = check(spec, packed=True)
+    assert fast.engine == "packed" and fast.violation is not None
+    assert fast.violation.invariant == result.violation.invariant
+    assert fast.violation.steps == result.violation.steps
 
 
 def test_counterexample_reads_as_the_story_of_the_bug() -> None:
@@ -164,6 +174,126 @@ def test_name_only_match_deletes_the_new_topic_id_too() -> None:
 def test_unknown_bug_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown Bug"):
         StrayCleanupConfig(bug="Typo")
+
+
+# -- the packed fast path: the same machine as the Python actions ----------------------------------
+
+def bfs_states(spec: StrayCleanupSpec) -> list[SCState]:
+    """Every reachable state (invariants ignored), in breadth-first order."""
+    init = [s for s in spec.init_states() if isinstance(s, SCState)]
+    seen, queue = dict.fromkeys(init), deque(init)
+    while queue:
+        s = queue.popleft()
+        for _name, fn in spec.actions():
+            for t in fn(s):
+                assert isinstance(t, SCState)
+                if t not in seen:
+                    seen[t] = None
+                    queue.append(t)
+    return list(seen)
+
+
+def walk_states(spec: StrayCleanupSpec, walks: int, steps: int, seed: int) -> list[SCState]:
+    """The states along ``walks`` random behaviours of ``steps`` steps (reproducible by seed):
+    deep states of a model too large to enumerate."""
+    rng = random.Random(seed)
+    actions = spec.actions()
+    seen: dict[SCState, None] = {}
+    for _ in range(walks):
+        s = initial(spec)
+        seen[s] = None
+        for _ in range(steps):
+            successors = [t for _name, fn in actions for t in fn(s)]
+            if not successors:
+                break
+            t = rng.choice(successors)
+            assert isinstance(t, SCState)
+            seen[s := t] = None
+    return list(seen)
+
+
+def assert_packed_is_generic(spec: StrayCleanupSpec, states: list[SCState]) -> None:
+    """On each state: the vectorized successors are the Python actions', action by action and
+    in order; the invariants agree; encode and decode are inverse."""
+    codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
+    assert [spec.decode(int(c)) for c in codes] == states
+    packed: list[list[tuple[int, int, int]]] = [[] for _ in states]
+    for b in spec.packed_successors(codes):
+        for parent, code in zip(b.parents.tolist(), b.codes.tolist(), strict=True):
+            packed[parent].append((b.action, b.branch, code))
+    actions = spec.actions()
+    for s, successors in zip(states, packed, strict=True):
+        generic = [(a, t) for a, (_, fn) in enumerate(actions) for t in fn(s)]
+        assert [(a, spec.decode(code)) for a, _, code in sorted(successors)] == generic, \
+            spec.describe(s)
+    for (name, ok), (name2, holds) in zip(spec.packed_invariants(codes), spec.invariants(),
+                                          strict=True):
+        assert name == name2
+        assert ok.tolist() == [holds(s) for s in states], name
+
+
+SMALL = {"brokers": (1,), "partitions": (1,), "max_topic_id": 2, "max_controller_epoch": 2,
+         "max_time": 1, "retention_period": 1, "stray_deletion_delay": 0}
+
+
+@pytest.mark.parametrize("bug", BUGS)
+def test_packed_actions_are_the_python_actions_on_every_reachable_state(bug: str) -> None:
+    spec = StrayCleanupSpec(StrayCleanupConfig(**SMALL, bug=bug))  # type: ignore[arg-type]
+    states = bfs_states(spec)
+    assert len(states) > 1000
+    assert_packed_is_generic(spec, states)
+
+
+@pytest.mark.parametrize("bug", BUGS)
+def test_packed_actions_with_two_brokers_and_two_partitions(bug: str) -> None:
+    """Broker and partition ids that are not positions, every action with two of each, on the
+    states of random behaviours (the reachable states are millions)."""
+    spec = StrayCleanupSpec(StrayCleanupConfig(
+        brokers=(2, 5), partitions=(3, 7), max_topic_id=2, max_controller_epoch=2, max_time=1,
+        retention_period=1, stray_deletion_delay=0, bug=bug))
+    states = walk_states(spec, walks=50, steps=30, seed=3)
+    assert len(states) > 1000
+    assert any(s.network for s in states) and any(s.lastStrayDeletion for s in states)
+    assert_packed_is_generic(spec, states)
+
+
+@pytest.mark.parametrize("shape", [
+    {"brokers": (1, 2), "partitions": (1,), "max_topic_id": 1, "max_time": 0},
+    {"brokers": (1,), "partitions": (1, 2), "max_topic_id": 2, "max_time": 0},
+], ids=["two-brokers", "two-partitions"])
+def test_both_engines_explore_the_same_model(shape: dict[str, object]) -> None:
+    spec = StrayCleanupSpec(StrayCleanupConfig(
+        max_controller_epoch=2, retention_period=0, stray_deletion_delay=0,
+        **shape))  # type: ignore[arg-type]
+    generic, packed = check(spec, packed=False), check(spec, packed=True)
+    assert packed.engine == "packed" and packed.holds and generic.holds
+    assert (packed.generated, packed.distinct, packed.depth) == (
+        generic.generated, generic.distinct, generic.depth)
+    assert generic.distinct > 5000
+
+
+def test_a_model_too_large_for_one_int64_code_falls_back_to_the_generic_engine() -> None:
+    spec = StrayCleanupSpec(StrayCleanupConfig(brokers=(1, 2), partitions=(1, 2), max_time=3,
+                                               max_controller_epoch=3))
+    assert not spec.packed_available()
+    result = check(spec, max_states=200)
+    assert result.engine == "generic" and not result.complete and result.distinct == 200
+    with pytest.raises(ValueError, match="no packed fast path"):
+        check(spec, packed=True)
+
+
+def test_encode_refuses_sets_the_protocol_never_builds() -> None:
+    spec = StrayCleanupSpec(StrayCleanupConfig(partitions=(1, 2), max_controller_epoch=3))
+    s = initial(spec)
+    twice = frozenset({FullRequest(1, 1, frozenset({(1, 1)})), FullRequest(1, 1, frozenset())})
+    with pytest.raises(ValueError, match="no slot"):
+        spec.encode(s._replace(network=twice))
+    two_partitions = frozenset({(1, 1, 1, False, 2), (1, 2, 1, False, 2)})
+    with pytest.raises(ValueError, match="several partitions"):
+        spec.encode(s._replace(lastStrayDeletion=two_partitions))
+    one = s._replace(network=frozenset({FullRequest(2, 1, frozenset({(2, 1)}))}),
+                     lastStrayDeletion=frozenset({(1, 2, 1, False, 2), (1, 2, 2, True, 0)}))
+    assert spec.decode(spec.encode(one)) == one
 
 
 # -- Z3 ----------------------------------------------------------------------------------------
