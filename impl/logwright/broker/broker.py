@@ -149,10 +149,7 @@ class Broker:
         if self.state in (BrokerState.HALTED, BrokerState.SHUT_DOWN):
             return
         self._stop_activity()
-        # The log manager's periodic tasks belong to the dead process too.
-        for task in self.log_manager._tasks:
-            task.cancel()
-        self.log_manager._tasks = []
+        self.log_manager.halt()  # its periodic tasks belong to the dead process too
         self.state = BrokerState.HALTED
 
     def _stop_activity(self) -> None:

@@ -397,9 +397,8 @@ class ReplicaManager:
             if current_leader_epoch < partition.leader_epoch:
                 return Errors.FENCED_LEADER_EPOCH
             if current_leader_epoch > partition.leader_epoch:
-                # Kafka answers UNKNOWN_LEADER_EPOCH (75): this leader has not yet heard of the
-                # asker's epoch. Retriable either way.
-                return Errors.NOT_LEADER_OR_FOLLOWER
+                # This leader has not yet heard of the asker's epoch: retriable.
+                return Errors.UNKNOWN_LEADER_EPOCH
         return partition
 
     def leader_partitions(self) -> list[Partition]:
@@ -484,9 +483,9 @@ class ReplicaManager:
             self._fail_dir_of(tp, exc)
             return Errors.KAFKA_STORAGE_ERROR
         except TopicIdMismatch:
-            # Kafka answers INCONSISTENT_TOPIC_ID (103); the stray issue decides what to do
-            # with the old log. Nothing is served from it meanwhile.
-            return Errors.INVALID_REQUEST
+            # The stray issue decides what to do with the old log; nothing is served from it
+            # meanwhile.
+            return Errors.INCONSISTENT_TOPIC_ID
         except LogwrightError:
             return Errors.LOG_DIR_NOT_FOUND  # the named log dir is not one of this broker's
         partition = Partition(tp, self.broker_id, log, cache)

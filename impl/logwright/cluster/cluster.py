@@ -50,7 +50,7 @@ from logwright.storage.naming import TopicPartition, Uuid
 Runtime = SimWorld | RealRuntime
 RETRIABLE = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.REPLICA_NOT_AVAILABLE,
              Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.REQUEST_TIMED_OUT,
-             Errors.KAFKA_STORAGE_ERROR, Errors.FENCED_LEADER_EPOCH)
+             Errors.KAFKA_STORAGE_ERROR, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH)
 
 
 class ClusterError(LogwrightError):

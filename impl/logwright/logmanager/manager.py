@@ -420,6 +420,13 @@ class LogManager:
 
     # ---- shutdown ------------------------------------------------------------------------------
 
+    def halt(self) -> None:
+        """The process died: cancel every periodic task, touch nothing on disk."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        self.started = False
+
     def shutdown(self) -> None:
         """Clean shutdown: flush, checkpoint, and mark each online dir cleanly shut down."""
         for task in self._tasks:
