@@ -5,10 +5,12 @@ Invariants after every step:
 - committed records (acknowledged with acks=all) survive any crash that leaves one in-sync
   replica's disk: a power loss is only injected while another in-sync replica of every partition
   the broker is in sync for is running, and then every acknowledged record must still be readable,
-  at its offset, with its value. Crashes are one at a time: no broker crashes while the
-  controller still counts a broker that lost power among the in-sync replicas (its failure is not
-  yet detected). Two failures inside one detection window (broker.session.timeout.ms) can lose
-  acknowledged records, here as in Kafka before KIP-966 (see docs/cluster.md, "Limits");
+  at its offset, with its value. The fault model: a fault that destroys data (power loss, a failed
+  log dir) strikes only while another in-sync replica of each affected partition is running and
+  reachable by the controller, and until the controller has dropped the damaged replica from the
+  ISR no further fault (crash, partition, dir failure) may strike. Faults that keep data (process
+  kills, network partitions) are otherwise free. Outside this model acknowledged records can be
+  lost, here as in Kafka before KIP-966 (see docs/cluster.md, "Limits");
 - 0 <= logStart <= HW <= LEO on every replica of every running broker;
 - a failed partition never stops the others: once the network heals and faults are repaired, every
   partition's live replicas catch up.
@@ -46,7 +48,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.counter = 0
         self.faulted: set[tuple[int, str]] = set()
         self.partitioned = False
-        self.lost_power: set[int] = set()  # brokers whose power loss is not yet detected
+        self.lost_power: set[int] = set()  # brokers whose lost data is not yet detected
+        self.isolated: set[int] = set()
 
     # ---- helpers -----------------------------------------------------------------------------
 
@@ -54,9 +57,10 @@ class ClusterMachine(RuleBasedStateMachine):
         return self.cluster.broker(b).alive
 
     def _detection_pending(self) -> bool:
-        """Whether a broker that lost power is still an in-sync replica in the controller's view
-        (and has not registered again)."""
-        self.lost_power = {b for b in self.lost_power if not self._running(b) and any(
+        """Whether a broker whose data was destroyed is still an in-sync replica in the
+        controller's view (the controller drops it when it notices the failure, or when the
+        broker registers again as a new incarnation)."""
+        self.lost_power = {b for b in self.lost_power if any(
             b in self.cluster.partition_state(TOPIC, p).isr for p in range(PARTITIONS))}
         return bool(self.lost_power)
 
@@ -64,8 +68,8 @@ class ClusterMachine(RuleBasedStateMachine):
         """Whether losing ``b``'s unsynced data keeps another in-sync replica's disk everywhere."""
         for p in range(PARTITIONS):
             isr = self.cluster.partition_state(TOPIC, p).isr
-            if b in isr and not any(r != b and self._running(r) and not self._dir_faulted(r, p)
-                                    for r in isr):
+            if b in isr and not any(r != b and self._running(r) and r not in self.isolated
+                                    and not self._dir_faulted(r, p) for r in isr):
                 return False
         return True
 
@@ -119,12 +123,16 @@ class ClusterMachine(RuleBasedStateMachine):
 
     @rule(b=st.sampled_from(BROKERS))
     def isolate_from_controller(self, b: int) -> None:
+        if self._detection_pending():
+            return
         self.cluster.partition_network(b, self.cluster.controller.node_id)
+        self.isolated.add(b)
         self.partitioned = True
 
     @rule()
     def heal(self) -> None:
         self.cluster.heal_network()
+        self.isolated.clear()
         self.partitioned = False
 
     @rule(b=st.sampled_from(BROKERS), j=st.integers(1, 2))
@@ -134,6 +142,7 @@ class ClusterMachine(RuleBasedStateMachine):
         d = self.cluster.log_dirs[b][j - 1]
         self.cluster.simulated_world.new_fs(f"broker-{b}").inject_fault(d, Fault.EIO)
         self.faulted.add((b, d))
+        self.lost_power.add(b)
 
     @rule(p=st.integers(0, PARTITIONS - 1),
           replicas=st.permutations(BROKERS).flatmap(
