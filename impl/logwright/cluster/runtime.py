@@ -35,10 +35,7 @@ class RealRuntime:
 
     def run_for(self, delta_ms: int) -> None:
         """Run due tasks for ``delta_ms`` of wall time."""
-        deadline = self.clock.now_ms() + delta_ms
         self.run_until(lambda: False, delta_ms)
-        while self.clock.now_ms() < deadline:
-            time.sleep(0.001)
 
     def run_until(self, done: Callable[[], bool], timeout_ms: int) -> bool:
         """Run due tasks until ``done()`` or ``timeout_ms`` of wall time passed."""
