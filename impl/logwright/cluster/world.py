@@ -25,8 +25,7 @@ class SimWorld:
         self.clock = VirtualClock(1_700_000_000_000)
         self.scheduler = SimScheduler(self.clock, seed=self.rng.randrange(1 << 62))
         # Each broker is its own machine with its own disk: a crash of one loses only its own
-        # unsynced writes. ``fs`` is the controller host's disk.
-        self.fs = SimFileSystem(self.clock)
+        # unsynced writes. (The metadata store stands for a replicated quorum and is in memory.)
         self.disks: dict[str, SimFileSystem] = {}
         self.network = SimNetwork(self.scheduler, seed=self.rng.randrange(1 << 62),
                                   min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
