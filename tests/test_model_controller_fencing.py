@@ -1,15 +1,11 @@
 """ControllerFencing: the Python twin is TLC's machine, every bug is caught, Z3 proves the rest.
 
-The TLC figures come from spec/tlc_figures.json (checked in), so these tests need no TLC; the last
-ones also run TLC itself on the bug .cfg files when it is installed.
+The equality with TLC's figures on every .cfg is tests/test_model_conformance.py; this file
+checks the module's own protocol, its fast path and its Z3 encoding.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -28,24 +24,16 @@ from logwright.model.controller_fencing import (
     ControllerFencingSpec,
     Request,
 )
-from logwright.model.tlc import find_tools, run_tlc
+from logwright.verify.formal import load_z3_module
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
-FIGURES = json.loads((SPEC / "tlc_figures.json").read_text())
-BUG_CFGS = [f"ControllerFencing_bug_{bug}.cfg" for bug in BUGS]
 
 
-def load_z3(name: str) -> ModuleType:
-    """spec/z3/<name>.py, loaded as a submodule of a package that does not shadow z3-solver."""
-    package = "_logwright_spec_z3"
-    if package not in sys.modules:
-        init = importlib.util.spec_from_file_location(
-            package, SPEC / "z3" / "__init__.py", submodule_search_locations=[str(SPEC / "z3")])
-        assert init is not None and init.loader is not None
-        module = importlib.util.module_from_spec(init)
-        sys.modules[package] = module
-        init.loader.exec_module(module)
-    return importlib.import_module(f"{package}.{name}")
+def load_z3() -> ModuleType:
+    """spec/z3/controller_fencing.py, loaded the way ``logwright verify`` loads it."""
+    module = load_z3_module("ControllerFencing", SPEC)
+    assert module is not None, "the Z3 encoding exists"
+    return module
 
 
 def spec_of(cfg: str) -> ControllerFencingSpec:
@@ -60,28 +48,6 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
         max_in_flight=2, bug="none", invariants=("TypeOK", "StaleControllerFenced"))
     for bug in BUGS:
         assert spec_of(f"ControllerFencing_bug_{bug}.cfg").config.bug == bug
-
-
-@pytest.mark.parametrize("packed", [False, True], ids=["generic", "packed"])
-def test_same_states_and_depth_as_tlc(packed: bool) -> None:
-    expected = FIGURES["ControllerFencing.cfg"]
-    result = check(spec_of("ControllerFencing.cfg"), packed=packed)
-    assert result.engine == ("packed" if packed else "generic")
-    assert result.violation is None and result.complete
-    assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
-    assert result.generated == expected["generated"]
-
-
-@pytest.mark.parametrize("cfg", BUG_CFGS)
-def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
-    spec = spec_of(cfg)
-    result = check(spec, packed=False)
-    assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
-    assert result.violation.invariant == FIGURES[cfg]["violation"]
-    assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
-    assert len(result.violation) == FIGURES[cfg]["depth"]
-    packed = check(spec, packed=True).violation  # the fast path finds the very same trace
-    assert packed is not None and packed.steps == result.violation.steps
 
 
 def test_counterexample_reads_as_the_story_of_the_bug() -> None:
@@ -165,7 +131,7 @@ def test_unknown_bug_is_refused() -> None:
 # -- Z3 ----------------------------------------------------------------------------------------
 
 def test_z3_proves_stale_controller_fenced_unbounded() -> None:
-    results = load_z3("controller_fencing").prove("none")
+    results = load_z3().prove("none")
     assert [r.invariant for r in results] == ["StaleControllerFenced"]
     assert all(r.holds for r in results), [r.detail for r in results]
     assert "inductive invariant" in results[0].detail
@@ -173,7 +139,7 @@ def test_z3_proves_stale_controller_fenced_unbounded() -> None:
 
 @pytest.mark.parametrize("bug", BUGS)
 def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
-    (result,) = load_z3("controller_fencing").prove(bug)
+    (result,) = load_z3().prove(bug)
     assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]
     steps = result.counterexample
     assert steps is not None and steps[0].startswith("Init: store controllerEpoch=1")
@@ -185,14 +151,6 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
 
 
 # -- TLC itself, when installed -------------------------------------------------------------------
-
-@pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")
-@pytest.mark.parametrize("cfg", BUG_CFGS)
-def test_tlc_catches_every_bug(cfg: str) -> None:
-    result = run_tlc(SPEC / "ControllerFencing.tla", SPEC / cfg)
-    assert result.ok, result.error
-    assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])
-
 
 def test_packed_encoding_and_invariants_agree_with_the_generic_ones() -> None:
     spec = ControllerFencingSpec()

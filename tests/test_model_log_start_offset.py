@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,27 +41,6 @@ def test_config_is_read_from_the_cfg_tlc_reads() -> None:
                                           segment_size=2, bug="none")
     with pytest.raises(ValueError, match="unknown bug"):
         LogStartOffsetConfig(bug="Typo")
-
-
-def test_correct_model_matches_tlc_figures_exactly() -> None:
-    r = check(LogStartOffsetSpec.from_cfg(SPEC / "LogStartOffset.cfg"))
-    want = FIGURES["LogStartOffset.cfg"]
-    assert r.violation is None and r.complete
-    assert (r.distinct, r.depth, r.generated) == (want["distinct"], want["depth"],
-                                                  want["generated"])
-
-
-@pytest.mark.parametrize("cfg", BUG_CFGS, ids=lambda p: p.stem)
-@pytest.mark.parametrize("packed", [False, True])
-def test_bug_is_caught_with_tlc_invariant_and_trace_length(cfg: Path, packed: bool) -> None:
-    spec = LogStartOffsetSpec.from_cfg(cfg)
-    r = check(spec, packed=packed)
-    want = FIGURES[cfg.name]
-    assert r.violation is not None
-    assert r.violation.invariant == want["violation"] == EXPECTED_VIOLATION[spec.bug]
-    assert len(r.violation) == want["depth"]
-    if not packed:  # one state at a time stops where TLC stops
-        assert (r.generated, r.distinct) == (want["generated"], want["distinct"])
 
 
 def _reachable(spec: LogStartOffsetSpec) -> set[LogStartOffsetState]:

@@ -1,12 +1,11 @@
 """ReplicaMove: the Python twin is TLC's machine, every bug is caught, Z3 proves the rest.
 
-The TLC figures come from spec/tlc_figures.json (checked in), so these tests need no TLC; the last
-ones also run TLC itself on the bug .cfg files when it is installed.
+The equality with TLC's figures on every .cfg is tests/test_model_conformance.py; this file
+checks the module's own protocol, its fast path and its Z3 encoding.
 """
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from pathlib import Path
 from types import ModuleType
@@ -28,11 +27,9 @@ from logwright.model.replica_move import (
     ReplicaMoveSpec,
     RMState,
 )
-from logwright.model.tlc import find_tools, run_tlc
 from logwright.verify.formal import load_z3_module
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
-FIGURES = json.loads((SPEC / "tlc_figures.json").read_text())
 BUG_CFGS = [f"ReplicaMove_bug_{bug}.cfg" for bug in BUGS[1:]]
 
 
@@ -66,33 +63,6 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
         max_records=3, bug="none", invariants=("TypeOK", "AtomicMoveSwap"))
     for cfg in BUG_CFGS:
         assert spec_of(cfg).config.bug == cfg.removesuffix(".cfg").split("_bug_")[1]
-
-
-@pytest.mark.parametrize("packed", [False, True], ids=["generic", "packed"])
-def test_same_states_and_depth_as_tlc(packed: bool) -> None:
-    expected = FIGURES["ReplicaMove.cfg"]
-    result = check(spec_of("ReplicaMove.cfg"), packed=packed)
-    assert result.engine == ("packed" if packed else "generic")
-    assert result.violation is None and result.complete
-    assert (result.distinct, result.depth) == (expected["distinct"], expected["depth"])
-    assert result.generated == expected["generated"]
-
-
-@pytest.mark.parametrize("cfg", BUG_CFGS)
-def test_every_bug_caught_with_tlc_s_shortest_trace(cfg: str) -> None:
-    spec = spec_of(cfg)
-    result = check(spec, packed=False)
-    assert result.violation is not None, f"{cfg}: the injected bug went unnoticed"
-    assert result.violation.invariant == FIGURES[cfg]["violation"]
-    assert result.violation.invariant == EXPECTED_VIOLATION[spec.config.bug]
-    assert len(result.violation) == FIGURES[cfg]["depth"]
-    assert (result.distinct, result.generated) == (FIGURES[cfg]["distinct"],
-                                                   FIGURES[cfg]["generated"])
-    # The batched engine expands whole levels, so only its trace is compared: the same states.
-    fast = check(spec, packed=True)
-    assert fast.engine == "packed" and fast.violation is not None
-    assert fast.violation.invariant == result.violation.invariant
-    assert fast.violation.steps == result.violation.steps
 
 
 def test_counterexample_reads_as_the_story_of_the_bug() -> None:
@@ -239,10 +209,3 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
 
 
 # -- TLC itself, when installed -------------------------------------------------------------------
-
-@pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")
-@pytest.mark.parametrize("cfg", BUG_CFGS)
-def test_tlc_catches_every_bug(cfg: str) -> None:
-    result = run_tlc(SPEC / "ReplicaMove.tla", SPEC / cfg)
-    assert result.ok, result.error
-    assert (result.violation, result.depth) == (FIGURES[cfg]["violation"], FIGURES[cfg]["depth"])
