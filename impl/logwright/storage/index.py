@@ -2,16 +2,17 @@
 
 Files use Kafka's entry layouts (big-endian): ``.index`` entries are (relative offset int32,
 position int32); ``.timeindex`` entries are (timestamp int64, relative offset int32). Entries are
-kept in memory as arrays and appended to the file as they are added. Indexes are derived data: a
-missing, short or inconsistent index is rebuilt from the log, never trusted, so they are never the
-reason a record is lost.
+kept in memory as arrays and written to the file at flush, close or truncation (an append costs
+no system call, as Kafka's memory-mapped index costs none). Indexes are derived data: a missing,
+short or inconsistent index is rebuilt from the log, never trusted, so they are never the reason
+a record is lost.
 """
 
 from __future__ import annotations
 
 import struct
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from logwright.world.fs import FileHandle, FileSystem
 
@@ -23,20 +24,15 @@ class IndexCorrupt(Exception):
     """An index file does not agree with its segment; the caller rebuilds it."""
 
 
-class OffsetIndex:
-    """Relative offset -> byte position of the batch starting there, sparse and ascending."""
+class _IndexFile:
+    """The file under an index: opened on demand, entries ``[0, written)`` already in it."""
 
-    ENTRY_BYTES = _OFFSET_ENTRY.size
-
-    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
+    def __init__(self, fs: FileSystem, path: str, base_offset: int, entry_bytes: int) -> None:
         self.path = path
         self.base_offset = base_offset
         self._fs = fs
-        self._offsets = array("q")
-        self._positions = array("q")
+        self._entry_bytes = entry_bytes
         self._handle: FileHandle | None = None
-        # Entries [0, _written) are in the file; later ones are written by flush or close, so an
-        # append costs no system call (as Kafka's memory-mapped index costs none).
         self._written = 0
 
     def _file(self) -> FileHandle:
@@ -44,9 +40,64 @@ class OffsetIndex:
             self._handle = self._fs.open(self.path, create=True)
         return self._handle
 
+    def _read_all(self) -> bytes:
+        handle = self._file()
+        return handle.read(0, handle.size())
+
+    def _pending(self) -> bytes:
+        """The encoded entries not yet in the file (subclasses)."""
+        raise NotImplementedError
+
+    def _write_pending(self, count: int) -> None:
+        if self._written < count:
+            self._file().write_at(self._written * self._entry_bytes, self._pending())
+            self._written = count
+
+    def _truncate_file(self, keep: int) -> None:
+        if keep < self._written:
+            self._file().truncate(keep * self._entry_bytes)
+            self._written = keep
+
+    def _count(self) -> int:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Write the pending entries and make every entry durable."""
+        self._write_pending(self._count())
+        if self._handle is not None:
+            self._handle.fsync()
+
+    def close(self) -> None:
+        """Write the pending entries (not durably) and release the file."""
+        try:
+            self._write_pending(self._count())
+        finally:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+
+class OffsetIndex(_IndexFile):
+    """Relative offset -> byte position of the batch starting there, sparse and ascending."""
+
+    ENTRY_BYTES = _OFFSET_ENTRY.size
+
+    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
+        super().__init__(fs, path, base_offset, self.ENTRY_BYTES)
+        self._offsets = array("q")
+        self._positions = array("q")
+
+    def _count(self) -> int:
+        return len(self._offsets)
+
+    def _pending(self) -> bytes:
+        base, pack, start = self.base_offset, _OFFSET_ENTRY.pack, self._written
+        pending = zip(self._offsets[start:], self._positions[start:], strict=True)
+        return b"".join(pack(o - base, p) for o, p in pending)
+
     def load(self, log_size: int, max_offset: int | None = None) -> None:
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
-        data = self._file().read(0, self._file().size())
+        data = self._read_all()
         usable = len(data) - len(data) % self.ENTRY_BYTES
         offsets, positions = array("q"), array("q")
         last_rel, last_pos = -1, -1
@@ -74,15 +125,6 @@ class OffsetIndex:
         self._offsets.append(offset)
         self._positions.append(position)
 
-    def _write_pending(self) -> None:
-        n = len(self._offsets)
-        if self._written < n:
-            base, pack, start = self.base_offset, _OFFSET_ENTRY.pack, self._written
-            pending = zip(self._offsets[start:], self._positions[start:], strict=True)
-            data = b"".join(pack(o - base, p) for o, p in pending)
-            self._file().write_at(self._written * self.ENTRY_BYTES, data)
-            self._written = n
-
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as (offset, position); (base, 0) if none."""
         i = bisect_right(self._offsets, offset)
@@ -101,9 +143,7 @@ class OffsetIndex:
         if i < len(self._offsets):
             del self._offsets[i:]
             del self._positions[i:]
-            if i < self._written:
-                self._file().truncate(i * self.ENTRY_BYTES)
-                self._written = i
+            self._truncate_file(i)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
@@ -123,44 +163,29 @@ class OffsetIndex:
             return self.base_offset, 0
         return self._offsets[-1], self._positions[-1]
 
-    def flush(self) -> None:
-        """Write the pending entries and make every entry durable."""
-        self._write_pending()
-        if self._handle is not None:
-            self._handle.fsync()
-
-    def close(self) -> None:
-        """Write the pending entries (not durably) and release the file."""
-        try:
-            self._write_pending()
-        finally:
-            if self._handle is not None:
-                self._handle.close()
-                self._handle = None
 
 
-class TimeIndex:
+class TimeIndex(_IndexFile):
     """Timestamp -> relative offset, sparse, with strictly increasing timestamps."""
 
     ENTRY_BYTES = _TIME_ENTRY.size
 
     def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self._fs = fs
+        super().__init__(fs, path, base_offset, self.ENTRY_BYTES)
         self._timestamps = array("q")
         self._offsets = array("q")
-        self._handle: FileHandle | None = None
-        self._written = 0  # as for the offset index
 
-    def _file(self) -> FileHandle:
-        if self._handle is None:
-            self._handle = self._fs.open(self.path, create=True)
-        return self._handle
+    def _count(self) -> int:
+        return len(self._offsets)
+
+    def _pending(self) -> bytes:
+        base, pack, start = self.base_offset, _TIME_ENTRY.pack, self._written
+        pending = zip(self._timestamps[start:], self._offsets[start:], strict=True)
+        return b"".join(pack(t, o - base) for t, o in pending)
 
     def load(self, max_offset: int | None = None) -> None:
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
-        data = self._file().read(0, self._file().size())
+        data = self._read_all()
         usable = len(data) - len(data) % self.ENTRY_BYTES
         timestamps, offsets = array("q"), array("q")
         last_ts, last_rel = -(1 << 63), -1
@@ -187,15 +212,6 @@ class TimeIndex:
         self._timestamps.append(timestamp_ms)
         self._offsets.append(offset)
 
-    def _write_pending(self) -> None:
-        n = len(self._offsets)
-        if self._written < n:
-            base, pack, start = self.base_offset, _TIME_ENTRY.pack, self._written
-            pending = zip(self._timestamps[start:], self._offsets[start:], strict=True)
-            data = b"".join(pack(t, o - base) for t, o in pending)
-            self._file().write_at(self._written * self.ENTRY_BYTES, data)
-            self._written = n
-
     def lookup(self, timestamp_ms: int) -> int:
         """The offset of the last entry with timestamp < ``timestamp_ms`` (base offset if none).
 
@@ -206,15 +222,11 @@ class TimeIndex:
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries for offsets at or after ``offset``."""
-        keep = 0
-        while keep < len(self._offsets) and self._offsets[keep] < offset:
-            keep += 1
+        keep = bisect_left(self._offsets, offset)
         if keep < len(self._offsets):
             del self._timestamps[keep:]
             del self._offsets[keep:]
-            if keep < self._written:
-                self._file().truncate(keep * self.ENTRY_BYTES)
-                self._written = keep
+            self._truncate_file(keep)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
@@ -227,17 +239,3 @@ class TimeIndex:
         """The largest indexed timestamp, or None if empty."""
         return self._timestamps[-1] if self._timestamps else None
 
-    def flush(self) -> None:
-        """Write the pending entries and make every entry durable."""
-        self._write_pending()
-        if self._handle is not None:
-            self._handle.fsync()
-
-    def close(self) -> None:
-        """Write the pending entries (not durably) and release the file."""
-        try:
-            self._write_pending()
-        finally:
-            if self._handle is not None:
-                self._handle.close()
-                self._handle = None
