@@ -8,9 +8,10 @@ Invariants after every step:
   at its offset, with its value. The fault model: a fault that destroys data (power loss, a failed
   log dir) strikes only while another in-sync replica of each affected partition is running and
   reachable by the controller, and until the controller has dropped the damaged replica from the
-  ISR no further fault (crash, partition, dir failure) may strike. Faults that keep data (process
-  kills, network partitions) are otherwise free. Outside this model acknowledged records can be
-  lost, here as in Kafka before KIP-966 (see docs/cluster.md, "Limits");
+  ISR no further fault (crash, partition, dir failure) may strike and no reassignment may start.
+  Faults that keep data (process kills, network partitions) are otherwise free. Outside this
+  model acknowledged records can be lost, here as in Kafka before KIP-966 (see docs/cluster.md,
+  "Limits");
 - 0 <= logStart <= HW <= LEO on every replica of every running broker;
 - a failed partition never stops the others: once the network heals and faults are repaired, every
   partition's live replicas catch up.
@@ -148,7 +149,10 @@ class ClusterMachine(RuleBasedStateMachine):
           replicas=st.permutations(BROKERS).flatmap(
               lambda order: st.integers(2, 3).map(lambda n: list(order[:n]))))
     def reassign(self, p: int, replicas: list[int]) -> None:
-        """Move partition ``p`` to ``replicas`` (shrinking to two or reordering three)."""
+        """Move partition ``p`` to ``replicas`` (shrinking to two or reordering three); not
+        while a damaged replica is still counted in sync (it could drop the intact one)."""
+        if self._detection_pending():
+            return
         plan = json.dumps({"version": 1, "partitions": [
             {"topic": TOPIC, "partition": p, "replicas": replicas}]})
         try:

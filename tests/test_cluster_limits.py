@@ -21,18 +21,21 @@ from logwright.world import Fault
 TRACES = sorted((Path(__file__).parents[1] / "traces" / "cluster").glob("*.json"))
 
 
-def replay(trace: dict[str, Any]) -> tuple[Cluster, dict[int, bytes]]:
-    """Run a cluster trace; returns the cluster and the acknowledged records of partition 0."""
+def replay(trace: dict[str, Any]) -> tuple[Cluster, int, dict[int, bytes]]:
+    """Run a cluster trace; returns the cluster, the partition produced to and its acknowledged
+    records."""
     c = Cluster.simulated(**trace["cluster"])
     acked: dict[int, bytes] = {}
+    partition = 0
     for step in trace["steps"]:
         op = step["op"]
         if op == "create_topic":
             c.create_topic(step["topic"], step["partitions"], step["replication_factor"])
         elif op == "produce":
             values = [v.encode() for v in step["values"]]
+            partition = step["partition"]
             try:
-                base = c.produce("s", step["partition"], values, acks=-1, timeout_ms=5_000)
+                base = c.produce("s", partition, values, acks=-1, timeout_ms=5_000)
             except KafkaError:
                 continue
             acked.update({base + i: v for i, v in enumerate(values)})
@@ -45,6 +48,10 @@ def replay(trace: dict[str, Any]) -> tuple[Cluster, dict[int, bytes]]:
             c.restart_broker(step["broker"])
         elif op == "isolate":
             c.partition_network(step["broker"], c.controller.node_id)
+        elif op == "reassign":
+            c.reassign(json.dumps({"version": 1, "partitions": [
+                {"topic": "s", "partition": step["partition"], "replicas": step["replicas"]}]}),
+                wait=False)
         elif op == "advance":
             c.advance_time(step["ms"])
         elif op == "settle":
@@ -52,7 +59,7 @@ def replay(trace: dict[str, Any]) -> tuple[Cluster, dict[int, bytes]]:
             c.run_until_idle(max_ms=60_000)
         else:
             raise ValueError(f"unknown trace op {op!r}")
-    return c, acked
+    return c, partition, acked
 
 
 def test_there_are_cluster_traces() -> None:
@@ -63,9 +70,9 @@ def test_there_are_cluster_traces() -> None:
                    "elected (Kafka before KIP-966); see docs/cluster.md, Limits")
 @pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
 def test_acknowledged_record_survives(path: Path) -> None:
-    cluster, acked = replay(json.loads(path.read_text()))
+    cluster, partition, acked = replay(json.loads(path.read_text()))
     assert acked, "the trace acknowledged a record"
-    state = cluster.partition_state("s", 0)
+    state = cluster.partition_state("s", partition)
     log = cluster.broker(state.leader).replica_manager.describe()[state.tp].log
     held = {offset: rec.value for offset, rec in log.read_records()}
     assert all(held.get(o) == v for o, v in acked.items())
