@@ -20,7 +20,7 @@ from typing import NamedTuple, TypeVar
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, State
-from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+from logwright.model.packed import Branch, Codes, Mask, PackedSpec
 
 NOT_HOSTED = -1
 """``replicaEpoch`` of a broker that holds no replica of the partition (TLA+ ``NotHosted``)."""
@@ -135,11 +135,7 @@ class ControllerFencingSpec(PackedSpec):
                        (f"replicaEpoch{i}", k.max_leader_epoch + 2),
                        (f"lastApply{i}", 1 + ce * be * (ce + 1) * be)]
         fields += [("network", 2 ** len(self.requests)), ("lastStoreWrite", 1 + ce * ce)]
-        try:
-            self.layout = Layout(fields)
-            self._fits_int64 = True
-        except ValueError:  # constants too large for one int64 code: the generic engine only
-            self._fits_int64 = False
+        self.use_layout(fields)
 
     @classmethod
     def from_cfg(cls, path: str | Path) -> ControllerFencingSpec:
@@ -351,9 +347,6 @@ class ControllerFencingSpec(PackedSpec):
 
     # -- the packed fast path ----------------------------------------------------------------
 
-    def packed_available(self) -> bool:
-        """Whether the fast path can run: numpy is there and a state fits in an int64 code."""
-        return self._fits_int64 and super().packed_available()
 
     def _apply_digit(self, r: ApplyRecord) -> int:
         """The digit of a ghost ``lastApply`` record: 0 for none, else 1 + its mixed radix."""

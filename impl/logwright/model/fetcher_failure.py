@@ -21,7 +21,7 @@ from typing import NamedTuple, TypeVar
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, State
-from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+from logwright.model.packed import Branch, Codes, Mask, PackedSpec
 
 T = TypeVar("T")
 
@@ -104,11 +104,7 @@ class FetcherFailureSpec(PackedSpec):
                        (f"fetching{i}", 2), (f"failedEpoch{i}", epochs + 1),
                        (f"inflight{i}", epochs + 1)]
         fields += [(f"alive{j}", 2) for j in range(self.config.num_fetchers)]
-        try:
-            self.layout = Layout(fields)
-            self._fits_int64 = True
-        except ValueError:  # constants too large for one int64 code: the generic engine only
-            self._fits_int64 = False
+        self.use_layout(fields)
 
     @classmethod
     def from_cfg(cls, path: str | Path) -> FetcherFailureSpec:
@@ -285,9 +281,6 @@ class FetcherFailureSpec(PackedSpec):
 
     # -- the packed fast path ----------------------------------------------------------------
 
-    def packed_available(self) -> bool:
-        """Whether the fast path can run: numpy is there and a state fits in an int64 code."""
-        return self._fits_int64 and super().packed_available()
 
     _SHIFTED = ("knownEpoch", "failedEpoch", "inflight")
     """Variables whose -1 is stored as digit 0."""

@@ -103,6 +103,16 @@ class PackedSpec(Spec):
     """A spec that also offers the batched fast path. The generic methods remain the reference."""
 
     layout: Layout
+    fits_int64: bool = True  # False: the constants are too large, the generic engine only
+
+    def use_layout(self, fields: Sequence[tuple[str, int]]) -> None:
+        """Pack states with these (name, radix) fields, or, when the constants are too large
+        for one int64 code, leave the spec to the generic engine."""
+        try:
+            self.layout = Layout(fields)
+            self.fits_int64 = True
+        except ValueError:
+            self.fits_int64 = False
 
     @abstractmethod
     def encode(self, s: State) -> int:
@@ -125,8 +135,9 @@ class PackedSpec(Spec):
         return None
 
     def packed_available(self) -> bool:
-        """Whether the fast path can run here (numpy importable)."""
-        return numpy_available()
+        """Whether the fast path can run here: the states fit one int64 code and numpy is
+        importable."""
+        return self.fits_int64 and numpy_available()
 
 
 def check_packed(spec: PackedSpec, max_states: int | None = None) -> CheckResult:

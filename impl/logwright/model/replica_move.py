@@ -43,7 +43,7 @@ from typing import NamedTuple, TypeVar
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, State
-from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+from logwright.model.packed import Branch, Codes, Mask, PackedSpec
 
 BUGS = ("none", "SwapBeforeFlush", "AppendDuringSwap", "DeleteSourceBeforeRename")
 """The values of the TLA+ constant ``Bug``: the correct model and the injected bugs."""
@@ -128,11 +128,7 @@ class ReplicaMoveSpec(PackedSpec):
             fields += [(f"vol{i}", records), (f"dur{i}", records), (f"name{i}", len(_NAMES)),
                        (f"durName{i}", len(_NAMES))]
         fields += [("acked", records), ("lateAppend", 2)]
-        try:
-            self.layout = Layout(fields)
-            self._fits_int64 = True
-        except ValueError:  # MaxRecords too large for one int64 code: the generic engine only
-            self._fits_int64 = False
+        self.use_layout(fields)
 
     @classmethod
     def from_cfg(cls, path: str | Path) -> ReplicaMoveSpec:
@@ -295,9 +291,6 @@ class ReplicaMoveSpec(PackedSpec):
 
     # -- the packed fast path ----------------------------------------------------------------
 
-    def packed_available(self) -> bool:
-        """Whether the fast path can run: numpy is there and a state fits in an int64 code."""
-        return self._fits_int64 and super().packed_available()
 
     def encode(self, s: State) -> int:
         """The mixed-radix code of a state."""

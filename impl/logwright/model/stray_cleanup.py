@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, State
-from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+from logwright.model.packed import Branch, Codes, Mask, PackedSpec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -182,11 +182,7 @@ class StrayCleanupSpec(PackedSpec):
             ghost += [(f"deleted{u}", 2), (f"deletedAssigned{u}", 2), (f"deletedAge{u}", times)]
         self._ghost = [name for name, _ in ghost]
         fields += ghost
-        try:
-            self.layout = Layout(fields)
-            self._fits_int64 = True
-        except ValueError:  # constants too large for one int64 code: the generic engine only
-            self._fits_int64 = False
+        self.use_layout(fields)
 
     @classmethod
     def from_cfg(cls, path: str | Path) -> StrayCleanupSpec:
@@ -478,9 +474,6 @@ class StrayCleanupSpec(PackedSpec):
 
     # -- the packed fast path ----------------------------------------------------------------
 
-    def packed_available(self) -> bool:
-        """Whether the fast path can run: numpy is there and a state fits in an int64 code."""
-        return self._fits_int64 and super().packed_available()
 
     def encode(self, s: State) -> int:
         """The mixed-radix code of a state (see the class docstring for the two sets)."""
