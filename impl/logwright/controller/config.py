@@ -22,6 +22,8 @@ class ControllerConfig:
     # and re-sends on reconnect; the simulated network drops messages instead. None: never.
     control_request_retry_ms: int | None = 1_000
     max_outstanding_requests: int = 10_000  # an explicit bound on requests awaiting a response
+    # unclean.leader.election.enable: the default for topics without the override.
+    unclean_leader_election_enable: bool = False
 
     def __post_init__(self) -> None:
         if self.broker_heartbeat_interval_ms <= 0:
