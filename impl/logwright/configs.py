@@ -19,16 +19,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+import javaproperties
+
 from logwright.errors import InvalidConfig
 
 __all__ = [
     "BROKER_CONFIGS",
+    "IGNORED_BROKER_PROPERTIES",
     "TOPIC_CONFIGS",
     "ConfigDef",
+    "ConfigEntry",
+    "ConfigFileError",
     "ConfigValue",
+    "PropertiesFile",
     "canonical_string",
+    "describe_topic_configs",
     "parse_broker_properties",
     "parse_topic_configs",
+    "read_properties_file",
 ]
 
 ConfigType = Literal["int", "long", "boolean", "list", "string"]
@@ -285,3 +293,94 @@ def parse_broker_properties(properties: Mapping[str, object],
     the ignored ones, reported through ``warn``) or a bad value."""
     return _parse_all(BROKER_CONFIGS, properties, "broker property",
                       IGNORED_BROKER_PROPERTIES, warn)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One topic config as ``kafka-configs.sh --describe --all`` shows it: its effective value
+    (Kafka's string form) and where it comes from, with Kafka's source names:
+    ``DYNAMIC_TOPIC_CONFIG`` (the topic's override), ``STATIC_BROKER_CONFIG`` (the broker's
+    setting differs from Kafka's default) or ``DEFAULT_CONFIG``."""
+
+    name: str
+    value: str
+    source: str
+
+    @property
+    def is_default(self) -> bool:
+        """Whether no topic override is set (the broker's value applies)."""
+        return self.source != "DYNAMIC_TOPIC_CONFIG"
+
+
+def describe_topic_configs(overrides: Mapping[str, str],
+                           broker_defaults: Mapping[str, ConfigValue]) -> dict[str, ConfigEntry]:
+    """Every topic config's effective value: ``overrides`` (stored canonical strings) over
+    ``broker_defaults`` (by topic config name; a missing one is Kafka's default)."""
+    out: dict[str, ConfigEntry] = {}
+    for name, definition in TOPIC_CONFIGS.items():
+        if name in overrides:
+            out[name] = ConfigEntry(name, overrides[name], "DYNAMIC_TOPIC_CONFIG")
+            continue
+        kafka_default = definition.default
+        assert kafka_default is not None
+        value = broker_defaults.get(name, kafka_default)
+        source = "DEFAULT_CONFIG" if value == kafka_default else "STATIC_BROKER_CONFIG"
+        out[name] = ConfigEntry(name, canonical_string(value), source)
+    return out
+
+
+# ---- server.properties files --------------------------------------------------------------------
+
+
+class ConfigFileError(InvalidConfig):
+    """A bad properties file: INVALID_CONFIG naming the file, the line and the key."""
+
+    def __init__(self, path: str, line: int, key: str, value: object, reason: str) -> None:
+        super().__init__(key, value, reason, where=f"{path}, line {line}" if line else path)
+        self.path = path
+        self.line = line
+
+
+@dataclass(frozen=True)
+class PropertiesFile:
+    """A Java properties file read: ``values`` by key (the last one wins, as in Java), and
+    ``lines``, the line each key was last set on."""
+
+    path: str
+    values: dict[str, str]
+    lines: dict[str, int]
+
+    def error_for(self, exc: InvalidConfig) -> ConfigFileError:
+        """``exc`` (about one of this file's keys) as an error naming the file and line."""
+        return ConfigFileError(self.path, self.lines.get(exc.key, 0), exc.key, exc.value,
+                               exc.reason)
+
+
+def parse_properties_text(text: str, path: str = "<properties>") -> PropertiesFile:
+    """Parse Java properties text (``key=value``, ``key: value``, ``key value``, ``#``/``!``
+    comments, backslash continuations and escapes) as ``java.util.Properties.load`` does."""
+    values: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    line = 1
+    for element in javaproperties.parse(text):
+        if isinstance(element, javaproperties.KeyValue):
+            values[element.key] = element.value
+            lines[element.key] = line
+        line += len(element.source.splitlines()) or 1
+    return PropertiesFile(path, values, lines)
+
+
+def read_properties_file(path: str) -> PropertiesFile:
+    """Read a ``server.properties``-style file (UTF-8). An unreadable file or one that is not
+    UTF-8 raises ConfigFileError naming the file (and the line, for bad bytes)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ConfigFileError(path, 0, "(file)", path, f"cannot be read: {exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigFileError(path, line, "(file)", path, "is not UTF-8 text") from exc
+    return parse_properties_text(text, path)

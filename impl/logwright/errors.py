@@ -95,11 +95,12 @@ class InvalidConfig(KafkaError):
     """A config name Kafka (or logwright) does not know, or a value of the wrong type or out of
     range: INVALID_CONFIG (40). ``key`` names the config, ``reason`` says what is wrong."""
 
-    def __init__(self, key: str, value: object, reason: str) -> None:
+    def __init__(self, key: str, value: object, reason: str, where: str = "") -> None:
         self.key = key
         self.value = value
         self.reason = reason
-        super().__init__(Errors.INVALID_CONFIG, f"{key}={value!r}: {reason}")
+        prefix = f"{where}: " if where else ""
+        super().__init__(Errors.INVALID_CONFIG, f"{prefix}{key}={value!r}: {reason}")
 
 
 class MessageTooLarge(KafkaError):

@@ -620,7 +620,7 @@ class Controller:
     # ---- topics --------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: Mapping[str, str] | None = None,
+                     configs: Mapping[str, object] | None = None,
                      assignment: Sequence[Sequence[int]] | None = None) -> Uuid:
         """Create topic ``name`` with a new topic id; returns the id.
 

@@ -9,7 +9,12 @@ Invariants upheld here:
 - A raised log start offset is durable before it is acknowledged: the dir's
   ``log-start-offset-checkpoint`` is rewritten (tmp + fsync + rename + dir fsync) at once, not on
   the periodic schedule Kafka uses (HAZARDS 12).
-- ``-delete`` dirs are removed only after ``file.delete.delay.ms``.
+- ``-delete`` dirs are removed only after ``file.delete.delay.ms`` (the topic's, else the
+  broker default).
+- A log is trimmed only under its topic's own config: once ``await_topic_configs`` is called (a
+  broker does, as the controller owns topic configs), retention skips a topic until
+  ``set_topic_overrides`` has told its configs, so a broker default stricter than the topic's
+  override never deletes records between start-up and the controller's first word.
 """
 
 from __future__ import annotations
@@ -118,6 +123,9 @@ class LogManager:
             raise LogwrightError("at least one log dir is needed")
         self.topic_configs: dict[str, LogConfig] = {}
         self.topic_overrides: dict[str, dict[str, ConfigValue]] = {}
+        # Topics whose configs came from the controller since start-up; None: no controller
+        # supplies configs (a log manager used alone), so the broker defaults are the truth.
+        self.configured_topics: set[str] | None = None
         self._tasks: list[Task] = []
         self.started = False
 
@@ -227,6 +235,8 @@ class LogManager:
         at once, and logs created later start with it. Returns the topic's log config."""
         overrides = dict(overrides)
         config = self.config.log.with_topic_overrides(overrides)
+        if self.configured_topics is not None:
+            self.configured_topics.add(topic)
         if overrides:
             self.topic_overrides[topic] = overrides
             self.topic_configs[topic] = config
@@ -238,6 +248,15 @@ class LogManager:
                 if tp.topic == topic:
                     log.update_config(config)
         return config
+
+    def await_topic_configs(self) -> None:
+        """From now on a topic's logs get no retention until its configs are set (a broker
+        calls this before start-up: the controller is the source of topic configs, and a log
+        loaded from disk must not be trimmed by a broker default its topic overrides)."""
+        self.configured_topics = set()
+
+    def _configured(self, topic: str) -> bool:
+        return self.configured_topics is None or topic in self.configured_topics
 
     def file_delete_delay_ms_for(self, topic: str) -> int:
         """How long ``topic``'s deleted dirs wait: its file.delete.delay.ms override, else the
@@ -363,9 +382,12 @@ class LogManager:
     # ---- periodic work -------------------------------------------------------------------------
 
     def run_retention(self) -> int:
-        """Apply retention to every online log; returns the number of segments deleted."""
+        """Apply retention to every online log whose topic configs are known (see
+        ``await_topic_configs``); returns the number of segments deleted."""
         deleted = 0
         for log in self._online_logs():
+            if not self._configured(log.tp.topic):
+                continue  # its topic's retention settings are not known yet
             try:
                 deleted += log.delete_old_segments()
             except KafkaStorageError:
