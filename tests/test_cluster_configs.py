@@ -434,3 +434,17 @@ def test_a_restarted_broker_trims_nothing_before_it_knows_its_topic_configs() ->
     c.advance_time(10_000)
     assert log_of(c, b, "keep").config.retention_ms == -1
     assert log_of(c, b, "keep").log_start_offset == 0
+
+
+def test_a_deposed_controller_cannot_alter_configs() -> None:
+    c = make_cluster()
+    c.create_topic("t", 1, 3, configs={"segment.bytes": "900"})
+    zombie = c.controller
+    c.fail_controller(zombie=True)
+    with pytest.raises(KafkaError) as e:
+        zombie.alter_topic_configs("t", set={"segment.bytes": "5000"})
+    assert e.value.name in ("STALE_CONTROLLER_EPOCH", "NOT_CONTROLLER")
+    c.advance_time(2_000)
+    assert c.controller.describe_topic_configs("t") == {"segment.bytes": "900"}
+    for b in replicas(c, "t"):
+        assert log_of(c, b, "t").config.segment_bytes == 900
