@@ -1,7 +1,8 @@
 """Kafka's topic and broker config definitions: names, types, defaults, valid values, parsing.
 
-A ground-floor module: it imports only ``logwright.errors``, so every layer (storage, broker,
-controller, cluster) may use it. It upholds one invariant: a config value that reaches any other
+A ground-floor module: of logwright it imports only ``logwright.errors`` (and the
+``javaproperties`` library for files), so every layer (storage, broker, controller, cluster) may
+use it. It upholds one invariant: a config value that reaches any other
 layer has been parsed and range-checked here, exactly once, against Kafka's definition; an
 unknown name or a bad value is refused with INVALID_CONFIG naming the key and the reason, so a
 typo can never silently fall back to a default.
