@@ -17,3 +17,10 @@ def test_cluster_example_runs() -> None:
     assert blocks, "docs/cluster.md has a runnable example"
     for code in blocks:
         exec(compile(code, "docs/cluster.md", "exec"), {})
+
+
+def test_configs_examples_run() -> None:
+    blocks = python_blocks("configs.md")
+    assert len(blocks) >= 3, "docs/configs.md has runnable examples"
+    for code in blocks:
+        exec(compile(code, "docs/configs.md", "exec"), {})

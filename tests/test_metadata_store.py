@@ -233,3 +233,25 @@ def test_sqlite_refuses_an_unknown_schema_version(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(ValueError, match="schema version 99"):
         SqliteStore(path)
+
+
+def test_changed_topic_configs_are_written_conditionally_and_survive_a_reopen(
+        make_store: Callable[[], MetadataStore]) -> None:
+    from dataclasses import replace
+
+    store = make_store()
+    epoch = store.claim_controller(0)
+    record = topic()
+    create(store, epoch, record)
+    altered = replace(record, configs=TopicRecord.configs_from(
+        {"retention.ms": "5", "segment.bytes": "4096"}))
+    store.write(epoch, MetadataDelta(topics=[altered]))
+    assert store.topic("t") == altered
+    newer = store.claim_controller(1)
+    with pytest.raises(StaleControllerEpoch):
+        store.write(epoch, MetadataDelta(topics=[replace(record, configs=())]))
+    store.close()
+    again = make_store()
+    assert again.topic("t") == altered
+    assert again.topic("t").config_map == {"retention.ms": "5", "segment.bytes": "4096"}  # type: ignore[union-attr]
+    assert again.controller_epoch() == newer

@@ -19,16 +19,19 @@ class Errors(IntEnum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     INVALID_TOPIC_EXCEPTION = 17
+    RECORD_BATCH_TOO_LARGE = 18
     TOPIC_AUTHORIZATION_FAILED = 29
     CLUSTER_AUTHORIZATION_FAILED = 31
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
     INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     POLICY_VIOLATION = 44
@@ -86,6 +89,32 @@ class CorruptRecordError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(Errors.CORRUPT_MESSAGE, message)
+
+
+class InvalidConfig(KafkaError):
+    """A config name Kafka (or logwright) does not know, or a value of the wrong type or out of
+    range: INVALID_CONFIG (40). ``key`` names the config, ``reason`` says what is wrong."""
+
+    def __init__(self, key: str, value: object, reason: str, where: str = "") -> None:
+        self.key = key
+        self.value = value
+        self.reason = reason
+        prefix = f"{where}: " if where else ""
+        super().__init__(Errors.INVALID_CONFIG, f"{prefix}{key}={value!r}: {reason}")
+
+
+class MessageTooLarge(KafkaError):
+    """A record batch larger than the topic's max.message.bytes: MESSAGE_TOO_LARGE (10)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.MESSAGE_TOO_LARGE, message)
+
+
+class RecordBatchTooLarge(KafkaError):
+    """A record batch larger than the topic's segment.bytes: RECORD_BATCH_TOO_LARGE (18)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.RECORD_BATCH_TOO_LARGE, message)
 
 
 class CheckpointError(LogwrightError):

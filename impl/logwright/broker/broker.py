@@ -97,6 +97,7 @@ class Broker:
         self.controller_epoch = -1  # the highest controller epoch accepted
         self.active_controller: str | None = None
         self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng)
+        self.log_manager.await_topic_configs()  # the controller's LeaderAndIsr carries them
         self.channel = RequestChannel(self.node_id, network, scheduler, rng)
         self.replica_manager = ReplicaManager(
             broker_id, self.config, self.log_manager, clock, scheduler, self.channel,

@@ -33,13 +33,17 @@ from logwright.broker.fetcher import (
 )
 from logwright.broker.partition import NO_LEADER, Partition, PendingIsrChange, Role
 from logwright.broker.purgatory import DelayedOperation, Purgatory
+from logwright.configs import parse_topic_configs
 from logwright.errors import (
     CheckpointError,
     CorruptRecordError,
     Errors,
+    KafkaError,
     KafkaStorageError,
     LogwrightError,
+    MessageTooLarge,
     OffsetOutOfRange,
+    RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
 from logwright.logmanager import LogManager
@@ -91,6 +95,9 @@ class MetadataCache:
 
     partitions: dict[TopicPartition, LeaderAndIsrPartitionState] = field(default_factory=dict)
     live_brokers: frozenset[int] = frozenset()
+
+
+_LEADER_DURING_DELETE = -2  # the controller's UpdateMetadata leader of a deleted topic
 
 
 # ---- the fetch source and target for replica fetchers -------------------------------------------
@@ -358,6 +365,9 @@ class ReplicaManager:
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.truncations = 0
+        # Per topic: (controller epoch, correlation id) of the message whose topic configs were
+        # applied last; an older message's configs are stale and ignored.
+        self.topic_config_versions: dict[str, tuple[int, int]] = {}
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -409,6 +419,7 @@ class ReplicaManager:
 
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> list[PartitionError]:
         """Apply each partition state on its own; the caller has already fenced the request."""
+        self.apply_topic_configs(request)
         results: dict[TopicPartition, Errors] = {}
         to_lead: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
         to_follow: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
@@ -532,6 +543,36 @@ class ReplicaManager:
         if initial:
             self.replica_fetcher_manager.add_fetcher_for_partitions(initial)
 
+    # ---- topic configs ------------------------------------------------------------------------
+
+    def apply_topic_configs(self, request: LeaderAndIsrRequest | UpdateMetadataRequest) -> None:
+        """Make the topic configs a control request carries the overrides of this broker's logs.
+
+        Only a message newer (controller epoch, then correlation id) than the one applied last
+        for a topic counts: a late or duplicated message never rolls a config back. States of
+        a topic being deleted (leader -2) say nothing about configs.
+        """
+        version = (request.controller_epoch, request.correlation_id)
+        done: set[str] = set()
+        for state in request.partition_states:
+            topic = state.tp.topic
+            if topic in done or state.leader == _LEADER_DURING_DELETE:
+                continue
+            done.add(topic)
+            if version <= self.topic_config_versions.get(topic, (-1, -1)):
+                continue
+            try:
+                overrides = parse_topic_configs(dict(state.topic_configs))
+            except KafkaError as exc:  # the controller validated them: a bug, not an input
+                raise AssertionError(f"{topic}: the controller sent bad configs: {exc}") from exc
+            self.topic_config_versions[topic] = version
+            self.log_manager.set_topic_overrides(topic, overrides)
+
+    def min_insync_replicas(self, topic: str) -> int:
+        """``topic``'s min.insync.replicas: its override, else the broker's default."""
+        value = self.log_manager.topic_overrides.get(topic, {}).get("min.insync.replicas")
+        return value if isinstance(value, int) else self.config.min_insync_replicas
+
     # ---- StopReplica and UpdateMetadata ------------------------------------------------------
 
     def stop_replicas(self, request: StopReplicaRequest) -> list[PartitionError]:
@@ -567,7 +608,9 @@ class ReplicaManager:
         return [PartitionError(tp, error) for tp, error in results.items()]
 
     def update_metadata(self, request: UpdateMetadataRequest) -> None:
-        """Remember the controller's view of partitions and live brokers."""
+        """Remember the controller's view of partitions and live brokers, and apply the topic
+        configs it carries."""
+        self.apply_topic_configs(request)
         for state in request.partition_states:
             self.metadata.partitions[state.tp] = state
         self.metadata.live_brokers = frozenset(request.live_brokers)
@@ -612,15 +655,18 @@ class ReplicaManager:
         if not records:
             return ProducePartitionResult(tp, Errors.INVALID_REQUEST,
                                           error_message="no record batch to append"), -1
-        if acks == -1 and len(partition.isr) < self.config.min_insync_replicas:
+        min_isr = self.min_insync_replicas(tp.topic)
+        if acks == -1 and len(partition.isr) < min_isr:
             return ProducePartitionResult(
                 tp, Errors.NOT_ENOUGH_REPLICAS,
                 error_message=f"ISR {list(partition.isr)} is smaller than min.insync.replicas "
-                f"{self.config.min_insync_replicas}"), -1
+                f"{min_isr}"), -1
         try:
             info = partition.log.append_as_leader(records, partition.leader_epoch)
         except CorruptRecordError as exc:
             return ProducePartitionResult(tp, Errors.CORRUPT_MESSAGE, error_message=str(exc)), -1
+        except (MessageTooLarge, RecordBatchTooLarge) as exc:
+            return ProducePartitionResult(tp, exc.error, error_message=str(exc)), -1
         except KafkaStorageError as exc:
             self.check_offline_dirs()
             return ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,6 +19,12 @@ from logwright.broker import Broker, BrokerConfig
 from logwright.cluster.client import ClientNode
 from logwright.cluster.runtime import RealRuntime
 from logwright.cluster.world import SimWorld
+from logwright.configs import (
+    ConfigEntry,
+    describe_topic_configs,
+    parse_topic_configs,
+    read_properties_file,
+)
 from logwright.controller import (
     Controller,
     ControllerConfig,
@@ -29,7 +35,7 @@ from logwright.controller import (
     broker_node_id,
     controller_node_id,
 )
-from logwright.errors import Errors, KafkaError, LogwrightError
+from logwright.errors import Errors, InvalidConfig, KafkaError, LogwrightError
 from logwright.protocol import (
     CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
@@ -112,12 +118,25 @@ class Cluster:
     @classmethod
     def real(cls, path: str, brokers: int = 3, log_dirs_per_broker: int = 2, seed: int = 0,
              broker_config: BrokerConfig | None = None,
-             controller_config: ControllerConfig | None = None) -> Cluster:
+             controller_config: ControllerConfig | None = None,
+             config_file: str | None = None,
+             broker_properties: Mapping[str, object] | None = None) -> Cluster:
         """The same cluster on the real file system and wall clock, under ``path``.
 
         The metadata store is ``<path>/metadata.db`` (SQLite); opening an existing ``path``
         brings the cluster back with its topics and records.
+
+        ``config_file`` (a ``server.properties``-style file, its path taken as given) and
+        ``broker_properties`` (Kafka property names; they win over the file) configure every
+        broker and the controller instead of ``broker_config``/``controller_config``. A bad
+        property raises InvalidConfig naming the key (and the file and line, for the file).
         """
+        if config_file is not None or broker_properties is not None:
+            if broker_config is not None or controller_config is not None:
+                raise ClusterError("give either broker_config/controller_config or "
+                                   "config_file/broker_properties, not both")
+            broker_config, controller_config = _configs_from_properties(config_file,
+                                                                        broker_properties)
         os.makedirs(path, exist_ok=True)
         root = os.path.abspath(path)
         return cls(RealRuntime(seed), SqliteStore(os.path.join(root, "metadata.db")), root,
@@ -185,8 +204,11 @@ class Cluster:
     # ---- topics --------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
-                     configs: dict[str, str] | None = None) -> Uuid:
-        """Create a topic and wait until every partition has a leader serving it."""
+                     configs: Mapping[str, object] | None = None) -> Uuid:
+        """Create a topic and wait until every partition has a leader serving it.
+
+        ``configs``: topic configs by Kafka name (docs/configs.md); InvalidConfig for an unknown
+        name or a bad value, and then nothing is created."""
         rf = replication_factor if replication_factor is not None else min(3, len(self.brokers))
         topic_id = self.controller.create_topic(name, partitions, rf, configs)
         tps = [TopicPartition(name, p) for p in range(partitions)]
@@ -197,6 +219,36 @@ class Cluster:
         """Delete a topic: its replicas are stopped and their logs deleted."""
         self.controller.delete_topic(name)
         self.runtime.run_for(100)
+
+    def alter_topic_configs(self, topic: str, set: Mapping[str, object] | None = None,
+                            delete: Iterable[str] = ()) -> dict[str, ConfigEntry]:
+        """Change a live topic's configs incrementally, like ``kafka-configs.sh --alter
+        --add-config k=v --delete-config k``: ``set`` adds or replaces overrides, ``delete``
+        reverts them to the broker default. Waits until every live broker hosting the topic
+        applies them (a broker that is down gets them when it comes back) and returns the
+        effective configs. Errors (nothing changed): UNKNOWN_TOPIC_OR_PARTITION, InvalidConfig.
+        """
+        stored = self.controller.alter_topic_configs(topic, set, list(delete))
+        wanted = parse_topic_configs(stored)
+        hosts = {r for s in self.store.partitions(topic) for r in s.replicas}
+
+        def applied() -> bool:
+            return all(self.brokers[b].log_manager.topic_overrides.get(topic, {}) == wanted
+                       for b in hosts if b in self.brokers and self._registered(b))
+        self._wait(applied, f"the configs of {topic} reaching its brokers")
+        return self.describe_topic_configs(topic)
+
+    def describe_topic_configs(self, topic: str) -> dict[str, ConfigEntry]:
+        """Every topic config of ``topic`` with its effective value and its source
+        (``DYNAMIC_TOPIC_CONFIG``: the topic's override; ``STATIC_BROKER_CONFIG`` or
+        ``DEFAULT_CONFIG``: the broker default). UNKNOWN_TOPIC_OR_PARTITION if none."""
+        overrides = self.controller.describe_topic_configs(topic)
+        defaults = dict(self.broker_config.log.log.topic_config_values())
+        defaults["file.delete.delay.ms"] = self.broker_config.log.file_delete_delay_ms
+        defaults["min.insync.replicas"] = self.broker_config.min_insync_replicas
+        defaults["unclean.leader.election.enable"] = \
+            self.controller_config.unclean_leader_election_enable
+        return describe_topic_configs(overrides, defaults)
 
     def _leader_ready(self, tp: TopicPartition) -> bool:
         try:
@@ -448,6 +500,24 @@ class Cluster:
             c.shutdown()
         if isinstance(self.store, SqliteStore):
             self.store.close()
+
+
+def _configs_from_properties(config_file: str | None,
+                             properties: Mapping[str, object] | None
+                             ) -> tuple[BrokerConfig, ControllerConfig]:
+    """Broker and controller configs from a properties file and/or a mapping (which wins)."""
+    merged: dict[str, object] = {}
+    file = read_properties_file(config_file) if config_file is not None else None
+    if file is not None:
+        merged.update(file.values)
+    given = dict(properties or {})
+    merged.update(given)
+    try:
+        return BrokerConfig.from_properties(merged), ControllerConfig.from_properties(merged)
+    except InvalidConfig as exc:
+        if file is not None and exc.key in file.values and exc.key not in given:
+            raise file.error_for(exc) from exc
+        raise
 
 
 def _node(x: int | str) -> str:

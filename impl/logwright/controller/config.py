@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from logwright.configs import parse_broker_properties
+from logwright.errors import InvalidConfig
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,30 @@ class ControllerConfig:
     # and re-sends on reconnect; the simulated network drops messages instead. None: never.
     control_request_retry_ms: int | None = 1_000
     max_outstanding_requests: int = 10_000  # an explicit bound on requests awaiting a response
+    # unclean.leader.election.enable: the default for topics without the override.
+    unclean_leader_election_enable: bool = False
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, object]) -> ControllerConfig:
+        """A controller config from Kafka properties: broker.session.timeout.ms,
+        broker.heartbeat.interval.ms, unclean.leader.election.enable (defaults otherwise).
+
+        The same mapping as ``BrokerConfig.from_properties`` takes (a combined-mode
+        ``server.properties``): broker-only properties are accepted and left to it, unknown
+        ones refused with InvalidConfig naming the key.
+        """
+        values = parse_broker_properties(properties)
+        fields = {"broker.session.timeout.ms": "broker_session_timeout_ms",
+                  "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
+                  "unclean.leader.election.enable": "unclean_leader_election_enable"}
+        changes = {attr: values[key] for key, attr in fields.items() if key in values}
+        session = changes.get("broker_session_timeout_ms", 9_000)
+        heartbeat = changes.get("broker_heartbeat_interval_ms", 2_000)
+        assert isinstance(session, int) and isinstance(heartbeat, int)
+        if session <= heartbeat:
+            raise InvalidConfig("broker.session.timeout.ms", session,
+                                f"must exceed broker.heartbeat.interval.ms ({heartbeat})")
+        return replace(cls(), **changes)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         if self.broker_heartbeat_interval_ms <= 0:

@@ -9,9 +9,16 @@ Invariants upheld:
   a broker epoch larger than any before; a registration of a broker whose previous incarnation
   was still alive is handled as that incarnation's failure first (its leadership moves, it leaves
   the ISR), and every control request carries the addressee's current broker epoch.
-- Clean election only: a leader is always an ISR member that is alive, the first such replica in
-  assignment order; with none alive the leader is -1 and the ISR keeps its last member, so that
-  member leads again when it returns and no committed record is lost.
+- Clean election unless the topic allows unclean election: a leader is always an ISR member that
+  is alive, the first such replica in assignment order; with none alive the leader is -1 and the
+  ISR keeps its last member, so that member leads again when it returns and no committed record
+  is lost. Only with unclean.leader.election.enable=true (topic override, else the controller
+  default) may a live replica outside the ISR lead then; that is logged as a warning because
+  committed records may be lost.
+- Topic configs are validated (logwright.configs) before they are stored, stored in the topic
+  record with the same epoch-conditional write as everything else, and carried in every
+  LeaderAndIsr and UpdateMetadata partition state, so a replica never creates or keeps a log
+  with configs older than the newest message it accepted.
 - Every leadership or replica-set change the controller pushes with LeaderAndIsr bumps the leader
   epoch (ISR changes a leader asked for with AlterPartition bump only the partition epoch).
 - A replica on a failed log dir counts as dead for its partition (it leaves the ISR and cannot
@@ -34,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeAlias
 
+from logwright.configs import TOPIC_CONFIGS, canonical_string, parse_topic_configs
 from logwright.controller.config import ControllerConfig
 from logwright.controller.errors import (
     InvalidPartitions,
@@ -60,7 +68,7 @@ from logwright.controller.store import (
     TopicDeletion,
     TopicRecord,
 )
-from logwright.errors import Errors, KafkaError
+from logwright.errors import Errors, InvalidConfig, KafkaError
 from logwright.protocol.messages import (
     EPOCH_DURING_DELETE,
     AlterPartitionRequest,
@@ -465,13 +473,24 @@ class Controller:
 
     # -- leader election -------------------------------------------------------------------
 
-    def _elect(self, state: PartitionState) -> PartitionState | None:
+    def _unclean_allowed(self, topic: TopicRecord | None) -> bool:
+        """unclean.leader.election.enable of ``topic``: its override, else the default."""
+        value = None if topic is None else topic.config_map.get("unclean.leader.election.enable")
+        if value is None:
+            return self.config.unclean_leader_election_enable
+        return value == "true"
+
+    def _elect(self, state: PartitionState,
+               topic: TopicRecord | None = None) -> PartitionState | None:
         """The state after removing dead brokers from the ISR and electing a live ISR leader.
 
-        None when nothing changes. Clean election only: with no live ISR member the leader is -1
-        and the ISR is kept as it is, so its last member can lead again when it returns.
+        None when nothing changes. With no live ISR member the leader is -1 and the ISR is kept
+        as it is, so its last member can lead again when it returns; unless the topic allows
+        unclean election (``topic``: its record, read from the store when not given) and a
+        replica outside the ISR is alive: that replica leads, alone in the ISR.
         """
         live_isr = tuple(r for r in state.isr if self._replica_alive(r, state.tp))
+        unclean = False
         if state.leader in live_isr:
             leader, isr = state.leader, live_isr
         elif live_isr:
@@ -479,8 +498,17 @@ class Controller:
             isr = live_isr
         else:
             leader, isr = NO_LEADER, state.isr
+            live = [r for r in state.replicas if self._replica_alive(r, state.tp)
+                    and r not in state.removing_replicas]
+            if live and self._unclean_allowed(
+                    topic if topic is not None else self.store.topic(state.tp.topic)):
+                leader, isr, unclean = live[0], (live[0],), True
         if leader == state.leader and isr == state.isr:
             return None
+        if unclean:
+            log.warning("%s: unclean leader election for %s: broker %d leads from outside the "
+                        "ISR %s; records committed after it fell behind are lost", self.node_id,
+                        state.tp, leader, list(state.isr))
         new = replace(state, leader=leader, isr=isr, leader_epoch=state.leader_epoch + 1,
                       partition_epoch=state.partition_epoch + 1)
         assert new.leader == NO_LEADER or (
@@ -592,14 +620,19 @@ class Controller:
     # ---- topics --------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: Mapping[str, str] | None = None,
+                     configs: Mapping[str, object] | None = None,
                      assignment: Sequence[Sequence[int]] | None = None) -> Uuid:
         """Create topic ``name`` with a new topic id; returns the id.
 
         Without ``assignment`` the replicas go round-robin over the live brokers from a start
         offset drawn from the rng; with it, ``assignment[p]`` lists partition p's replicas.
-        Errors: INVALID_TOPIC_EXCEPTION (bad name), TopicAlreadyExists, InvalidPartitions,
-        InvalidReplicationFactor (below 1 or above the live brokers), InvalidReplicaAssignment.
+        ``configs`` are topic configs by Kafka name (string values as Kafka takes them, or Python
+        values of the config's type); they are validated and stored in canonical string form.
+        Errors: INVALID_TOPIC_EXCEPTION (bad name), TopicAlreadyExists, InvalidConfig (an
+        unknown config or a bad value), InvalidPartitions, InvalidReplicationFactor (below 1 or
+        above the live brokers), InvalidReplicaAssignment. As in Kafka, min.insync.replicas
+        above the replication factor is accepted (producing with acks=all then fails with
+        NOT_ENOUGH_REPLICAS).
         """
         self._require_active()
         validate_topic(name)
@@ -608,11 +641,7 @@ class Controller:
             deleting = name in {d.name for d in self.store.deletions()}
             raise TopicAlreadyExists(f"topic {name!r} already exists"
                                      + (" and is being deleted" if deleting else ""))
-        config_pairs = TopicRecord.configs_from(configs)
-        for key, value in config_pairs:
-            if not isinstance(key, str) or not isinstance(value, str):
-                raise KafkaError(Errors.INVALID_REQUEST,
-                                 f"topic config {key!r}={value!r}: keys and values are strings")
+        config_pairs = self._canonical_configs(configs or {})
         if partitions < 1:
             raise InvalidPartitions(f"topic {name!r}: {partitions} partitions; at least 1")
         if replication_factor < 1:
@@ -644,6 +673,55 @@ class Controller:
         self._send_leader_and_isr(states, new=[s.tp for s in states])
         self._send_update_metadata(states)
         return topic_id
+
+    @staticmethod
+    def _canonical_configs(configs: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+        parsed = parse_topic_configs(configs)
+        return TopicRecord.configs_from({k: canonical_string(v) for k, v in parsed.items()})
+
+    def alter_topic_configs(self, name: str, set: Mapping[str, object] | None = None,
+                            delete: Iterable[str] = ()) -> dict[str, str]:
+        """Change topic ``name``'s config overrides incrementally (``kafka-configs.sh --alter
+        --add-config k=v --delete-config k``): ``set`` adds or replaces overrides, ``delete``
+        removes them (the broker default applies again). Returns the overrides now stored.
+
+        The new overrides are stored (conditional on the controller epoch), then an
+        UpdateMetadata carrying them goes to every live broker; a broker that is down gets them
+        in the FULL LeaderAndIsr of its next registration. Errors, with nothing changed:
+        UNKNOWN_TOPIC_OR_PARTITION (no such topic, or it is being deleted), InvalidConfig (an
+        unknown name in ``set`` or ``delete``, or a bad value), INVALID_REQUEST (a name both set
+        and deleted).
+        """
+        self._require_active()
+        record = self.store.topic(name)
+        if record is None or name in {d.name for d in self.store.deletions()}:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+        additions = dict(self._canonical_configs(set or {}))
+        removals = [key.strip() if isinstance(key, str) else key for key in delete]
+        for key in removals:
+            if not isinstance(key, str) or key not in TOPIC_CONFIGS:
+                raise InvalidConfig(str(key), None, "unknown topic config")
+            if key in additions:
+                raise KafkaError(Errors.INVALID_REQUEST,
+                                 f"topic config {key} is both set and deleted")
+        configs = {k: v for k, v in record.configs if k not in removals}
+        configs.update(additions)
+        new = replace(record, configs=TopicRecord.configs_from(configs))
+        if new == record:
+            return new.config_map
+        states = self.store.partitions(name)
+        changes = [c for st in states if (c := self._elect(st, new)) is not None]
+        self._commit(MetadataDelta(topics=[new], partitions=changes))
+        log.info("%s altered the configs of topic %s: %s", self.node_id, name, new.config_map)
+        if changes:
+            self._send_leader_and_isr(changes)
+        self._send_update_metadata(self.store.partitions(name))
+        return new.config_map
+
+    def describe_topic_configs(self, name: str) -> dict[str, str]:
+        """Topic ``name``'s stored config overrides (canonical strings, by Kafka name);
+        UNKNOWN_TOPIC_OR_PARTITION if there is no such topic."""
+        return self.topic(name).config_map
 
     def _round_robin(self, live: Sequence[int], partitions: int,
                      replication_factor: int) -> list[tuple[int, ...]]:
@@ -847,30 +925,42 @@ class Controller:
                        if (s := self.store.partition(w.tp)) is not None
                        and s.topic_id == w.topic_id]
             gone = tuple(w for w in request.partition_states if w.leader == LEADER_DURING_DELETE)
-            self._update_metadata_to(broker_id, tuple(self._wire_state(s) for s in current)
-                                     + gone)
+            configs = self._topic_configs()
+            self._update_metadata_to(broker_id, tuple(self._wire_state(s, configs=configs)
+                                                      for s in current) + gone)
 
     def _broker_epoch(self, broker_id: int) -> int:
         registration = self.store.broker(broker_id)
         assert registration is not None, f"broker {broker_id} is live but not registered"
         return registration.broker_epoch
 
+    def _topic_configs(self) -> dict[tuple[str, Uuid], tuple[tuple[str, str], ...]]:
+        """Every topic's stored configs, by (name, id): read once per message built."""
+        return {(t.name, t.topic_id): t.configs for t in self.store.topics()}
+
     def _wire_state(self, state: PartitionState, broker_id: int | None = None,
-                    is_new: bool = False) -> LeaderAndIsrPartitionState:
+                    is_new: bool = False,
+                    configs: Mapping[tuple[str, Uuid], tuple[tuple[str, str], ...]] | None = None,
+                    ) -> LeaderAndIsrPartitionState:
+        if configs is None:
+            configs = self._topic_configs()
         return LeaderAndIsrPartitionState(
             tp=state.tp, topic_id=state.topic_id, controller_epoch=self.epoch,
             leader=state.leader, leader_epoch=state.leader_epoch, isr=state.isr,
             partition_epoch=state.partition_epoch, replicas=state.replicas,
             adding_replicas=state.adding_replicas, removing_replicas=state.removing_replicas,
             is_new=is_new,
-            log_dir=state.log_dir_for(broker_id) if broker_id is not None else "any")
+            log_dir=state.log_dir_for(broker_id) if broker_id is not None else "any",
+            topic_configs=configs.get((state.tp.topic, state.topic_id), ()))
 
     def _leader_and_isr(self, broker_id: int, kind: LeaderAndIsrType,
                         states: Iterable[PartitionState],
                         new: Iterable[TopicPartition] = ()) -> None:
         new_tps = set(new)
+        configs = self._topic_configs()
         wire = tuple(self._wire_state(s, broker_id,
-                                      is_new=s.tp in new_tps or broker_id in s.adding_replicas)
+                                      is_new=s.tp in new_tps or broker_id in s.adding_replicas,
+                                      configs=configs)
                      for s in states)
         leaders = tuple(sorted({s.leader for s in wire if s.leader in self._session_deadline_ms}))
         self._send(broker_id, LeaderAndIsrRequest(
@@ -907,7 +997,8 @@ class Controller:
 
     def _send_update_metadata(self, states: Sequence[PartitionState],
                               leader_override: int | None = None) -> None:
-        wire = tuple(self._wire_state(s) for s in states)
+        configs = self._topic_configs()
+        wire = tuple(self._wire_state(s, configs=configs) for s in states)
         if leader_override is not None:
             wire = tuple(replace(w, leader=leader_override) for w in wire)
         for broker_id in self.live_brokers():

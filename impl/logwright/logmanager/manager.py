@@ -9,16 +9,22 @@ Invariants upheld here:
 - A raised log start offset is durable before it is acknowledged: the dir's
   ``log-start-offset-checkpoint`` is rewritten (tmp + fsync + rename + dir fsync) at once, not on
   the periodic schedule Kafka uses (HAZARDS 12).
-- ``-delete`` dirs are removed only after ``file.delete.delay.ms``.
+- ``-delete`` dirs are removed only after ``file.delete.delay.ms`` (the topic's, else the
+  broker default).
+- A log is trimmed only under its topic's own config: once ``await_topic_configs`` is called (a
+  broker does, as the controller owns topic configs), retention skips a topic until
+  ``set_topic_overrides`` has told its configs, so a broker default stricter than the topic's
+  override never deletes records between start-up and the controller's first word.
 """
 
 from __future__ import annotations
 
 import posixpath
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from logwright.configs import ConfigValue
 from logwright.errors import CheckpointError, KafkaStorageError, LogDirNameError, LogwrightError
 from logwright.storage.checkpoint import (
     CLEAN_SHUTDOWN_FILE,
@@ -55,7 +61,8 @@ class LogManagerConfig:
     recovery_point_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint.interval.ms
     high_watermark_checkpoint_interval_ms: int = 5_000  # replica.high.watermark.checkpoint...
     flush_interval_ms: int | None = None  # log.flush.interval.ms: None = leave it to the OS
-    file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+    # log.segment.delete.delay.ms: the default of the topic config file.delete.delay.ms
+    file_delete_delay_ms: int = 60_000
     # True: a raised log start offset is durable before it is acknowledged (HAZARDS 12). False
     # is Kafka's behaviour (a periodic checkpoint only); it exists so the crash campaign can
     # show that it loses acknowledged deletions.
@@ -115,6 +122,10 @@ class LogManager:
         if not self.dirs:
             raise LogwrightError("at least one log dir is needed")
         self.topic_configs: dict[str, LogConfig] = {}
+        self.topic_overrides: dict[str, dict[str, ConfigValue]] = {}
+        # Topics whose configs came from the controller since start-up; None: no controller
+        # supplies configs (a log manager used alone), so the broker defaults are the truth.
+        self.configured_topics: set[str] | None = None
         self._tasks: list[Task] = []
         self.started = False
 
@@ -218,6 +229,41 @@ class LogManager:
         """The log config of ``topic`` (its override, else the broker default)."""
         return self.topic_configs.get(topic, self.config.log)
 
+    def set_topic_overrides(self, topic: str, overrides: Mapping[str, ConfigValue]) -> LogConfig:
+        """Make ``overrides`` (parsed topic configs, Kafka names) ``topic``'s per-topic config:
+        the broker defaults with them applied. Every live log of the topic gets the new config
+        at once, and logs created later start with it. Returns the topic's log config."""
+        overrides = dict(overrides)
+        config = self.config.log.with_topic_overrides(overrides)
+        if self.configured_topics is not None:
+            self.configured_topics.add(topic)
+        if overrides:
+            self.topic_overrides[topic] = overrides
+            self.topic_configs[topic] = config
+        else:
+            self.topic_overrides.pop(topic, None)
+            self.topic_configs.pop(topic, None)
+        for state in self.dirs.values():
+            for tp, log in state.logs.items():
+                if tp.topic == topic:
+                    log.update_config(config)
+        return config
+
+    def await_topic_configs(self) -> None:
+        """From now on a topic's logs get no retention until its configs are set (a broker
+        calls this before start-up: the controller is the source of topic configs, and a log
+        loaded from disk must not be trimmed by a broker default its topic overrides)."""
+        self.configured_topics = set()
+
+    def _configured(self, topic: str) -> bool:
+        return self.configured_topics is None or topic in self.configured_topics
+
+    def file_delete_delay_ms_for(self, topic: str) -> int:
+        """How long ``topic``'s deleted dirs wait: its file.delete.delay.ms override, else the
+        broker default (log.segment.delete.delay.ms)."""
+        value = self.topic_overrides.get(topic, {}).get("file.delete.delay.ms")
+        return value if isinstance(value, int) else self.config.file_delete_delay_ms
+
     # ---- lookup --------------------------------------------------------------------------------
 
     def get_log(self, tp: TopicPartition) -> PartitionLog | None:
@@ -307,7 +353,7 @@ class LogManager:
             self._take_offline(state, f"deleting {log.dir_path}: {exc}")
             raise KafkaStorageError(f"{tp}: I/O error deleting its log: {exc}") from exc
         del state.logs[tp]
-        state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
+        state.pending_deletes[name] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
         self._write_checkpoints(state)
         return name
 
@@ -336,9 +382,12 @@ class LogManager:
     # ---- periodic work -------------------------------------------------------------------------
 
     def run_retention(self) -> int:
-        """Apply retention to every online log; returns the number of segments deleted."""
+        """Apply retention to every online log whose topic configs are known (see
+        ``await_topic_configs``); returns the number of segments deleted."""
         deleted = 0
         for log in self._online_logs():
+            if not self._configured(log.tp.topic):
+                continue  # its topic's retention settings are not known yet
             try:
                 deleted += log.delete_old_segments()
             except KafkaStorageError:

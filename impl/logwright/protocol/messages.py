@@ -99,6 +99,12 @@ class LeaderAndIsrPartitionState:
     is_new: bool = False
     # Reassignment with log dirs (KIP-113): the dir this broker should use, "any" for none.
     log_dir: str = "any"
+    # The topic's config overrides (Kafka names, canonical string values, sorted), as stored by
+    # the controller when the message was built. A broker applies the ones of the newest message
+    # it accepted (controller epoch, then correlation id): delivered with every LeaderAndIsr
+    # (so a log is never created with a stale config) and every UpdateMetadata (so a change
+    # reaches every broker hosting the topic).
+    topic_configs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

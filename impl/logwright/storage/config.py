@@ -1,39 +1,60 @@
-"""Per-log configuration, with Kafka's names and defaults (KAFKA-FACTS.md "Configs")."""
+"""Per-log configuration, with Kafka's names and defaults (see ``logwright.configs``).
+
+A ``LogConfig`` is immutable; a topic config change replaces a log's config object, and the log
+reads its config at each decision (roll, retention, append checks), so a change takes effect at
+the next decision without a restart.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from logwright.configs import TOPIC_CONFIGS, ConfigValue, canonical_string
+
 HOUR_MS = 3_600_000
+
+LOG_CONFIG_FIELDS: dict[str, str] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "segment.index.bytes": "segment_index_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "cleanup.policy": "cleanup_policy",
+    "file.delete.delay.ms": "file_delete_delay_ms",
+    "max.message.bytes": "max_message_bytes",
+}
+"""Topic config name -> LogConfig field, for the topic configs a log itself applies."""
 
 
 @dataclass(frozen=True)
 class LogConfig:
-    """How one partition log rolls, indexes and retains its segments.
+    """How one partition log rolls, indexes, validates and retains its segments.
 
-    Kafka names: segment.bytes, segment.ms, index.interval.bytes, retention.ms, retention.bytes,
-    cleanup.policy, file.delete.delay.ms.
+    Kafka names: segment.bytes, segment.ms, segment.index.bytes, index.interval.bytes,
+    retention.ms, retention.bytes, cleanup.policy, file.delete.delay.ms, max.message.bytes.
     """
 
     segment_bytes: int = 1 << 30
     segment_ms: int = 168 * HOUR_MS
+    segment_index_bytes: int = 10 * (1 << 20)
     index_interval_bytes: int = 4096
     retention_ms: int = 168 * HOUR_MS  # -1: keep forever
-    retention_bytes: int = -1  # -1: no size limit
+    retention_bytes: int = -1  # negative: no size limit
     cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
     file_delete_delay_ms: int = 60_000
+    max_message_bytes: int = (1 << 20) + 12
 
     def __post_init__(self) -> None:
-        if self.segment_bytes < 64:
-            raise ValueError(f"segment.bytes must be at least 64, got {self.segment_bytes}")
-        if self.segment_ms <= 0:
-            raise ValueError(f"segment.ms must be positive, got {self.segment_ms}")
-        if self.index_interval_bytes < 0:
-            raise ValueError(f"index.interval.bytes must be >= 0, got {self.index_interval_bytes}")
-        if self.retention_ms < -1 or self.retention_bytes < -1:
-            raise ValueError("retention.ms and retention.bytes must be >= -1")
-        if not set(self.cleanup_policy.split(",")) <= {"delete", "compact"}:
-            raise ValueError(f"cleanup.policy must be delete and/or compact: {self.cleanup_policy}")
+        # The same checks as the topic configs (one definition, logwright.configs), so a
+        # LogConfig built in code cannot hold what a topic config would refuse.
+        for name, attr in LOG_CONFIG_FIELDS.items():
+            value: object = getattr(self, attr)
+            if name == "cleanup.policy":
+                assert isinstance(value, str)
+                value = value.replace(" ", "")
+            TOPIC_CONFIGS[name].parse(value)
 
     @property
     def deletes(self) -> bool:
@@ -43,3 +64,22 @@ class LogConfig:
     def with_(self, **changes: object) -> LogConfig:
         """A copy with some settings changed."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def with_topic_overrides(self, overrides: Mapping[str, ConfigValue]) -> LogConfig:
+        """A copy with the parsed topic configs ``overrides`` (Kafka names) applied; configs a
+        log does not apply itself (min.insync.replicas, unclean.leader.election.enable) are
+        skipped."""
+        changes: dict[str, object] = {}
+        for name, value in overrides.items():
+            attr = LOG_CONFIG_FIELDS.get(name)
+            if attr is not None:
+                changes[attr] = canonical_string(value) if name == "cleanup.policy" else value
+        return replace(self, **changes) if changes else self  # type: ignore[arg-type]
+
+    def topic_config_values(self) -> dict[str, ConfigValue]:
+        """This config as topic config values, by Kafka name."""
+        out: dict[str, ConfigValue] = {}
+        for name, attr in LOG_CONFIG_FIELDS.items():
+            value = getattr(self, attr)
+            out[name] = tuple(value.split(",")) if name == "cleanup.policy" else value
+        return out

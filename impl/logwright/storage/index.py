@@ -235,6 +235,11 @@ class TimeIndex(_IndexFile):
         self._written = 0
 
     @property
+    def entries(self) -> int:
+        """Number of entries."""
+        return len(self._offsets)
+
+    @property
     def last_timestamp(self) -> int | None:
         """The largest indexed timestamp, or None if empty."""
         return self._timestamps[-1] if self._timestamps else None

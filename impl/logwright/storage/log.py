@@ -24,7 +24,9 @@ from typing import NamedTuple
 from logwright.errors import (
     CorruptRecordError,
     KafkaStorageError,
+    MessageTooLarge,
     OffsetOutOfRange,
+    RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
 from logwright.records import (
@@ -245,6 +247,12 @@ class PartitionLog:
         log.persist_log_start_offset = persist_log_start_offset
         return log, report
 
+    def update_config(self, config: LogConfig) -> None:
+        """Replace this log's config (a topic config change); the next roll, retention run and
+        append check use it. Existing segments and their index entries stay as they are."""
+        assert isinstance(config, LogConfig)
+        self.config = config
+
     # ---- offsets -------------------------------------------------------------------------------
 
     @property
@@ -298,14 +306,33 @@ class PartitionLog:
     # ---- append --------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | bytearray, leader_epoch: int = -1) -> AppendInfo:
-        """Validate batches from a producer, assign the next offsets, and append them."""
+        """Validate batches from a producer, assign the next offsets, and append them.
+
+        A batch larger than max.message.bytes is refused with MESSAGE_TOO_LARGE, one larger
+        than segment.bytes with RECORD_BATCH_TOO_LARGE (as Kafka does); nothing is appended.
+        """
         self._guard()
         buf = bytearray(records)
         summary = validate_batches(buf)
+        config = self.config
+        if len(buf) > min(config.max_message_bytes, config.segment_bytes):
+            self._check_batch_sizes(buf, config)
         first = self.log_end_offset
         next_offset = assign_offsets(buf, first, leader_epoch if leader_epoch >= 0 else None)
         return self._append(buf, first, next_offset - 1, summary.max_timestamp,
                             summary.count_batches)
+
+    def _check_batch_sizes(self, buf: bytearray, config: LogConfig) -> None:
+        for _, header in iter_batches(buf, verify_crc=False):
+            size = header.size_bytes
+            if size > config.max_message_bytes:
+                raise MessageTooLarge(
+                    f"{self.tp}: a record batch of {size} bytes is larger than "
+                    f"max.message.bytes {config.max_message_bytes}")
+            if size > config.segment_bytes:
+                raise RecordBatchTooLarge(
+                    f"{self.tp}: a record batch of {size} bytes is larger than segment.bytes "
+                    f"{config.segment_bytes}")
 
     def append_as_follower(self, records: bytes | bytearray) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets."""
@@ -342,11 +369,13 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size_bytes == 0:
             return
+        config = self.config  # read at each decision: a topic config change applies at once
         rolling_ts = active.first_batch_timestamp_ms
         too_old = rolling_ts is not None and \
-            self.clock.now_ms() - rolling_ts >= self.config.segment_ms
-        if (active.size_bytes + incoming_bytes > self.config.segment_bytes or too_old
-                or last_offset - active.base_offset > 0x7FFFFFFF):
+            self.clock.now_ms() - rolling_ts >= config.segment_ms
+        if (active.size_bytes + incoming_bytes > config.segment_bytes or too_old
+                or last_offset - active.base_offset > 0x7FFFFFFF
+                or active.index_full(config.segment_index_bytes)):
             self.roll()
 
     def roll(self) -> LogSegment:

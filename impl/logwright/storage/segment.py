@@ -123,6 +123,13 @@ class LogSegment:
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
 
+    def index_full(self, max_index_bytes: int) -> bool:
+        """Whether either index holds as many entries as ``max_index_bytes`` (Kafka's
+        segment.index.bytes) allows: 8-byte offset index entries, 12-byte time index entries.
+        A segment whose index is full must roll before it takes another batch."""
+        return (self.index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
+                or self.time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES)
+
     # ---- walking batch headers -----------------------------------------------------------------
 
     def _walk(self, start: int, end: int) -> list[tuple[BatchLocation, int]]:
