@@ -288,7 +288,8 @@ class Client:
     def produce(self, tp: TopicPartition, values: Sequence[bytes | None],
                 keys: Sequence[bytes | None] | None, acks: Acks, timeout_ms: int | None) -> int:
         """Append ``values`` as one batch; the base offset, or -1 for acks=0."""
-        if acks not in (0, 1, -1, "all") or isinstance(acks, bool):
+        self._require_open()
+        if not ((type(acks) is int and acks in (0, 1, -1)) or acks == "all"):
             raise KafkaError.of(Errors.INVALID_REQUEST,
                                 f"acks must be 0, 1, -1 or \"all\", not {acks!r}")
         wire_acks = -1 if acks == "all" else int(acks)
@@ -324,6 +325,7 @@ class Client:
     def fetch(self, tp: TopicPartition, offset: int, max_bytes: int,
               timeout_ms: int | None) -> list[ConsumerRecord]:
         """Committed records of ``tp`` from ``offset``, as a consumer reads them."""
+        self._require_open()
         deadline = self._deadline(timeout_ms, self.config.default_api_timeout_ms)
         out: list[ConsumerRecord] = []
 
@@ -356,6 +358,7 @@ class Client:
     def list_offsets(self, tp: TopicPartition, which: Literal["earliest", "latest"],
                      timeout_ms: int | None) -> int:
         """The log start offset ("earliest") or the high watermark ("latest") of ``tp``."""
+        self._require_open()
         if which not in ("earliest", "latest"):
             raise KafkaError.of(Errors.INVALID_REQUEST,
                                 f"which must be \"earliest\" or \"latest\", not {which!r}")
@@ -380,9 +383,11 @@ class Client:
 
     # ---- the retry loop ------------------------------------------------------------------------
 
-    def _deadline(self, timeout_ms: int | None, default_ms: int) -> int:
+    def _require_open(self) -> None:
         if self.closed:
             raise ClusterError("the cluster is closed")
+
+    def _deadline(self, timeout_ms: int | None, default_ms: int) -> int:
         if timeout_ms is None:
             timeout_ms = default_ms
         elif isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:

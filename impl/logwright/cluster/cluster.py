@@ -57,7 +57,8 @@ class Cluster:
         self.broker_config = broker_config or BrokerConfig()
         self.controller_config = controller_config or ControllerConfig()
         self.client_config = client_config if client_config is not None else ClientConfig()
-        self.request_timeout_ms = self.client_config.request_timeout_ms
+        # The facade's own waits (registration, a new topic's leaders), not the client's.
+        self.request_timeout_ms = 30_000
         self.closed = False
         self.log_dirs = {b: tuple(posixpath.join(root, f"broker-{b}", f"d{j}")
                                   for j in range(1, log_dirs_per_broker + 1))
@@ -143,7 +144,7 @@ class Cluster:
 
     def _wait(self, done: Callable[[], bool], what: str, timeout_ms: int | None = None) -> None:
         if not self.runtime.run_until(done, timeout_ms or self.request_timeout_ms):
-            raise KafkaError(Errors.REQUEST_TIMED_OUT, f"timed out waiting for {what}")
+            raise KafkaError.of(Errors.REQUEST_TIMED_OUT, f"timed out waiting for {what}")
 
     # ---- controller view -----------------------------------------------------------------------
 
