@@ -24,8 +24,11 @@ from logwright import (
     LeaderNotAvailable,
     OffsetOutOfRange,
     RequestTimedOut,
+    TopicAuthorizationFailed,
     UnknownTopicOrPartition,
 )
+from logwright.broker import AclBinding, Operation, ResourceType
+from logwright.broker.authorizer import Permission
 from logwright.cluster.client import ClientMetadata
 from logwright.errors import Errors
 from logwright.protocol import (
@@ -315,6 +318,33 @@ def test_a_retriable_error_is_retried_until_the_call_deadline() -> None:
     assert c.client.metadata_requests >= 4
 
 
+def test_a_fatal_error_fails_the_call_at_once() -> None:
+    c = Cluster.simulated(brokers=3, seed=2)
+    c.create_topic("secret", partitions=1, replication_factor=3)
+    c.create_topic("open", partitions=1, replication_factor=3)
+    c.produce("secret", 0, [b"before the ACL"])  # the client has its metadata cached
+    for b in (1, 2, 3):
+        authorizer = c.broker(b).authorizer
+        authorizer.add_acl(AclBinding("User:*", ResourceType.CLUSTER, "*", Operation.ALL))
+        authorizer.add_acl(AclBinding("User:*", ResourceType.TOPIC, "*", Operation.ALL))
+        authorizer.add_acl(AclBinding("User:*", ResourceType.TOPIC, "secret", Operation.ALL,
+                                      Permission.DENY))
+    calls: list[Callable[[], object]] = [
+        lambda: c.produce("secret", 0, [b"x"]),  # the Produce answer says so
+        lambda: c.fetch("secret", 0, 0),  # the Fetch answer says so
+    ]
+    for call in calls:
+        start = c.runtime.clock.now_ms()
+        with pytest.raises(TopicAuthorizationFailed) as e:
+            call()
+        assert e.value.code == 29
+        assert c.runtime.clock.now_ms() - start < c.client_config.retry_backoff_ms, "no retry"
+    c.client.metadata.request_update("secret")
+    with pytest.raises(TopicAuthorizationFailed):  # now the Metadata answer says so
+        c.list_offsets("secret", 0, "latest")
+    assert c.produce("open", 0, [b"fine"]) == 0
+
+
 @pytest.mark.parametrize("acks", [1, -1, "all"])
 def test_acks(acks: int | str) -> None:
     c = Cluster.simulated(brokers=3, seed=1)
@@ -396,6 +426,15 @@ def test_metadata_with_an_older_leader_epoch_is_ignored() -> None:
     tp = TopicPartition("t", 0)
     meta.update(answer(2, 5), 0)
     meta.update(answer(1, 4), 1)  # a broker that has not heard of epoch 5 yet
+    found = meta.partition(tp, 1, 1_000)
+    assert found is not None and (found.leader, found.leader_epoch) == (2, 5)
+    forgotten = MetadataResponse(1, brokers, 1, (
+        MetadataTopic("t", Errors.UNKNOWN_TOPIC_OR_PARTITION),))  # a broker just restarted
+    meta.update(forgotten, 1)
+    assert meta.partition(tp, 1, 1_000) is None
+    meta.update(answer(1, 4), 1)  # still older than the epoch last seen: stays unknown
+    assert meta.partition(tp, 1, 1_000) is None
+    meta.update(answer(2, 5), 1)
     found = meta.partition(tp, 1, 1_000)
     assert found is not None and (found.leader, found.leader_epoch) == (2, 5)
     meta.update(answer(1, 0, Uuid.from_random(random.Random(2))), 2)  # re-created topic

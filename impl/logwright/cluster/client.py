@@ -212,6 +212,7 @@ class ClientMetadata:
         self.topics: dict[str, _TopicMetadata] = {}
         self.brokers: dict[int, str] = {}  # live broker id -> node, from the last answer
         self._stale: set[str] = set()
+        self._last_epochs: dict[TopicPartition, tuple[Uuid, int]] = {}
         self.updates = 0
 
     def partition(self, tp: TopicPartition, now_ms: int, max_age_ms: int
@@ -228,22 +229,27 @@ class ClientMetadata:
 
     def update(self, response: MetadataResponse, now_ms: int) -> None:
         """Take in a Metadata answer. Per partition, information with an older leader epoch than
-        the one held for the same topic id is ignored (KIP-320)."""
+        the last one seen for the same topic id is ignored (KIP-320): what was held is kept, and
+        if nothing is held the partition stays unknown until a better answer comes. The last
+        epoch seen is remembered even while a topic is missing from answers."""
         self.updates += 1
         if response.brokers:
             self.brokers = {b.node_id: b.node for b in response.brokers}
         for topic in response.topics:
             self._stale.discard(topic.name)
+            held = self.topics.pop(topic.name, None)
             if topic.error is not Errors.NONE:
-                self.topics.pop(topic.name, None)
                 continue
-            held = self.topics.get(topic.name)
-            partitions = {p.partition: p for p in topic.partitions}
-            if held is not None and held.topic_id == topic.topic_id:
-                for number, old in held.partitions.items():
-                    new = partitions.get(number)
-                    if new is not None and new.leader_epoch < old.leader_epoch:
-                        partitions[number] = old
+            partitions: dict[int, MetadataPartition] = {}
+            for p in topic.partitions:
+                tp = TopicPartition(topic.name, p.partition)
+                seen = self._last_epochs.get(tp)
+                if seen is None or seen[0] != topic.topic_id or p.leader_epoch >= seen[1]:
+                    self._last_epochs[tp] = (topic.topic_id, p.leader_epoch)
+                    partitions[p.partition] = p
+                elif held is not None and held.topic_id == topic.topic_id \
+                        and p.partition in held.partitions:
+                    partitions[p.partition] = held.partitions[p.partition]
             self.topics[topic.name] = _TopicMetadata(topic.topic_id, partitions, now_ms)
 
 
