@@ -6,6 +6,7 @@ knows Kafka can match on the same names it already knows (KAFKA-FACTS.md, "Error
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
 
 
@@ -16,6 +17,7 @@ class Errors(IntEnum):
     OFFSET_OUT_OF_RANGE = 1
     CORRUPT_MESSAGE = 2
     UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     REPLICA_NOT_AVAILABLE = 9
@@ -63,6 +65,14 @@ class KafkaError(LogwrightError):
     def code(self) -> int:
         """The Kafka wire error code."""
         return int(self.error)
+
+    @staticmethod
+    def of(error: Errors, message: str = "") -> KafkaError:
+        """The most specific error type for ``error``: ``OffsetOutOfRange`` for
+        OFFSET_OUT_OF_RANGE and so on, plain ``KafkaError`` where no subclass exists."""
+        assert error is not Errors.NONE, "NONE is not an error"
+        specific = _SPECIFIC.get(error)
+        return specific(message) if specific is not None else KafkaError(error, message)
 
     @property
     def name(self) -> str:
@@ -115,6 +125,93 @@ class RecordBatchTooLarge(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(Errors.RECORD_BATCH_TOO_LARGE, message)
+
+
+class UnknownTopicOrPartition(KafkaError):
+    """The topic or partition does not exist (or this broker does not know of it yet)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.UNKNOWN_TOPIC_OR_PARTITION, message)
+
+
+class LeaderNotAvailable(KafkaError):
+    """The partition has no leader at the moment (an election is under way)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.LEADER_NOT_AVAILABLE, message)
+
+
+class NotLeaderOrFollower(KafkaError):
+    """The broker asked is not the partition's leader (the client's metadata is stale)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.NOT_LEADER_OR_FOLLOWER, message)
+
+
+class RequestTimedOut(KafkaError):
+    """No answer in time: a request's timeout, or a call's overall deadline, passed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.REQUEST_TIMED_OUT, message)
+
+
+class NotEnoughReplicas(KafkaError):
+    """acks=all refused before the append: the ISR is smaller than min.insync.replicas."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.NOT_ENOUGH_REPLICAS, message)
+
+
+class TopicAuthorizationFailed(KafkaError):
+    """The principal may not perform the operation on the topic."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.TOPIC_AUTHORIZATION_FAILED, message)
+
+
+class InvalidRequest(KafkaError):
+    """A request (or a call's arguments) Kafka would refuse as malformed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.INVALID_REQUEST, message)
+
+
+class FencedLeaderEpoch(KafkaError):
+    """The request names an older leader epoch than the leader's (the asker is behind)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.FENCED_LEADER_EPOCH, message)
+
+
+class UnknownLeaderEpoch(KafkaError):
+    """The request names a newer leader epoch than the broker knows (the broker is behind)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.UNKNOWN_LEADER_EPOCH, message)
+
+
+_SPECIFIC: dict[Errors, Callable[[str], KafkaError]] = {
+    Errors.OFFSET_OUT_OF_RANGE: OffsetOutOfRange,
+    Errors.KAFKA_STORAGE_ERROR: KafkaStorageError,
+    Errors.CORRUPT_MESSAGE: CorruptRecordError,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: UnknownTopicOrPartition,
+    Errors.LEADER_NOT_AVAILABLE: LeaderNotAvailable,
+    Errors.NOT_LEADER_OR_FOLLOWER: NotLeaderOrFollower,
+    Errors.REQUEST_TIMED_OUT: RequestTimedOut,
+    Errors.NOT_ENOUGH_REPLICAS: NotEnoughReplicas,
+    Errors.TOPIC_AUTHORIZATION_FAILED: TopicAuthorizationFailed,
+    Errors.INVALID_REQUEST: InvalidRequest,
+    Errors.FENCED_LEADER_EPOCH: FencedLeaderEpoch,
+    Errors.UNKNOWN_LEADER_EPOCH: UnknownLeaderEpoch,
+    Errors.MESSAGE_TOO_LARGE: MessageTooLarge,
+    Errors.RECORD_BATCH_TOO_LARGE: RecordBatchTooLarge,
+}
+"""Errors that have their own type, for ``KafkaError.of``."""
+
+
+class ClusterError(LogwrightError):
+    """A call the cluster cannot make sense of (an unknown broker id, a real-only call, a call
+    after close, an invalid client config...)."""
 
 
 class CheckpointError(LogwrightError):

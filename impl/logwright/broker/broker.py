@@ -42,6 +42,7 @@ from logwright.protocol import (
     LeaderAndIsrResponse,
     ListOffsetsRequest,
     Message,
+    MetadataRequest,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
@@ -270,6 +271,8 @@ class Broker:
             self._handle_list_offsets(src, message)
         elif isinstance(message, OffsetForLeaderEpochRequest):
             self._handle_offsets_for_leader_epoch(src, message)
+        elif isinstance(message, MetadataRequest):
+            self._handle_metadata(src, message)
         else:
             self.unknown_messages += 1  # a late answer, or nothing a broker serves
 
@@ -352,6 +355,13 @@ class Broker:
         denied = self._denied_topics(request.principal, Operation.DESCRIBE,
                                      (tp for tp, _ in request.partitions))
         self._send(src, self.replica_manager.list_offsets(request, denied))
+
+    def _handle_metadata(self, src: str, request: MetadataRequest) -> None:
+        # Answered from the metadata cache, by any broker, leader or not (as Kafka does).
+        def authorized(topic: str) -> bool:
+            return self.authorizer.authorize_topic(request.principal, Operation.DESCRIBE, topic)
+
+        self._send(src, self.replica_manager.metadata.topic_metadata(request, authorized))
 
     def _handle_offsets_for_leader_epoch(self, src: str,
                                          request: OffsetForLeaderEpochRequest) -> None:

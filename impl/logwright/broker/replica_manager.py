@@ -63,6 +63,11 @@ from logwright.protocol import (
     ListOffsetsRequest,
     ListOffsetsResponse,
     Message,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
     OffsetForLeaderEpochPartition,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
@@ -80,6 +85,9 @@ from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
 
+LEADER_DURING_DELETE = -2
+"""UpdateMetadata's leader for a partition of a deleted topic (Kafka's LeaderDuringDelete)."""
+
 
 class TopicIdMismatch(LogwrightError):
     """The local log belongs to another incarnation of the topic (a different topic id)."""
@@ -95,6 +103,40 @@ class MetadataCache:
 
     partitions: dict[TopicPartition, LeaderAndIsrPartitionState] = field(default_factory=dict)
     live_brokers: frozenset[int] = frozenset()
+    controller_id: int = -1
+
+    def topic_metadata(self, request: MetadataRequest, authorized: Callable[[str], bool]
+                       ) -> MetadataResponse:
+        """Kafka's Metadata answer from this cache. A partition whose leader is not a live
+        broker is LEADER_NOT_AVAILABLE; a topic not in the cache UNKNOWN_TOPIC_OR_PARTITION.
+        Asked for every topic, topics the principal may not describe are left out; named, they
+        answer TOPIC_AUTHORIZATION_FAILED."""
+        by_topic: dict[str, list[LeaderAndIsrPartitionState]] = {}
+        for tp, state in self.partitions.items():
+            by_topic.setdefault(tp.topic, []).append(state)
+        if request.topics is None:
+            names: Sequence[str] = sorted(t for t in by_topic if authorized(t))
+        else:
+            names = request.topics
+        topics: list[MetadataTopic] = []
+        for name in names:
+            states = by_topic.get(name)
+            if not authorized(name):
+                topics.append(MetadataTopic(name, Errors.TOPIC_AUTHORIZATION_FAILED))
+            elif not states:
+                topics.append(MetadataTopic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                parts = tuple(
+                    MetadataPartition(s.tp.partition, Errors.NONE, s.leader, s.leader_epoch,
+                                      s.replicas, s.isr)
+                    if s.leader in self.live_brokers else
+                    MetadataPartition(s.tp.partition, Errors.LEADER_NOT_AVAILABLE, -1,
+                                      s.leader_epoch, s.replicas, s.isr)
+                    for s in sorted(states, key=lambda s: s.tp.partition))
+                topics.append(MetadataTopic(name, Errors.NONE, states[0].topic_id, parts))
+        brokers = tuple(MetadataBroker(b, f"broker-{b}") for b in sorted(self.live_brokers))
+        return MetadataResponse(request.correlation_id, brokers, self.controller_id,
+                                tuple(topics))
 
 
 _LEADER_DURING_DELETE = -2  # the controller's UpdateMetadata leader of a deleted topic
@@ -608,12 +650,26 @@ class ReplicaManager:
         return [PartitionError(tp, error) for tp, error in results.items()]
 
     def update_metadata(self, request: UpdateMetadataRequest) -> None:
-        """Remember the controller's view of partitions and live brokers, and apply the topic
-        configs it carries."""
+        """Remember the controller's view of partitions and live brokers. A partition of a
+        deleted topic (leader LeaderDuringDelete, -2) leaves the cache, unless the cache already
+        holds a newer topic of the same name (another topic id). The network may reorder two
+        UpdateMetadata requests: a partition state older (leader epoch, partition epoch) than
+        the one held for the same topic id changes nothing, else clients would be sent back to
+        a deposed leader. The topic configs it carries are
+        applied first."""
         self.apply_topic_configs(request)
         for state in request.partition_states:
-            self.metadata.partitions[state.tp] = state
+            held = self.metadata.partitions.get(state.tp)
+            same_topic = held is not None and held.topic_id == state.topic_id
+            if state.leader == LEADER_DURING_DELETE:
+                if same_topic:
+                    del self.metadata.partitions[state.tp]
+            elif not same_topic or held is None or (
+                    (state.leader_epoch, state.partition_epoch)
+                    >= (held.leader_epoch, held.partition_epoch)):
+                self.metadata.partitions[state.tp] = state
         self.metadata.live_brokers = frozenset(request.live_brokers)
+        self.metadata.controller_id = request.controller_id
 
     # ---- produce -----------------------------------------------------------------------------
 

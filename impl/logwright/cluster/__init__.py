@@ -1,6 +1,8 @@
-"""Layer 6: the embedded cluster facade, the simulated world and the real-time runtime."""
+"""Layer 6: the embedded cluster facade, its client, the simulated world and the real-time
+runtime."""
 
-from logwright.cluster.cluster import Cluster, ClusterError, ConsumerRecord
+from logwright.cluster.client import Client, ClientConfig, ConsumerRecord
+from logwright.cluster.cluster import Cluster, ClusterError
 from logwright.cluster.world import SimWorld
 
-__all__ = ["Cluster", "ClusterError", "ConsumerRecord", "SimWorld"]
+__all__ = ["Client", "ClientConfig", "Cluster", "ClusterError", "ConsumerRecord", "SimWorld"]

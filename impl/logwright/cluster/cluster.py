@@ -4,7 +4,8 @@
 time, simulated disks and network; one seed reproduces one run). ``Cluster.real(path, ...)``
 runs the same nodes on the real file system and wall clock, in one process, with the metadata
 store in a SQLite file. Every call that fails raises a ``KafkaError`` carrying Kafka's error name
-and code.
+and code. produce, fetch and list_offsets go through the embedded client (``cluster/client.py``),
+which learns leaders from Metadata requests and retries as Kafka's clients do.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from types import TracebackType
 from typing import Literal
 
 from logwright.broker import Broker, BrokerConfig
-from logwright.cluster.client import ClientNode
+from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
 from logwright.cluster.runtime import RealRuntime
 from logwright.cluster.world import SimWorld
 from logwright.configs import (
@@ -35,51 +36,23 @@ from logwright.controller import (
     broker_node_id,
     controller_node_id,
 )
-from logwright.errors import Errors, InvalidConfig, KafkaError, LogwrightError
-from logwright.protocol import (
-    CONSUMER_REPLICA_ID,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    NO_EPOCH,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    Message,
-    ProduceRequest,
-    ProduceResponse,
-)
-from logwright.records import Record, build_batch, decode_batches
+from logwright.errors import ClusterError, Errors, InvalidConfig, KafkaError
+from logwright.protocol import NO_EPOCH
 from logwright.storage.naming import TopicPartition, Uuid
 
+__all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
+
 Runtime = SimWorld | RealRuntime
-RETRIABLE = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.REPLICA_NOT_AVAILABLE,
-             Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.REQUEST_TIMED_OUT,
-             Errors.KAFKA_STORAGE_ERROR, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH)
-
-
-class ClusterError(LogwrightError):
-    """A call the cluster cannot make sense of (an unknown broker id, a real-only call...)."""
-
-
-@dataclass(frozen=True)
-class ConsumerRecord:
-    """One record as a consumer sees it."""
-
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp_ms: int
 
 
 class Cluster:
-    """A controller and brokers in one process, simulated or real."""
+    """A controller and brokers in one process, simulated or real. A context manager: leaving
+    the ``with`` block closes it (a clean shutdown of every broker)."""
 
     def __init__(self, runtime: Runtime, store: MetadataStore, root: str, brokers: int,
                  log_dirs_per_broker: int, broker_config: BrokerConfig | None = None,
                  controller_config: ControllerConfig | None = None,
-                 request_timeout_ms: int = 30_000) -> None:
+                 client_config: ClientConfig | None = None) -> None:
         if brokers < 1:
             raise ClusterError(f"a cluster needs at least one broker, not {brokers}")
         if log_dirs_per_broker < 1:
@@ -89,18 +62,24 @@ class Cluster:
         self.root = root
         self.broker_config = broker_config or BrokerConfig()
         self.controller_config = controller_config or ControllerConfig()
-        self.request_timeout_ms = request_timeout_ms
+        self.client_config = client_config if client_config is not None else ClientConfig()
+        # The facade's own waits (registration, a new topic's leaders), not the client's.
+        self.request_timeout_ms = 30_000
+        self.closed = False
         self.log_dirs = {b: tuple(posixpath.join(root, f"broker-{b}", f"d{j}")
                                   for j in range(1, log_dirs_per_broker + 1))
                          for b in range(1, brokers + 1)}
         self.brokers: dict[int, Broker] = {}
         self.controllers: list[Controller] = []
-        self.client = ClientNode("client-1", runtime.network)
+        client_node = ClientNode("client-1", runtime.network)
         self._next_controller_id = 1
         self._start_controller()
         for b in self.log_dirs:
             self._start_broker(b)
         self._wait(lambda: all(self._registered(b) for b in self.brokers), "brokers registering")
+        # Forked after the nodes', so that adding the client left their generators unchanged.
+        self.client = Client(client_node, runtime, [broker_node_id(b) for b in self.log_dirs],
+                             self.client_config, runtime.fork_rng())
 
     # ---- construction --------------------------------------------------------------------------
 
@@ -108,19 +87,21 @@ class Cluster:
     def simulated(cls, brokers: int = 3, log_dirs_per_broker: int = 2, seed: int = 0,
                   drop_rate: float = 0.0, duplicate_rate: float = 0.0, min_delay_ms: int = 1,
                   max_delay_ms: int = 5, broker_config: BrokerConfig | None = None,
-                  controller_config: ControllerConfig | None = None) -> Cluster:
+                  controller_config: ControllerConfig | None = None,
+                  client_config: ClientConfig | None = None) -> Cluster:
         """A cluster in a seeded simulated world: virtual time, simulated disks and network."""
         world = SimWorld(seed, min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                          drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         return cls(world, MemoryStore(), "/cluster", brokers, log_dirs_per_broker,
-                   broker_config, controller_config)
+                   broker_config, controller_config, client_config)
 
     @classmethod
     def real(cls, path: str, brokers: int = 3, log_dirs_per_broker: int = 2, seed: int = 0,
              broker_config: BrokerConfig | None = None,
              controller_config: ControllerConfig | None = None,
              config_file: str | None = None,
-             broker_properties: Mapping[str, object] | None = None) -> Cluster:
+             broker_properties: Mapping[str, object] | None = None,
+             client_config: ClientConfig | None = None) -> Cluster:
         """The same cluster on the real file system and wall clock, under ``path``.
 
         The metadata store is ``<path>/metadata.db`` (SQLite); opening an existing ``path``
@@ -140,7 +121,7 @@ class Cluster:
         os.makedirs(path, exist_ok=True)
         root = os.path.abspath(path)
         return cls(RealRuntime(seed), SqliteStore(os.path.join(root, "metadata.db")), root,
-                   brokers, log_dirs_per_broker, broker_config, controller_config)
+                   brokers, log_dirs_per_broker, broker_config, controller_config, client_config)
 
     @property
     def simulated_world(self) -> SimWorld:
@@ -182,13 +163,14 @@ class Cluster:
 
     def _wait(self, done: Callable[[], bool], what: str, timeout_ms: int | None = None) -> None:
         if not self.runtime.run_until(done, timeout_ms or self.request_timeout_ms):
-            raise KafkaError(Errors.REQUEST_TIMED_OUT, f"timed out waiting for {what}")
+            raise KafkaError.of(Errors.REQUEST_TIMED_OUT, f"timed out waiting for {what}")
 
     # ---- controller view -----------------------------------------------------------------------
 
     @property
     def controller(self) -> Controller:
         """The controller that most recently took over."""
+        self._require_open()
         return self.controllers[-1]
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
@@ -197,6 +179,7 @@ class Cluster:
 
     def broker(self, broker_id: int) -> Broker:
         """The running broker object with id ``broker_id``."""
+        self._require_open()
         if broker_id not in self.brokers:
             raise ClusterError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}")
         return self.brokers[broker_id]
@@ -263,135 +246,28 @@ class Cluster:
 
     # ---- requests ------------------------------------------------------------------------------
 
-    def _leader_node(self, tp: TopicPartition) -> str | None:
-        try:
-            state = self.controller.partition_state(tp)
-        except KafkaError as exc:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{tp}: {exc.message}") from exc
-        return None if state.leader < 0 else broker_node_id(state.leader)
-
-    def _call(self, dst: str, request: Message, timeout_ms: int) -> Message | None:
-        self.client.send(dst, request)
-        cid = request.correlation_id
-        self.runtime.run_until(lambda: cid in self.client.responses, timeout_ms)
-        return self.client.take(cid)
-
-    def _with_retries(self, tp: TopicPartition, attempt: Callable[[str], Errors],
-                      timeout_ms: int) -> None:
-        """Call ``attempt(leader_node)`` until it succeeds, refreshing the leader on retriable
-        errors, for at most ``timeout_ms``; raise the last error."""
-        deadline = self.runtime.clock.now_ms() + timeout_ms
-        last = Errors.REQUEST_TIMED_OUT
-        while True:
-            leader = self._leader_node(tp)
-            if leader is not None:
-                last = attempt(leader)
-                if last is Errors.NONE:
-                    return
-                if last not in RETRIABLE:
-                    break
-            else:
-                last = Errors.NOT_LEADER_OR_FOLLOWER
-            if self.runtime.clock.now_ms() >= deadline:
-                break
-            self.runtime.run_for(100)
-        raise KafkaError(last, f"{tp}: request failed")
-
     def produce(self, topic: str, partition: int, values: Sequence[bytes | None],
-                keys: Sequence[bytes | None] | None = None, acks: Literal[0, 1, -1] = -1,
+                keys: Sequence[bytes | None] | None = None, acks: Acks = -1,
                 timeout_ms: int | None = None) -> int:
         """Append ``values`` as one batch; returns the base offset (-1 for acks=0).
 
-        acks=-1 ("all") returns once every in-sync replica has the batch; acks=1 once the
-        leader has it; acks=0 does not wait for an answer.
+        acks=-1 or "all" returns once every in-sync replica has the batch; acks=1 once the
+        leader has it; acks=0 does not wait for an answer. Retried as Kafka's producer does until
+        ``timeout_ms`` (default ``delivery.timeout.ms``) passes.
         """
-        if acks not in (0, 1, -1):
-            raise KafkaError(Errors.INVALID_REQUEST, f"acks must be 0, 1 or -1, not {acks}")
-        if not values:
-            raise KafkaError(Errors.INVALID_REQUEST, "nothing to produce")
-        tp = TopicPartition(topic, partition)
-        now = self.runtime.clock.now_ms()
-        ks = list(keys) if keys is not None else [None] * len(values)
-        if len(ks) != len(values):
-            raise KafkaError(Errors.INVALID_REQUEST, "keys and values differ in length")
-        batch = build_batch([Record(k, v, now) for k, v in zip(ks, values, strict=True)])
-        timeout = timeout_ms if timeout_ms is not None else self.request_timeout_ms
-        result: list[int] = [-1]
-
-        def attempt(leader: str) -> Errors:
-            request = ProduceRequest(self.client.next_correlation_id(), acks, timeout,
-                                     ((tp, batch),))
-            if acks == 0:
-                self.client.send(leader, request)
-                return Errors.NONE
-            response = self._call(leader, request, timeout + 1_000)
-            if not isinstance(response, ProduceResponse) or not response.partitions:
-                return Errors.REQUEST_TIMED_OUT
-            answer = response.partitions[0]
-            if answer.error is Errors.NONE:
-                result[0] = answer.base_offset
-            elif answer.error not in RETRIABLE:
-                raise KafkaError(answer.error, f"{tp}: {answer.error_message}")
-            return answer.error
-
-        self._with_retries(tp, attempt, timeout)
-        return result[0]
+        return self.client.produce(TopicPartition(topic, partition), values, keys, acks,
+                                   timeout_ms)
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
               timeout_ms: int | None = None) -> list[ConsumerRecord]:
-        """Committed records (below the high watermark) from ``offset``, as a consumer reads."""
-        tp = TopicPartition(topic, partition)
-        out: list[ConsumerRecord] = []
+        """Committed records (below the high watermark) from ``offset``, as a consumer reads.
+        Below the log start offset (or past the high watermark) raises ``OffsetOutOfRange``."""
+        return self.client.fetch(TopicPartition(topic, partition), offset, max_bytes, timeout_ms)
 
-        def attempt(leader: str) -> Errors:
-            request = FetchRequest(self.client.next_correlation_id(), CONSUMER_REPLICA_ID,
-                                   NO_EPOCH, 0, 0, max_bytes,
-                                   (FetchPartition(tp, NO_EPOCH, offset, -1, max_bytes),))
-            response = self._call(leader, request, self.request_timeout_ms)
-            if not isinstance(response, FetchResponse):
-                return Errors.REQUEST_TIMED_OUT
-            if response.error is not Errors.NONE:
-                return response.error
-            data = response.partitions[0]
-            if data.error is not Errors.NONE:
-                if data.error not in RETRIABLE:
-                    raise KafkaError(data.error, f"{tp}: fetch at offset {offset} "
-                                     f"(log start offset {data.log_start_offset}, "
-                                     f"high watermark {data.high_watermark})")
-                return data.error
-            for position_offset, record in decode_batches(data.records):
-                if position_offset >= offset:
-                    out.append(ConsumerRecord(position_offset, record.key, record.value,
-                                              record.timestamp_ms))
-            return Errors.NONE
-
-        self._with_retries(tp, attempt, timeout_ms or self.request_timeout_ms)
-        return out
-
-    def list_offsets(self, topic: str, partition: int,
-                     which: Literal["earliest", "latest"]) -> int:
+    def list_offsets(self, topic: str, partition: int, which: Literal["earliest", "latest"],
+                     timeout_ms: int | None = None) -> int:
         """"earliest" is the log start offset; "latest" the high watermark."""
-        if which not in ("earliest", "latest"):
-            raise KafkaError(Errors.INVALID_REQUEST, f"which must be earliest or latest: {which}")
-        tp = TopicPartition(topic, partition)
-        timestamp = EARLIEST_TIMESTAMP if which == "earliest" else LATEST_TIMESTAMP
-        result: list[int] = [-1]
-
-        def attempt(leader: str) -> Errors:
-            request = ListOffsetsRequest(self.client.next_correlation_id(), CONSUMER_REPLICA_ID,
-                                         ((tp, timestamp),))
-            response = self._call(leader, request, self.request_timeout_ms)
-            if not isinstance(response, ListOffsetsResponse) or not response.partitions:
-                return Errors.REQUEST_TIMED_OUT
-            _, error, found = response.partitions[0]
-            if error is Errors.NONE:
-                result[0] = found
-            elif error not in RETRIABLE:
-                raise KafkaError(error, f"{tp}: list offsets {which}")
-            return error
-
-        self._with_retries(tp, attempt, self.request_timeout_ms)
-        return result[0]
+        return self.client.list_offsets(TopicPartition(topic, partition), which, timeout_ms)
 
     # ---- faults --------------------------------------------------------------------------------
 
@@ -437,6 +313,7 @@ class Cluster:
 
     def advance_time(self, delta_ms: int) -> None:
         """Let ``delta_ms`` pass (virtual in simulation, real otherwise), running every task."""
+        self._require_open()
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
@@ -493,13 +370,31 @@ class Cluster:
         return total
 
     def close(self) -> None:
-        """Shut every broker down cleanly, and the controllers."""
+        """Shut every broker down cleanly (each log dir gets its clean-shutdown marker), and the
+        controllers and the client. Idempotent; any later call raises ``ClusterError``."""
+        if self.closed:
+            return
+        self.closed = True
+        self.client.close()
         for b in self.brokers.values():
             b.shutdown()
         for c in self.controllers:
             c.shutdown()
+        self.runtime.network.unregister(self.client.node.node_id)
         if isinstance(self.store, SqliteStore):
             self.store.close()
+
+    def _require_open(self) -> None:
+        if self.closed:
+            raise ClusterError("the cluster is closed")
+
+    def __enter__(self) -> Cluster:
+        self._require_open()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 def _configs_from_properties(config_file: str | None,

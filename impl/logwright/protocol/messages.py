@@ -30,6 +30,11 @@ __all__ = [
     "ListOffsetsRequest",
     "ListOffsetsResponse",
     "Message",
+    "MetadataBroker",
+    "MetadataPartition",
+    "MetadataRequest",
+    "MetadataResponse",
+    "MetadataTopic",
     "NodeId",
     "OffsetForLeaderEpochPartition",
     "OffsetForLeaderEpochRequest",
@@ -311,3 +316,54 @@ class ListOffsetsRequest(Message):
 @dataclass(frozen=True)
 class ListOffsetsResponse(Message):
     partitions: tuple[tuple[TopicPartition, Errors, int], ...]  # (tp, error, offset)
+
+
+# ---- metadata (client -> any broker) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetadataRequest(Message):
+    """Kafka's Metadata request: what the broker knows of ``topics`` (None: every topic)."""
+
+    topics: tuple[str, ...] | None
+    principal: str = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True)
+class MetadataBroker:
+    """A live broker, as Metadata lists it (Kafka's host and port are the node id here)."""
+
+    node_id: int
+    node: NodeId
+
+
+@dataclass(frozen=True)
+class MetadataPartition:
+    """One partition: its leader (-1 for none), leader epoch, replicas and ISR."""
+
+    partition: int
+    error: Errors
+    leader: int = -1
+    leader_epoch: int = NO_EPOCH
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetadataTopic:
+    """One topic: an error (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED...) or its
+    partitions."""
+
+    name: str
+    error: Errors
+    topic_id: Uuid = Uuid.ZERO
+    partitions: tuple[MetadataPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetadataResponse(Message):
+    """The answering broker's metadata cache (what the last UpdateMetadata it accepted said)."""
+
+    brokers: tuple[MetadataBroker, ...]
+    controller_id: int
+    topics: tuple[MetadataTopic, ...]

@@ -9,10 +9,14 @@ A message to a node that is not registered (crashed) is lost, as on a real netwo
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from logwright.world.scheduler import Scheduler
+
+MessageMatch = Callable[[str, str, object], bool]
+"""Picks messages out of the traffic: ``match(src, dst, message)``."""
 
 
 class Endpoint(Protocol):
@@ -90,6 +94,25 @@ class SimNetwork(Network):
         self.drop_rate = drop_rate
         self.duplicate_rate = duplicate_rate
         self._cut: set[frozenset[str]] = set()
+        # One-shot faults for precise tests: each rule acts on the first message it matches.
+        self._drop_once: list[MessageMatch] = []
+        self._duplicate_once: list[MessageMatch] = []
+
+    def drop_next(self, match: MessageMatch) -> None:
+        """Drop the next message for which ``match(src, dst, message)`` holds, once."""
+        self._drop_once.append(match)
+
+    def duplicate_next(self, match: MessageMatch) -> None:
+        """Deliver the next message for which ``match(src, dst, message)`` holds twice, once."""
+        self._duplicate_once.append(match)
+
+    @staticmethod
+    def _take_rule(rules: list[MessageMatch], src: str, dst: str, message: object) -> bool:
+        for i, match in enumerate(rules):
+            if match(src, dst, message):
+                del rules[i]
+                return True
+        return False
 
     def partition(self, a: str, b: str) -> None:
         """Cut ``a`` and ``b`` apart (both directions)."""
@@ -108,11 +131,15 @@ class SimNetwork(Network):
 
     def send(self, src: str, dst: str, message: object) -> None:
         self.stats.sent += 1
+        if self._drop_once and self._take_rule(self._drop_once, src, dst, message):
+            self.stats.dropped += 1
+            return
         if not self.connected(src, dst) or self.rng.random() < self.drop_rate:
             self.stats.dropped += 1
             return
         copies = 1
-        if self.rng.random() < self.duplicate_rate:
+        if self.rng.random() < self.duplicate_rate or (
+                self._duplicate_once and self._take_rule(self._duplicate_once, src, dst, message)):
             copies = 2
             self.stats.duplicated += 1
         target = self.endpoints.get(dst)
