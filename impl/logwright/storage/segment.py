@@ -136,6 +136,8 @@ class LogSegment:
             while i + HEADER_BYTES <= len(view):
                 base, length = _HEAD.unpack_from(view, i)
                 size = length + LOG_OVERHEAD
+                if size < HEADER_BYTES:
+                    break  # not a batch header (a foreign file): never walk backwards
                 last = base + _LAST_DELTA.unpack_from(view, i + 23)[0]
                 out.append((BatchLocation(pos + i, base, last, size),
                             _MAX_TS.unpack_from(view, i + 35)[0]))
@@ -152,6 +154,11 @@ class LogSegment:
         base, length = _HEAD.unpack_from(head, 0)
         last = base + _LAST_DELTA.unpack_from(head, 23)[0]
         return BatchLocation(position, base, last, length + LOG_OVERHEAD)
+
+    def first_batch_offset(self) -> int | None:
+        """The base offset of the segment's first batch, None if it holds none."""
+        loc = self._header_at(0) if self.size_bytes >= HEADER_BYTES else None
+        return None if loc is None else loc.base_offset
 
     def locate(self, offset: int) -> BatchLocation | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it, or the next)."""
