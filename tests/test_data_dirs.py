@@ -413,3 +413,19 @@ def test_a_second_real_cluster_on_the_same_path_fails_before_writing(tmp_path: P
         assert [r.value for r in again.fetch("t", 0, 0)] == [b"a"]
     finally:
         again.close()
+
+
+def test_a_real_cluster_refused_by_a_foreign_dir_releases_everything(tmp_path: Path) -> None:
+    path = str(tmp_path / "lw")
+    c = Cluster.real(path, brokers=2, log_dirs_per_broker=1)
+    cluster_id = c.cluster_id
+    c.close()
+    meta = Path(path) / "broker-2" / "d1" / "meta.properties"
+    original = meta.read_text()
+    meta.write_text(original.replace(f"cluster.id={cluster_id}", f"cluster.id={OTHER_CLUSTER}"))
+    with pytest.raises(DataDirMismatchError) as info:
+        Cluster.real(path, brokers=2, log_dirs_per_broker=1)
+    assert str(meta.parent) in str(info.value) and OTHER_CLUSTER in str(info.value)
+    meta.write_text(original)
+    again = Cluster.real(path, brokers=2, log_dirs_per_broker=1)  # no lock was left behind
+    again.close()

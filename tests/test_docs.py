@@ -17,3 +17,10 @@ def test_cluster_example_runs() -> None:
     assert blocks, "docs/cluster.md has a runnable example"
     for code in blocks:
         exec(compile(code, "docs/cluster.md", "exec"), {})
+
+
+def test_metrics_example_runs() -> None:
+    blocks = python_blocks("metrics.md")
+    assert blocks, "docs/metrics.md has a runnable example"
+    for code in blocks:
+        exec(compile(code, "docs/metrics.md", "exec"), {})
