@@ -24,6 +24,7 @@ from logwright.storage.meta_properties import (
 )
 from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world import (
+    Fault,
     FileSystem,
     RealFileSystem,
     SimFileSystem,
@@ -291,6 +292,23 @@ def test_a_corrupt_meta_properties_takes_only_its_dir_offline(garbage: bytes) ->
     assert lm.online_dirs == ["/data/d1"]
     log = lm.get_log(TP)
     assert log is not None and read_all(log) == [(0, b"kept")]
+
+
+def test_a_dir_failing_at_start_up_goes_offline_alone() -> None:
+    node = Node()
+    node.fs.makedirs("/data/d2")
+    node.fs.inject_fault("/data/d2", Fault.EIO)
+    lm = node.manager()
+    report = lm.startup()
+    assert list(report.offline_dirs) == ["/data/d2"]
+    assert "Input/output error" in report.offline_dirs["/data/d2"]
+    assert lm.online_dirs == ["/data/d1"] and list(lm.directory_ids) == ["/data/d1"]
+    assert lm.locked_dirs == ["/data/d1"]
+    lm.create_log(TP).append_as_leader(batch(b"a"))
+    lm.shutdown()
+    node.fs.clear_fault("/data/d2")
+    lm = node.manager()
+    assert lm.startup().formatted_dirs == ["/data/d2"] and len(lm.online_dirs) == 2
 
 
 def test_a_second_manager_on_held_dirs_fails_and_writes_nothing() -> None:

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from logwright import Cluster
 from logwright.broker import metrics as m
+from logwright.cluster.cluster import ClusterError
 from logwright.storage.naming import TopicPartition
 
 
@@ -107,5 +108,19 @@ def test_a_real_cluster_serves_its_metrics_over_http_until_closed(tmp_path: Path
     off = Cluster.real(path, brokers=2, log_dirs_per_broker=1)
     try:
         assert off.metrics_port is None, "off unless asked for"
+        taken = off.serve_metrics(0)
+        with pytest.raises(ClusterError, match="already served"):
+            off.serve_metrics(0)
     finally:
         off.close()
+    blocker = Cluster.real(str(tmp_path / "other"), brokers=1, log_dirs_per_broker=1,
+                           metrics_port=0)
+    try:
+        assert blocker.metrics_port is not None
+        with pytest.raises(ClusterError, match="cannot serve metrics"):
+            Cluster.real(path, brokers=1, log_dirs_per_broker=1,
+                         metrics_port=blocker.metrics_port)
+        Cluster.real(path, brokers=1, log_dirs_per_broker=1).close()  # nothing left held
+    finally:
+        blocker.close()
+    assert taken > 0

@@ -177,6 +177,18 @@ def test_a_half_deleted_or_missing_middle_segment_ends_the_log_at_the_hole(
     assert fs.listdir(path) == [segment_file_name(0, s) for s in (".index", ".log", ".timeindex")]
 
 
+def test_a_lost_index_alone_is_no_reason_to_distrust(disk: tuple[FileSystem, str]) -> None:
+    fs, path = disk
+    log = build(fs, path)
+    expected = read_all(log)
+    shut(log)
+    fs.remove(log.segments[1].index_path)
+    fs.remove(log.segments[0].time_index_path)
+    again, report = load(fs, path, log)
+    assert report.distrusted is None and report.recovered_segments == 0
+    assert_chain(again, expected)
+
+
 @pytest.mark.parametrize("kind", ["valid batches", "garbage"])
 def test_a_planted_segment_beyond_the_end_or_of_garbage_is_dropped(
         disk: tuple[FileSystem, str], kind: str) -> None:

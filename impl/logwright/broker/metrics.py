@@ -129,6 +129,18 @@ class _Merged(Collector):
         self._brokers = brokers
 
     def collect(self) -> Iterable[Metric]:
+        # An HTTP scrape runs on its own thread while the brokers run on the caller's: a
+        # reading that iterates a dict the broker is changing may raise; the next try reads
+        # a consistent value, so a scrape never fails for it.
+        for attempt in range(3):
+            try:
+                return self._collect_once()
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _collect_once(self) -> list[Metric]:
         merged: dict[str, Metric] = {}
         for metrics in self._brokers():
             for family in metrics.labelled_families():

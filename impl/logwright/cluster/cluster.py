@@ -529,7 +529,10 @@ class Cluster:
             raise ClusterError(f"metrics are already served on port {self.metrics_port}")
         registry = CollectorRegistry(auto_describe=False)
         registry.register(merged_collector(self._live_broker_metrics))
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        try:
+            server, _thread = start_http_server(port, addr=host, registry=registry)
+        except OSError as exc:
+            raise ClusterError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
         self._metrics_server = server
         self.metrics_port = int(server.server_port)
         return self.metrics_port
