@@ -189,6 +189,21 @@ def test_a_lost_index_alone_is_no_reason_to_distrust(disk: tuple[FileSystem, str
     assert_chain(again, expected)
 
 
+@pytest.mark.parametrize("index", [b"\x00\x00\x00\x05\x7f\xff\xff\xff", b"\x01\x02\x03",
+                                   b"\x00\x00\x00\x01\x00\x00\x00\x07"])
+def test_a_garbage_index_never_costs_a_record(disk: tuple[FileSystem, str], index: bytes
+                                             ) -> None:
+    fs, path = disk
+    log = build(fs, path)
+    expected, leo = read_all(log), log.log_end_offset
+    shut(log)
+    for seg in log.segments[:2]:
+        write(fs, seg.index_path, index)
+    again, _ = load(fs, path, log)
+    assert again.log_end_offset == leo
+    assert_chain(again, expected)
+
+
 @pytest.mark.parametrize("kind", ["valid batches", "garbage"])
 def test_a_planted_segment_beyond_the_end_or_of_garbage_is_dropped(
         disk: tuple[FileSystem, str], kind: str) -> None:

@@ -92,13 +92,17 @@ class LoadReport:
 def _layout_problem(segments: list[LogSegment]) -> str | None:
     """Why the segments of a cleanly shut down log cannot be trusted as they are, or None.
 
-    Reads each segment's first batch header and its tail from its last index entry (the
-    active segment's tail is read at start-up anyway); sets each ``next_offset`` on the way.
+    Reads each segment's first batch header and its tail from its last offset index entry,
+    without loading the indexes of any but the active segment (whose tail start-up reads
+    anyway); sets each ``next_offset`` on the way.
     """
     previous: LogSegment | None = None
     for seg in segments:
-        seg.next_offset = seg.base_offset
-        seg.load_tail()
+        if seg is segments[-1]:
+            seg.next_offset = seg.base_offset
+            seg.load_tail()
+        else:
+            seg.scan_end_offset()
         first = seg.first_batch_offset()
         name = posixpath.basename(seg.log_path)
         if first is not None and first < seg.base_offset:
