@@ -319,10 +319,13 @@ def test_metrics_have_kafkas_names_and_one_registry_per_broker() -> None:
                 m.MAX_LAG, m.UNDER_REPLICATED, m.OFFLINE_REPLICAS, m.LEADER_COUNT,
                 m.PARTITION_COUNT, m.OFFLINE_LOG_DIRS, m.LOG_DIR_OFFLINE.format("/b1/d1"),
                 m.LOG_DIR_OFFLINE.format("/b1/d2")}
-    assert set(s1) == expected
+    per_log = {m.LOG_START_OFFSET.format(T0.topic, T0.partition),
+               m.LOG_END_OFFSET.format(T0.topic, T0.partition),
+               m.LOG_SIZE.format(T0.topic, T0.partition)}
+    assert set(s1) == expected | per_log
     assert s1[m.LEADER_COUNT] == 1 and s2[m.LEADER_COUNT] == 0, "registries are separate"
     assert s1[m.PARTITION_COUNT] == s2[m.PARTITION_COUNT] == 1
     text = w.brokers[2].metrics.exposition().decode()
-    assert 'kafka_server_replicafetchermanager_failedpartitionscount{clientId="Replica"} 0.0' \
-        in text
+    assert ('kafka_server_replicafetchermanager_failedpartitionscount'
+            '{broker="2",clientId="Replica"} 0.0') in text
     assert "kafka.server:type=ReplicaFetcherManager,name=FailedPartitionsCount" in text

@@ -50,3 +50,10 @@ def test_examples_type_check_under_mypy_strict(tmp_path: Path) -> None:
          "--cache-dir", str(ROOT / ".mypy_cache"), *files],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_metrics_example_runs() -> None:
+    blocks = python_blocks("metrics.md")
+    assert blocks, "docs/metrics.md has a runnable example"
+    for code in blocks:
+        exec(compile(code, "docs/metrics.md", "exec"), {})

@@ -224,3 +224,26 @@ class LogDirNameError(LogwrightError):
 
 class UnexpectedAppendOffset(LogwrightError):
     """A follower append whose first offset lies below the log end offset of a non-empty log."""
+
+
+class DataDirError(LogwrightError):
+    """A data dir (a log dir, or a cluster's data path) cannot be used by this process."""
+
+
+class DataDirLockedError(DataDirError):
+    """Another process, or another ``Cluster``/broker in this one, holds the dir's ``.lock``.
+
+    Raised before anything is written under the dir.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path} is in use: its .lock is held by another broker or cluster "
+                         "(a second process on the same data dir); nothing was written")
+
+
+class DataDirMismatchError(DataDirError):
+    """A log dir's ``meta.properties`` belongs to another cluster or another node.
+
+    Like Kafka, the broker refuses to start, before writing anything to any of its log dirs.
+    """

@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable
 from logwright.broker.authorizer import AclAuthorizer, Operation
 from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
-from logwright.broker.metrics import BrokerMetrics, MetricSources
+from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
 from logwright.broker.replica_manager import ReplicaManager
 from logwright.errors import Errors
-from logwright.logmanager import LogManager, StartupReport
+from logwright.logmanager import DataDirIdentity, LogManager, StartupReport
 from logwright.protocol import (
     NO_EPOCH,
     BrokerHeartbeat,
@@ -80,8 +80,13 @@ class Broker:
                  scheduler: Scheduler, network: Network, rng: random.Random,
                  config: BrokerConfig | None = None,
                  controller_locator: ControllerLocator | None = None,
-                 authorizer: AclAuthorizer | None = None) -> None:
+                 authorizer: AclAuthorizer | None = None,
+                 identity: DataDirIdentity | None = None) -> None:
+        """``identity`` (cluster id and this broker's id as node id) turns on the data-dir
+        checks: each log dir's ``.lock`` held while running and its ``meta.properties``
+        checked or written at start-up (``Cluster`` always passes one)."""
         assert broker_id >= 0, "broker ids are non-negative"
+        assert identity is None or identity.node_id == broker_id, "node.id is the broker id"
         self.broker_id = broker_id
         self.node_id = f"broker-{broker_id}"
         self.fs = fs
@@ -97,7 +102,8 @@ class Broker:
         self.broker_epoch = NO_EPOCH
         self.controller_epoch = -1  # the highest controller epoch accepted
         self.active_controller: str | None = None
-        self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng)
+        self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng,
+                                      identity=identity)
         self.log_manager.await_topic_configs()  # the controller's LeaderAndIsr carries them
         self.channel = RequestChannel(self.node_id, network, scheduler, rng)
         self.replica_manager = ReplicaManager(
@@ -121,7 +127,11 @@ class Broker:
 
     def start(self) -> StartupReport:
         """Load every log dir, join the network, and register with the controller (retrying
-        until answered)."""
+        until answered).
+
+        Raises ``DataDirLockedError`` (a log dir is in use) or ``DataDirMismatchError`` (a log
+        dir of another cluster or node) before anything is written; the broker stays not
+        running."""
         assert self.state is BrokerState.NOT_RUNNING, f"{self.node_id} already started"
         self.startup_report = self.log_manager.startup()
         self.replica_manager.known_offline_dirs = set(self.log_manager.offline_dirs)
@@ -396,7 +406,16 @@ class Broker:
             offline_log_dirs=lambda: float(len(lm.offline_dirs)),
             log_dirs=tuple(lm.dirs),
             log_dir_offline=lambda path: 0.0 if lm.dirs[posixpath.normpath(path)].online else 1.0,
+            logs=self._log_readings,
         )
+
+    def _log_readings(self) -> list[LogReading]:
+        # Logs of online dirs only (a failed dir's logs are gone, as in Kafka). Each dict is
+        # copied in one step: an HTTP scrape may run on another thread than the broker's.
+        return [LogReading(log.tp.topic, log.tp.partition, log.log_start_offset,
+                           log.log_end_offset, log.size_bytes)
+                for state in list(self.log_manager.dirs.values()) if state.online
+                for log in list(state.logs.values())]
 
     def snapshot(self) -> dict[str, float]:
         """Every metric's value, keyed by Kafka's MBean name."""

@@ -10,13 +10,19 @@ which learns leaders from Metadata requests and retries as Kafka's clients do.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Literal
+from wsgiref.simple_server import WSGIServer
 
-from logwright.broker import Broker, BrokerConfig
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+
+from logwright.broker import Broker, BrokerConfig, BrokerState
+from logwright.broker.metrics import PER_LOG_PREFIX, BrokerMetrics, merged_collector
 from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
 from logwright.cluster.runtime import RealRuntime
 from logwright.cluster.world import SimWorld
@@ -36,9 +42,18 @@ from logwright.controller import (
     broker_node_id,
     controller_node_id,
 )
-from logwright.errors import ClusterError, Errors, InvalidConfig, KafkaError
+from logwright.errors import (
+    ClusterError,
+    DataDirLockedError,
+    Errors,
+    InvalidConfig,
+    KafkaError,
+)
+from logwright.logmanager import DataDirIdentity
 from logwright.protocol import NO_EPOCH
+from logwright.storage.meta_properties import LOCK_FILE
 from logwright.storage.naming import TopicPartition, Uuid
+from logwright.world import FileLock, RealFileSystem
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
 
@@ -73,9 +88,23 @@ class Cluster:
         self.controllers: list[Controller] = []
         client_node = ClientNode("client-1", runtime.network)
         self._next_controller_id = 1
+        # The one cluster id, owned by the metadata store, written to every log dir's
+        # meta.properties. Drawn from a generator of its own (seed and root), so adding it
+        # changed no other random choice of a seeded run.
+        self.cluster_id = store.ensure_cluster_id(str(Uuid.from_random(
+            random.Random(f"logwright-cluster-id:{runtime.seed}:{root}"))))
+        self._broker_starts = 0
+        #: The port of the metrics HTTP endpoint (``Cluster.real(..., metrics_port=...)``).
+        self.metrics_port: int | None = None
+        self._metrics_server: WSGIServer | None = None
+        self._data_lock: tuple[RealFileSystem, FileLock] | None = None
         self._start_controller()
-        for b in self.log_dirs:
-            self._start_broker(b)
+        try:
+            for b in self.log_dirs:
+                self._start_broker(b)
+        except BaseException:
+            self._release()  # what the started brokers hold (their dir locks)
+            raise
         self._wait(lambda: all(self._registered(b) for b in self.brokers), "brokers registering")
         # Forked after the nodes', so that adding the client left their generators unchanged.
         self.client = Client(client_node, runtime, [broker_node_id(b) for b in self.log_dirs],
@@ -101,16 +130,24 @@ class Cluster:
              controller_config: ControllerConfig | None = None,
              config_file: str | None = None,
              broker_properties: Mapping[str, object] | None = None,
-             client_config: ClientConfig | None = None) -> Cluster:
+             client_config: ClientConfig | None = None,
+             metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> Cluster:
         """The same cluster on the real file system and wall clock, under ``path``.
 
         The metadata store is ``<path>/metadata.db`` (SQLite); opening an existing ``path``
-        brings the cluster back with its topics and records.
+        brings the cluster back with its topics and records. ``<path>/.lock`` is held until
+        ``close()``: a second ``Cluster`` (in this process or another) on the same ``path``
+        raises ``DataDirLockedError`` before anything is written.
 
         ``config_file`` (a ``server.properties``-style file, its path taken as given) and
         ``broker_properties`` (Kafka property names; they win over the file) configure every
         broker and the controller instead of ``broker_config``/``controller_config``. A bad
         property raises InvalidConfig naming the key (and the file and line, for the file).
+
+        ``metrics_port`` (default: off) serves every live broker's metrics, each sample
+        labelled ``broker``, in Prometheus text format at ``http://<metrics_host>:<port>/``
+        (prometheus_client's own server, in a thread, stopped by ``close()``); 0 picks a free
+        port, reported as ``cluster.metrics_port``.
         """
         if config_file is not None or broker_properties is not None:
             if broker_config is not None or controller_config is not None:
@@ -120,8 +157,33 @@ class Cluster:
                                                                         broker_properties)
         os.makedirs(path, exist_ok=True)
         root = os.path.abspath(path)
-        return cls(RealRuntime(seed), SqliteStore(os.path.join(root, "metadata.db")), root,
-                   brokers, log_dirs_per_broker, broker_config, controller_config, client_config)
+        fs = RealFileSystem()
+        try:
+            lock = fs.lock(os.path.join(root, LOCK_FILE))
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise DataDirLockedError(root) from exc
+            raise ClusterError(f"cannot lock {root}: {exc}") from exc
+        try:
+            store = SqliteStore(os.path.join(root, "metadata.db"))
+        except BaseException:
+            fs.unlock(lock)
+            raise
+        try:
+            cluster = cls(RealRuntime(seed), store, root, brokers, log_dirs_per_broker,
+                          broker_config, controller_config, client_config)
+        except BaseException:
+            store.close()
+            fs.unlock(lock)
+            raise
+        cluster._data_lock = (fs, lock)
+        if metrics_port is not None:
+            try:
+                cluster.serve_metrics(metrics_port, metrics_host)
+            except BaseException:
+                cluster.close()
+                raise
+        return cluster
 
     @property
     def simulated_world(self) -> SimWorld:
@@ -150,9 +212,14 @@ class Cluster:
         fs = rt.new_fs(broker_node_id(broker_id)) if isinstance(rt, SimWorld) else rt.new_fs()
         for d in self.log_dirs[broker_id]:
             fs.makedirs(d)
+        # Fresh dirs' directory.ids come from a generator of their own per broker start, so
+        # the other random choices of a seeded run stay as they were.
+        identity = DataDirIdentity(self.cluster_id, broker_id, random.Random(
+            f"logwright-directory-ids:{self.cluster_id}:{broker_id}:{self._broker_starts}"))
+        self._broker_starts += 1
         broker = Broker(broker_id, fs, self.log_dirs[broker_id], rt.clock, rt.scheduler,
                         rt.network, rt.fork_rng(), self.broker_config,
-                        controller_locator=self._locate_controller)
+                        controller_locator=self._locate_controller, identity=identity)
         self.brokers[broker_id] = broker
         broker.start()
         return broker
@@ -359,30 +426,81 @@ class Cluster:
                        "the reassignment", timeout_ms)
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
-        """Metric values with Kafka's names: one broker's, or summed over live brokers."""
+        """Metric values with Kafka's names: one broker's, or summed over live brokers.
+
+        Per-log gauges (``kafka.log:type=Log,...``) are in one broker's values only: a sum of
+        log end offsets over replicas means nothing, so the summed view leaves them out.
+        """
         if broker_id is not None:
             return self.broker(broker_id).snapshot()
         total: dict[str, float] = {}
         for b in self.brokers.values():
             if b.alive:
                 for name, value in b.snapshot().items():
-                    total[name] = total.get(name, 0.0) + value
+                    if not name.startswith(PER_LOG_PREFIX):
+                        total[name] = total.get(name, 0.0) + value
         return total
 
+    def _live_broker_metrics(self) -> list[BrokerMetrics]:
+        # No side effects (``Broker.alive`` may halt a broker): this may run on the HTTP thread.
+        return [b.metrics for b in list(self.brokers.values())
+                if b.state in (BrokerState.REGISTERING, BrokerState.RUNNING)]
+
+    def metrics_exposition(self) -> bytes:
+        """Every live broker's metrics in one Prometheus text exposition, each sample labelled
+        ``broker="<id>"`` (what the HTTP endpoint serves)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(merged_collector(self._live_broker_metrics))
+        return bytes(generate_latest(registry))
+
+    def serve_metrics(self, port: int = 0, host: str = "127.0.0.1") -> int:
+        """Serve ``metrics_exposition()`` over HTTP with prometheus_client's server (real
+        clusters only; ``Cluster.real(..., metrics_port=...)`` calls this). Returns the port
+        (0 picks a free one); ``close()`` stops the server."""
+        if isinstance(self.runtime, SimWorld):
+            raise ClusterError("a simulated cluster has no network to serve metrics on; use "
+                               "metrics_exposition()")
+        if self._metrics_server is not None:
+            raise ClusterError(f"metrics are already served on port {self.metrics_port}")
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(merged_collector(self._live_broker_metrics))
+        try:
+            server, _thread = start_http_server(port, addr=host, registry=registry)
+        except OSError as exc:
+            raise ClusterError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
+        self._metrics_server = server
+        self.metrics_port = int(server.server_port)
+        return self.metrics_port
+
     def close(self) -> None:
-        """Shut every broker down cleanly (each log dir gets its clean-shutdown marker), and the
-        controllers and the client. Idempotent; any later call raises ``ClusterError``."""
+        """Shut every broker down cleanly (each log dir gets its clean-shutdown marker), the
+        controllers and the client; stop the metrics endpoint and release the data path's lock
+        (real clusters). Idempotent; any later call raises ``ClusterError``."""
         if self.closed:
             return
-        self.closed = True
         self.client.close()
+        self.runtime.network.unregister(self.client.node.node_id)
+        self._release()
+
+    def _release(self) -> None:
+        """Shut the brokers and controllers down, close the store, stop the metrics endpoint
+        and release the data path's lock; the cluster is closed from then on."""
+        self.closed = True
         for b in self.brokers.values():
             b.shutdown()
         for c in self.controllers:
             c.shutdown()
-        self.runtime.network.unregister(self.client.node.node_id)
         if isinstance(self.store, SqliteStore):
             self.store.close()
+        server, self._metrics_server = self._metrics_server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+            self.metrics_port = None
+        if self._data_lock is not None:
+            fs, lock = self._data_lock
+            self._data_lock = None
+            fs.unlock(lock)
 
     def _require_open(self) -> None:
         if self.closed:

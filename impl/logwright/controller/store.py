@@ -268,7 +268,21 @@ class MetadataStore(ABC):
     def deletions(self) -> list[TopicDeletion]:
         """Every topic whose deletion started and is not finished, by name."""
 
+    @abstractmethod
+    def cluster_id(self) -> str | None:
+        """The cluster id (a Kafka Uuid string), or None before ``ensure_cluster_id``."""
+
     # -- writes -----------------------------------------------------------------------------
+
+    def ensure_cluster_id(self, candidate: str) -> str:
+        """The cluster id: ``candidate`` if none is recorded yet (then recorded, durably),
+        else the recorded one. Set once, never changed."""
+        with self._lock, self._transaction():
+            current = self.cluster_id()
+            if current is None:
+                self._set_cluster_id(candidate)
+                current = candidate
+        return current
 
     def claim_controller(self, controller_id: int) -> int:
         """Become the active controller: atomically increment the epoch and return it."""
@@ -358,6 +372,9 @@ class MetadataStore(ABC):
     def _set_controller(self, record: ControllerRecord) -> None: ...
 
     @abstractmethod
+    def _set_cluster_id(self, cluster_id: str) -> None: ...
+
+    @abstractmethod
     def _set_last_broker_epoch(self, epoch: int) -> None: ...
 
     @abstractmethod
@@ -408,6 +425,7 @@ class MemoryStore(MetadataStore):
     def __init__(self) -> None:
         super().__init__()
         self._t = _Tables()
+        self._cluster_id: str | None = None
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -422,6 +440,12 @@ class MemoryStore(MetadataStore):
 
     def controller(self) -> ControllerRecord | None:
         return self._t.controller
+
+    def cluster_id(self) -> str | None:
+        return self._cluster_id
+
+    def _set_cluster_id(self, cluster_id: str) -> None:
+        self._cluster_id = cluster_id
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self._t.brokers.get(broker_id)
@@ -539,6 +563,11 @@ CREATE TABLE topic_deletions (
 """
 
 _BROKER_EPOCH_SEQUENCE = "broker_epoch"
+# Added without a schema version bump: created on open when missing, so older files gain it.
+_CLUSTER_TABLE = """CREATE TABLE IF NOT EXISTS cluster (
+    singleton   INTEGER PRIMARY KEY CHECK (singleton = 0),
+    cluster_id  TEXT NOT NULL
+)"""
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -584,6 +613,7 @@ class SqliteStore(MetadataStore):
                 self._db.close()
                 raise ValueError(f"{path}: metadata store schema version {version}, this "
                                  f"logwright reads version {SCHEMA_VERSION}")
+            self._db.execute(_CLUSTER_TABLE)
 
     def close(self) -> None:
         """Close the SQLite connection."""
@@ -613,6 +643,13 @@ class SqliteStore(MetadataStore):
     def controller(self) -> ControllerRecord | None:
         rows = self._q("SELECT controller_id, epoch FROM controller")
         return None if not rows else ControllerRecord(int(rows[0][0]), int(rows[0][1]))
+
+    def cluster_id(self) -> str | None:
+        rows = self._q("SELECT cluster_id FROM cluster")
+        return None if not rows else str(rows[0][0])
+
+    def _set_cluster_id(self, cluster_id: str) -> None:
+        self._db.execute("INSERT INTO cluster VALUES (0, ?)", (cluster_id,))
 
     @staticmethod
     def _broker_of(row: Any) -> BrokerRegistration:

@@ -15,17 +15,34 @@ Invariants upheld here:
   broker does, as the controller owns topic configs), retention skips a topic until
   ``set_topic_overrides`` has told its configs, so a broker default stricter than the topic's
   override never deletes records between start-up and the controller's first word.
+- With a ``DataDirIdentity`` (every broker of a ``Cluster``): each dir's ``.lock`` is held from
+  start-up to shutdown or halt, so a second broker process on the same dir fails with
+  ``DataDirLockedError`` before writing anything; each dir's ``meta.properties`` names this
+  cluster and node (a fresh dir gets one, with a new ``directory.id``), and a dir of another
+  cluster or node, or two dirs with one ``directory.id``, make start-up fail with
+  ``DataDirMismatchError`` before anything is written to any dir (Kafka refuses to start too).
+  A corrupt ``meta.properties`` takes only its dir offline.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import posixpath
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from logwright.configs import ConfigValue
-from logwright.errors import CheckpointError, KafkaStorageError, LogDirNameError, LogwrightError
+from logwright.errors import (
+    CheckpointError,
+    DataDirError,
+    DataDirLockedError,
+    DataDirMismatchError,
+    KafkaStorageError,
+    LogDirNameError,
+    LogwrightError,
+)
 from logwright.storage.checkpoint import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -35,6 +52,7 @@ from logwright.storage.checkpoint import (
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog, PersistHook
+from logwright.storage.meta_properties import LOCK_FILE, MetaProperties, MetaPropertiesFile
 from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.storage.naming import (
     DirKind,
@@ -47,8 +65,22 @@ from logwright.storage.naming import (
     validate_topic_partition,
 )
 from logwright.world.clock import Clock
-from logwright.world.fs import FileSystem, write_file_atomic
+from logwright.world.fs import FileLock, FileSystem, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DataDirIdentity:
+    """Whose log dirs these are: checked against, and written to, each dir's meta.properties.
+
+    ``rng`` draws the ``directory.id`` of a fresh dir (injected, so one seed gives one id).
+    """
+
+    cluster_id: str
+    node_id: int
+    rng: random.Random = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -94,6 +126,10 @@ class StartupReport:
     offline_dirs: dict[str, str] = field(default_factory=dict)
     set_aside: dict[str, str] = field(default_factory=dict)  # path -> why
     queued_deletes: list[str] = field(default_factory=list)
+    # Partition dirs shut down cleanly whose segment files did not line up (an overlap or a
+    # gap), recovered as after a crash: path -> why.
+    distrusted: dict[str, str] = field(default_factory=dict)
+    formatted_dirs: list[str] = field(default_factory=list)  # got their first meta.properties
 
 
 class LogManager:
@@ -107,8 +143,13 @@ class LogManager:
         scheduler: Scheduler,
         config: LogManagerConfig | None = None,
         rng: random.Random | None = None,
+        identity: DataDirIdentity | None = None,
     ) -> None:
         self.fs = fs
+        self.identity = identity
+        self._locks: dict[str, FileLock] = {}
+        #: Each dir's ``directory.id`` from its meta.properties (with an identity only).
+        self.directory_ids: dict[str, Uuid] = {}
         self.clock = clock
         self.scheduler = scheduler
         self.config = config if config is not None else LogManagerConfig()
@@ -134,7 +175,11 @@ class LogManager:
     def startup(self) -> StartupReport:
         """Load every partition of every dir and schedule the periodic tasks."""
         report = StartupReport()
+        if self.identity is not None:
+            self._claim_dirs(self.identity, report)
         for state in self.dirs.values():
+            if not state.online:
+                continue
             try:
                 self._load_dir(state, report)
             except (OSError, CheckpointError) as exc:
@@ -143,6 +188,91 @@ class LogManager:
         self._schedule_tasks()
         self.started = True
         return report
+
+    def _claim_dirs(self, identity: DataDirIdentity, report: StartupReport) -> None:
+        """Lock every dir, then check every meta.properties, then write the missing ones.
+
+        Raises DataDirLockedError or DataDirMismatchError (with every lock taken here released)
+        before writing anything but a missing dir and its ``.lock``.
+        """
+        fs = self.fs
+        try:
+            for state in self.dirs.values():
+                try:
+                    if not fs.exists(state.path):
+                        fs.makedirs(state.path)
+                    self._locks[state.path] = fs.lock(posixpath.join(state.path, LOCK_FILE))
+                except OSError as exc:
+                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        raise DataDirLockedError(state.path) from exc
+                    self._offline_at_startup(state, report, f"locking {LOCK_FILE}: {exc}")
+            found: dict[str, MetaProperties] = {}
+            for state in self.dirs.values():
+                if not state.online:
+                    continue
+                try:
+                    meta = MetaPropertiesFile(fs, state.path).read()
+                except (OSError, CheckpointError) as exc:
+                    self._offline_at_startup(state, report, f"{type(exc).__name__}: {exc}")
+                    continue
+                if meta is None:
+                    continue
+                if meta.cluster_id != identity.cluster_id or meta.node_id != identity.node_id:
+                    raise DataDirMismatchError(
+                        f"log dir {state.path} belongs to cluster {meta.cluster_id}, node "
+                        f"{meta.node_id} (its meta.properties), but this is node "
+                        f"{identity.node_id} of cluster {identity.cluster_id}: refusing to "
+                        "start; point the broker at its own dirs, or empty this one")
+                twin = next((p for p, m in found.items()
+                             if m.directory_id == meta.directory_id), None)
+                if twin is not None:
+                    raise DataDirMismatchError(
+                        f"log dirs {twin} and {state.path} have the same directory.id "
+                        f"{meta.directory_id} (one is a copy of the other): refusing to start")
+                found[state.path] = meta
+            for state in self.dirs.values():
+                if not state.online:
+                    continue
+                meta = found.get(state.path)
+                if meta is None:
+                    meta = self._format_dir(state, identity, found, report)
+                if meta is not None:
+                    self.directory_ids[state.path] = meta.directory_id
+        except DataDirError:
+            self._release_locks()
+            raise
+
+    def _format_dir(self, state: LogDirState, identity: DataDirIdentity,
+                    found: dict[str, MetaProperties], report: StartupReport
+                    ) -> MetaProperties | None:
+        taken = {m.directory_id for m in found.values()}
+        directory_id = Uuid.from_random(identity.rng)
+        while directory_id in taken:
+            directory_id = Uuid.from_random(identity.rng)
+        meta = MetaProperties(identity.cluster_id, identity.node_id, directory_id)
+        try:
+            MetaPropertiesFile(self.fs, state.path).write(meta)
+        except OSError as exc:
+            self._offline_at_startup(state, report, f"writing meta.properties: {exc}")
+            return None
+        found[state.path] = meta
+        report.formatted_dirs.append(state.path)
+        return meta
+
+    def _offline_at_startup(self, state: LogDirState, report: StartupReport,
+                            reason: str) -> None:
+        self._take_offline(state, reason)
+        report.offline_dirs[state.path] = state.offline_reason or ""
+
+    def _release_locks(self) -> None:
+        for lock in self._locks.values():
+            self.fs.unlock(lock)
+        self._locks = {}
+
+    @property
+    def locked_dirs(self) -> list[str]:
+        """The dirs whose ``.lock`` this manager holds."""
+        return sorted(self._locks)
 
     def _load_dir(self, state: LogDirState, report: StartupReport) -> None:
         fs = self.fs
@@ -194,6 +324,14 @@ class LogManager:
             report.loaded += 1
             report.recovered += 1 if load.recovered_segments else 0
             report.truncated_bytes += load.truncated_bytes
+            if load.distrusted is not None:
+                report.distrusted[path] = load.distrusted
+                _logger.warning("%s: shut down cleanly but not trusted, recovered: %s", path,
+                            load.distrusted)
+        if clean and any(posixpath.dirname(p) == state.path for p in report.distrusted):
+            # Recovery may have cut what the checkpoints point into: record the new points
+            # before the marker goes, as after a crash.
+            self._write_checkpoints(state)
         if clean:
             # The marker must go durably before any write: a later crash must not look clean.
             fs.remove(clean_marker)
@@ -470,10 +608,12 @@ class LogManager:
     # ---- shutdown ------------------------------------------------------------------------------
 
     def halt(self) -> None:
-        """The process died: cancel every periodic task, touch nothing on disk."""
+        """The process died: cancel every periodic task, touch nothing on disk (its dir locks
+        go, as a dead process's do)."""
         for task in self._tasks:
             task.cancel()
         self._tasks = []
+        self._release_locks()
         self.started = False
 
     def shutdown(self) -> None:
@@ -496,4 +636,5 @@ class LogManager:
                 self._take_offline(state, f"during shutdown: {exc}")
             for log in state.logs.values():
                 log.close()
+        self._release_locks()
         self.started = False

@@ -87,6 +87,100 @@ class LoadReport:
     truncated_bytes: int = 0
     deleted_files: list[str] = field(default_factory=list)
     restarted_at: int | None = None
+    #: Why a cleanly shut down log was not trusted (and was recovered), or None.
+    distrusted: str | None = None
+
+
+def _layout_problem(segments: list[LogSegment]) -> str | None:
+    """Why the segments of a cleanly shut down log cannot be trusted as they are, or None.
+
+    Reads each segment's first batch header and its tail from its last offset index entry,
+    without loading the indexes of any but the active segment (whose tail start-up reads
+    anyway); sets each ``next_offset`` on the way.
+    """
+    previous: LogSegment | None = None
+    for seg in segments:
+        if seg is segments[-1]:
+            seg.next_offset = seg.base_offset
+            seg.load_tail()
+        else:
+            seg.scan_end_offset()
+        first = seg.first_batch_offset()
+        name = posixpath.basename(seg.log_path)
+        if first is not None and first < seg.base_offset:
+            return f"{name} starts with offset {first}, below its base offset"
+        if previous is not None and seg.base_offset != previous.next_offset:
+            kind = "overlaps" if seg.base_offset < previous.next_offset else "leaves a gap after"
+            return (f"{name} {kind} {posixpath.basename(previous.log_path)}, which ends at "
+                    f"offset {previous.next_offset}")
+        previous = seg
+    return None
+
+
+def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
+                      first_to_recover: int, report: LoadReport) -> list[LogSegment]:
+    """Re-validate ``segments[first_to_recover:]`` and make the log one unbroken offset chain.
+
+    Walking in base-offset order, with ``end`` the offset after the last kept batch:
+    - a torn or corrupt tail is cut, and every later segment is dropped (it cannot be trusted
+      to follow on);
+    - a segment starting above ``end`` (a gap: a segment lost or half-deleted) is dropped with
+      every later one, so the replica's log end offset is where its data really stops and it
+      fetches the rest again, instead of serving a hole;
+    - a segment whose offsets all lie below ``end`` (a copy) is deleted: no offset is served
+      twice;
+    - a segment starting below ``end`` and reaching past it replaces the previous segment's
+      tail from its first offset, when that offset starts a batch there (batches are atomic);
+      otherwise it is dropped with every later one;
+    - an empty segment off the chain (not the last one, continuing it) holds nothing and is
+      deleted.
+    """
+    kept = segments[:first_to_recover]
+    end = kept[-1].next_offset if kept else None
+    rest = segments[first_to_recover:]
+
+    def drop(doomed: list[LogSegment], counted: bool) -> None:
+        for seg in doomed:
+            if counted:
+                report.truncated_bytes += seg.size_bytes
+            report.deleted_files.append(posixpath.basename(seg.log_path))
+            seg.delete_files()
+
+    for i, seg in enumerate(rest):
+        cut = seg.recover(expected_first_offset=seg.base_offset)
+        report.recovered_segments += 1
+        report.truncated_bytes += cut
+        later = rest[i + 1:]
+        first = seg.first_batch_offset()
+        if first is None:
+            if end is None or (not later and seg.base_offset == end):
+                kept.append(seg)
+                end = seg.next_offset
+            else:
+                drop([seg], False)
+            continue
+        if end is not None and first > end:
+            drop([seg, *later], True)
+            break
+        if end is not None and first < end:
+            if seg.next_offset <= end:
+                drop([seg], False)  # every offset in it is already in the chain
+                continue
+            prev = kept[-1]
+            loc = prev.locate(first)
+            if loc is None or loc.base_offset != first:
+                drop([seg, *later], True)
+                break
+            report.truncated_bytes += prev.truncate_to(first)
+        kept.append(seg)
+        end = seg.next_offset
+        if cut:
+            drop(later, True)
+            break
+    for seg in kept[max(0, first_to_recover - 1):]:
+        seg.flush()
+    fs.fsync_dir(dir_path)
+    return kept
 
 
 class PartitionLog:
@@ -173,9 +267,15 @@ class PartitionLog:
     ) -> tuple[PartitionLog, LoadReport]:
         """Open an existing partition directory.
 
-        After a clean shutdown the segments are trusted (indexes load lazily). Otherwise every
-        segment from the one holding the recovery point on is re-validated, a torn or corrupt
-        tail is cut, and anything after a cut is dropped. Then log start offset =
+        After a clean shutdown the segments are trusted (indexes load lazily) if their files
+        line up: each segment's first batch at or above its base offset, and each next
+        segment's base offset exactly where the previous one ends. An overlap or a gap (a
+        planted or half-deleted segment) means the log is recovered whole, as after a crash
+        (``LoadReport.distrusted`` says why). Otherwise every segment from the one holding the
+        recovery point on is re-validated, a torn or corrupt tail is cut, and anything after a
+        cut or a gap is dropped; a segment whose offsets all lie in earlier segments is deleted,
+        and one that overlaps the previous segment's tail supersedes that tail (see
+        ``_recover_segments``). Then log start offset =
         max(checkpoint, first segment's base offset), and the high watermark is clamped into
         [log start offset, log end offset].
         """
@@ -209,28 +309,18 @@ class PartitionLog:
             segments = [LogSegment(fs, dir_path, start, config.index_interval_bytes, create=True)]
             segments[0].flush()
             fs.fsync_dir(dir_path)
-        elif clean_shutdown:
-            segments[-1].load_tail()
         else:
-            first_to_recover = 0
-            if recovery_point is not None:
-                first_to_recover = max(0, bisect_right(bases, recovery_point) - 1)
-            for i in range(first_to_recover, len(segments)):
-                seg = segments[i]
-                cut = seg.recover(expected_first_offset=None)
-                report.recovered_segments += 1
-                report.truncated_bytes += cut
-                if cut or (i + 1 < len(segments) and seg.next_offset > bases[i + 1]):
-                    # Data after a cut cannot be trusted to follow on: drop later segments.
-                    for later in segments[i + 1:]:
-                        report.truncated_bytes += later.size_bytes
-                        report.deleted_files.append(posixpath.basename(later.log_path))
-                        later.delete_files()
-                    del segments[i + 1:]
-                    break
-            for seg in segments[first_to_recover:]:
-                seg.flush()
-            fs.fsync_dir(dir_path)
+            trusted = clean_shutdown
+            if clean_shutdown:
+                report.distrusted = _layout_problem(segments)
+                if report.distrusted is not None:
+                    trusted = False
+                    recovery_point = None  # nothing in this log is trusted: recover it all
+            if not trusted:
+                first_to_recover = 0
+                if recovery_point is not None:
+                    first_to_recover = max(0, bisect_right(bases, recovery_point) - 1)
+                segments = _recover_segments(fs, dir_path, segments, first_to_recover, report)
         report.segments = len(segments)
         log_end_offset = segments[-1].next_offset
         log_start_offset = max(lso_ckpt, segments[0].base_offset)

@@ -143,6 +143,8 @@ class LogSegment:
             while i + HEADER_BYTES <= len(view):
                 base, length = _HEAD.unpack_from(view, i)
                 size = length + LOG_OVERHEAD
+                if size < HEADER_BYTES:
+                    break  # not a batch header (a foreign file): never walk backwards
                 last = base + _LAST_DELTA.unpack_from(view, i + 23)[0]
                 out.append((BatchLocation(pos + i, base, last, size),
                             _MAX_TS.unpack_from(view, i + 35)[0]))
@@ -159,6 +161,37 @@ class LogSegment:
         base, length = _HEAD.unpack_from(head, 0)
         last = base + _LAST_DELTA.unpack_from(head, 23)[0]
         return BatchLocation(position, base, last, length + LOG_OVERHEAD)
+
+    def scan_end_offset(self) -> int:
+        """One past the last offset held, found without loading the indexes: the walk starts at
+        the offset index's last entry on disk (read alone; from the start if it is unusable).
+        Sets ``next_offset``. For start-up's check of segments that are not the active one."""
+        start = 0
+        if self._index is not None:
+            start = self._index.last_entry[1]
+        elif self.fs.exists(self.index_path):
+            handle = self.fs.open(self.index_path)
+            try:
+                size = handle.size()
+                tail = handle.read(size - 8, 8) if size >= 8 and size % 8 == 0 else b""
+            finally:
+                handle.close()
+            if tail:
+                position = struct.unpack(">ii", tail)[1]
+                start = position if 0 <= position < self.size_bytes else 0
+        self.next_offset = self.base_offset
+        for loc, _ in self._walk(start, self.size_bytes):
+            self.next_offset = loc.last_offset + 1
+        if start and self.next_offset == self.base_offset:
+            # The entry pointed at no batch: walk the whole file rather than trust it.
+            for loc, _ in self._walk(0, self.size_bytes):
+                self.next_offset = loc.last_offset + 1
+        return self.next_offset
+
+    def first_batch_offset(self) -> int | None:
+        """The base offset of the segment's first batch, None if it holds none."""
+        loc = self._header_at(0) if self.size_bytes >= HEADER_BYTES else None
+        return None if loc is None else loc.base_offset
 
     def locate(self, offset: int) -> BatchLocation | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it, or the next)."""

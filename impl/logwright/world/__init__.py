@@ -5,7 +5,7 @@ it is handed these. In simulation they are virtual and seeded, so one seed repro
 """
 
 from logwright.world.clock import Clock, VirtualClock, WallClock
-from logwright.world.fs import FileHandle, FileSystem, write_file_atomic
+from logwright.world.fs import FileHandle, FileLock, FileSystem, write_file_atomic
 from logwright.world.realfs import RealFileSystem
 from logwright.world.scheduler import RealScheduler, Scheduler, SimScheduler, Task
 from logwright.world.simfs import Fault, SimFileSystem, SimulatedCrash
@@ -14,6 +14,7 @@ __all__ = [
     "Clock",
     "Fault",
     "FileHandle",
+    "FileLock",
     "FileSystem",
     "RealFileSystem",
     "RealScheduler",

@@ -7,6 +7,7 @@ Paths are POSIX strings. Errors are ``OSError`` with the errno a real kernel wou
 
 from __future__ import annotations
 
+import errno
 import posixpath
 from abc import ABC, abstractmethod
 
@@ -45,8 +46,33 @@ class FileHandle(ABC):
         """Release the handle."""
 
 
+class FileLock:
+    """An exclusive lock on a file, held until ``FileSystem.unlock`` (or the process dies)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.held = True
+
+    def __repr__(self) -> str:
+        return f"FileLock({self.path!r}, held={self.held})"
+
+
 class FileSystem(ABC):
     """Directory and file operations; names and semantics follow POSIX."""
+
+    def lock(self, path: str) -> FileLock:
+        """Take an exclusive, non-blocking lock on file ``path`` (created if missing).
+
+        ``OSError(EWOULDBLOCK)`` if another holder has it: another process, or another lock
+        taken through a separate ``lock`` call in this process (locks conflict per call, as
+        ``flock`` does between open file descriptions). Released by ``unlock`` or when the
+        process holding it dies. File systems that cannot lock raise ``OSError(ENOTSUP)``.
+        """
+        raise OSError(errno.ENOTSUP, "locking is not supported by this file system", path)
+
+    def unlock(self, lock: FileLock) -> None:
+        """Release ``lock`` (idempotent). The lock file stays where it is."""
+        lock.held = False
 
     @abstractmethod
     def open(self, path: str, create: bool = False) -> FileHandle:

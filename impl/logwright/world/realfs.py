@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 
-from logwright.world.fs import FileHandle, FileSystem
+from logwright.world.fs import FileHandle, FileLock, FileSystem
 
 
 class RealFileHandle(FileHandle):
@@ -56,8 +57,33 @@ class RealFileHandle(FileHandle):
             self._fd = -1
 
 
+class _RealFileLock(FileLock):
+    def __init__(self, path: str, fd: int) -> None:
+        super().__init__(path)
+        self.fd = fd
+
+
 class RealFileSystem(FileSystem):
     """``FileSystem`` over the operating system's files."""
+
+    def lock(self, path: str) -> FileLock:
+        """``flock(LOCK_EX | LOCK_NB)`` on a descriptor of its own: it conflicts with any other
+        holder, in another process or in this one, and goes when the process dies."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        return _RealFileLock(path, fd)
+
+    def unlock(self, lock: FileLock) -> None:
+        if isinstance(lock, _RealFileLock) and lock.held:
+            lock.held = False
+            try:
+                fcntl.flock(lock.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(lock.fd)
 
     def open(self, path: str, create: bool = False) -> FileHandle:
         flags = os.O_RDWR | (os.O_CREAT if create else 0)

@@ -21,7 +21,7 @@ import random
 from collections.abc import Iterator
 
 from logwright.world.clock import Clock, VirtualClock
-from logwright.world.fs import FileHandle, FileSystem
+from logwright.world.fs import FileHandle, FileLock, FileSystem
 
 
 class SimulatedCrash(BaseException):
@@ -130,6 +130,7 @@ class SimFileSystem(FileSystem):
         self.ops = 0
         self._crash_at: int | None = None
         self._faults: dict[str, Fault] = {}
+        self._locks: dict[str, FileLock] = {}  # normalised path -> the holder
 
     # ---- crash and faults -------------------------------------------------------------------
 
@@ -141,6 +142,7 @@ class SimFileSystem(FileSystem):
         """Lose power: keep only durable state (and, with ``rng``, random torn tails)."""
         self._crash_at = None
         self.generation += 1
+        self._release_locks()
         for node in self._walk_all(self._root):
             if isinstance(node, _Dir):
                 node.entries = dict(node.durable)
@@ -156,6 +158,18 @@ class SimFileSystem(FileSystem):
         """The process dies but the machine does not: open handles go, the page cache stays."""
         self._crash_at = None
         self.generation += 1
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        # A dead process holds no locks (flock locks go with its descriptors).
+        for lock in self._locks.values():
+            lock.held = False
+        self._locks.clear()
+
+    @property
+    def held_locks(self) -> list[str]:
+        """The paths locked now, sorted (for tests)."""
+        return sorted(self._locks)
 
     def _walk_all(self, d: _Dir) -> Iterator[_File | _Dir]:
         seen: set[int] = set()
@@ -222,6 +236,22 @@ class SimFileSystem(FileSystem):
         return parent, parts[-1]
 
     # ---- FileSystem -------------------------------------------------------------------------
+
+    def lock(self, path: str) -> FileLock:
+        """A held-locks set: a second ``lock`` of a held path fails with EWOULDBLOCK until
+        ``unlock``, ``crash`` or ``kill_process``. The lock file is created like any file."""
+        norm = posixpath.normpath(path)
+        if norm in self._locks:
+            raise OSError(errno.EWOULDBLOCK, "Resource temporarily unavailable (locked)", path)
+        self.open(path, create=True).close()
+        lock = FileLock(norm)
+        self._locks[norm] = lock
+        return lock
+
+    def unlock(self, lock: FileLock) -> None:
+        if lock.held and self._locks.get(lock.path) is lock:
+            del self._locks[lock.path]
+        lock.held = False
 
     def open(self, path: str, create: bool = False) -> FileHandle:
         self._fault_check(path, create)

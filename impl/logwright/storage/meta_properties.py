@@ -1,0 +1,135 @@
+"""``meta.properties``: which cluster, which node and which directory a log dir belongs to.
+
+Kafka's KRaft format (version 1): a Java properties file with ``version=1``, ``cluster.id``,
+``node.id`` and ``directory.id`` (a Kafka Uuid, 22 characters of URL-safe base64), after an
+optional ``#`` comment header. logwright writes the keys sorted under a fixed comment (Kafka's
+header carries a date; logwright's carries none, so one seed writes the same bytes)::
+
+    #
+    #logwright
+    cluster.id=<22-character Kafka Uuid>
+    directory.id=<22-character Kafka Uuid>
+    node.id=1
+    version=1
+
+Invariants upheld here:
+- The file is replaced only through ``write_file_atomic`` (tmp + fsync + rename + dir fsync), so
+  after any crash it holds the whole old content or the whole new one.
+- Reading is strict: anything but a well-formed version 1 file (unknown version, a missing or
+  repeated key, a bad id, a non-ASCII byte, a line cut short) raises ``CheckpointError`` naming
+  the file and the 1-based line, and is never guessed at; the caller takes that dir offline, as
+  for any other corrupt metadata file (HAZARDS 11). Unknown extra keys are kept and ignored, as
+  Kafka ignores them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from logwright.storage.checkpoint import checkpoint_error
+from logwright.storage.naming import Uuid
+from logwright.world.fs import FileSystem, write_file_atomic
+
+META_PROPERTIES_FILE = "meta.properties"
+LOCK_FILE = ".lock"
+META_PROPERTIES_VERSION = 1
+_HEADER = "#\n#logwright\n"
+_REQUIRED = ("version", "cluster.id", "node.id", "directory.id")
+#: Directory ids Kafka reserves (UNASSIGNED, LOST, MIGRATING): never a real dir's id.
+RESERVED_DIRECTORY_IDS = frozenset(Uuid(bytes(15) + bytes([i])) for i in range(100))
+
+
+@dataclass(frozen=True)
+class MetaProperties:
+    """The identity recorded in one log dir."""
+
+    cluster_id: str
+    node_id: int
+    directory_id: Uuid
+    version: int = META_PROPERTIES_VERSION
+
+    def __post_init__(self) -> None:
+        if self.version != META_PROPERTIES_VERSION:
+            raise ValueError(f"only meta.properties version {META_PROPERTIES_VERSION} is "
+                             f"written, not {self.version}")
+        Uuid.parse(self.cluster_id)  # a KRaft cluster id is a Kafka Uuid (ValueError if not)
+        if not 0 <= self.node_id <= 2**31 - 1:
+            raise ValueError(f"node id {self.node_id} is outside [0, 2**31 - 1]")
+        if self.directory_id in RESERVED_DIRECTORY_IDS:
+            raise ValueError(f"directory id {self.directory_id} is reserved")
+
+    def encode(self) -> bytes:
+        """The file's bytes: the comment header, then the keys sorted."""
+        return (f"{_HEADER}cluster.id={self.cluster_id}\ndirectory.id={self.directory_id}\n"
+                f"node.id={self.node_id}\nversion={self.version}\n").encode("ascii")
+
+
+def parse_meta_properties(path: str, data: bytes) -> MetaProperties:
+    """Parse the bytes of a ``meta.properties``; ``CheckpointError`` naming ``path`` and the
+    line if they are not a well-formed version 1 file."""
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError as e:
+        raise checkpoint_error(path, data.count(b"\n", 0, e.start) + 1,
+                               f"byte {e.start} is 0x{data[e.start]:02x}, not ASCII text") from None
+    if not text:
+        raise checkpoint_error(path, 1, "the file is empty (expected version=1 and the ids)")
+    if not text.endswith("\n"):
+        raise checkpoint_error(path, text.count("\n") + 1,
+                               "the last line has no newline: the file was cut short")
+    values: dict[str, tuple[int, str]] = {}
+    for line_no, raw in enumerate(text.split("\n")[:-1], start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise checkpoint_error(path, line_no, f"expected 'key=value', found {raw!r}")
+        key, value = key.strip(), value.strip()
+        if key in values:
+            raise checkpoint_error(path, line_no, f"{key} is set twice (first on line "
+                                   f"{values[key][0]})")
+        values[key] = (line_no, value)
+    for key in _REQUIRED:
+        if key not in values:
+            raise checkpoint_error(path, text.count("\n"), f"{key} is missing")
+    line_no, version = values["version"]
+    if version != str(META_PROPERTIES_VERSION):
+        raise checkpoint_error(path, line_no, f"unsupported version {version!r} (expected "
+                               f"{META_PROPERTIES_VERSION}, Kafka's KRaft format)")
+    line_no, node = values["node.id"]
+    if not node.isdigit() or int(node) > 2**31 - 1:
+        raise checkpoint_error(path, line_no, f"node.id {node!r} is not an int32 >= 0")
+    ids: dict[str, Uuid] = {}
+    for key in ("cluster.id", "directory.id"):
+        line_no, text_id = values[key]
+        try:
+            ids[key] = Uuid.parse(text_id)
+        except ValueError as e:
+            raise checkpoint_error(path, line_no, f"bad {key}: {e}") from None
+    if ids["directory.id"] in RESERVED_DIRECTORY_IDS:
+        raise checkpoint_error(path, values["directory.id"][0],
+                               f"directory.id {ids['directory.id']} is a reserved id")
+    return MetaProperties(values["cluster.id"][1], int(node), ids["directory.id"])
+
+
+class MetaPropertiesFile:
+    """The ``meta.properties`` of the log dir ``dir_path``."""
+
+    def __init__(self, fs: FileSystem, dir_path: str) -> None:
+        self.fs = fs
+        self.path = posixpath.join(dir_path, META_PROPERTIES_FILE)
+
+    def __repr__(self) -> str:
+        return f"MetaPropertiesFile({self.path!r})"
+
+    def read(self) -> MetaProperties | None:
+        """The recorded identity; None if there is no file; CheckpointError if malformed."""
+        if not self.fs.exists(self.path):
+            return None
+        return parse_meta_properties(self.path, self.fs.read_file(self.path))
+
+    def write(self, meta: MetaProperties) -> None:
+        """Record ``meta`` durably and atomically."""
+        write_file_atomic(self.fs, self.path, meta.encode())
