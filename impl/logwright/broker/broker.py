@@ -29,6 +29,7 @@ from logwright.broker.config import BrokerConfig
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
 from logwright.broker.replica_manager import ReplicaManager
 from logwright.errors import Errors
+from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import DataDirIdentity, LogManager, StartupReport
 from logwright.protocol import (
     NO_EPOCH,
@@ -53,7 +54,6 @@ from logwright.protocol import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 from logwright.world.network import Network

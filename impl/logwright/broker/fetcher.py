@@ -33,13 +33,13 @@ from functools import partial
 from typing import Protocol
 
 from logwright.errors import CorruptRecordError, Errors, KafkaStorageError
+from logwright.identity import TopicPartition
 from logwright.protocol import (
     FetchPartition,
     FetchPartitionData,
     OffsetForLeaderEpochPartition,
     OffsetForLeaderEpochResult,
 )
-from logwright.storage.naming import TopicPartition
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
 

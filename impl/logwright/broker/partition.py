@@ -17,9 +17,9 @@ import enum
 from dataclasses import dataclass
 
 from logwright.broker.epoch_cache import LeaderEpochCache
+from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import LeaderAndIsrPartitionState
 from logwright.storage.log import PartitionLog
-from logwright.storage.naming import TopicPartition, Uuid
 
 NO_LEADER = -1
 UNKNOWN_OFFSET = -1

@@ -46,6 +46,7 @@ from logwright.errors import (
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
+from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import LogManager
 from logwright.protocol import (
     EARLIEST_TIMESTAMP,
@@ -81,7 +82,6 @@ from logwright.protocol import (
 )
 from logwright.records import iter_batches
 from logwright.storage.metadata_files import PartitionMetadataFile
-from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from logwright.errors import ClusterError, Errors, KafkaError
+from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import (
     CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
@@ -46,7 +47,6 @@ from logwright.protocol import (
     ProduceResponse,
 )
 from logwright.records import Record, build_batch, decode_batches
-from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world.clock import Clock
 from logwright.world.network import Network
 

@@ -39,8 +39,6 @@ from logwright.controller import (
     MetadataStore,
     PartitionState,
     SqliteStore,
-    broker_node_id,
-    controller_node_id,
 )
 from logwright.errors import (
     ClusterError,
@@ -49,10 +47,10 @@ from logwright.errors import (
     InvalidConfig,
     KafkaError,
 )
+from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
 from logwright.logmanager import DataDirIdentity
 from logwright.protocol import NO_EPOCH
 from logwright.storage.meta_properties import LOCK_FILE
-from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world import FileLock, RealFileSystem
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]

@@ -69,6 +69,13 @@ from logwright.controller.store import (
     TopicRecord,
 )
 from logwright.errors import Errors, InvalidConfig, KafkaError
+from logwright.identity import (
+    TopicPartition,
+    Uuid,
+    broker_node_id,
+    controller_node_id,
+    validate_topic,
+)
 from logwright.protocol.messages import (
     EPOCH_DURING_DELETE,
     AlterPartitionRequest,
@@ -86,7 +93,6 @@ from logwright.protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from logwright.storage.naming import TopicPartition, Uuid, validate_topic
 from logwright.world.clock import Clock
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler, Task
@@ -108,16 +114,6 @@ log = logging.getLogger(__name__)
 LEADER_DURING_DELETE = -2
 """``leader`` in the UpdateMetadata state of a partition whose topic was deleted (Kafka's
 LeaderDuringDelete): brokers drop the partition from their metadata cache."""
-
-
-def broker_node_id(broker_id: int) -> str:
-    """The network node id of broker ``broker_id``."""
-    return f"broker-{broker_id}"
-
-
-def controller_node_id(controller_id: int) -> str:
-    """The network node id of controller ``controller_id``."""
-    return f"controller-{controller_id}"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from logwright.controller.store import (
     PendingReassignment,
 )
 from logwright.errors import Errors, KafkaError
-from logwright.storage.naming import PARTITION_MAX, TopicPartition, topic_name_problem
+from logwright.identity import PARTITION_MAX, TopicPartition, topic_name_problem
 
 __all__ = [
     "MAX_PARTITIONS_PER_REASSIGNMENT",

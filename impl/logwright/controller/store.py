@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logwright.controller.errors import StaleControllerEpoch
-from logwright.storage.naming import TopicPartition, Uuid
+from logwright.identity import TopicPartition, Uuid
 
 __all__ = [
     "ANY_LOG_DIR",

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from logwright.errors import Errors
-from logwright.storage.naming import TopicPartition, Uuid
+from logwright.identity import TopicPartition, Uuid
 
 __all__ = [
     "CONSUMER_REPLICA_ID",

@@ -24,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from logwright.errors import KafkaStorageError, OffsetOutOfRange
+from logwright.identity import TopicPartition
 from logwright.logmanager import LogManager, LogManagerConfig
 from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog
-from logwright.storage.naming import TopicPartition
 from logwright.world import Fault, SimFileSystem, SimScheduler, SimulatedCrash, VirtualClock
 
 Batch = tuple[int, tuple[bytes, ...]]  # (base offset, values)
