@@ -190,3 +190,19 @@ def test_verify_in_a_pipe_prints_progress_the_table_and_the_summary() -> None:
     out = done.stdout.splitlines()
     assert max(len(line) for line in out) <= 80
     assert re.fullmatch(r"\d+ hold, \d+ caught, 0 failed, 0 undecided, 1 skipped", out[-1])
+
+
+def test_an_undecided_spacer_proof_is_reported_with_no_bounded_search_after_it() -> None:
+    """Regression: a Spacer proof that ran out of its (then wall-clock) limit was followed by a
+    16-step BMC that ran for 10 more minutes. Now it is UNDECIDED at once, and verify proves
+    NeverServeBelowLogStart by induction, not by Spacer."""
+    rows = z3_rows("ControllerFencing", rlimit=2_000)
+    proof = rows[0]
+    assert proof.method == "z3 spacer (CHC) (ControllerFencing)", proof.method
+    assert proof.verdict is Verdict.UNDECIDED and "BMC" not in proof.detail
+    lso = load_z3_module("LogStartOffset")
+    assert lso is not None
+    proofs = lso.prove("none")
+    assert [(p.invariant, p.method, p.holds) for p in proofs] == [
+        ("NoNewDataDeleted", "z3 induction", True),
+        ("NeverServeBelowLogStart", "z3 induction", True)]
