@@ -19,21 +19,36 @@ def main() -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON, not a table.")
 @click.option("--suite", "only", multiple=True, metavar="NAME",
-              help="Run only this suite (repeatable); see --list.")
+              help="Run only this suite (repeatable): storage, formal; see --list.")
 @click.option("--list", "list_suites", is_flag=True, help="List the suites and exit.")
-def verify(as_json: bool, only: tuple[str, ...], list_suites: bool) -> None:
-    """Check every safety invariant by every method available; exit 1 on any violation.
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress lines on stderr, only the table (or JSON) and the summary.")
+def verify(as_json: bool, only: tuple[str, ...], list_suites: bool, quiet: bool) -> None:
+    """Check every safety invariant by every method available.
 
-    Runs, in order: the storage crash campaign, the explicit-state model checker on every TLA+
-    module, the Z3 proofs, and TLC when TLA2TOOLS_JAR names a tla2tools.jar. Prints one table:
-    invariant x method -> verdict, checks, time.
+    Runs, in order: the storage crash campaign (suite "storage"), then the explicit-state model
+    checker on every TLA+ module, the Z3 proofs, and TLC when TLA2TOOLS_JAR names a tla2tools.jar
+    (suite "formal"). Prints a line on stderr as each check starts and ends, then one table
+    (invariant x method -> verdict, checks, time) with the details numbered below it, and a
+    summary line. Every check is bounded by counts and z3 resource limits, never by time: the
+    verdicts are the same on a fast or a loaded machine.
+
+    \b
+    Exit codes (when several apply, the first in this order wins: 1, 3, 5, 4):
+      0  every invariant holds, every injected bug is caught (skipped allowed)
+      1  a safety invariant is VIOLATED
+      2  usage error (an unknown option or suite)
+      3  an injected bug was MISSED: a checker is too weak to see it
+      4  UNDECIDED: a proof used up its resource limit without deciding
+      5  ERROR: a check crashed, or a tool (TLC, SANY) failed
     """
     from logwright.verify import render_json, render_table, run_suites
-    from logwright.verify.suites import SUITES
+    from logwright.verify.core import Progress, exit_code, summary
+    from logwright.verify.suites import DESCRIPTIONS, SUITES
 
     if list_suites:
         for name, _ in SUITES:
-            click.echo(name)
+            click.echo(f"{name:<9} {DESCRIPTIONS.get(name, '')}".rstrip())
         return
     unknown = set(only) - {name for name, _ in SUITES}
     if unknown:
@@ -41,16 +56,15 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool) -> None:
                                  f"choose from: {', '.join(n for n, _ in SUITES)}",
                                  param_hint="--suite")
     chosen = [(n, s) for n, s in SUITES if not only or n in only]
-    console = Console(stderr=as_json)
-    if not console.is_terminal:
-        console = Console(stderr=as_json, width=180)  # a log file or pipe: keep rows whole
-    with console.status("verifying...") as status:
-        rows = run_suites(chosen, on_start=lambda name: status.update(f"running {name}..."))
+    progress = Progress(None if quiet else sys.stderr)
+    rows = run_suites(chosen, progress=progress)
     if as_json:
         click.echo(render_json(rows))
+        click.echo(summary(rows), err=True)
     else:
-        render_table(rows, console)
-    sys.exit(1 if any(r.verdict.failed for r in rows) else 0)
+        render_table(rows, Console())
+        click.echo(summary(rows))
+    sys.exit(exit_code(rows))
 
 
 @main.command()

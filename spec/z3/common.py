@@ -11,8 +11,16 @@ parameters (fixed along a behaviour, e.g. a segment size, constrained by ``assum
   unsat means the invariant holds, and the strengthening it found is reported.
 * :func:`bmc` unrolls the transition relation step by step and returns the shortest behaviour
   reaching a violation, as readable steps ("DeleteRecords(o=3): logStart=[3, 0] ...").
+* :func:`prove_inductive` proves an invariant by induction with strengthening invariants stated
+  by hand, for models where Spacer is slow.
 * :func:`prove_or_refute` does both: a proof when Spacer says unsat, a BMC counterexample when it
-  says sat (a bug switch must yield one).
+  says sat. A bug switch is refuted by :func:`refute_bmc` alone.
+
+Every z3 call runs under a deterministic resource limit (z3's ``rlimit``, a count of its internal
+work, never wall-clock time), so a verdict does not depend on the machine's speed or load. A
+check that uses up its limit is *undecided* (``ProofResult.undecided``), never a proof and never
+a reason to search further. The defaults below are 5 to 50 times what the checks of spec/ use
+(each result's detail reports ``rlimit <used> of <limit>``).
 """
 
 from __future__ import annotations
@@ -30,6 +38,62 @@ Vars = Mapping[str, Any]
 
 Guard = Any
 """A z3 Boolean expression."""
+
+RLIMIT_SPACER = 30_000_000
+"""Default resource limit of one Spacer query (and of the BMC that may follow it)."""
+RLIMIT_INDUCTION = 5_000_000
+"""Default resource limit of one induction proof, all its SMT checks together."""
+RLIMIT_BMC = 150_000_000
+"""Default resource limit of one bounded search, all its steps together."""
+
+
+class Undecided(Exception):
+    """z3 could not decide a check: it answered unknown."""
+
+
+class ResourceLimitExceeded(Undecided):
+    """z3 ran out of its deterministic resource limit (``rlimit``) before deciding."""
+
+
+def rlimit_count() -> int:
+    """z3's resource counter of the main context: it only grows, deterministically with the work
+    done (it is what ``rlimit`` limits), unlike wall-clock time."""
+    count = z3.Solver().statistics().get_key_value("rlimit count")
+    return int(count)
+
+
+class Meter:
+    """A budget of z3's resource count shared by several checks, and how much of it was used."""
+
+    def __init__(self, rlimit: int) -> None:
+        assert rlimit > 0, "a resource limit must be positive"
+        self.rlimit = rlimit
+        self.start = rlimit_count()
+
+    @property
+    def used(self) -> int:
+        """Resource count consumed since the meter started."""
+        return rlimit_count() - self.start
+
+    def note(self) -> str:
+        """``rlimit 12,345 of 20,000,000``: how much of its budget the check used."""
+        return f"rlimit {self.used:,} of {self.rlimit:,}"
+
+    def check(self, solver: z3.Solver, what: str, *assumptions: Any) -> Any:
+        """``solver.check(*assumptions)`` within what is left of the budget: sat or unsat.
+
+        Raises :class:`ResourceLimitExceeded` when the budget runs out, :class:`Undecided` when
+        z3 answers unknown for another reason (an incomplete theory)."""
+        left = self.rlimit - self.used
+        if left <= 0:
+            raise ResourceLimitExceeded(f"undecided: rlimit {self.rlimit:,} used up before {what}")
+        solver.set("rlimit", left)
+        answer = solver.check(*assumptions)
+        if answer == z3.unknown and self.used >= self.rlimit:
+            raise ResourceLimitExceeded(f"undecided: rlimit {self.rlimit:,} used up in {what}")
+        if answer == z3.unknown:
+            raise Undecided(f"undecided: z3 unknown ({solver.reason_unknown()}) in {what}")
+        return answer
 
 
 @dataclass(frozen=True)
@@ -95,14 +159,17 @@ class TransitionSystem:
 
 
 def prove_spacer(ts: TransitionSystem, invariant: str,
-                 timeout_ms: int = 60_000) -> tuple[str, str]:
-    """Ask Spacer whether a state violating ``invariant`` is reachable.
+                 rlimit: int = RLIMIT_SPACER) -> tuple[str, str]:
+    """Ask Spacer whether a state violating ``invariant`` is reachable, within ``rlimit``.
 
-    Returns (``"unsat"`` = the invariant holds | ``"sat"`` = violated | ``"unknown"``, detail).
+    Returns (``"unsat"`` = the invariant holds | ``"sat"`` = violated | ``"unknown"`` = Spacer
+    could not decide within its resource limit, detail). The limit is z3's deterministic
+    resource count, never wall-clock time, so the answer is the same on a loaded machine.
     """
+    meter = Meter(rlimit)
     fp = z3.Fixedpoint()
     fp.set(engine="spacer")
-    fp.set("timeout", timeout_ms)
+    fp.set("rlimit", rlimit)
     s, t = ts.state("s"), ts.state("t")
     sorts = [s[n].sort() for n in ts.var_names]
     reach = z3.Function(f"Reach_{ts.name}", *sorts, z3.BoolSort())
@@ -119,13 +186,14 @@ def prove_spacer(ts: TransitionSystem, invariant: str,
         fp.rule(r(t), [r(s), ts.step(a, s, t, params[a.name])])
     try:
         answer = fp.query(z3.And(r(s), z3.Not(ts.invariant(invariant)(s))))
-    except z3.Z3Exception as exc:  # the timeout surfaces as "canceled"
-        return "unknown", f"Spacer: gave up after {timeout_ms / 1000:.0f}s ({exc})"
+    except z3.Z3Exception as exc:  # the resource limit surfaces as an exception
+        return "unknown", f"Spacer: undecided, {meter.note()} ({exc})"
     if answer == z3.unsat:
-        return "unsat", f"Spacer found an inductive invariant of {_lemmas(fp.get_answer())} lemmas"
+        return "unsat", (f"Spacer found an inductive invariant of {_lemmas(fp.get_answer())} "
+                         f"lemmas, {meter.note()}")
     if answer == z3.sat:
-        return "sat", "Spacer: a violating state is reachable"
-    return "unknown", f"Spacer: unknown ({fp.reason_unknown()})"
+        return "sat", f"Spacer: a violating state is reachable, {meter.note()}"
+    return "unknown", f"Spacer: undecided ({fp.reason_unknown()}), {meter.note()}"
 
 
 def _lemmas(answer: Any) -> int:
@@ -141,9 +209,16 @@ def _value(model: z3.ModelRef, term: Any) -> str:
 
 
 def bmc(ts: TransitionSystem, invariant: str, max_steps: int = 16,
-        describe: Callable[[Mapping[str, str]], str] | None = None) -> list[str] | None:
+        describe: Callable[[Mapping[str, str]], str] | None = None,
+        rlimit: int = RLIMIT_BMC) -> list[str] | None:
     """The shortest behaviour (at most ``max_steps`` actions) reaching a state that violates
-    ``invariant``, as readable steps; None if there is none that short."""
+    ``invariant``, as readable steps; None if there is none that short.
+
+    Bounded twice: by ``max_steps`` and by ``rlimit``, z3's resource count over the whole search;
+    :class:`ResourceLimitExceeded` if the search runs out of it before either answer
+    (:class:`Undecided` if z3 answers unknown).
+    """
+    meter = Meter(rlimit)
     states = [ts.state("0")]
     solver = z3.Solver()
     solver.add(ts.assumptions(states[0]), ts.init(states[0]))
@@ -151,7 +226,8 @@ def bmc(ts: TransitionSystem, invariant: str, max_steps: int = 16,
     for k in range(max_steps + 1):
         solver.push()
         solver.add(z3.Not(ts.invariant(invariant)(states[k])))
-        if solver.check() == z3.sat:
+        answer = meter.check(solver, f"BMC at step {k} of {max_steps}")
+        if answer == z3.sat:
             return _render(ts, solver.model(), states, chosen, describe)
         solver.pop()
         nxt = ts.state(str(k + 1))
@@ -194,74 +270,104 @@ def _render(ts: TransitionSystem, model: z3.ModelRef, states: list[dict[str, Any
 
 def prove_inductive(ts: TransitionSystem, invariant: str,
                     strengthening: Sequence[tuple[str, Callable[[Vars], Guard]]],
-                    timeout_ms: int = 60_000) -> ProofResult:
+                    rlimit: int = RLIMIT_INDUCTION) -> ProofResult:
     """Prove ``invariant`` by induction (k = 1) on its conjunction with stated strengthening
     invariants: Init implies all of them, and each action preserves all of them.
 
     Unbounded and sound: the conjunction is inductive, so it holds in every reachable state, and
     so does ``invariant``. Fails (holds=False, no counterexample) naming the first conjunct that
-    is not preserved and by which action, which is a missing strengthening, not a bug.
+    is not preserved and by which action, which is a missing strengthening, not a bug. Every SMT
+    check together gets ``rlimit`` of z3's resource count; running out of it is undecided.
     """
     started = time.perf_counter()
+    meter = Meter(rlimit)
     conjuncts = [(invariant, ts.invariant(invariant)), *strengthening]
     s, t = ts.state("s"), ts.state("t")
 
     def holds_in(v: Vars) -> Guard:
         return z3.And(*[fn(v) for _, fn in conjuncts])
 
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
-    solver.add(ts.assumptions(s), ts.init(s))
-    for name, fn in conjuncts:
-        if solver.check(z3.Not(fn(s))) != z3.unsat:
-            return ProofResult(invariant, "z3 induction", False, time.perf_counter() - started,
-                               f"Init does not imply {name}")
-    for a in ts.actions:
+    def failed(detail: str, *, undecided: bool = False) -> ProofResult:
+        return ProofResult(invariant, "z3 induction", False, time.perf_counter() - started,
+                           detail, undecided=undecided)
+
+    try:
         solver = z3.Solver()
-        solver.set("timeout", timeout_ms)
-        solver.add(ts.assumptions(s), holds_in(s), ts.step(a, s, t, ts.params(a, "p")))
+        solver.add(ts.assumptions(s), ts.init(s))
         for name, fn in conjuncts:
-            if solver.check(z3.Not(fn(t))) != z3.unsat:
-                return ProofResult(invariant, "z3 induction", False,
-                                   time.perf_counter() - started,
-                                   f"{a.name} does not preserve {name}: strengthen further")
+            if meter.check(solver, f"Init => {name}", z3.Not(fn(s))) != z3.unsat:
+                return failed(f"Init does not imply {name}")
+        for a in ts.actions:
+            solver = z3.Solver()
+            solver.add(ts.assumptions(s), holds_in(s), ts.step(a, s, t, ts.params(a, "p")))
+            for name, fn in conjuncts:
+                if meter.check(solver, f"{a.name} preserves {name}", z3.Not(fn(t))) != z3.unsat:
+                    return failed(f"{a.name} does not preserve {name}: strengthen further")
+    except Undecided as exc:
+        return failed(str(exc), undecided=True)
     names = ", ".join(n for n, _ in strengthening)
     return ProofResult(invariant, "z3 induction", True, time.perf_counter() - started,
-                       f"inductive with the stated strengthening: {names}")
+                       f"inductive with the stated strengthening: {names}; {meter.note()}")
 
 
 def refute_bmc(ts: TransitionSystem, invariant: str, max_steps: int = 12,
-               describe: Callable[[Mapping[str, str]], str] | None = None) -> ProofResult:
-    """Look for the shortest behaviour of at most ``max_steps`` actions violating ``invariant``.
+               describe: Callable[[Mapping[str, str]], str] | None = None,
+               rlimit: int = RLIMIT_BMC) -> ProofResult:
+    """Look for the shortest behaviour of at most ``max_steps`` actions violating ``invariant``,
+    within ``rlimit`` of z3's resource count.
 
     holds=False with the readable steps when found; holds=True otherwise, a bounded result only
-    (the detail says so).
+    (the detail says so); undecided (holds=False, no steps) when the resource limit ran out.
     """
     started = time.perf_counter()
-    steps = bmc(ts, invariant, max_steps, describe)
+    meter = Meter(rlimit)
+    try:
+        steps = bmc(ts, invariant, max_steps, describe, rlimit)
+    except Undecided as exc:
+        return ProofResult(invariant, "z3 BMC", False, time.perf_counter() - started, str(exc),
+                           undecided=True)
     if steps is None:
         return ProofResult(invariant, "z3 BMC", True, time.perf_counter() - started,
-                           f"no violation within {max_steps} steps (bounded, not a proof)")
+                           f"no violation within {max_steps} steps (bounded, not a proof), "
+                           f"{meter.note()}")
     return ProofResult(invariant, "z3 BMC", False, time.perf_counter() - started,
-                       f"violated after {len(steps) - 1} steps", steps)
+                       f"violated after {len(steps) - 1} steps, {meter.note()}", steps)
 
 
 def prove_or_refute(ts: TransitionSystem, invariant: str, *, max_steps: int = 16,
-                    timeout_ms: int = 60_000,
+                    rlimit: int = RLIMIT_SPACER,
                     describe: Callable[[Mapping[str, str]], str] | None = None) -> ProofResult:
-    """Spacer's verdict on ``invariant``, with a BMC counterexample when it is violated."""
+    """Spacer's verdict on ``invariant``, with a BMC counterexample when it is violated.
+
+    Spacer undecided within ``rlimit`` is the verdict (``undecided``): no bounded search follows,
+    since none could prove the invariant. Only when Spacer says a violation is reachable does a
+    BMC (bounded by ``max_steps`` and by ``rlimit`` again) look for the shortest one to show.
+    """
     started = time.perf_counter()
-    verdict, detail = prove_spacer(ts, invariant, timeout_ms)
+    verdict, detail = prove_spacer(ts, invariant, rlimit)
     if verdict == "unsat":
         return ProofResult(invariant, "z3 spacer (CHC)", True, time.perf_counter() - started,
                            detail)
-    steps = bmc(ts, invariant, max_steps, describe)
+    if verdict == "unknown":
+        return ProofResult(invariant, "z3 spacer (CHC)", False, time.perf_counter() - started,
+                           detail, undecided=True)
+    try:
+        steps = bmc(ts, invariant, max_steps, describe, rlimit)
+    except Undecided as exc:
+        return ProofResult(invariant, "z3 spacer (CHC) + BMC", False,
+                           time.perf_counter() - started, f"{detail}; {exc}", undecided=True)
     if steps is not None:
         return ProofResult(invariant, "z3 spacer (CHC) + BMC", False,
                            time.perf_counter() - started,
                            f"violated after {len(steps) - 1} steps ({detail})", steps)
-    return ProofResult(invariant, "z3 spacer (CHC)", False, time.perf_counter() - started,
-                       f"{detail}; no counterexample within {max_steps} steps")
+    # Spacer says reachable, BMC finds nothing that short: the two disagree within their bounds.
+    return ProofResult(invariant, "z3 spacer (CHC) + BMC", False, time.perf_counter() - started,
+                       f"{detail}; no counterexample within {max_steps} steps", undecided=True)
+
+
+def limits(rlimit: int | None) -> dict[str, int]:
+    """``{"rlimit": rlimit}``, or nothing when None (the callee's default applies)."""
+    return {} if rlimit is None else {"rlimit": rlimit}
 
 
 def min_of(terms: Sequence[Any]) -> Any:

@@ -30,10 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import z3
-
 from logwright.model.core import ProofResult
 
-from .common import ActionDef, TransitionSystem, prove_or_refute
+from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
 
 BUGS = ("FailWholeFetcher", "FenceWithStaleEpochFails", "NoUnfailOnNewEpoch")
 INVARIANTS = ("FailureContained",)
@@ -177,7 +176,10 @@ def describe(v: Mapping[str, str]) -> str:
             f"{v['others']} other partition(s)")
 
 
-def prove(bug: str = "none") -> list[ProofResult]:
+def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
     """Prove FailureContained unbounded (``bug="none"``), or refute it with a trace."""
     ts = system(bug)
-    return [prove_or_refute(ts, name, describe=describe) for name in INVARIANTS]
+    if bug != "none":  # a bounded search for the shortest counterexample, within its rlimit
+        return [refute_bmc(ts, name, max_steps=16, describe=describe, **limits(rlimit))
+                for name in INVARIANTS]
+    return [prove_or_refute(ts, name, describe=describe, **limits(rlimit)) for name in INVARIANTS]

@@ -31,6 +31,7 @@ from logwright.model.core import ProofResult
 from .common import (
     ActionDef,
     TransitionSystem,
+    limits,
     max_of,
     min_of,
     prove_inductive,
@@ -221,15 +222,18 @@ def strengthening() -> list[tuple[str, Any]]:
 
 
 def prove(bug: str = "none", *, spacer: bool = False,
-          spacer_invariants: tuple[str, ...] = INVARIANTS) -> list[ProofResult]:
+          spacer_invariants: tuple[str, ...] = INVARIANTS,
+          rlimit: int | None = None) -> list[ProofResult]:
     """Each invariant proved over unbounded offsets (``bug="none"``), or, with a bug, searched for
-    a shortest counterexample. A follower outside the ISR is marked ``*`` in the steps."""
+    a shortest counterexample. A follower outside the ISR is marked ``*`` in the steps. Every z3
+    check runs within ``rlimit`` (None: the defaults of ``common``)."""
     ts = system(bug)
     if bug != "none":
         # Only the invariant the bug breaks is searched: a bounded search of the others would
         # prove nothing, and the counterexample is what a bug switch must produce.
-        return [refute_bmc(ts, EXPECTED_VIOLATION[bug], describe=describe)]
-    results = [prove_inductive(ts, inv, strengthening()) for inv in INVARIANTS]
+        return [refute_bmc(ts, EXPECTED_VIOLATION[bug], describe=describe, **limits(rlimit))]
+    results = [prove_inductive(ts, inv, strengthening(), **limits(rlimit)) for inv in INVARIANTS]
     if spacer:
-        results += [prove_or_refute(ts, inv, describe=describe) for inv in spacer_invariants]
+        results += [prove_or_refute(ts, inv, describe=describe, **limits(rlimit))
+                    for inv in spacer_invariants]
     return results

@@ -19,7 +19,7 @@ from typing import Any
 import z3
 from logwright.model.core import ProofResult
 
-from .common import ActionDef, TransitionSystem, prove_or_refute
+from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
 
 BUGS = ("SwapBeforeFlush", "AppendDuringSwap", "DeleteSourceBeforeRename")
 INVARIANTS = ("AtomicMoveSwap",)
@@ -164,7 +164,12 @@ def describe(v: Mapping[str, str]) -> str:
             f"acked={v['acked']}; {logs}" + ("; LATE APPEND" if v["lateAppend"] == "True" else ""))
 
 
-def prove(bug: str = "none") -> list[ProofResult]:
-    """Prove AtomicMoveSwap unbounded (``bug="none"``), or refute it with a BMC trace."""
+def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
+    """Prove AtomicMoveSwap unbounded (``bug="none"``), or refute it with a BMC trace; every z3
+    check within ``rlimit`` (None: the defaults of ``common``)."""
     ts = system(bug)
-    return [prove_or_refute(ts, name, max_steps=10, describe=describe) for name in INVARIANTS]
+    if bug != "none":
+        return [refute_bmc(ts, name, max_steps=10, describe=describe, **limits(rlimit))
+                for name in INVARIANTS]
+    return [prove_or_refute(ts, name, max_steps=10, describe=describe, **limits(rlimit))
+            for name in INVARIANTS]

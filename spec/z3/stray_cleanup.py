@@ -31,7 +31,7 @@ from typing import Any
 import z3
 from logwright.model.core import ProofResult
 
-from .common import ActionDef, TransitionSystem, prove_inductive, refute_bmc
+from .common import ActionDef, TransitionSystem, limits, prove_inductive, refute_bmc
 
 BUGS = ("StaleEpochStrayDeletion", "NoAgeGuard", "TopicNameOnlyMatch")
 INVARIANTS = ("NoNewDataDeleted",)
@@ -330,10 +330,13 @@ def describe(v: Mapping[str, str]) -> str:
     return "; ".join(parts)
 
 
-def prove(bug: str = "none") -> list[ProofResult]:
-    """Prove NoNewDataDeleted unbounded (``bug="none"``), or refute it with a BMC trace."""
+def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
+    """Prove NoNewDataDeleted unbounded (``bug="none"``), or refute it with a BMC trace; every z3
+    check within ``rlimit`` (None: the defaults of ``common``)."""
     ts = system(bug)
     if bug == "none":
-        return [prove_inductive(ts, name, strengthening()) for name in INVARIANTS]
-    return [refute_bmc(ts, name, max_steps=10, describe=describe) for name in INVARIANTS]
+        return [prove_inductive(ts, name, strengthening(), **limits(rlimit))
+                for name in INVARIANTS]
+    return [refute_bmc(ts, name, max_steps=10, describe=describe, **limits(rlimit))
+            for name in INVARIANTS]
 

@@ -148,3 +148,6 @@ class ProofResult:
     seconds: float
     detail: str = ""
     counterexample: list[str] | None = field(default=None)
+    undecided: bool = False
+    """z3 could not decide within its resource limit (``holds`` is then False, with no
+    counterexample): neither a proof nor a violation."""

@@ -13,29 +13,46 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 import json
 import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import logwright
-from logwright.verify.core import Row, Verdict
+from logwright.verify.core import Row, Verdict, run_check
+
+SHIPPED_SPEC = "_spec"
+"""The directory inside the installed package that holds a copy of spec/ (see setup.py)."""
+
+MAX_STATES_FACTOR = 10
+"""The Python checker stops (UNDECIDED) after this many times TLC's distinct-state count."""
+MAX_STATES_DEFAULT = 2_000_000
+"""... or after this many distinct states where no TLC figure is recorded."""
 
 Z3_PACKAGE = "logwright_spec_z3"
 """The name spec/z3 is loaded under (its own name, ``z3``, belongs to z3-solver)."""
 
 
 def spec_dir() -> Path:
-    """spec/ of the source tree, or ``$LOGWRIGHT_SPEC_DIR``."""
+    """Where the TLA+ modules, .cfg files, TLC figures and Z3 encodings are.
+
+    In order: ``$LOGWRIGHT_SPEC_DIR``; spec/ of the source tree when logwright runs from one (an
+    editable install or a checkout); else the copy shipped inside the installed package
+    (``logwright/_spec``, put there when the wheel is built).
+    """
     override = os.environ.get("LOGWRIGHT_SPEC_DIR")
     if override:
         return Path(override)
-    return Path(logwright.__file__).resolve().parents[2] / "spec"
+    package = Path(logwright.__file__).resolve().parent
+    source = package.parents[1] / "spec"
+    if (source / "tlc_figures.json").is_file():
+        return source
+    return package / SHIPPED_SPEC
 
 
 def snake_case(module: str) -> str:
@@ -78,6 +95,12 @@ def configs(module: str, root: Path | None = None) -> tuple[Path, list[Path]]:
     return base / f"{module}.cfg", sorted(base.glob(f"{module}_bug_*.cfg"))
 
 
+def cfg_label(module: str, cfg: Path) -> str:
+    """``X.cfg`` for the correct model, ``X, bug Y`` for ``X_bug_Y.cfg``: words the table can
+    wrap at 80 columns."""
+    return f"{module}, bug {bug_of(cfg)}" if "_bug_" in cfg.stem else cfg.name
+
+
 def bug_of(cfg: Path) -> str:
     """``X_bug_Y.cfg`` -> ``Y``."""
     return cfg.stem.split("_bug_", 1)[1]
@@ -95,6 +118,12 @@ def _figures_note(found: dict[str, Any], expected: dict[str, Any] | None) -> tup
     return True, "= TLC figures"
 
 
+def _max_states(expected: dict[str, Any] | None) -> int:
+    """The Python checker's budget of distinct states for one .cfg: a count, never a time."""
+    distinct = (expected or {}).get("distinct")
+    return MAX_STATES_FACTOR * int(distinct) if distinct else MAX_STATES_DEFAULT
+
+
 def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
     """The Python checker on the module's correct .cfg and on each bug .cfg."""
     from logwright.model import SPECS, check
@@ -105,13 +134,16 @@ def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
     rows: list[Row] = []
     if correct.is_file():
         spec = spec_class.from_cfg(correct)  # type: ignore[attr-defined]
-        result = check(spec)
+        result = check(spec, _max_states(figures.get(correct.name)))
         names = ", ".join(n for n, _ in spec.invariants() if n != "TypeOK")
         same, note = _figures_note({"distinct": result.distinct, "depth": result.depth},
                                    figures.get(correct.name))
         if result.violation is not None:
             verdict = Verdict.VIOLATED
             note = result.violation.format(spec)
+        elif not result.complete:
+            verdict = Verdict.UNDECIDED
+            note = f"stopped at its budget of {result.distinct:,} distinct states"
         elif not same:
             verdict = Verdict.ERROR
         else:
@@ -123,11 +155,14 @@ def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
                         {"generated": result.generated, "depth": result.depth}))
     for cfg in bugs:
         spec = spec_class.from_cfg(cfg)  # type: ignore[attr-defined]
-        result = check(spec)
         expected = figures.get(cfg.name, {})
+        result = check(spec, _max_states(expected))
         want = expected.get("violation")
         v = result.violation
-        if v is None:
+        if v is None and not result.complete:
+            verdict = Verdict.UNDECIDED
+            detail = f"no violation within its budget of {result.distinct:,} distinct states"
+        elif v is None:
             verdict, detail = Verdict.MISSED, "no violation found"
         elif want is not None and v.invariant != want:
             verdict, detail = Verdict.MISSED, f"violated {v.invariant}, TLC violates {want}"
@@ -139,37 +174,41 @@ def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
             detail = (f"{v.invariant} violated after {len(v)} states"
                       + (" (= TLC)" if want is not None else " (no TLC figures recorded)"))
         rows.append(Row(v.invariant if v is not None else (want or "?"),
-                        f"python checker ({cfg.name})", verdict, result.distinct,
+                        f"python checker ({module}, bug {bug_of(cfg)})", verdict, result.distinct,
                         result.seconds, detail,
                         {"trace": v.format(spec)} if v is not None else {}))
     return rows
 
 
-def z3_rows(module: str, root: Path | None = None) -> list[Row]:
-    """The module's Z3 proofs, and a counterexample for each bug switch."""
+def z3_rows(module: str, root: Path | None = None, rlimit: int | None = None) -> list[Row]:
+    """The module's Z3 proofs, and a counterexample for each bug switch.
+
+    Every z3 call runs under a deterministic resource limit (``rlimit``; None: the encoding's
+    defaults), so a proof that runs out of it is UNDECIDED, the same on any machine."""
     z3_module = load_z3_module(module, root)
     if z3_module is None:
         return []
     prove = z3_module.prove
+    limits = {"rlimit": rlimit} if rlimit is not None else {}
     rows: list[Row] = []
-    started = time.perf_counter()
-    wants_spacer = "spacer" in inspect.signature(prove).parameters
-    proofs = prove("none", spacer=True) if wants_spacer else prove("none")
-    for p in proofs:
+    for p in prove("none", **limits):
         if p.holds:
             verdict = Verdict.HOLDS
         elif p.counterexample:
             verdict = Verdict.VIOLATED
+        elif getattr(p, "undecided", False):
+            verdict = Verdict.UNDECIDED  # the resource limit ran out: neither proof nor bug
         else:
-            verdict = Verdict.ERROR  # inconclusive (timeout, or a strengthening too weak)
+            verdict = Verdict.ERROR  # decided, but the stated strengthening is too weak
         rows.append(Row(p.invariant, f"{p.method} ({module})", verdict, 1, p.seconds, p.detail,
                         {"counterexample": p.counterexample} if p.counterexample else {}))
     _, bugs = configs(module, root)
     for cfg in bugs:
         bug = bug_of(cfg)
         started = time.perf_counter()
-        results = prove(bug)
+        results = prove(bug, **limits)
         refuted = [p for p in results if not p.holds and p.counterexample]
+        undecided = [p for p in results if getattr(p, "undecided", False)]
         if refuted:
             p = refuted[0]
             # The full trace is in ``extra``; the table names the step that breaks the invariant.
@@ -177,10 +216,15 @@ def z3_rows(module: str, root: Path | None = None) -> list[Row]:
             rows.append(Row(p.invariant, f"{p.method} ({module}, bug {bug})", Verdict.CAUGHT,
                             1, time.perf_counter() - started, f"{p.detail}; last step: {last}",
                             {"counterexample": p.counterexample}))
+        elif undecided:
+            p = undecided[0]
+            rows.append(Row(p.invariant, f"{p.method} ({module}, bug {bug})", Verdict.UNDECIDED,
+                            1, time.perf_counter() - started, p.detail))
         else:
             names = ", ".join(p.invariant for p in results) or "?"
+            detail = "; ".join(p.detail for p in results) or "no counterexample found"
             rows.append(Row(names, f"z3 ({module}, bug {bug})", Verdict.MISSED, 1,
-                            time.perf_counter() - started, "no counterexample found"))
+                            time.perf_counter() - started, detail))
     return rows
 
 
@@ -200,9 +244,9 @@ def tlc_rows(module: str, root: Path | None = None) -> list[Row]:
     for cfg in ([correct] if correct.is_file() else []) + bugs:
         r = run_tlc(tla, cfg)
         expected = figures.get(cfg.name)
+        method = f"TLC ({cfg_label(module, cfg)})"
         if not r.ok:
-            rows.append(Row(module, f"TLC ({cfg.name})", Verdict.ERROR, 0, r.seconds,
-                            r.error or ""))
+            rows.append(Row(module, method, Verdict.ERROR, 0, r.seconds, r.error or ""))
             continue
         if cfg == correct:
             same, note = _figures_note({"distinct": r.distinct, "depth": r.depth}, expected)
@@ -210,12 +254,11 @@ def tlc_rows(module: str, root: Path | None = None) -> list[Row]:
                        Verdict.HOLDS if same else Verdict.ERROR)
             detail = (f"{r.violation} violated" if r.violation else
                       f"depth {r.depth}, {r.states_per_second:,.0f} distinct/s, {note}")
-            rows.append(Row(module, f"TLC ({cfg.name})", verdict, r.distinct or 0, r.seconds,
-                            detail))
+            rows.append(Row(module, method, verdict, r.distinct or 0, r.seconds, detail))
         else:
             want = (expected or {}).get("violation")
             caught = r.violation is not None and (want is None or r.violation == want)
-            rows.append(Row(r.violation or (want or "?"), f"TLC ({cfg.name})",
+            rows.append(Row(r.violation or (want or "?"), method,
                             Verdict.CAUGHT if caught else Verdict.MISSED, r.distinct or 0,
                             r.seconds,
                             f"{r.violation} violated after {len(r.trace)} states" if caught
@@ -230,23 +273,18 @@ def formal_suite() -> list[Row]:
 
     rows: list[Row] = []
     for module in SPECS:
-        rows += _guarded(module, "python checker", model_checker_rows)
-        rows += _guarded(module, "z3", z3_rows)
+        rows += _check(module, "python checker", model_checker_rows)
+        rows += _check(module, "z3", z3_rows)
     missing = tlc_missing()
     if missing is not None:
         rows.append(Row("(all TLA+ modules)", "TLC", Verdict.SKIPPED, detail=missing))
     else:
         for module in SPECS:
-            rows += _guarded(module, "TLC", tlc_rows)
+            rows += _check(module, "TLC", tlc_rows)
     return rows
 
 
-def _guarded(module: str, method: str, fn: Any) -> list[Row]:
-    """One module's rows; a module whose check crashes becomes one ERROR row, not a lost suite."""
-    started = time.perf_counter()
-    try:
-        rows: list[Row] = fn(module)
-        return rows
-    except Exception as exc:  # one broken module must not hide the others' verdicts
-        return [Row(module, method, Verdict.ERROR, seconds=time.perf_counter() - started,
-                    detail=f"{type(exc).__name__}: {exc}")]
+def _check(module: str, method: str, fn: Callable[[str], list[Row]]) -> list[Row]:
+    """One module's rows by one method, with progress lines; a module whose check crashes
+    becomes one ERROR row, not a lost suite."""
+    return run_check(f"{module}: {method}", lambda: fn(module), invariant=module, method=method)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from logwright.verify.core import Row, Verdict
+from logwright.verify.core import Row, Verdict, run_check
 from logwright.verify.storage_oracle import STORAGE_INVARIANTS, InvariantViolation, StorageHarness
 
 Step = tuple[str, int, float]  # (operation, partition, argument)
@@ -107,7 +107,18 @@ def run_campaign(seeds: int = 4, steps: int = 24, after: int = 3, max_points_per
 
 
 def storage_suite() -> list[Row]:
-    """The campaign's verdict, one row per storage invariant."""
+    """The campaign's verdict, one row per storage invariant, then the bug it must catch.
+
+    Bounded by counts (seeds, steps, crash points per step), never by time."""
+    rows = run_check("storage: crash campaign", _campaign_rows,
+                     invariant="(storage invariants)", method="storage crash campaign")
+    bug = "PeriodicStartOffsetCheckpoint"
+    rows += run_check(f"storage: crash campaign, bug {bug}", lambda: _bug_rows(bug),
+                      invariant=STORAGE_INVARIANTS[0], method=f"crash campaign, bug {bug}")
+    return rows
+
+
+def _campaign_rows() -> list[Row]:
     result = run_campaign()
     rows = []
     for name in STORAGE_INVARIANTS:
@@ -121,11 +132,13 @@ def storage_suite() -> list[Row]:
             rows.append(Row(name, "storage crash campaign", Verdict.HOLDS, result.checks,
                             result.seconds, f"not violated before the campaign stopped at "
                             f"{result.where}"))
-    bug = "PeriodicStartOffsetCheckpoint"
+    return rows
+
+
+def _bug_rows(bug: str) -> list[Row]:
     caught = run_campaign(seeds=8, bug=bug)
     found = caught.violation is not None and caught.violation.invariant == STORAGE_INVARIANTS[0]
-    rows.append(Row(STORAGE_INVARIANTS[0], f"crash campaign, bug {bug} (Kafka's)",
-                    Verdict.CAUGHT if found else Verdict.MISSED, caught.checks, caught.seconds,
-                    f"{caught.where}: {caught.violation}" if found else
-                    "the campaign did not notice acknowledged deletions coming back"))
-    return rows
+    return [Row(STORAGE_INVARIANTS[0], f"crash campaign, bug {bug} (Kafka's)",
+                Verdict.CAUGHT if found else Verdict.MISSED, caught.checks, caught.seconds,
+                f"{caught.where}: {caught.violation}" if found else
+                "the campaign did not notice acknowledged deletions coming back")]

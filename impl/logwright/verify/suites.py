@@ -7,6 +7,13 @@ from logwright.verify.formal import formal_suite
 from logwright.verify.storage_campaign import storage_suite
 
 SUITES: list[tuple[str, Suite]] = [
-    ("storage crash campaign", storage_suite),
-    ("formal models", formal_suite),
+    ("storage", storage_suite),
+    ("formal", formal_suite),
 ]
+"""(name, suite) in the order they run; a name is what ``--suite`` takes (no spaces)."""
+
+DESCRIPTIONS: dict[str, str] = {
+    "storage": "the storage crash campaign: power loss at every file system operation",
+    "formal": "the TLA+ models: the Python model checker, Z3 proofs, TLC when installed",
+}
+"""One line about each suite, for ``logwright verify --list``."""
