@@ -9,13 +9,13 @@ and code.
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from logwright.broker import Broker, BrokerConfig
+from logwright.cluster import validate
 from logwright.cluster.client import ClientNode
 from logwright.cluster.runtime import RealRuntime
 from logwright.cluster.world import SimWorld
@@ -29,7 +29,7 @@ from logwright.controller import (
     broker_node_id,
     controller_node_id,
 )
-from logwright.errors import Errors, KafkaError, LogwrightError
+from logwright.errors import ClusterError, Errors, KafkaError
 from logwright.protocol import (
     CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
@@ -51,10 +51,6 @@ Runtime = SimWorld | RealRuntime
 RETRIABLE = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.REPLICA_NOT_AVAILABLE,
              Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.REQUEST_TIMED_OUT,
              Errors.KAFKA_STORAGE_ERROR, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH)
-
-
-class ClusterError(LogwrightError):
-    """A call the cluster cannot make sense of (an unknown broker id, a real-only call...)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +100,8 @@ class Cluster:
                   max_delay_ms: int = 5, broker_config: BrokerConfig | None = None,
                   controller_config: ControllerConfig | None = None) -> Cluster:
         """A cluster in a seeded simulated world: virtual time, simulated disks and network."""
+        validate.simulated(brokers, log_dirs_per_broker, seed, drop_rate, duplicate_rate,
+                           min_delay_ms, max_delay_ms, broker_config, controller_config)
         world = SimWorld(seed, min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                          drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         return cls(world, MemoryStore(), "/cluster", brokers, log_dirs_per_broker,
@@ -116,11 +114,12 @@ class Cluster:
         """The same cluster on the real file system and wall clock, under ``path``.
 
         The metadata store is ``<path>/metadata.db`` (SQLite); opening an existing ``path``
-        brings the cluster back with its topics and records.
+        brings the cluster back with its topics and records. A path that is a file or cannot
+        be created, or a metadata.db that is not a readable store, is refused (ClusterError).
         """
-        os.makedirs(path, exist_ok=True)
-        root = os.path.abspath(path)
-        return cls(RealRuntime(seed), SqliteStore(os.path.join(root, "metadata.db")), root,
+        validate.construction(brokers, log_dirs_per_broker, seed, broker_config, controller_config)
+        root = validate.data_dir(path, brokers, log_dirs_per_broker)
+        return cls(RealRuntime(seed), validate.open_store(root), root,
                    brokers, log_dirs_per_broker, broker_config, controller_config)
 
     @property
@@ -174,19 +173,19 @@ class Cluster:
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The controller's view of one partition (leader, epochs, ISR, replicas)."""
+        validate.topic(topic), validate.partition(partition)
         return self.controller.partition_state(TopicPartition(topic, partition))
 
     def broker(self, broker_id: int) -> Broker:
         """The running broker object with id ``broker_id``."""
-        if broker_id not in self.brokers:
-            raise ClusterError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}")
-        return self.brokers[broker_id]
+        return self.brokers[validate.broker_id(self, broker_id)]
 
     # ---- topics --------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
                      configs: dict[str, str] | None = None) -> Uuid:
         """Create a topic and wait until every partition has a leader serving it."""
+        validate.create_topic(self, name, partitions, replication_factor, configs)
         rf = replication_factor if replication_factor is not None else min(3, len(self.brokers))
         topic_id = self.controller.create_topic(name, partitions, rf, configs)
         tps = [TopicPartition(name, p) for p in range(partitions)]
@@ -195,6 +194,7 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic: its replicas are stopped and their logs deleted."""
+        validate.topic(name)
         self.controller.delete_topic(name)
         self.runtime.run_for(100)
 
@@ -253,6 +253,7 @@ class Cluster:
         acks=-1 ("all") returns once every in-sync replica has the batch; acks=1 once the
         leader has it; acks=0 does not wait for an answer.
         """
+        validate.produce(self, topic, partition, values, keys, acks, timeout_ms)
         if acks not in (0, 1, -1):
             raise KafkaError(Errors.INVALID_REQUEST, f"acks must be 0, 1 or -1, not {acks}")
         if not values:
@@ -288,6 +289,7 @@ class Cluster:
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
               timeout_ms: int | None = None) -> list[ConsumerRecord]:
         """Committed records (below the high watermark) from ``offset``, as a consumer reads."""
+        validate.fetch(self, topic, partition, offset, max_bytes, timeout_ms)
         tp = TopicPartition(topic, partition)
         out: list[ConsumerRecord] = []
 
@@ -319,6 +321,7 @@ class Cluster:
     def list_offsets(self, topic: str, partition: int,
                      which: Literal["earliest", "latest"]) -> int:
         """"earliest" is the log start offset; "latest" the high watermark."""
+        validate.list_offsets(self, topic, partition, which)
         if which not in ("earliest", "latest"):
             raise KafkaError(Errors.INVALID_REQUEST, f"which must be earliest or latest: {which}")
         tp = TopicPartition(topic, partition)
@@ -346,6 +349,7 @@ class Cluster:
     def crash_broker(self, broker_id: int, power_loss: bool = True) -> None:
         """The broker's process dies. In simulation, with ``power_loss`` its machine loses power
         too, so its unsynced writes are gone; without, the page cache survives."""
+        validate.broker_id(self, broker_id), validate.boolean("power_loss", power_loss)
         broker = self.broker(broker_id)
         broker.halt()
         if isinstance(self.runtime, SimWorld):
@@ -356,6 +360,7 @@ class Cluster:
 
     def restart_broker(self, broker_id: int, wait: bool = True) -> Broker:
         """Start a new process for ``broker_id`` on the same log dirs (a new incarnation)."""
+        validate.broker_id(self, broker_id), validate.boolean("wait", wait)
         old = self.broker(broker_id)
         if old.alive:
             old.shutdown()
@@ -367,6 +372,7 @@ class Cluster:
     def fail_controller(self, zombie: bool = False) -> Controller:
         """Fail over to a new controller (epoch + 1). With ``zombie`` the old one keeps running
         and sending, unaware, so fencing can be watched at work."""
+        validate.boolean("zombie", zombie)
         old = self.controller
         if not zombie:
             old.shutdown()
@@ -377,7 +383,8 @@ class Cluster:
 
     def partition_network(self, a: int | str, b: int | str) -> None:
         """Cut two nodes apart (broker ids or node ids such as "controller-1")."""
-        self.simulated_world.network.partition(_node(a), _node(b))
+        node_a, node_b = validate.node(self, a, "a"), validate.node(self, b, "b")
+        self.simulated_world.network.partition(node_a, node_b)
 
     def heal_network(self) -> None:
         """Reconnect every pair of nodes."""
@@ -385,12 +392,14 @@ class Cluster:
 
     def advance_time(self, delta_ms: int) -> None:
         """Let ``delta_ms`` pass (virtual in simulation, real otherwise), running every task."""
+        validate.integer("delta_ms", delta_ms, 0, validate.INT32_MAX)
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
         """Run until every live leader has its records committed, and every live replica of its
         partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
         happened."""
+        validate.timeout("max_ms", max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
     def _quiet(self) -> bool:
@@ -423,6 +432,7 @@ class Cluster:
 
     def reassign(self, json_text: str, wait: bool = True, timeout_ms: int = 120_000) -> None:
         """Carry out a reassignment given as Kafka's reassignment JSON."""
+        validate.reassign(self, json_text, wait, timeout_ms)
         self.controller.reassign(json_text)
         if wait:
             self._wait(lambda: all(s.state == "complete"
@@ -432,6 +442,7 @@ class Cluster:
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
         """Metric values with Kafka's names: one broker's, or summed over live brokers."""
         if broker_id is not None:
+            validate.broker_id(self, broker_id)
             return self.broker(broker_id).snapshot()
         total: dict[str, float] = {}
         for b in self.brokers.values():
@@ -449,6 +460,3 @@ class Cluster:
         if isinstance(self.store, SqliteStore):
             self.store.close()
 
-
-def _node(x: int | str) -> str:
-    return broker_node_id(x) if isinstance(x, int) else x

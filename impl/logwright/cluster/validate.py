@@ -1,0 +1,289 @@
+"""Argument checks at the public boundary of the cluster facade.
+
+Every public ``Cluster`` call checks its arguments here first, so that bad input is answered by
+ONE typed error raised before anything changes (no request sent, no metadata written, no virtual
+time passing). Which error:
+
+* ``KafkaError`` with Kafka's own code where a Kafka broker or controller refuses the same thing:
+  an illegal topic name (INVALID_TOPIC_EXCEPTION), a partition count (INVALID_PARTITIONS), a
+  replication factor (INVALID_REPLICATION_FACTOR), acks or an empty produce (INVALID_REQUEST), a
+  negative fetch offset (OFFSET_OUT_OF_RANGE), a topic that already exists (TOPIC_ALREADY_EXISTS)
+  and everything wrong with a reassignment document (INVALID_REQUEST and friends).
+* ``InvalidArgument`` (a ``ClusterError``) where Kafka's client would refuse the call before
+  sending anything: a value of the wrong Python type, a zero or negative timeout, a negative time
+  step, an unknown broker id, a negative partition index, a data directory that cannot be used.
+
+Each check names the argument, the value it got and the rule it broke.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from logwright.broker import BrokerConfig
+from logwright.controller import ControllerConfig, SqliteStore, broker_node_id
+from logwright.errors import ClusterError, Errors, InvalidArgument, KafkaError
+from logwright.storage.naming import OFFSET_MAX, PARTITION_MAX, topic_name_problem
+
+if TYPE_CHECKING:
+    from logwright.cluster.cluster import Cluster
+
+#: Timeouts and time steps are int32 milliseconds, as on Kafka's wire (about 24.8 days).
+INT32_MAX = 2**31 - 1
+#: Kafka's replication factor is an int16 on the wire.
+INT16_MAX = 2**15 - 1
+#: The file the real cluster keeps its metadata in, under its data directory.
+METADATA_FILE = "metadata.db"
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def integer(name: str, value: object, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]``; a bool is not an int here."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be an int, not {_kind(value)} {_show(value)}")
+    if low is not None and value < low:
+        raise InvalidArgument(f"{name} must be at least {low}, not {value}")
+    if high is not None and value > high:
+        raise InvalidArgument(f"{name} must be at most {high}, not {value}")
+    return value
+
+
+def boolean(name: str, value: object) -> bool:
+    """``value`` as a bool (0 and 1 are not accepted for a flag)."""
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be True or False, not {_kind(value)} {_show(value)}")
+    return value
+
+
+def timeout(name: str, value: object, optional: bool = False) -> int | None:
+    """A timeout: an int of 1 to 2**31-1 milliseconds (or None when ``optional``)."""
+    if value is None and optional:
+        return None
+    return integer(name, value, 1, INT32_MAX)
+
+
+def rate(name: str, value: object) -> float:
+    """A probability in [0, 1): 1 would leave no message delivered at all."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgument(f"{name} must be a number, not {_kind(value)} {_show(value)}")
+    if math.isnan(value) or not 0.0 <= value < 1.0:
+        raise InvalidArgument(f"{name} must be at least 0 and below 1, not {value}")
+    return float(value)
+
+
+def topic(value: object) -> str:
+    """A legal Kafka topic name, else INVALID_TOPIC_EXCEPTION (a non-string: InvalidArgument)."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"topic must be a str, not {_kind(value)} {_show(value)}")
+    problem = topic_name_problem(value)
+    if problem is not None:
+        raise KafkaError(Errors.INVALID_TOPIC_EXCEPTION, problem)
+    return value
+
+
+def partition(value: object) -> int:
+    """A partition index: an int from 0 to 2**31-1."""
+    return integer("partition", value, 0, PARTITION_MAX)
+
+
+def broker_id(cluster: Cluster, value: object, name: str = "broker_id") -> int:
+    """The id of one of this cluster's brokers."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be an int, not {_kind(value)} {_show(value)}")
+    if value not in cluster.brokers:
+        raise InvalidArgument(f"no broker {value}; brokers are {sorted(cluster.brokers)}")
+    return value
+
+
+def node(cluster: Cluster, value: object, name: str) -> str:
+    """A broker id or the node id of one of this cluster's brokers or controllers."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return broker_node_id(broker_id(cluster, value, name))
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a broker id or a node id, not "
+                              f"{_kind(value)} {_show(value)}")
+    known = [broker_node_id(b) for b in sorted(cluster.brokers)]
+    known += [c.node_id for c in cluster.controllers]
+    if value not in known:
+        raise InvalidArgument(f"{name}: no node {_show(value)}; nodes are {known}")
+    return value
+
+
+def _record_parts(name: str, items: object) -> list[bytes | None]:
+    if isinstance(items, str | bytes | bytearray | memoryview) or not isinstance(items, Sequence):
+        raise InvalidArgument(f"{name} must be a list of bytes (or None), not "
+                              f"{_kind(items)} {_show(items)}")
+    out: list[bytes | None] = []
+    for i, item in enumerate(items):
+        if item is not None and not isinstance(item, bytes):
+            raise InvalidArgument(f"{name}[{i}] must be bytes or None, not "
+                                  f"{_kind(item)} {_show(item)}")
+        out.append(item)
+    return out
+
+
+def configs(value: object) -> None:
+    """Topic configs: a mapping of str to str."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"configs must be a dict of str to str, not "
+                              f"{_kind(value)} {_show(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise InvalidArgument(f"topic config {_show(key)}={_show(item)}: keys and values "
+                                  "must be str")
+
+
+# ---- one check per public call ------------------------------------------------------------------
+
+
+def construction(brokers: object, log_dirs_per_broker: object, seed: object,
+                 broker_config: object, controller_config: object) -> None:
+    """The arguments ``Cluster.simulated`` and ``Cluster.real`` share."""
+    integer("brokers", brokers, 1, INT32_MAX)
+    integer("log_dirs_per_broker", log_dirs_per_broker, 1, INT32_MAX)
+    integer("seed", seed)
+    if broker_config is not None and not isinstance(broker_config, BrokerConfig):
+        raise InvalidArgument(f"broker_config must be a BrokerConfig, not {_kind(broker_config)}")
+    if controller_config is not None and not isinstance(controller_config, ControllerConfig):
+        raise InvalidArgument("controller_config must be a ControllerConfig, not "
+                              f"{_kind(controller_config)}")
+
+
+def simulated(brokers: object, log_dirs_per_broker: object, seed: object, drop_rate: object,
+              duplicate_rate: object, min_delay_ms: object, max_delay_ms: object,
+              broker_config: object, controller_config: object) -> None:
+    """``Cluster.simulated``'s arguments."""
+    construction(brokers, log_dirs_per_broker, seed, broker_config, controller_config)
+    rate("drop_rate", drop_rate)
+    rate("duplicate_rate", duplicate_rate)
+    low = integer("min_delay_ms", min_delay_ms, 0, INT32_MAX)
+    integer("max_delay_ms", max_delay_ms, low, INT32_MAX)
+
+
+def data_dir(path: object, brokers: int, log_dirs_per_broker: int) -> str:
+    """Create the real cluster's data directory if needed; its absolute path.
+
+    Refuses (InvalidArgument, nothing created) a path of the wrong type, a path that is a file,
+    one that cannot be created or written, and a broker or log dir inside it that is a file.
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidArgument(f"path must be a str or a path, not {_kind(path)} {_show(path)}")
+    text = os.fsdecode(path)
+    if not text or "\0" in text:
+        raise InvalidArgument(f"path {_show(text)} is not a usable directory name")
+    root = os.path.abspath(text)
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise InvalidArgument(f"data path {root} exists and is not a directory")
+    wanted = [root, os.path.join(root, METADATA_FILE)]
+    for b in range(1, brokers + 1):
+        wanted.append(os.path.join(root, f"broker-{b}"))
+        wanted += [os.path.join(root, f"broker-{b}", f"d{j}")
+                   for j in range(1, log_dirs_per_broker + 1)]
+    for p in wanted[2:]:
+        if os.path.exists(p) and not os.path.isdir(p):
+            raise InvalidArgument(f"{p} exists and is not a directory; it cannot be a log dir")
+    if os.path.isdir(wanted[1]):
+        raise ClusterError(f"{wanted[1]} is a directory, not a metadata store")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as exc:
+        raise InvalidArgument(f"data path {root} cannot be created: "
+                              f"{exc.strerror or exc}") from exc
+    if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
+        raise InvalidArgument(f"data path {root} is not readable and writable")
+    return root
+
+
+def open_store(root: str) -> SqliteStore:
+    """Open ``<root>/metadata.db``; a file that is not a readable logwright metadata store is a
+    ClusterError naming it, and is left as it was."""
+    path = os.path.join(root, METADATA_FILE)
+    if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
+        raise ClusterError(f"{path}: the metadata store is not readable and writable")
+    try:
+        return SqliteStore(path)
+    except (sqlite3.Error, ValueError, OSError) as exc:
+        raise ClusterError(f"{path}: cannot open the metadata store: {exc}") from exc
+
+
+def create_topic(cluster: Cluster, name: object, partitions: object,
+                 replication_factor: object, topic_configs: object) -> None:
+    """``Cluster.create_topic``: a legal new name, partitions and replication factor in range."""
+    topic(name)
+    if not isinstance(partitions, int) or isinstance(partitions, bool):
+        raise InvalidArgument(f"partitions must be an int, not {_kind(partitions)} "
+                              f"{_show(partitions)}")
+    if not 1 <= partitions <= PARTITION_MAX:
+        raise KafkaError(Errors.INVALID_PARTITIONS,
+                         f"topic {name!r}: {partitions} partitions; from 1 to {PARTITION_MAX}")
+    if replication_factor is not None:
+        if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
+            raise InvalidArgument(f"replication_factor must be an int or None, not "
+                                  f"{_kind(replication_factor)} {_show(replication_factor)}")
+        if not 1 <= replication_factor <= min(INT16_MAX, len(cluster.brokers)):
+            raise KafkaError(Errors.INVALID_REPLICATION_FACTOR,
+                             f"topic {name!r}: replication factor {replication_factor}; from 1 "
+                             f"to the {len(cluster.brokers)} brokers")
+    configs(topic_configs)
+
+
+def produce(cluster: Cluster, name: object, part: object, values: object, keys: object,
+            acks: object, timeout_ms: object) -> None:
+    """``Cluster.produce``: a legal topic, a partition index, bytes values and keys of one length,
+    acks 0, 1 or -1, a positive timeout."""
+    topic(name)
+    partition(part)
+    vs = _record_parts("values", values)
+    if keys is not None and len(_record_parts("keys", keys)) != len(vs):
+        raise KafkaError(Errors.INVALID_REQUEST, "keys and values differ in length")
+    if isinstance(acks, bool) or acks not in (0, 1, -1, "all"):
+        raise KafkaError(Errors.INVALID_REQUEST, f"acks must be 0, 1 or -1, not {_show(acks)}")
+    if not vs:
+        raise KafkaError(Errors.INVALID_REQUEST, "nothing to produce")
+    timeout("timeout_ms", timeout_ms, optional=True)
+
+
+def fetch(cluster: Cluster, name: object, part: object, offset: object, max_bytes: object,
+          timeout_ms: object) -> None:
+    """``Cluster.fetch``: a legal topic, a partition index, an offset, positive sizes."""
+    topic(name)
+    partition(part)
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise InvalidArgument(f"offset must be an int, not {_kind(offset)} {_show(offset)}")
+    if not 0 <= offset <= OFFSET_MAX:
+        raise KafkaError(Errors.OFFSET_OUT_OF_RANGE,
+                         f"{name}-{part}: offset {offset} is outside 0 to {OFFSET_MAX}")
+    integer("max_bytes", max_bytes, 1, INT32_MAX)
+    timeout("timeout_ms", timeout_ms, optional=True)
+
+
+def list_offsets(cluster: Cluster, name: object, part: object, which: object) -> None:
+    """``Cluster.list_offsets``: a legal topic, a partition index, "earliest" or "latest"."""
+    topic(name)
+    partition(part)
+    if not isinstance(which, str) or which not in ("earliest", "latest"):
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"which must be 'earliest' or 'latest', not {_show(which)}")
+
+
+def reassign(cluster: Cluster, json_text: object, wait: object, timeout_ms: object) -> None:
+    """``Cluster.reassign``'s own arguments (the document is checked by the controller)."""
+    if not isinstance(json_text, str):
+        raise KafkaError(Errors.INVALID_REQUEST, "the reassignment must be JSON text, not "
+                         f"{_kind(json_text)}")
+    boolean("wait", wait)
+    timeout("timeout_ms", timeout_ms)
