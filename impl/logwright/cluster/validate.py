@@ -187,7 +187,7 @@ def data_dir(path: object, brokers: int, log_dirs_per_broker: int) -> str:
         raise InvalidArgument(f"path {_show(text)} is not a usable directory name")
     root = os.path.abspath(text)
     if os.path.exists(root) and not os.path.isdir(root):
-        raise InvalidArgument(f"data path {root} exists and is not a directory")
+        raise InvalidArgument(f"data path {text} exists and is not a directory")
     wanted = [root, os.path.join(root, METADATA_FILE)]
     for b in range(1, brokers + 1):
         wanted.append(os.path.join(root, f"broker-{b}"))
@@ -201,10 +201,10 @@ def data_dir(path: object, brokers: int, log_dirs_per_broker: int) -> str:
     try:
         os.makedirs(root, exist_ok=True)
     except OSError as exc:
-        raise InvalidArgument(f"data path {root} cannot be created: "
+        raise InvalidArgument(f"data path {text} cannot be created: "
                               f"{exc.strerror or exc}") from exc
     if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
-        raise InvalidArgument(f"data path {root} is not readable and writable")
+        raise InvalidArgument(f"data path {text} is not readable and writable")
     return root
 
 
