@@ -55,10 +55,15 @@ def _failure(exc: Exception) -> tuple[int, str]:
 
 
 @click.group(cls=LogwrightGroup, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="Exit codes: 0 ok; 1 the operation failed (bad input, a Kafka error, a data "
-                    "directory problem); 2 usage error; 3 verify: a bug switch was not caught; "
-                    "4 verify: could not decide; 5 internal or tool error. A failure prints one "
-                    "line, 'error: <message>', on stderr; --debug adds the traceback.")
+             epilog="""\b
+Exit codes:
+  0  ok
+  1  the operation failed: bad input, a Kafka error, a data directory problem
+  2  usage error
+  3  verify: a deliberately planted bug was not caught
+  4  verify: a check could not decide
+  5  internal or tool error (rerun with --debug)
+A failure prints one line on stderr, 'error: <message>'; --debug adds the traceback.""")
 @click.version_option(__version__, prog_name="logwright")
 @click.option("--debug", is_flag=True, help="On failure, print the traceback too.")
 def main(debug: bool) -> None:

@@ -383,8 +383,8 @@ class Cluster:
 
     def partition_network(self, a: int | str, b: int | str) -> None:
         """Cut two nodes apart (broker ids or node ids such as "controller-1")."""
-        node_a, node_b = validate.node(self, a, "a"), validate.node(self, b, "b")
-        self.simulated_world.network.partition(node_a, node_b)
+        world, (node_a, node_b) = self.simulated_world, validate.node_pair(self, a, b)
+        world.network.partition(node_a, node_b)
 
     def heal_network(self) -> None:
         """Reconnect every pair of nodes."""

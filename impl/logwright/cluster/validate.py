@@ -121,6 +121,15 @@ def node(cluster: Cluster, value: object, name: str) -> str:
     return value
 
 
+def node_pair(cluster: Cluster, a: object, b: object) -> tuple[str, str]:
+    """Two different nodes of this cluster (see ``node``)."""
+    node_a, node_b = node(cluster, a, "a"), node(cluster, b, "b")
+    if node_a == node_b:
+        raise InvalidArgument(f"a and b are the same node {node_a!r}; a node cannot be cut off "
+                              "from itself")
+    return node_a, node_b
+
+
 def _record_parts(name: str, items: object) -> list[bytes | None]:
     if isinstance(items, str | bytes | bytearray | memoryview) or not isinstance(items, Sequence):
         raise InvalidArgument(f"{name} must be a list of bytes (or None), not "
