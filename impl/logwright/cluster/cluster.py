@@ -148,7 +148,10 @@ class Cluster:
         rt = self.runtime
         fs = rt.new_fs(broker_node_id(broker_id)) if isinstance(rt, SimWorld) else rt.new_fs()
         for d in self.log_dirs[broker_id]:
-            fs.makedirs(d)
+            try:
+                fs.makedirs(d)
+            except OSError:
+                pass  # an unusable dir: the broker's start-up takes it offline and says why
         broker = Broker(broker_id, fs, self.log_dirs[broker_id], rt.clock, rt.scheduler,
                         rt.network, rt.fork_rng(), self.broker_config,
                         controller_locator=self._locate_controller)
