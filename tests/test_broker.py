@@ -148,7 +148,7 @@ def test_leader_and_isr_applies_partition_by_partition() -> None:
     assert [(x.tp, x.error) for x in r.partition_errors] == [
         (a, Errors.STALE_CONTROLLER_EPOCH), (b, Errors.KAFKA_STORAGE_ERROR),
         (c, Errors.LOG_DIR_NOT_FOUND), (d, Errors.UNKNOWN_TOPIC_OR_PARTITION), (e, Errors.NONE),
-        (f, Errors.KAFKA_STORAGE_ERROR)]  # HAZARDS 13: it may be on the offline dir
+        (f, Errors.KAFKA_STORAGE_ERROR)]  # docs/hazards.md 13: it may be on the offline dir
     assert w.partition(1, a).leader_epoch == 5
     assert w.partition(1, e).is_leader and w.partition(1, e).log.dir_path == "/b1/d1/t-4"
     assert w.brokers[1].log_manager.offline_dirs == ["/b1/d2"]

@@ -1,5 +1,6 @@
-"""HAZARDS 13: a broker restarting with an unreadable log dir must not create an empty replica
-elsewhere for a partition that dir may hold, be elected, and have its followers truncate to it.
+"""docs/hazards.md, 13: a broker restarting with an unreadable log dir must not create an empty
+replica elsewhere for a partition that dir may hold, be elected, and have its followers truncate
+to it.
 
 Found while checking the hazards one by one: before the fix the restarted last in-sync replica
 created an empty log on its healthy dir, led, and every acknowledged record was gone from every
