@@ -134,10 +134,13 @@ BAD: dict[str, Bad] = {
              max_delay_ms=st.one_of(st.integers(max_value=0), not_int),
              broker_config=not_a_config, controller_config=not_a_config),
         classmethod_=True),
-    "real": Bad(  # the path itself: see test_real_data_path_problems
-        dict(brokers=1, log_dirs_per_broker=1, seed=0, broker_config=None,
+    "real": Bad(  # "{...}" paths are filled in by the test; see also test_real_data_path_problems
+        dict(path="{fresh}", brokers=1, log_dirs_per_broker=1, seed=0, broker_config=None,
              controller_config=None),
-        dict(brokers=st.one_of(st.integers(max_value=0), not_int, st.none()),
+        dict(path=st.one_of(st.sampled_from(["{file}", "{below_file}", "", "x\0y"]),
+                            st.integers(), st.none(), st.lists(st.text(max_size=2), max_size=2),
+                            st.binary(max_size=3)),
+             brokers=st.one_of(st.integers(max_value=0), not_int, st.none()),
              log_dirs_per_broker=st.one_of(st.integers(max_value=0), not_int),
              seed=st.one_of(not_int, st.none()), broker_config=not_a_config,
              controller_config=not_a_config),
@@ -213,8 +216,7 @@ def test_every_public_name_has_bad_input_coverage() -> None:
     for name, entry in BAD.items():
         params = set(inspect.signature(getattr(Cluster, name)).parameters) - {"self", "cls"}
         assert set(entry.bad) <= params and set(entry.valid) <= params, name
-        assert set(entry.bad) == params - ({"path"} if name == "real" else set()), (
-            f"{name}: every argument needs a strategy of bad values")
+        assert set(entry.bad) == params, f"{name}: every argument needs a strategy of bad values"
 
 
 # ---- the cluster and its observable state -------------------------------------------------------
@@ -298,11 +300,16 @@ def test_bad_construction_is_one_typed_error(data: st.DataObject) -> None:
 def test_bad_real_arguments_create_nothing(data: st.DataObject) -> None:
     parent = tempfile.mkdtemp(prefix="lw-bad-")
     try:
-        path = os.path.join(parent, "data")
+        places = {"fresh": os.path.join(parent, "data"), "file": os.path.join(parent, "file"),
+                  "below_file": os.path.join(parent, "file", "data")}
+        Path(places["file"]).write_text("keep")
         arg, kwargs = bad_call(data, "real")
+        if isinstance(kwargs["path"], str):
+            kwargs["path"] = kwargs["path"].format(**places)
         with pytest.raises(InvalidArgument):
-            Cluster.real(path, **kwargs)
-        assert not os.path.exists(path), f"real({arg}=...) created the data directory"
+            Cluster.real(**kwargs)
+        assert sorted(os.listdir(parent)) == ["file"], f"real({arg}=...) created something"
+        assert Path(places["file"]).read_text() == "keep"
     finally:
         shutil.rmtree(parent)
 
@@ -535,3 +542,16 @@ def test_help_documents_the_exit_codes() -> None:
     out = CliRunner().invoke(main, ["--help"]).output
     for code in range(6):
         assert re.search(rf"^\s+{code}  \S", out, re.M), code
+
+
+def test_the_controllers_create_topic_refuses_wrong_types() -> None:
+    """The controller is public too (``cluster.controller``): wrong types were raw TypeErrors."""
+    cluster = small_cluster()
+    before = snapshot(cluster)
+    for partitions, rf, name in [("2", 1, "INVALID_PARTITIONS"), (True, 1, "INVALID_PARTITIONS"),
+                                 (1, 1.0, "INVALID_REPLICATION_FACTOR"),
+                                 (1, None, "INVALID_REPLICATION_FACTOR")]:
+        with pytest.raises(KafkaError) as caught:
+            cluster.controller.create_topic("n", partitions, rf)  # type: ignore[arg-type]
+        assert caught.value.name == name
+    assert snapshot(cluster) == before
