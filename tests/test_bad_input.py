@@ -555,3 +555,26 @@ def test_the_controllers_create_topic_refuses_wrong_types() -> None:
             cluster.controller.create_topic("n", partitions, rf)  # type: ignore[arg-type]
         assert caught.value.name == name
     assert snapshot(cluster) == before
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_calls_after_close_are_refused(real: bool, tmp_path: Path) -> None:
+    """A real cluster's calls after close() used to fail with a raw sqlite3 error."""
+    cluster = (Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1) if real
+               else Cluster.simulated(brokers=1, log_dirs_per_broker=1))
+    cluster.create_topic("t", replication_factor=1)
+    cluster.close()
+    for call in (lambda: cluster.partition_state("t", 0), lambda: cluster.produce("t", 0, [b"x"]),
+                 lambda: cluster.fetch("t", 0, 0), lambda: cluster.list_offsets("t", 0, "latest"),
+                 lambda: cluster.create_topic("u"), lambda: cluster.delete_topic("t"),
+                 lambda: cluster.crash_broker(1), lambda: cluster.restart_broker(1),
+                 cluster.fail_controller, lambda: cluster.advance_time(1),
+                 cluster.run_until_idle, lambda: cluster.metrics(1),
+                 lambda: cluster.reassign("{}")):
+        with pytest.raises(ClusterError, match="closed"):
+            call()
+    cluster.close()  # twice is fine
+    if real:
+        again = Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1)
+        assert again.partition_state("t", 0).leader == 1
+        again.close()

@@ -176,7 +176,7 @@ class Cluster:
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The controller's view of one partition (leader, epochs, ISR, replicas)."""
-        validate.topic(topic), validate.partition(partition)
+        validate.partition_state(self, topic, partition)
         return self.controller.partition_state(TopicPartition(topic, partition))
 
     def broker(self, broker_id: int) -> Broker:
@@ -197,7 +197,7 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic: its replicas are stopped and their logs deleted."""
-        validate.topic(name)
+        validate.delete_topic(self, name)
         self.controller.delete_topic(name)
         self.runtime.run_for(100)
 
@@ -375,7 +375,7 @@ class Cluster:
     def fail_controller(self, zombie: bool = False) -> Controller:
         """Fail over to a new controller (epoch + 1). With ``zombie`` the old one keeps running
         and sending, unaware, so fencing can be watched at work."""
-        validate.boolean("zombie", zombie)
+        validate.fail_controller(self, zombie)
         old = self.controller
         if not zombie:
             old.shutdown()
@@ -395,14 +395,14 @@ class Cluster:
 
     def advance_time(self, delta_ms: int) -> None:
         """Let ``delta_ms`` pass (virtual in simulation, real otherwise), running every task."""
-        validate.integer("delta_ms", delta_ms, 0, validate.INT32_MAX)
+        validate.advance_time(self, delta_ms)
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
         """Run until every live leader has its records committed, and every live replica of its
         partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
         happened."""
-        validate.timeout("max_ms", max_ms)
+        validate.run_until_idle(self, max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
     def _quiet(self) -> bool:
@@ -462,4 +462,5 @@ class Cluster:
             c.shutdown()
         if isinstance(self.store, SqliteStore):
             self.store.close()
+        self.closed = True  # every later call is refused (validate.usable)
 

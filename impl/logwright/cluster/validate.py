@@ -98,8 +98,15 @@ def partition(value: object) -> int:
     return integer("partition", value, 0, PARTITION_MAX)
 
 
+def usable(cluster: Cluster) -> None:
+    """The cluster has not been closed (its store and nodes are gone after ``close()``)."""
+    if getattr(cluster, "closed", False):
+        raise ClusterError("the cluster is closed; open it again (Cluster.real on the same path)")
+
+
 def broker_id(cluster: Cluster, value: object, name: str = "broker_id") -> int:
     """The id of one of this cluster's brokers."""
+    usable(cluster)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidArgument(f"{name} must be an int, not {_kind(value)} {_show(value)}")
     if value not in cluster.brokers:
@@ -123,6 +130,7 @@ def node(cluster: Cluster, value: object, name: str) -> str:
 
 def node_pair(cluster: Cluster, a: object, b: object) -> tuple[str, str]:
     """Two different nodes of this cluster (see ``node``)."""
+    usable(cluster)
     node_a, node_b = node(cluster, a, "a"), node(cluster, b, "b")
     if node_a == node_b:
         raise InvalidArgument(f"a and b are the same node {node_a!r}; a node cannot be cut off "
@@ -232,6 +240,7 @@ def open_store(root: str) -> SqliteStore:
 def create_topic(cluster: Cluster, name: object, partitions: object,
                  replication_factor: object, topic_configs: object) -> None:
     """``Cluster.create_topic``: a legal new name, partitions and replication factor in range."""
+    usable(cluster)
     topic(name)
     if not isinstance(partitions, int) or isinstance(partitions, bool):
         raise InvalidArgument(f"partitions must be an int, not {_kind(partitions)} "
@@ -254,6 +263,7 @@ def produce(cluster: Cluster, name: object, part: object, values: object, keys: 
             acks: object, timeout_ms: object) -> None:
     """``Cluster.produce``: a legal topic, a partition index, bytes values and keys of one length,
     acks 0, 1 or -1, a positive timeout."""
+    usable(cluster)
     topic(name)
     partition(part)
     vs = _record_parts("values", values)
@@ -269,6 +279,7 @@ def produce(cluster: Cluster, name: object, part: object, values: object, keys: 
 def fetch(cluster: Cluster, name: object, part: object, offset: object, max_bytes: object,
           timeout_ms: object) -> None:
     """``Cluster.fetch``: a legal topic, a partition index, an offset, positive sizes."""
+    usable(cluster)
     topic(name)
     partition(part)
     if not isinstance(offset, int) or isinstance(offset, bool):
@@ -282,6 +293,7 @@ def fetch(cluster: Cluster, name: object, part: object, offset: object, max_byte
 
 def list_offsets(cluster: Cluster, name: object, part: object, which: object) -> None:
     """``Cluster.list_offsets``: a legal topic, a partition index, "earliest" or "latest"."""
+    usable(cluster)
     topic(name)
     partition(part)
     if not isinstance(which, str) or which not in ("earliest", "latest"):
@@ -291,8 +303,40 @@ def list_offsets(cluster: Cluster, name: object, part: object, which: object) ->
 
 def reassign(cluster: Cluster, json_text: object, wait: object, timeout_ms: object) -> None:
     """``Cluster.reassign``'s own arguments (the document is checked by the controller)."""
+    usable(cluster)
     if not isinstance(json_text, str):
         raise KafkaError(Errors.INVALID_REQUEST, "the reassignment must be JSON text, not "
                          f"{_kind(json_text)}")
     boolean("wait", wait)
     timeout("timeout_ms", timeout_ms)
+
+
+def partition_state(cluster: Cluster, name: object, part: object) -> None:
+    """``Cluster.partition_state``: a legal topic and a partition index."""
+    usable(cluster)
+    topic(name)
+    partition(part)
+
+
+def delete_topic(cluster: Cluster, name: object) -> None:
+    """``Cluster.delete_topic``: a legal topic name."""
+    usable(cluster)
+    topic(name)
+
+
+def fail_controller(cluster: Cluster, zombie: object) -> None:
+    """``Cluster.fail_controller``: ``zombie`` is a bool."""
+    usable(cluster)
+    boolean("zombie", zombie)
+
+
+def advance_time(cluster: Cluster, delta_ms: object) -> None:
+    """``Cluster.advance_time``: a time step of 0 to 2**31-1 ms (never negative)."""
+    usable(cluster)
+    integer("delta_ms", delta_ms, 0, INT32_MAX)
+
+
+def run_until_idle(cluster: Cluster, max_ms: object) -> None:
+    """``Cluster.run_until_idle``: a positive bound."""
+    usable(cluster)
+    timeout("max_ms", max_ms)
