@@ -3,6 +3,8 @@ StopReplica's leader epoch check, and authorization of every handler."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from logwright.broker import AclAuthorizer, AclBinding, BrokerState, Operation, ResourceType
 from logwright.broker.authorizer import CLUSTER_NAME, Permission
 from logwright.broker.partition import Role
@@ -131,20 +133,22 @@ def test_a_higher_controller_epoch_is_adopted_with_its_controller() -> None:
 
 def test_leader_and_isr_applies_partition_by_partition() -> None:
     w = World(broker_ids=(1, 2))
-    a, b, c, d, e = (TopicPartition("t", n) for n in range(5))
+    a, b, c, d, e, f = (TopicPartition("t", n) for n in range(6))
     w.assign(a, 1, 5, [1])
     w.fs.inject_fault("/b1/d2", Fault.EIO)
     r = w.lair(1, [
         state(a, 1, 4, [1]),                        # older leader epoch than held
         state(b, 1, 1, [1], log_dir="/b1/d2"),      # its dir fails
-        state(c, 1, 1, [1], log_dir="/nowhere"),    # not a dir of this broker
+        replace(state(c, 1, 1, [1], log_dir="/nowhere"), is_new=True),  # not a dir of ours
         state(d, 2, 1, [2]),                        # this broker is not a replica
-        state(e, 1, 1, [1], log_dir="/b1/d1"),      # fine
+        replace(state(e, 1, 1, [1], log_dir="/b1/d1"), is_new=True),  # fine
+        state(f, 1, 1, [1]),                        # not new, and a dir is offline now
     ])
     assert r.error is Errors.NONE
     assert [(x.tp, x.error) for x in r.partition_errors] == [
         (a, Errors.STALE_CONTROLLER_EPOCH), (b, Errors.KAFKA_STORAGE_ERROR),
-        (c, Errors.LOG_DIR_NOT_FOUND), (d, Errors.UNKNOWN_TOPIC_OR_PARTITION), (e, Errors.NONE)]
+        (c, Errors.LOG_DIR_NOT_FOUND), (d, Errors.UNKNOWN_TOPIC_OR_PARTITION), (e, Errors.NONE),
+        (f, Errors.KAFKA_STORAGE_ERROR)]  # docs/hazards.md 13: it may be on the offline dir
     assert w.partition(1, a).leader_epoch == 5
     assert w.partition(1, e).is_leader and w.partition(1, e).log.dir_path == "/b1/d1/t-4"
     assert w.brokers[1].log_manager.offline_dirs == ["/b1/d2"]

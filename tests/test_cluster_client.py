@@ -30,7 +30,7 @@ from logwright import (
 from logwright.broker import AclBinding, Operation, ResourceType
 from logwright.broker.authorizer import Permission
 from logwright.cluster.client import ClientMetadata
-from logwright.errors import Errors
+from logwright.errors import Errors, InvalidArgument
 from logwright.protocol import (
     MetadataBroker,
     MetadataPartition,
@@ -365,13 +365,13 @@ def test_bad_acks_is_invalid_request(acks: object) -> None:
 
 
 @pytest.mark.parametrize("timeout_ms", [0, -1, 1.5, True])
-def test_bad_call_timeout_is_invalid_request(timeout_ms: object) -> None:
+def test_bad_call_timeout_is_invalid_argument(timeout_ms: object) -> None:
     c = Cluster.simulated(brokers=1, seed=1)
     c.create_topic("t")
     for call in (lambda: c.produce("t", 0, [b"a"], timeout_ms=timeout_ms),  # type: ignore
                  lambda: c.fetch("t", 0, 0, timeout_ms=timeout_ms),  # type: ignore
                  lambda: c.list_offsets("t", 0, "latest", timeout_ms=timeout_ms)):  # type: ignore
-        with pytest.raises(InvalidRequest):
+        with pytest.raises(InvalidArgument):
             call()
 
 

@@ -3,16 +3,70 @@
 from __future__ import annotations
 
 import sys
+import traceback
+from typing import Any
 
 import click
 from rich.console import Console
 
 from logwright import __version__
+from logwright.errors import LogwrightError
+
+#: Exit codes of every command (documented in docs/cli.md and in ``logwright --help``).
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_MISSED = 3
+EXIT_UNDECIDED = 4
+EXIT_INTERNAL = 5
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) or "unknown error"
+
+
+class LogwrightGroup(click.Group):
+    """A click group whose commands fail in one line: ``error: <message>`` on stderr and a
+    documented exit code, with the traceback only under ``--debug``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; turn a failure into one line on stderr and its exit code."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # click's own: usage errors exit 2 with click's message
+        except Exception as exc:
+            code, message = _failure(exc)
+            if ctx.params.get("debug"):
+                traceback.print_exception(exc)
+            click.echo(f"error: {_one_line(message)}", err=True)
+            ctx.exit(code)
+
+
+def _failure(exc: Exception) -> tuple[int, str]:
+    """The exit code and message for a command that raised ``exc``."""
+    if isinstance(exc, LogwrightError):
+        return EXIT_FAILED, str(exc)
+    if isinstance(exc, OSError):
+        return EXIT_FAILED, (f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror
+                             else str(exc))
+    return EXIT_INTERNAL, (f"internal error ({type(exc).__name__}: {exc}); rerun with --debug "
+                           "for the traceback")
+
+
+@click.group(cls=LogwrightGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="""\b
+Exit codes:
+  0  ok
+  1  the operation failed: bad input, a Kafka error, a data directory problem
+  2  usage error
+  3  verify: a deliberately planted bug was not caught
+  4  verify: a check could not decide
+  5  internal or tool error (rerun with --debug)
+A failure prints one line on stderr, 'error: <message>'; --debug adds the traceback.""")
 @click.version_option(__version__, prog_name="logwright")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="On failure, print the traceback too.")
+def main(debug: bool) -> None:
     """logwright: the Kafka broker's log lifecycle, implemented and verified."""
 
 
@@ -68,11 +122,17 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool, quiet: bool)
 
 
 @main.command()
-@click.option("--seed", default=1, show_default=True, help="Seed of the simulated world.")
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Seed of the simulated world.")
 @click.option("--real", "real_path", metavar="DIR", default=None,
-              help="Run on the real file system under DIR instead of in simulation.")
+              help="Run on the real file system under DIR (a new or empty directory) instead "
+                   "of in simulation.")
 def demo(seed: int, real_path: str | None) -> None:
-    """Run a small 3-broker cluster: produce, crash the leader, fail the controller over."""
+    """Run a small 3-broker cluster: produce, crash the leader, fail the controller over.
+
+    With --real, DIR must not exist yet or be empty: the demo refuses a directory that already
+    holds data (a second run would mix two runs' data); remove it or choose another DIR.
+    """
     from logwright.cluster.demo import run_demo
 
     console = Console()

@@ -214,6 +214,15 @@ class ClusterError(LogwrightError):
     after close, an invalid client config...)."""
 
 
+class InvalidArgument(ClusterError):
+    """An argument of a public call has the wrong type or lies outside its documented range.
+
+    Raised before anything changes: the cluster, its logs and (in simulation) its clock are as
+    they were. Kafka itself would refuse such a call in the client, before any request is sent,
+    so there is no Kafka error code to carry.
+    """
+
+
 class CheckpointError(LogwrightError):
     """A checkpoint file is malformed; the message names the file and the line."""
 

@@ -516,6 +516,12 @@ class ReplicaManager:
         topic_id = state.topic_id if state.topic_id != Uuid.ZERO else None
         try:
             log = self.log_manager.get_log(tp)
+            if log is None and not state.is_new and self.log_manager.offline_dirs:
+                # docs/hazards.md, 13: the replica may sit on an offline dir; an empty one
+                # created on a healthy dir could be elected and truncate its followers to
+                # nothing (as in Kafka, a replica that is not new is not created while any log
+                # dir is offline).
+                return Errors.KAFKA_STORAGE_ERROR
             if log is None:
                 log_dir = None if state.log_dir == "any" else state.log_dir
                 log = self.log_manager.create_log(tp, topic_id, log_dir)

@@ -2,7 +2,9 @@
 runtime."""
 
 from logwright.cluster.client import Client, ClientConfig, ConsumerRecord
-from logwright.cluster.cluster import Cluster, ClusterError
+from logwright.cluster.cluster import Cluster
 from logwright.cluster.world import SimWorld
+from logwright.errors import ClusterError, InvalidArgument
 
-__all__ = ["Client", "ClientConfig", "Cluster", "ClusterError", "ConsumerRecord", "SimWorld"]
+__all__ = ["Client", "ClientConfig", "Cluster", "ClusterError", "ConsumerRecord", "InvalidArgument",
+           "SimWorld"]

@@ -203,6 +203,7 @@ class _TopicMetadata:
     topic_id: Uuid
     partitions: dict[int, MetadataPartition]
     updated_ms: int
+    partition_count: int  # as the answer listed them, known leader or not
 
 
 class ClientMetadata:
@@ -222,6 +223,11 @@ class ClientMetadata:
         if topic is None or tp.topic in self._stale or now_ms - topic.updated_ms > max_age_ms:
             return None
         return topic.partitions.get(tp.partition)
+
+    def partition_count(self, topic: str) -> int | None:
+        """How many partitions ``topic`` had in the last answer that named it, or None."""
+        known = self.topics.get(topic)
+        return None if known is None else known.partition_count
 
     def request_update(self, topic: str) -> None:
         """Mark ``topic`` stale: the next call asks a broker before using it."""
@@ -250,7 +256,8 @@ class ClientMetadata:
                 elif held is not None and held.topic_id == topic.topic_id \
                         and p.partition in held.partitions:
                     partitions[p.partition] = held.partitions[p.partition]
-            self.topics[topic.name] = _TopicMetadata(topic.topic_id, partitions, now_ms)
+            self.topics[topic.name] = _TopicMetadata(topic.topic_id, partitions, now_ms,
+                                                     len(topic.partitions))
 
 
 @dataclass(frozen=True)
@@ -453,6 +460,14 @@ class Client:
             meta = self.metadata.partition(tp, self.runtime.clock.now_ms(),
                                            self.config.metadata_max_age_ms)
             if meta is None:
+                count = self.metadata.partition_count(tp.topic)
+                if count is not None and not 0 <= tp.partition < count:
+                    # Kafka's producer fails such a record at once: the topic is known and the
+                    # partition is outside it, so waiting cannot help.
+                    raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                        f"{tp}: topic {tp.topic!r} has {count} partitions "
+                                        f"(0 to {count - 1}); partition {tp.partition} does not "
+                                        "exist")
                 return Errors.UNKNOWN_TOPIC_OR_PARTITION, "no such partition in the metadata"
         if meta.error is not Errors.NONE or meta.leader < 0:
             error = meta.error if meta.error is not Errors.NONE else Errors.LEADER_NOT_AVAILABLE

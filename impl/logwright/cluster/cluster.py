@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 
 from logwright.broker import Broker, BrokerConfig, BrokerState
 from logwright.broker.metrics import PER_LOG_PREFIX, BrokerMetrics, merged_collector
+from logwright.cluster import validate
 from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
 from logwright.cluster.runtime import RealRuntime
 from logwright.cluster.world import SimWorld
@@ -117,6 +118,9 @@ class Cluster:
                   controller_config: ControllerConfig | None = None,
                   client_config: ClientConfig | None = None) -> Cluster:
         """A cluster in a seeded simulated world: virtual time, simulated disks and network."""
+        validate.simulated(brokers, log_dirs_per_broker, seed, drop_rate, duplicate_rate,
+                           min_delay_ms, max_delay_ms, broker_config, controller_config)
+        validate.client_config(client_config)
         world = SimWorld(seed, min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                          drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         return cls(world, MemoryStore(), "/cluster", brokers, log_dirs_per_broker,
@@ -133,7 +137,9 @@ class Cluster:
         """The same cluster on the real file system and wall clock, under ``path``.
 
         The metadata store is ``<path>/metadata.db`` (SQLite); opening an existing ``path``
-        brings the cluster back with its topics and records. ``<path>/.lock`` is held until
+        brings the cluster back with its topics and records. A path that is a file or cannot
+        be created, or a metadata.db that is not a readable store, is refused (ClusterError).
+        ``<path>/.lock`` is held until
         ``close()``: a second ``Cluster`` (in this process or another) on the same ``path``
         raises ``DataDirLockedError`` before anything is written.
 
@@ -147,25 +153,32 @@ class Cluster:
         (prometheus_client's own server, in a thread, stopped by ``close()``); 0 picks a free
         port, reported as ``cluster.metrics_port``.
         """
+        validate.construction(brokers, log_dirs_per_broker, seed, broker_config, controller_config)
+        validate.client_config(client_config)
+        validate.metrics_endpoint(metrics_port, metrics_host)
+        validate.config_source(config_file, broker_properties)
         if config_file is not None or broker_properties is not None:
             if broker_config is not None or controller_config is not None:
                 raise ClusterError("give either broker_config/controller_config or "
                                    "config_file/broker_properties, not both")
             broker_config, controller_config = _configs_from_properties(config_file,
                                                                         broker_properties)
-        os.makedirs(path, exist_ok=True)
-        root = os.path.abspath(path)
+        root = validate.data_dir(path, brokers, log_dirs_per_broker)
         fs = RealFileSystem()
+        lock_path = os.path.join(root, LOCK_FILE)
+        lock_existed = os.path.exists(lock_path)
         try:
-            lock = fs.lock(os.path.join(root, LOCK_FILE))
+            lock = fs.lock(lock_path)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise DataDirLockedError(root) from exc
             raise ClusterError(f"cannot lock {root}: {exc}") from exc
         try:
-            store = SqliteStore(os.path.join(root, "metadata.db"))
+            store = validate.open_store(root)
         except BaseException:
             fs.unlock(lock)
+            if not lock_existed:  # a refused store leaves the data path as it found it
+                os.unlink(lock_path)
             raise
         try:
             cluster = cls(RealRuntime(seed), store, root, brokers, log_dirs_per_broker,
@@ -209,7 +222,10 @@ class Cluster:
         rt = self.runtime
         fs = rt.new_fs(broker_node_id(broker_id)) if isinstance(rt, SimWorld) else rt.new_fs()
         for d in self.log_dirs[broker_id]:
-            fs.makedirs(d)
+            try:
+                fs.makedirs(d)
+            except OSError:
+                pass  # an unusable dir: the broker's start-up takes it offline and says why
         # Fresh dirs' directory.ids come from a generator of their own per broker start, so
         # the other random choices of a seeded run stay as they were.
         identity = DataDirIdentity(self.cluster_id, broker_id, random.Random(
@@ -240,14 +256,12 @@ class Cluster:
 
     def partition_state(self, topic: str, partition: int) -> PartitionState:
         """The controller's view of one partition (leader, epochs, ISR, replicas)."""
+        validate.partition_state(self, topic, partition)
         return self.controller.partition_state(TopicPartition(topic, partition))
 
     def broker(self, broker_id: int) -> Broker:
         """The running broker object with id ``broker_id``."""
-        self._require_open()
-        if broker_id not in self.brokers:
-            raise ClusterError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}")
-        return self.brokers[broker_id]
+        return self.brokers[validate.broker_id(self, broker_id)]
 
     # ---- topics --------------------------------------------------------------------------------
 
@@ -257,6 +271,7 @@ class Cluster:
 
         ``configs``: topic configs by Kafka name (docs/configs.md); InvalidConfig for an unknown
         name or a bad value, and then nothing is created."""
+        validate.create_topic(self, name, partitions, replication_factor, configs)
         rf = replication_factor if replication_factor is not None else min(3, len(self.brokers))
         topic_id = self.controller.create_topic(name, partitions, rf, configs)
         tps = [TopicPartition(name, p) for p in range(partitions)]
@@ -265,6 +280,7 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic: its replicas are stopped and their logs deleted."""
+        validate.delete_topic(self, name)
         self.controller.delete_topic(name)
         self.runtime.run_for(100)
 
@@ -276,6 +292,7 @@ class Cluster:
         applies them (a broker that is down gets them when it comes back) and returns the
         effective configs. Errors (nothing changed): UNKNOWN_TOPIC_OR_PARTITION, InvalidConfig.
         """
+        validate.alter_topic_configs(self, topic, set, delete)
         stored = self.controller.alter_topic_configs(topic, set, list(delete))
         wanted = parse_topic_configs(stored)
         hosts = {r for s in self.store.partitions(topic) for r in s.replicas}
@@ -290,6 +307,7 @@ class Cluster:
         """Every topic config of ``topic`` with its effective value and its source
         (``DYNAMIC_TOPIC_CONFIG``: the topic's override; ``STATIC_BROKER_CONFIG`` or
         ``DEFAULT_CONFIG``: the broker default). UNKNOWN_TOPIC_OR_PARTITION if none."""
+        validate.delete_topic(self, topic)  # the same check: a topic name, a usable cluster
         overrides = self.controller.describe_topic_configs(topic)
         defaults = dict(self.broker_config.log.log.topic_config_values())
         defaults["file.delete.delay.ms"] = self.broker_config.log.file_delete_delay_ms
@@ -320,6 +338,7 @@ class Cluster:
         leader has it; acks=0 does not wait for an answer. Retried as Kafka's producer does until
         ``timeout_ms`` (default ``delivery.timeout.ms``) passes.
         """
+        validate.produce(self, topic, partition, values, keys, acks, timeout_ms)
         return self.client.produce(TopicPartition(topic, partition), values, keys, acks,
                                    timeout_ms)
 
@@ -327,11 +346,13 @@ class Cluster:
               timeout_ms: int | None = None) -> list[ConsumerRecord]:
         """Committed records (below the high watermark) from ``offset``, as a consumer reads.
         Below the log start offset (or past the high watermark) raises ``OffsetOutOfRange``."""
+        validate.fetch(self, topic, partition, offset, max_bytes, timeout_ms)
         return self.client.fetch(TopicPartition(topic, partition), offset, max_bytes, timeout_ms)
 
     def list_offsets(self, topic: str, partition: int, which: Literal["earliest", "latest"],
                      timeout_ms: int | None = None) -> int:
         """"earliest" is the log start offset; "latest" the high watermark."""
+        validate.list_offsets(self, topic, partition, which, timeout_ms)
         return self.client.list_offsets(TopicPartition(topic, partition), which, timeout_ms)
 
     # ---- faults --------------------------------------------------------------------------------
@@ -339,6 +360,7 @@ class Cluster:
     def crash_broker(self, broker_id: int, power_loss: bool = True) -> None:
         """The broker's process dies. In simulation, with ``power_loss`` its machine loses power
         too, so its unsynced writes are gone; without, the page cache survives."""
+        validate.broker_id(self, broker_id), validate.boolean("power_loss", power_loss)
         broker = self.broker(broker_id)
         broker.halt()
         if isinstance(self.runtime, SimWorld):
@@ -349,6 +371,7 @@ class Cluster:
 
     def restart_broker(self, broker_id: int, wait: bool = True) -> Broker:
         """Start a new process for ``broker_id`` on the same log dirs (a new incarnation)."""
+        validate.broker_id(self, broker_id), validate.boolean("wait", wait)
         old = self.broker(broker_id)
         if old.alive:
             old.shutdown()
@@ -360,6 +383,7 @@ class Cluster:
     def fail_controller(self, zombie: bool = False) -> Controller:
         """Fail over to a new controller (epoch + 1). With ``zombie`` the old one keeps running
         and sending, unaware, so fencing can be watched at work."""
+        validate.fail_controller(self, zombie)
         old = self.controller
         if not zombie:
             old.shutdown()
@@ -370,21 +394,24 @@ class Cluster:
 
     def partition_network(self, a: int | str, b: int | str) -> None:
         """Cut two nodes apart (broker ids or node ids such as "controller-1")."""
-        self.simulated_world.network.partition(_node(a), _node(b))
+        world, (node_a, node_b) = self.simulated_world, validate.node_pair(self, a, b)
+        world.network.partition(node_a, node_b)
 
     def heal_network(self) -> None:
         """Reconnect every pair of nodes."""
+        validate.usable(self)
         self.simulated_world.network.heal()
 
     def advance_time(self, delta_ms: int) -> None:
         """Let ``delta_ms`` pass (virtual in simulation, real otherwise), running every task."""
-        self._require_open()
+        validate.advance_time(self, delta_ms)
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
         """Run until every live leader has its records committed, and every live replica of its
         partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
         happened."""
+        validate.run_until_idle(self, max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
     def _quiet(self) -> bool:
@@ -417,6 +444,7 @@ class Cluster:
 
     def reassign(self, json_text: str, wait: bool = True, timeout_ms: int = 120_000) -> None:
         """Carry out a reassignment given as Kafka's reassignment JSON."""
+        validate.reassign(self, json_text, wait, timeout_ms)
         self.controller.reassign(json_text)
         if wait:
             self._wait(lambda: all(s.state == "complete"
@@ -430,6 +458,7 @@ class Cluster:
         log end offsets over replicas means nothing, so the summed view leaves them out.
         """
         if broker_id is not None:
+            validate.broker_id(self, broker_id)
             return self.broker(broker_id).snapshot()
         total: dict[str, float] = {}
         for b in self.brokers.values():
@@ -447,6 +476,7 @@ class Cluster:
     def metrics_exposition(self) -> bytes:
         """Every live broker's metrics in one Prometheus text exposition, each sample labelled
         ``broker="<id>"`` (what the HTTP endpoint serves)."""
+        validate.usable(self)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(merged_collector(self._live_broker_metrics))
         return bytes(generate_latest(registry))
@@ -455,6 +485,8 @@ class Cluster:
         """Serve ``metrics_exposition()`` over HTTP with prometheus_client's server (real
         clusters only; ``Cluster.real(..., metrics_port=...)`` calls this). Returns the port
         (0 picks a free one); ``close()`` stops the server."""
+        validate.usable(self)
+        validate.metrics_endpoint(port, host)
         if isinstance(self.runtime, SimWorld):
             raise ClusterError("a simulated cluster has no network to serve metrics on; use "
                                "metrics_exposition()")
@@ -501,8 +533,7 @@ class Cluster:
             fs.unlock(lock)
 
     def _require_open(self) -> None:
-        if self.closed:
-            raise ClusterError("the cluster is closed")
+        validate.usable(self)
 
     def __enter__(self) -> Cluster:
         self._require_open()
@@ -529,7 +560,3 @@ def _configs_from_properties(config_file: str | None,
         if file is not None and exc.key in file.values and exc.key not in given:
             raise file.error_for(exc) from exc
         raise
-
-
-def _node(x: int | str) -> str:
-    return broker_node_id(x) if isinstance(x, int) else x

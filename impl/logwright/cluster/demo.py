@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from logwright.cluster.cluster import Cluster
-from logwright.errors import KafkaError
+from logwright.errors import ClusterError, KafkaError
 
 
 def run_demo(say: Callable[[str], None], seed: int = 1, real_path: str | None = None) -> Cluster:
     """Create a 3-broker cluster, produce, crash the leader, fail the controller over, and show
-    that every acknowledged record is still there. Returns the cluster."""
+    that every acknowledged record is still there. Returns the cluster.
+
+    ``real_path`` must be a new or empty directory: one that already holds anything (a previous
+    demo's cluster, say) is refused with a ClusterError before anything is written, so two runs'
+    data never mix.
+    """
+    if real_path is not None and os.path.isdir(real_path) and os.listdir(real_path):
+        raise ClusterError(f"{real_path} is not empty (a previous run's data?); the demo needs "
+                           "a new or empty directory: remove it or pass another --real DIR")
     if real_path is None:
         cluster = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=seed)
         say(f"A simulated 3-broker cluster, seed {seed} (virtual time; one seed, one run).")

@@ -638,6 +638,12 @@ class Controller:
             raise TopicAlreadyExists(f"topic {name!r} already exists"
                                      + (" and is being deleted" if deleting else ""))
         config_pairs = self._canonical_configs(configs or {})
+        if not isinstance(partitions, int) or isinstance(partitions, bool):
+            raise InvalidPartitions(f"topic {name!r}: partitions must be an int, not "
+                                    f"{type(partitions).__name__}")
+        if not isinstance(replication_factor, int) or isinstance(replication_factor, bool):
+            raise InvalidReplicationFactor(f"topic {name!r}: replication factor must be an int, "
+                                           f"not {type(replication_factor).__name__}")
         if partitions < 1:
             raise InvalidPartitions(f"topic {name!r}: {partitions} partitions; at least 1")
         if replication_factor < 1:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +37,8 @@ from logwright.errors import Errors, KafkaError
 from logwright.identity import PARTITION_MAX, TopicPartition, topic_name_problem
 
 __all__ = [
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
     "MAX_PARTITIONS_PER_REASSIGNMENT",
     "MAX_REPLICAS",
     "SUPPORTED_VERSIONS",
@@ -54,6 +57,14 @@ SUPPORTED_VERSIONS = (1,)
 
 MAX_PARTITIONS_PER_REASSIGNMENT = 100_000
 """An explicit limit on one request, so a runaway file fails fast with a clear message."""
+
+MAX_JSON_CHARS = 16 * 1024 * 1024
+"""The longest reassignment document read: room for the partition limit at ~160 characters each;
+a longer one is refused before it is parsed."""
+
+MAX_JSON_DEPTH = 16
+"""The deepest nesting of lists and objects read (Kafka's format needs 3); deeper input is
+refused before it is parsed, so the parser never recurses without bound."""
 
 MAX_REPLICAS = 1_000
 """An explicit limit on one partition's replica list."""
@@ -136,12 +147,15 @@ def parse_reassignment(text: str) -> ReassignmentPlan:
     if not isinstance(text, str):
         raise ReassignmentError(Errors.INVALID_REQUEST, "",
                                 f"the reassignment must be JSON text, not {_type_name(text)}")
+    _check_size_and_depth(text)
     try:
         doc = json.loads(text, object_pairs_hook=_no_duplicate_keys,
                          parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise ReassignmentError(Errors.INVALID_REQUEST, "",
                                 f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    except ValueError as e:  # an integer literal beyond Python's digit limit
+        raise ReassignmentError(Errors.INVALID_REQUEST, "", f"invalid JSON: {e}") from e
     if not isinstance(doc, dict):
         raise ReassignmentError(Errors.INVALID_REQUEST, "",
                                 f"the top level must be an object, not {_type_name(doc)}")
@@ -180,6 +194,29 @@ def parse_reassignment(text: str) -> ReassignmentPlan:
         first_seen[move.tp] = i
         moves.append(move)
     return ReassignmentPlan(version, tuple(moves))
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _check_size_and_depth(text: str) -> None:
+    """Refuse a document longer than MAX_JSON_CHARS or nested deeper than MAX_JSON_DEPTH, before
+    the parser sees it (strings are skipped, so brackets inside them do not count)."""
+    if len(text) > MAX_JSON_CHARS:
+        raise ReassignmentError(Errors.INVALID_REQUEST, "",
+                                f"the document is {len(text)} characters long, more than the "
+                                f"limit of {MAX_JSON_CHARS}")
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ReassignmentError(Errors.INVALID_REQUEST, "",
+                                        f"the document nests lists and objects more than "
+                                        f"{MAX_JSON_DEPTH} deep (at character {match.start()})")
+        elif token in ("]", "}"):
+            depth -= 1
 
 
 def _check_keys(obj: dict[str, Any], allowed: frozenset[str], path: str) -> None:
