@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -366,3 +367,21 @@ def test_max_message_bytes_and_segment_bytes_refuse_large_batches() -> None:
     follower.append_as_follower(leader_data)
     assert follower.log_end_offset == 2
     assert isinstance(e.value, KafkaError)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BrokerConfig(num_replica_fetchers=0),
+    lambda: BrokerConfig(replica_lag_time_max_ms=True),
+    lambda: BrokerConfig(replica_fetch_wait_max_ms=-1),
+    lambda: BrokerConfig(replica_fetch_wait_max_ms=40_000),
+    lambda: ControllerConfig(broker_heartbeat_interval_ms=0),
+    lambda: ControllerConfig(broker_session_timeout_ms=1_000, broker_heartbeat_interval_ms=2_000),
+    lambda: ControllerConfig(control_request_retry_ms=0),
+    lambda: ControllerConfig(max_outstanding_requests=-1),
+])
+def test_config_objects_refuse_bad_values_with_invalid_config(make: Any) -> None:
+    """Built in code rather than from properties, the config objects answer the same way: one
+    InvalidConfig (a LogwrightError with Kafka's INVALID_CONFIG) naming the setting."""
+    with pytest.raises(InvalidConfig) as caught:
+        make()
+    assert caught.value.key in str(caught.value)

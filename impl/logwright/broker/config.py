@@ -83,15 +83,18 @@ class BrokerConfig:
             "max purgatory operations": self.max_purgatory_operations,
         }
         for name, value in positive.items():
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.replica_fetch_wait_max_ms < 0:
-            raise ValueError(
-                f"replica.fetch.wait.max.ms must be >= 0, got {self.replica_fetch_wait_max_ms}")
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidConfig(name, value, "must be a positive integer")
+        if not isinstance(self.replica_fetch_wait_max_ms, int) or \
+                self.replica_fetch_wait_max_ms < 0:
+            raise InvalidConfig("replica.fetch.wait.max.ms", self.replica_fetch_wait_max_ms,
+                                "must be an integer >= 0")
         if self.replica_fetch_wait_max_ms >= self.replica_socket_timeout_ms:
             # Kafka enforces the same: a fetch parked on the leader must be answered before the
             # follower gives up on it.
-            raise ValueError("replica.socket.timeout.ms must exceed replica.fetch.wait.max.ms")
+            raise InvalidConfig("replica.socket.timeout.ms", self.replica_socket_timeout_ms,
+                                "must exceed replica.fetch.wait.max.ms "
+                                f"({self.replica_fetch_wait_max_ms})")
 
 
 _BROKER_FIELDS = {

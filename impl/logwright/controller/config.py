@@ -52,16 +52,24 @@ class ControllerConfig:
         return replace(cls(), **changes)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
-        if self.broker_heartbeat_interval_ms <= 0:
-            raise ValueError("broker.heartbeat.interval.ms must be positive, got "
-                             f"{self.broker_heartbeat_interval_ms}")
-        if self.broker_session_timeout_ms <= self.broker_heartbeat_interval_ms:
-            raise ValueError(f"broker.session.timeout.ms ({self.broker_session_timeout_ms}) must "
-                             "exceed broker.heartbeat.interval.ms "
-                             f"({self.broker_heartbeat_interval_ms})")
-        if self.max_recorded_errors < 0:
-            raise ValueError("max_recorded_errors must be >= 0")
-        if self.control_request_retry_ms is not None and self.control_request_retry_ms <= 0:
-            raise ValueError("control_request_retry_ms must be positive or None")
-        if self.max_outstanding_requests < 0:
-            raise ValueError("max_outstanding_requests must be >= 0")
+        def integer(value: object) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        heartbeat, session = self.broker_heartbeat_interval_ms, self.broker_session_timeout_ms
+        if not integer(heartbeat) or heartbeat <= 0:
+            raise InvalidConfig("broker.heartbeat.interval.ms", heartbeat,
+                                "must be a positive integer")
+        if not integer(session) or session <= heartbeat:
+            raise InvalidConfig("broker.session.timeout.ms", session,
+                                f"must be an integer above broker.heartbeat.interval.ms "
+                                f"({heartbeat})")
+        if not integer(self.max_recorded_errors) or self.max_recorded_errors < 0:
+            raise InvalidConfig("max_recorded_errors", self.max_recorded_errors,
+                                "must be an integer >= 0")
+        retry = self.control_request_retry_ms
+        if retry is not None and (not integer(retry) or retry <= 0):
+            raise InvalidConfig("control_request_retry_ms", retry,
+                                "must be a positive integer or None")
+        if not integer(self.max_outstanding_requests) or self.max_outstanding_requests < 0:
+            raise InvalidConfig("max_outstanding_requests", self.max_outstanding_requests,
+                                "must be an integer >= 0")
