@@ -26,7 +26,7 @@ from logwright.protocol.messages import Message
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler, Task
 
-__all__ = ["RequestChannel", "ResponseCallback"]
+__all__ = ["RequestChannel", "ResponseCallback", "WhenFull"]
 
 ResponseCallback = Callable[[Message | None], None]
 
