@@ -81,7 +81,7 @@ class Election(Reassignments):
     def _elect_where_needed(self) -> list[PartitionState]:
         """New states for every partition whose leader or ISR holds a replica that cannot serve
         (broker dead or dir failed), or that has no leader while an ISR member could lead."""
-        deleting = {d.name for d in self.store.deletions()}
+        deleting = self._deleting()
         return [new for state in self.store.partitions()
                 if state.tp.topic not in deleting
                 and (new := self._elect(state)) is not None]
@@ -89,60 +89,64 @@ class Election(Reassignments):
     # -- ISR changes from leaders ----------------------------------------------------------
 
     def _on_alter_partition(self, src: str, request: AlterPartitionRequest) -> None:
-        def answer(error: Errors, state: PartitionState | None = None) -> None:
-            if error != Errors.NONE:
-                log.info("%s rejects AlterPartition %s from %s: %s", self.node_id, request.tp,
-                         src, error.name)
-            if state is None:
-                self._reply(src, AlterPartitionResponse(request.correlation_id, request.tp, error))
-            else:
-                self._reply(src, AlterPartitionResponse(
-                    request.correlation_id, request.tp, error, state.leader_epoch,
-                    state.partition_epoch, state.isr))
+        """A leader asks to change its ISR: answer, and on success tell every live broker."""
+        state = self.store.partition(request.tp)
+        error = self._alter_partition_error(src, request, state)
+        if error is None and state is not None and tuple(request.new_isr) != state.isr:
+            new = replace(state, isr=tuple(request.new_isr),
+                          partition_epoch=state.partition_epoch + 1)
+            try:
+                self._commit(MetadataDelta(partitions=[new]))
+            except StaleControllerEpoch:
+                self._answer_alter_partition(src, request, Errors.STALE_CONTROLLER_EPOCH)
+                return
+            self._answer_alter_partition(src, request, Errors.NONE, new)
+            self._send_update_metadata([new])
+            self._maybe_complete_reassignment(request.tp)
+        elif error is None:
+            # Already so (a duplicated or retried request): answer with the current state, which
+            # tells the leader the truth whatever partition epoch it sent.
+            self._answer_alter_partition(src, request, Errors.NONE, state)
+        else:
+            self._answer_alter_partition(src, request, error)
 
+    def _alter_partition_error(self, src: str, request: AlterPartitionRequest,
+                               state: PartitionState | None) -> Errors | None:
+        """Why ``request`` cannot change ``state`` (None: it can, or it already has)."""
         if not self.active:
-            answer(Errors.STALE_CONTROLLER_EPOCH)  # Kafka: NOT_CONTROLLER
-            return
+            return Errors.STALE_CONTROLLER_EPOCH  # Kafka: NOT_CONTROLLER
         registration = self.store.broker(request.broker_id)
         if (registration is None or registration.broker_epoch != request.broker_epoch
                 or src != broker_node_id(request.broker_id)):
-            answer(Errors.STALE_BROKER_EPOCH)
-            return
-        state = self.store.partition(request.tp)
-        if state is None or request.tp.topic in {d.name for d in self.store.deletions()}:
-            answer(Errors.UNKNOWN_TOPIC_OR_PARTITION)
-            return
+            return Errors.STALE_BROKER_EPOCH
+        if state is None or request.tp.topic in self._deleting():
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
         if request.leader_epoch != state.leader_epoch:
-            answer(Errors.FENCED_LEADER_EPOCH)
-            return
+            return Errors.FENCED_LEADER_EPOCH
         if request.broker_id != state.leader:
-            answer(Errors.NOT_LEADER_OR_FOLLOWER)
-            return
+            return Errors.NOT_LEADER_OR_FOLLOWER
         new_isr = tuple(request.new_isr)
         if new_isr == state.isr:
-            # Already so (a duplicated or retried request): answer with the current state, which
-            # tells the leader the truth whatever partition epoch it sent.
-            answer(Errors.NONE, state)
-            return
+            return None
         if request.partition_epoch != state.partition_epoch:
-            answer(Errors.INVALID_REQUEST)  # Kafka: INVALID_UPDATE_VERSION (95)
-            return
+            return Errors.INVALID_REQUEST  # Kafka: INVALID_UPDATE_VERSION (95)
         if (not new_isr or len(set(new_isr)) != len(new_isr) or state.leader not in new_isr
                 or not set(new_isr) <= set(state.replicas)
                 or not all(self._replica_alive(r, request.tp) for r in new_isr)):
-            # Kafka: INELIGIBLE_REPLICA (107) for a member that is not alive.
-            answer(Errors.INVALID_REQUEST)
-            return
-        new = replace(state, isr=new_isr, partition_epoch=state.partition_epoch + 1)
-        try:
-            self._commit(MetadataDelta(partitions=[new]))
-        except StaleControllerEpoch:
-            answer(Errors.STALE_CONTROLLER_EPOCH)
-            return
-        answer(Errors.NONE, new)
-        self._send_update_metadata([new])
-        self._maybe_complete_reassignment(request.tp)
+            return Errors.INVALID_REQUEST  # Kafka: INELIGIBLE_REPLICA (107) for a dead member
+        return None
 
+    def _answer_alter_partition(self, src: str, request: AlterPartitionRequest, error: Errors,
+                                state: PartitionState | None = None) -> None:
+        if error != Errors.NONE:
+            log.info("%s rejects AlterPartition %s from %s: %s", self.node_id, request.tp,
+                     src, error.name)
+        if state is None:
+            self._reply(src, AlterPartitionResponse(request.correlation_id, request.tp, error))
+        else:
+            self._reply(src, AlterPartitionResponse(
+                request.correlation_id, request.tp, error, state.leader_epoch,
+                state.partition_epoch, state.isr))
 
     def _replicas_offline(self, broker_id: int, tps: Iterable[TopicPartition]) -> None:
         """``broker_id``'s replicas of ``tps`` are on a failed dir: out of the ISR, no leading."""

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from logwright.controller.election import Election
 from logwright.controller.errors import StaleControllerEpoch
-from logwright.controller.store import MetadataDelta
+from logwright.controller.store import BrokerRegistration, MetadataDelta
 from logwright.errors import Errors
 from logwright.identity import broker_node_id
 from logwright.protocol.messages import (
@@ -37,51 +37,62 @@ class Liveness(Election):
     """The room of broker registration, sessions and failures."""
 
     def _on_registration(self, src: str, request: BrokerRegistrationRequest) -> None:
+        """A broker registers: answer with its broker epoch, then bring it in."""
         def refuse(error: Errors, why: str) -> None:
             log.warning("%s refuses the registration of %s: %s", self.node_id, src, why)
             self._reply(src, BrokerRegistrationResponse(
                 request.correlation_id, error, controller_epoch=self.store.controller_epoch()))
 
-        if not self.active:
-            refuse(Errors.STALE_CONTROLLER_EPOCH, "not the active controller")
+        problem = self._registration_problem(src, request)
+        if problem is not None:
+            refuse(*problem)
             return
-        broker_id = request.broker_id
-        if broker_id < 0 or src != broker_node_id(broker_id):
-            refuse(Errors.INVALID_REQUEST, f"broker id {broker_id} does not match sender {src}")
-            return
-        if not request.log_dirs or not all(isinstance(d, str) and d for d in request.log_dirs):
-            refuse(Errors.INVALID_REQUEST, f"log dirs {request.log_dirs!r} are not a non-empty "
-                                           "list of paths")
-            return
-        existing = self.store.broker(broker_id)
         try:
-            if existing is not None and existing.incarnation_id == request.incarnation_id:
-                # The same process registering again (a duplicated or retried request): the same
-                # epoch, so its heartbeats stay valid; only a new incarnation gets a new epoch.
-                registration = existing
-                if existing.fenced:
-                    self._commit(MetadataDelta(brokers=[replace(existing, fenced=False)]))
-            else:
-                if broker_id in self._session_deadline_ms:
-                    # A quick restart: the old incarnation never missed its session, but its state
-                    # is gone. Handle it as that incarnation's failure first (HAZARDS 3).
-                    self._broker_failed(broker_id, "re-registered with a new incarnation")
-                registration = self.store.register_broker(
-                    self.epoch, broker_id, request.incarnation_id, request.log_dirs)
-                # A new process starts with its dirs re-checked: earlier failures are forgotten.
-                self._offline_dirs.pop(broker_id, None)
-                self._offline_replicas = {(tp, b) for tp, b in self._offline_replicas
-                                          if b != broker_id}
+            registration = self._register(request)
         except StaleControllerEpoch as e:
             if self.active:
                 self._resign(f"store rejected a registration: {e}")
             refuse(Errors.STALE_CONTROLLER_EPOCH, "lost the controller epoch")
             return
-        log.info("%s registered broker %d with broker epoch %d", self.node_id, broker_id,
-                 registration.broker_epoch)
+        log.info("%s registered broker %d with broker epoch %d", self.node_id,
+                 request.broker_id, registration.broker_epoch)
         self._reply(src, BrokerRegistrationResponse(request.correlation_id, Errors.NONE,
                                                     registration.broker_epoch, self.epoch))
-        self._broker_started(broker_id)
+        self._broker_started(request.broker_id)
+
+    def _registration_problem(self, src: str,
+                              request: BrokerRegistrationRequest) -> tuple[Errors, str] | None:
+        """Why ``request`` is refused, with the error to answer (None: it is not)."""
+        if not self.active:
+            return Errors.STALE_CONTROLLER_EPOCH, "not the active controller"
+        broker_id = request.broker_id
+        if broker_id < 0 or src != broker_node_id(broker_id):
+            return Errors.INVALID_REQUEST, f"broker id {broker_id} does not match sender {src}"
+        if not request.log_dirs or not all(isinstance(d, str) and d for d in request.log_dirs):
+            return (Errors.INVALID_REQUEST,
+                    f"log dirs {request.log_dirs!r} are not a non-empty list of paths")
+        return None
+
+    def _register(self, request: BrokerRegistrationRequest) -> BrokerRegistration:
+        """The registration ``request`` gets (raises StaleControllerEpoch if the store refuses)."""
+        broker_id = request.broker_id
+        existing = self.store.broker(broker_id)
+        if existing is not None and existing.incarnation_id == request.incarnation_id:
+            # The same process registering again (a duplicated or retried request): the same
+            # epoch, so its heartbeats stay valid; only a new incarnation gets a new epoch.
+            if existing.fenced:
+                self._commit(MetadataDelta(brokers=[replace(existing, fenced=False)]))
+            return existing
+        if broker_id in self._session_deadline_ms:
+            # A quick restart: the old incarnation never missed its session, but its state
+            # is gone. Handle it as that incarnation's failure first (HAZARDS 3).
+            self._broker_failed(broker_id, "re-registered with a new incarnation")
+        registration = self.store.register_broker(
+            self.epoch, broker_id, request.incarnation_id, request.log_dirs)
+        # A new process starts with its dirs re-checked: earlier failures are forgotten.
+        self._offline_dirs.pop(broker_id, None)
+        self._offline_replicas = {(tp, b) for tp, b in self._offline_replicas if b != broker_id}
+        return registration
 
     def _on_heartbeat(self, src: str, heartbeat: BrokerHeartbeat) -> None:
         if not self.active:

@@ -55,7 +55,7 @@ class Topics(Election):
         validate_topic(name)
         existing = self.store.topic(name)
         if existing is not None:
-            deleting = name in {d.name for d in self.store.deletions()}
+            deleting = name in self._deleting()
             raise TopicAlreadyExists(f"topic {name!r} already exists"
                                      + (" and is being deleted" if deleting else ""))
         config_pairs = self._canonical_configs(configs or {})
@@ -64,16 +64,7 @@ class Topics(Election):
         if replication_factor < 1:
             raise InvalidReplicationFactor(
                 f"topic {name!r}: replication factor {replication_factor}; at least 1")
-        live = self.live_brokers()
-        if assignment is None:
-            if replication_factor > len(live):
-                raise InvalidReplicationFactor(
-                    f"topic {name!r}: replication factor {replication_factor} is larger than "
-                    f"the {len(live)} live brokers {list(live)}")
-            replica_lists = self._round_robin(live, partitions, replication_factor)
-        else:
-            replica_lists = self._check_assignment(name, assignment, partitions,
-                                                   replication_factor)
+        replica_lists = self._replica_lists(name, partitions, replication_factor, assignment)
         taken = {t.topic_id for t in self.store.topics()}
         topic_id = Uuid.from_random(self.rng)
         while topic_id in taken:
@@ -90,6 +81,18 @@ class Topics(Election):
         self._send_leader_and_isr(states, new=[s.tp for s in states])
         self._send_update_metadata(states)
         return topic_id
+
+    def _replica_lists(self, name: str, partitions: int, replication_factor: int,
+                       assignment: Sequence[Sequence[int]] | None) -> list[tuple[int, ...]]:
+        """Each partition's replicas: ``assignment`` checked, else round-robin over the live."""
+        if assignment is not None:
+            return self._check_assignment(name, assignment, partitions, replication_factor)
+        live = self.live_brokers()
+        if replication_factor > len(live):
+            raise InvalidReplicationFactor(
+                f"topic {name!r}: replication factor {replication_factor} is larger than "
+                f"the {len(live)} live brokers {list(live)}")
+        return self._round_robin(live, partitions, replication_factor)
 
     @staticmethod
     def _canonical_configs(configs: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
@@ -112,7 +115,7 @@ class Topics(Election):
         """
         self._require_active()
         record = self.store.topic(name)
-        if record is None or name in {d.name for d in self.store.deletions()}:
+        if record is None or name in self._deleting():
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         additions = dict(self._canonical_configs(set or {}))
         removals = [key.strip() if isinstance(key, str) else key for key in delete]
@@ -189,7 +192,7 @@ class Topics(Election):
         if record is None:
             raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         deletion = TopicDeletion(name, record.topic_id)
-        if name not in {d.name for d in self.store.deletions()}:
+        if name not in self._deleting():
             self._commit(MetadataDelta(deletions=[deletion]))
         self._finish_deletion(deletion)
 
