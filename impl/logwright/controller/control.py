@@ -36,12 +36,21 @@ from logwright.protocol.messages import (
     UpdateMetadataResponse,
 )
 
-__all__ = ["LEADER_DURING_DELETE", "ControlRequest", "ControlRequests", "ControlResponse"]
+__all__ = [
+    "CONTROL_REQUESTS",
+    "CONTROL_RESPONSES",
+    "LEADER_DURING_DELETE",
+    "ControlRequest",
+    "ControlRequests",
+    "ControlResponse",
+]
 
 log = logging.getLogger(__name__)
 
 ControlRequest: TypeAlias = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
 ControlResponse: TypeAlias = LeaderAndIsrResponse | StopReplicaResponse | UpdateMetadataResponse
+CONTROL_REQUESTS = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+CONTROL_RESPONSES = (LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse)
 
 LEADER_DURING_DELETE = -2
 """``leader`` in the UpdateMetadata state of a partition whose topic was deleted (Kafka's

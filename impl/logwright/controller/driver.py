@@ -21,10 +21,14 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from logwright.controller.config import ControllerConfig
-from logwright.controller.control import LEADER_DURING_DELETE, ControlRequest, ControlResponse
+from logwright.controller.control import (
+    CONTROL_REQUESTS,
+    CONTROL_RESPONSES,
+    LEADER_DURING_DELETE,
+)
 from logwright.controller.core import Outcome
 from logwright.controller.decisions import ControlError, ControllerDecisions
 from logwright.controller.reassigning import ReassignmentStatus
@@ -39,12 +43,7 @@ from logwright.protocol.effects import (
     Send,
     TimerKey,
 )
-from logwright.protocol.messages import (
-    LeaderAndIsrResponse,
-    Message,
-    StopReplicaResponse,
-    UpdateMetadataResponse,
-)
+from logwright.protocol.messages import Message
 from logwright.world.clock import Clock
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler, Task
@@ -107,11 +106,12 @@ class Controller:
                     timer.cancel()
 
     def _request(self, effect: Request) -> None:
-        dst, request = effect.dst, cast(ControlRequest, effect.message)
+        dst, request = effect.dst, effect.message
+        assert isinstance(request, CONTROL_REQUESTS), f"{self.node_id}: only control requests"
 
         def answered(answer: Message | None) -> None:
-            response = cast(ControlResponse | None, answer)
-            self._run(lambda: self.decisions.on_control_answer(dst, request, response))
+            assert answer is None or isinstance(answer, CONTROL_RESPONSES)
+            self._run(lambda: self.decisions.on_control_answer(dst, request, answer))
 
         self.channel.send_request(dst, request, answered, effect.timeout_ms,
                                   effect.timer_name or None)
@@ -130,8 +130,7 @@ class Controller:
 
     def receive(self, src: str, message: object) -> None:
         """Handle one message from the network."""
-        if (isinstance(message, LeaderAndIsrResponse | StopReplicaResponse
-                       | UpdateMetadataResponse) and self.channel.receive(src, message)):
+        if isinstance(message, CONTROL_RESPONSES) and self.channel.receive(src, message):
             return  # an answer to an outstanding request: its callback took it in
         self._run(lambda: self.decisions.receive(src, message))
 
