@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -243,3 +245,9 @@ def test_shutdown_cancels_every_timer_and_request(store: MemoryStore,
     assert d.shutdown().effects == [CancelTimer(("session", 1)), CancelTimer(("session", 2)),
                                     ForgetRequests()]
     assert d.shutdown().effects == [ForgetRequests()]
+
+
+def test_the_example_in_docs_controller_md_runs() -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "controller.md"
+    (code,) = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+    exec(compile(code, "docs/controller.md", "exec"), {})
