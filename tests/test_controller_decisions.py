@@ -67,6 +67,23 @@ def requests(effects: list[Effect], kind: type[object] | None = None) -> list[Re
             and (kind is None or isinstance(e.message, kind))]
 
 
+def two_brokers_one_topic(store: MemoryStore, clock: VirtualClock,
+                          ) -> tuple[ControllerDecisions, list[Effect]]:
+    """An active controller, brokers 1 and 2 registered, and the effects of creating topic t
+    (one partition, replicas [1, 2])."""
+    d = decisions(store, clock)
+    d.activate()
+    for b in (1, 2):
+        register(d, b)
+    return d, d.create_topic("t", 1, 2, assignment=[[1, 2]]).effects
+
+
+def leader_and_isr_to(effects: list[Effect], dst: str) -> LeaderAndIsrRequest:
+    (request,) = [r.message for r in requests(effects, LeaderAndIsrRequest) if r.dst == dst]
+    assert isinstance(request, LeaderAndIsrRequest)
+    return request
+
+
 @pytest.fixture
 def clock() -> VirtualClock:
     return VirtualClock()
@@ -168,41 +185,30 @@ def test_session_timer_rearms_until_the_deadline_then_fails_the_broker(
 
 def test_an_unanswered_request_is_rebuilt_from_the_current_state(
         store: MemoryStore, clock: VirtualClock) -> None:
-    d = decisions(store, clock)
-    d.activate()
-    for b in (1, 2):
-        register(d, b)
-    created = d.create_topic("t", 1, 2, assignment=[[1, 2]]).effects
-    sent = requests(created, LeaderAndIsrRequest)[0]
-    assert isinstance(sent.message, LeaderAndIsrRequest)
+    d, created = two_brokers_one_topic(store, clock)
+    sent = leader_and_isr_to(created, "broker-1")
     # The state moved on since (broker 2 failed): the retry carries the new state, a new id.
     clock.advance(SESSION_MS)
     d.on_timer(("session", 2))
-    retry = d.on_control_answer("broker-1", sent.message, None).effects
+    retry = d.on_control_answer("broker-1", sent, None).effects
     (again,) = requests(retry, LeaderAndIsrRequest)
     assert isinstance(again.message, LeaderAndIsrRequest)
-    assert again.message.correlation_id > sent.message.correlation_id
+    assert again.message.correlation_id > sent.correlation_id
     assert again.message.partition_states[0].isr == (1,)
     assert again.message.partition_states[0].is_new
     # No retry to a dead broker: it gets a FULL LeaderAndIsr when it registers again.
-    to_dead = requests(created, LeaderAndIsrRequest)[1]
-    assert isinstance(to_dead.message, LeaderAndIsrRequest) and to_dead.dst == "broker-2"
-    assert d.on_control_answer("broker-2", to_dead.message, None).effects == []
+    to_dead = leader_and_isr_to(created, "broker-2")
+    assert d.on_control_answer("broker-2", to_dead, None).effects == []
 
 
 def test_a_storage_error_answer_takes_the_replica_out(
         store: MemoryStore, clock: VirtualClock) -> None:
-    d = decisions(store, clock)
-    d.activate()
-    for b in (1, 2):
-        register(d, b)
-    created = d.create_topic("t", 1, 2, assignment=[[1, 2]]).effects
-    to_leader = requests(created, LeaderAndIsrRequest)[0]
-    assert isinstance(to_leader.message, LeaderAndIsrRequest) and to_leader.dst == "broker-1"
+    d, created = two_brokers_one_topic(store, clock)
+    to_leader = leader_and_isr_to(created, "broker-1")
     tp = TopicPartition("t", 0)
-    answer = LeaderAndIsrResponse(to_leader.message.correlation_id, Errors.NONE,
+    answer = LeaderAndIsrResponse(to_leader.correlation_id, Errors.NONE,
                                   (PartitionError(tp, Errors.KAFKA_STORAGE_ERROR),))
-    effects = d.on_control_answer("broker-1", to_leader.message, answer).effects
+    effects = d.on_control_answer("broker-1", to_leader, answer).effects
     state = store.partition(tp)
     assert state is not None and state.leader == 2 and state.isr == (2,)
     assert {r.dst for r in requests(effects, LeaderAndIsrRequest)} == {"broker-1", "broker-2"}

@@ -1,15 +1,7 @@
 """The controller's metadata store: one interface, an in-memory and a SQLite implementation.
 
-Invariant upheld (HAZARDS 4, StaleControllerFenced): no write by a deposed controller lands. Every
-write except :meth:`MetadataStore.claim_controller` names the writer's controller epoch, and one
-transaction first compares it with the current epoch, then applies the whole change or nothing.
-A mismatch raises :class:`StaleControllerEpoch`. ``claim_controller`` is an atomic increment, so
-two controllers can never hold the same epoch.
-
-Also upheld here: broker epochs come from one durable sequence, so every registration gets an
-epoch strictly larger than any before, for any broker (KIP-380); partition states are internally
-consistent (asserted on construction: the leader is in the ISR, the ISR and the adding and removing
-replicas lie within the replicas) and belong to a topic of the same topic id.
+Every write names the writer's controller epoch and is applied whole or not at all, only if that
+epoch is current (StaleControllerFenced, HAZARDS 4; the rules are in ``interface``).
 
 ``MemoryStore`` serves the simulator; ``SqliteStore(path)`` is the embedded default (stdlib
 ``sqlite3``: each write is ``BEGIN IMMEDIATE`` ... ``COMMIT`` with ``synchronous=FULL``, so a
