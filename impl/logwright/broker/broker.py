@@ -24,7 +24,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from logwright.broker.authorizer import AclAuthorizer, Operation
-from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
 from logwright.broker.replica_manager import ReplicaManager
@@ -54,6 +53,7 @@ from logwright.protocol import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from logwright.protocol.channel import RequestChannel
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 from logwright.world.network import Network

@@ -22,7 +22,6 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
 from logwright.broker.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
 from logwright.broker.fetcher import (
@@ -80,6 +79,7 @@ from logwright.protocol import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
+from logwright.protocol.channel import RequestChannel
 from logwright.records import iter_batches
 from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.world.clock import Clock

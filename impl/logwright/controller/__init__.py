@@ -1,10 +1,16 @@
 """The controller layer: the metadata store (conditional on the controller epoch), broker
 registration and liveness, leader and ISR, topics, reassignment, and the control requests
 (LeaderAndIsr FULL and INCREMENTAL, StopReplica, UpdateMetadata). See docs/controller.md.
+
+Layout (each module imports only those listed before it, and the floors below: identity,
+configs, errors, protocol, world): ``errors``, ``config``, ``store`` (records, interface,
+backends), ``reassignment`` (parsing and planning), ``core`` (shared state, effects out),
+the rooms ``control``, ``reassigning``, ``election``, ``liveness``, ``topics``, then
+``decisions`` (every input, returning effects) and ``driver`` (:class:`Controller`: performs them).
 """
 
 from logwright.controller.config import ControllerConfig
-from logwright.controller.controller import (
+from logwright.controller.driver import (
     LEADER_DURING_DELETE,
     ControlError,
     Controller,

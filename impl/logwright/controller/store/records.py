@@ -1,0 +1,158 @@
+"""The controller's durable records: immutable dataclasses the metadata store keeps.
+
+Each record asserts its own consistency on construction (a partition's leader is in its ISR, the
+ISR and the adding and removing replicas lie within the replicas; broker epochs are assigned).
+Imports only the ground floor (logwright.identity).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from logwright.identity import TopicPartition, Uuid
+
+__all__ = [
+    "ANY_LOG_DIR",
+    "NO_CONTROLLER_EPOCH",
+    "NO_LEADER",
+    "BrokerRegistration",
+    "ControllerRecord",
+    "PartitionState",
+    "PendingReassignment",
+    "TopicDeletion",
+    "TopicRecord",
+]
+
+
+NO_LEADER = -1
+"""``leader`` of a partition none of whose ISR members is alive (clean election only)."""
+
+ANY_LOG_DIR = "any"
+"""A replica's log dir when the reassignment JSON states no preference."""
+
+NO_CONTROLLER_EPOCH = 0
+"""The controller epoch of a store no controller ever claimed; the first claim gets 1."""
+
+
+
+@dataclass(frozen=True)
+class ControllerRecord:
+    """The active controller: its id (``controller-<id>``) and the epoch it claimed."""
+
+    controller_id: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """One broker's latest registration.
+
+    ``fenced`` is set when the controller declared the broker dead (its session expired) and
+    cleared when it registers again or heartbeats with this epoch; a new controller reads it to
+    know which brokers were alive.
+    """
+
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: Uuid
+    log_dirs: tuple[str, ...]
+    fenced: bool = False
+
+    def __post_init__(self) -> None:
+        assert self.broker_id >= 0, f"broker id {self.broker_id} is negative"
+        assert self.broker_epoch >= 1, f"broker epoch {self.broker_epoch} was never assigned"
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    """A topic: its id is new at every creation, so a re-created name has a different id."""
+
+    name: str
+    topic_id: Uuid
+    partition_count: int
+    replication_factor: int
+    configs: tuple[tuple[str, str], ...] = ()  # sorted (key, value) pairs
+
+    def __post_init__(self) -> None:
+        assert self.partition_count >= 1 and self.replication_factor >= 1
+        assert list(self.configs) == sorted(dict(self.configs).items()), "configs sorted, unique"
+
+    @property
+    def config_map(self) -> dict[str, str]:
+        """The topic configs as a dict."""
+        return dict(self.configs)
+
+    @staticmethod
+    def configs_from(mapping: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+        """The canonical (sorted) form of a config mapping."""
+        return tuple(sorted((mapping or {}).items()))
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """The controller's state of one partition (what LeaderAndIsr carries).
+
+    ``replicas`` is the assignment in preference order; during a reassignment it holds the old
+    replicas followed by the ``adding_replicas``, and ``removing_replicas`` are the old ones that
+    will go. ``target_log_dirs`` parallels ``replicas`` (empty: "any" for every replica).
+    ``partition_epoch`` grows with every change; ``leader_epoch`` with every leader change (and at
+    the end of a reassignment).
+    """
+
+    tp: TopicPartition
+    topic_id: Uuid
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    target_log_dirs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        replicas = set(self.replicas)
+        assert self.replicas and len(replicas) == len(self.replicas), \
+            f"{self.tp}: replicas {self.replicas} empty or duplicated"
+        assert len(set(self.isr)) == len(self.isr) and set(self.isr) <= replicas, \
+            f"{self.tp}: ISR {self.isr} not a set within replicas {self.replicas}"
+        assert self.isr, f"{self.tp}: the ISR is never empty (the last member stays)"
+        assert self.leader == NO_LEADER or self.leader in self.isr, \
+            f"{self.tp}: leader {self.leader} not in ISR {self.isr}"
+        assert set(self.adding_replicas) <= replicas and set(self.removing_replicas) <= replicas
+        assert not set(self.adding_replicas) & set(self.removing_replicas)
+        assert not self.target_log_dirs or len(self.target_log_dirs) == len(self.replicas)
+        assert self.leader_epoch >= 0 and self.partition_epoch >= 0
+
+    def log_dir_for(self, broker_id: int) -> str:
+        """The log dir ``broker_id`` should host this replica in ("any": no preference)."""
+        if not self.target_log_dirs or broker_id not in self.replicas:
+            return ANY_LOG_DIR
+        return self.target_log_dirs[self.replicas.index(broker_id)]
+
+    @property
+    def reassigning(self) -> bool:
+        """Whether a reassignment is under way (replicas are being added or removed)."""
+        return bool(self.adding_replicas or self.removing_replicas)
+
+
+@dataclass(frozen=True)
+class PendingReassignment:
+    """A reassignment not yet complete: where the partition's replicas (and dirs) should end up."""
+
+    tp: TopicPartition
+    target_replicas: tuple[int, ...]
+    target_log_dirs: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        assert self.target_replicas and len(set(self.target_replicas)) == len(self.target_replicas)
+        assert len(self.target_log_dirs) == len(self.target_replicas)
+
+
+@dataclass(frozen=True)
+class TopicDeletion:
+    """A topic whose deletion started: StopReplica went out; the topic is not yet removed."""
+
+    name: str
+    topic_id: Uuid
