@@ -1,13 +1,9 @@
-"""The broker node: registration, heartbeats, fencing, authorization and request dispatch.
+"""The broker node: registration, heartbeats, authorization and request dispatch.
 
-Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4). A control
-request (LeaderAndIsr, StopReplica, UpdateMetadata) changes nothing on this broker when
-- its principal may not CLUSTER_ACTION the cluster (CLUSTER_AUTHORIZATION_FAILED), or
-- it is addressed to an older incarnation: its broker epoch is below this broker's own
-  (STALE_BROKER_EPOCH; a newer epoch, or -1, is not rejected, KIP-380), or
-- it comes from a controller epoch below the highest this broker accepted (STALE_CONTROLLER_EPOCH).
-Because a broker cannot judge a broker epoch before it knows its own, control requests that arrive
-before the registration is answered wait, in order, and are judged once it is.
+Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4), with the
+checks in ``fencing.py``. Because a broker cannot judge a broker epoch before it knows its own,
+control requests that arrive before the registration is answered wait, in order, and are judged
+once it is.
 
 A broker is an h11-style state machine: ``handle`` is the decision for one message and returns
 its effects (responses and requests to send, timers to arm) without performing any; ``receive``
@@ -31,6 +27,7 @@ from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
 from logwright.broker.driver import BrokerDriver
 from logwright.broker.effects import ArmTimer, Effect, Notify, Request, Send
+from logwright.broker.fencing import ControlRequest, fence, fenced_response
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
 from logwright.broker.replica_manager import ReplicaManager
 from logwright.errors import Errors
@@ -52,7 +49,6 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
-    PartitionError,
     ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -64,7 +60,6 @@ from logwright.world.fs import FileSystem
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler
 
-ControlRequest = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
 ControllerLocator = Callable[[], str | None]
 
 
@@ -307,20 +302,14 @@ class Broker:
 
     def fence(self, request: ControlRequest) -> Errors | None:
         """Why ``request`` must change nothing here, or None if it may be applied."""
-        if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
-            return Errors.CLUSTER_AUTHORIZATION_FAILED
-        if request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch:
-            return Errors.STALE_BROKER_EPOCH
-        if request.controller_epoch < self.controller_epoch:
-            return Errors.STALE_CONTROLLER_EPOCH
-        return None
+        return fence(request, self.authorizer, self.broker_epoch, self.controller_epoch)
 
     def _handle_control(self, src: str, request: ControlRequest) -> list[Effect]:
         error = self.fence(request)
         if error is not None:
             self.fenced_requests += 1
             self.last_fence = (type(request).__name__, error)
-            return [Send(src, self._control_error_response(request, error))]
+            return [Send(src, fenced_response(request, error))]
         self.controller_epoch = request.controller_epoch
         self.active_controller = f"controller-{request.controller_id}"
         rm = self.replica_manager
@@ -334,16 +323,6 @@ class Broker:
                                                   tuple(results)))]
         rm.update_metadata(request)
         return [Send(src, UpdateMetadataResponse(request.correlation_id, Errors.NONE))]
-
-    @staticmethod
-    def _control_error_response(request: ControlRequest, error: Errors) -> Message:
-        if isinstance(request, LeaderAndIsrRequest):
-            return LeaderAndIsrResponse(request.correlation_id, error, tuple(
-                PartitionError(s.tp, error) for s in request.partition_states))
-        if isinstance(request, StopReplicaRequest):
-            return StopReplicaResponse(request.correlation_id, error, tuple(
-                PartitionError(p.tp, error) for p in request.partitions))
-        return UpdateMetadataResponse(request.correlation_id, error)
 
     # ---- client and replication requests ---------------------------------------------------------
 
