@@ -162,56 +162,56 @@ class ReplicaManager:
     # ---- LeaderAndIsr ------------------------------------------------------------------------
 
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> list[PartitionError]:
-        """Apply each partition state on its own; the caller has already fenced the request."""
+        """Apply each partition state on its own; the caller has already fenced the request.
+        A partition named twice takes its first state only."""
         self.apply_topic_configs(request)
         results: dict[TopicPartition, Errors] = {}
         to_lead: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
         to_follow: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
         now = self.clock.now_ms()
+        seen: set[TopicPartition] = set()
         for state in request.partition_states:
-            tp = state.tp
-            if tp in results:
+            if state.tp in seen:
                 continue  # a repeated partition: the first state stands
-            if self.broker_id not in state.replicas:
-                results[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            partition = self.partitions.get(tp)
-            if partition is not None:
-                if partition.offline:
-                    results[tp] = Errors.KAFKA_STORAGE_ERROR
-                    continue
-                if state.leader_epoch < partition.leader_epoch:
-                    results[tp] = Errors.STALE_CONTROLLER_EPOCH
-                    continue
-                if state.leader_epoch == partition.leader_epoch:
-                    # Nothing new for the role; a newer partition epoch carries a new ISR or
-                    # replica set (the FULL request a new controller sends repeats the rest).
-                    if state.partition_epoch > partition.partition_epoch:
-                        partition.update_assignment(state, now)
-                        self._maybe_increment_hw(partition)
-                    results[tp] = Errors.NONE
-                    continue
+            seen.add(state.tp)
+            found = self._partition_to_change(state, now)
+            if isinstance(found, Errors):
+                results[state.tp] = found
+            elif state.leader == self.broker_id:
+                to_lead.append((found, state))
             else:
-                created = self._create_partition(state)
-                if isinstance(created, Errors):
-                    results[tp] = created
-                    continue
-                partition = created
-            if state.leader == self.broker_id:
-                to_lead.append((partition, state))
-            else:
-                to_follow.append((partition, state))
+                to_follow.append((found, state))
         self._make_leaders(to_lead, results)
         self._make_followers(to_follow, results)
         self.replica_fetcher_manager.shutdown_idle_fetchers()
         self.check_offline_dirs()
-        seen: set[TopicPartition] = set()
-        out = []
-        for state in request.partition_states:
-            if state.tp not in seen:
-                seen.add(state.tp)
-                out.append(PartitionError(state.tp, results.get(state.tp, Errors.NONE)))
-        return out
+        # One result per partition, in the request's order (a leader or follower change that
+        # failed left its error in ``results``).
+        return [PartitionError(tp, results.get(tp, Errors.NONE))
+                for tp in dict.fromkeys(s.tp for s in request.partition_states)]
+
+    def _partition_to_change(self, state: LeaderAndIsrPartitionState, now: int
+                             ) -> Partition | Errors:
+        """The partition ``state`` makes leader or follower (created if new), or the
+        partition's result when its role does not change (NONE when only its ISR or replicas
+        may have)."""
+        if self.broker_id not in state.replicas:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        partition = self.partitions.get(state.tp)
+        if partition is None:
+            return self._create_partition(state)
+        if partition.offline:
+            return Errors.KAFKA_STORAGE_ERROR
+        if state.leader_epoch < partition.leader_epoch:
+            return Errors.STALE_CONTROLLER_EPOCH
+        if state.leader_epoch == partition.leader_epoch:
+            # Nothing new for the role; a newer partition epoch carries a new ISR or replica
+            # set (the FULL request a new controller sends repeats the rest).
+            if state.partition_epoch > partition.partition_epoch:
+                partition.update_assignment(state, now)
+                self._maybe_increment_hw(partition)
+            return Errors.NONE
+        return partition
 
     def _create_partition(self, state: LeaderAndIsrPartitionState) -> Partition | Errors:
         tp = state.tp
