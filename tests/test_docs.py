@@ -57,3 +57,11 @@ def test_metrics_example_runs() -> None:
     assert blocks, "docs/metrics.md has a runnable example"
     for code in blocks:
         exec(compile(code, "docs/metrics.md", "exec"), {})
+
+
+def test_broker_example_runs() -> None:
+    # The sketch of a broker's life there is marked ``py``, not ``python``: it is not run.
+    blocks = python_blocks("broker.md")
+    assert blocks, "docs/broker.md has a runnable example"
+    for code in blocks:
+        exec(compile(code, "docs/broker.md", "exec"), {})
