@@ -109,7 +109,7 @@ class Broker:
         self.driver = BrokerDriver(self.node_id, network, scheduler, self.channel,
                                    alive=lambda: self.alive)
         self.replica_manager = ReplicaManager(
-            broker_id, self.config, self.log_manager, clock, scheduler, self.channel,
+            broker_id, self.config, self.log_manager, clock, scheduler,
             broker_epoch=lambda: self.broker_epoch, controller_node=self.controller_node,
             emit=self.driver.emit, on_offline_dirs=self._on_offline_dirs)
         self.metrics = BrokerMetrics(broker_id, self._metric_sources())

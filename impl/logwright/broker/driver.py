@@ -11,8 +11,8 @@ Invariants upheld: nothing is sent or armed for a broker that is not alive (cras
 shut down, or replaced under its node id), and stopping the driver cancels every timer it armed, so
 no task of a dead process runs again. Effects are performed in the order they were emitted.
 
-An effect emitted outside any decision (a delayed operation expiring on the purgatory's own
-timer, a fetcher's background task noticing an offline dir) is performed at once.
+An effect emitted outside any decision (a replica fetcher's run sending its request, or noticing
+an offline dir and so answering the operations waiting on it) is performed at once.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The two sides a replica fetcher (``fetcher.py``) works between, on a follower broker.
 
-``LeaderSource`` is the leader, reached over the network through the broker's request channel;
-``ReplicaFetchTarget`` is the follower replicas hosted here, which the fetched records fill.
+``LeaderSource`` is the leader, reached over the network: its requests are ``Request`` effects,
+which the broker's driver sends through the request channel like every other request of the
+broker; ``ReplicaFetchTarget`` is the follower replicas hosted here, which the fetched records fill.
 
 Invariants upheld (HAZARDS 8): a follower appends, sets its high watermark to min(leader's, own
 log end offset), and only then raises its log start offset to the leader's, never above its high
@@ -14,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
+from logwright.broker.effects import Emit, Request
 from logwright.broker.epoch_cache import UNDEFINED_EPOCH
 from logwright.broker.fetcher import EpochCallback, FetchCallback
 from logwright.broker.partition import Partition, Role
@@ -44,7 +45,7 @@ class ReplicaHost(Protocol):
 
     broker_id: int
     config: BrokerConfig
-    channel: RequestChannel
+    emit: Emit
     partitions: dict[TopicPartition, Partition]
     truncations: int
 
@@ -77,13 +78,13 @@ class LeaderSource:
             else:
                 callback(None)
 
-        self.rm.channel.send(
+        self.rm.emit(Request(
             self.node_id,
             lambda cid: FetchRequest(cid, self.rm.broker_id, self.rm.broker_epoch(),
                                      cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_min_bytes,
                                      cfg.replica_fetch_response_max_bytes, tuple(partitions),
                                      principal=cfg.inter_broker_principal),
-            on_response, cfg.replica_socket_timeout_ms)
+            on_response, cfg.replica_socket_timeout_ms))
 
     def end_offsets_for_epochs(self, partitions: Sequence[OffsetForLeaderEpochPartition],
                                callback: EpochCallback) -> None:
@@ -97,11 +98,11 @@ class LeaderSource:
             else:
                 callback(None)
 
-        self.rm.channel.send(
+        self.rm.emit(Request(
             self.node_id,
             lambda cid: OffsetForLeaderEpochRequest(cid, self.rm.broker_id, tuple(partitions),
                                                     principal=cfg.inter_broker_principal),
-            on_response, cfg.replica_socket_timeout_ms)
+            on_response, cfg.replica_socket_timeout_ms))
 
     def close(self) -> None:
         self.closed = True

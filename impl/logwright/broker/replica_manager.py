@@ -24,7 +24,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 
-from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
 from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
 from logwright.broker.effects import ArmTimer, Effect, Emit, EmittedTimers, Request
@@ -87,17 +86,16 @@ class ReplicaManager:
     """Partitions, fetchers and purgatories of one broker."""
 
     def __init__(self, broker_id: int, config: BrokerConfig, log_manager: LogManager,
-                 clock: Clock, scheduler: Scheduler, channel: RequestChannel,
+                 clock: Clock, scheduler: Scheduler,
                  broker_epoch: Callable[[], int], controller_node: Callable[[], str | None],
                  emit: Emit, on_offline_dirs: Callable[[list[str]], None] | None = None) -> None:
-        """``channel`` carries the replica fetchers' requests (background tasks); everything
-        the manager itself decides to send or arm goes to ``emit``."""
+        """Everything the manager decides to send or arm (its own requests, its fetchers'
+        requests, answers of delayed operations, timers) goes to ``emit``."""
         self.broker_id = broker_id
         self.config = config
         self.log_manager = log_manager
         self.clock = clock
         self.scheduler = scheduler
-        self.channel = channel
         self.broker_epoch = broker_epoch
         self.controller_node = controller_node
         self.emit = emit
