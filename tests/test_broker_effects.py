@@ -133,6 +133,35 @@ def test_a_waiting_produce_is_a_timer_and_its_answer_comes_with_the_follower_fet
     assert isinstance(fetch_answer.message, FetchResponse)
     assert fetch_answer.message.partitions[0].high_watermark == 2
     assert b.replica_manager.partitions[T0].high_watermark == 2
+    b.driver.perform(parked + effects)
+    assert not [t for t in w.scheduler.pending() if "produce-expiry" in t.name], \
+        "the cancelled expiry timer is gone from the scheduler"
+
+
+def test_a_long_poll_fetch_is_answered_within_the_produce_that_feeds_it() -> None:
+    w, b = leader_alone()
+    consumer = FetchRequest(8, -1, -1, 500, 1, 1 << 20, (FetchPartition(T0, NO_EPOCH, 0, -1,
+                                                                        1 << 20),))
+    [timer] = b.handle("client-2", consumer)
+    assert isinstance(timer, ArmTimer) and timer.key.startswith("fetch-expiry")
+    assert timer.delay_ms == 500
+    effects = b.handle(CLIENT, produce_request(w, 9, 1, values=(b"x",)))
+    assert [type(e) for e in effects] == [CancelTimer, Send, Send]
+    _, fetched, produced = effects
+    assert isinstance(fetched, Send) and fetched.dst == "client-2"
+    assert isinstance(fetched.message, FetchResponse) and fetched.message.correlation_id == 8
+    assert fetched.message.partitions[0].records, "the consumer gets the record just appended"
+    assert isinstance(produced, Send) and isinstance(produced.message, ProduceResponse)
+    # Left alone, the long poll expires through the driver with an empty answer.
+    [timer] = b.handle(CLIENT, FetchRequest(10, -1, -1, 500, 1, 1 << 20, (
+        FetchPartition(T0, NO_EPOCH, 1, -1, 1 << 20),)))
+    b.driver.perform([timer])
+    w.run(499)
+    assert 10 not in w.client.responses
+    assert w.run_until(lambda: 10 in w.client.responses, 100)
+    late = w.client.responses[10]
+    assert isinstance(late, FetchResponse)
+    assert [(d.error, d.records) for d in late.partitions] == [(Errors.NONE, b"")]
 
 
 def test_a_waiting_produce_times_out_through_the_driver() -> None:
