@@ -155,6 +155,28 @@ def test_leader_and_isr_applies_partition_by_partition() -> None:
     assert w.produce(1, e, [b"x"]).partitions[0].error is Errors.NONE
 
 
+def test_a_partition_named_twice_takes_its_first_state_only() -> None:
+    # Regression: the second state of a repeated partition used to be applied as well (the
+    # replica became leader twice, at both epochs, and the epoch cache learnt both).
+    w = World(broker_ids=(1, 2))
+    r = w.lair(1, [state(T0, 1, 2, [1]), state(T1, 1, 1, [1]), state(T0, 2, 3, [2, 1])])
+    assert [(x.tp, x.error) for x in r.partition_errors] == [(T0, Errors.NONE),
+                                                            (T1, Errors.NONE)]
+    p = w.partition(1, T0)
+    assert p.is_leader and p.leader_epoch == 2
+    assert [e.epoch for e in p.epoch_cache.entries] == [2]
+    w.produce(1, T0, [b"a"])
+    # On a partition already held: the first (newer) state is taken, the repeat ignored.
+    r = w.lair(1, [state(T0, 1, 4, [1]), state(T0, 1, 5, [1])])
+    assert [x.error for x in r.partition_errors] == [Errors.NONE]
+    assert w.partition(1, T0).leader_epoch == 4
+    assert [e.epoch for e in w.partition(1, T0).epoch_cache.entries] == [2, 4]
+    # A stale first state is refused and its repeat changes nothing either.
+    r = w.lair(1, [state(T0, 1, 3, [1]), state(T0, 1, 6, [1])])
+    assert [x.error for x in r.partition_errors] == [Errors.STALE_CONTROLLER_EPOCH]
+    assert w.partition(1, T0).leader_epoch == 4
+
+
 def test_same_leader_epoch_repeats_nothing_but_takes_a_newer_isr() -> None:
     w = World(broker_ids=(1, 2))
     w.assign(T0, 1, 3, [1, 2])

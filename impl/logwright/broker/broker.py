@@ -1,18 +1,17 @@
-"""The broker node: registration, heartbeats, fencing, authorization and request dispatch.
+"""The broker node: registration, heartbeats, authorization and request dispatch.
 
-Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4). A control
-request (LeaderAndIsr, StopReplica, UpdateMetadata) changes nothing on this broker when
-- its principal may not CLUSTER_ACTION the cluster (CLUSTER_AUTHORIZATION_FAILED), or
-- it is addressed to an older incarnation: its broker epoch is below this broker's own
-  (STALE_BROKER_EPOCH; a newer epoch, or -1, is not rejected, KIP-380), or
-- it comes from a controller epoch below the highest this broker accepted (STALE_CONTROLLER_EPOCH).
-Because a broker cannot judge a broker epoch before it knows its own, control requests that arrive
-before the registration is answered wait, in order, and are judged once it is.
+Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4), with the
+checks in ``fencing.py``. Because a broker cannot judge a broker epoch before it knows its own,
+control requests that arrive before the registration is answered wait, in order, and are judged
+once it is.
 
-A broker is an h11-style state machine: messages come in through ``receive``, go out through the
-injected network, time and timers come from the injected clock and scheduler. A crash is the
-facade's ``fs.crash()`` plus ``halt()`` (no I/O, every task cancelled) and dropping the object; a
-broker that notices it is no longer the node registered under its id halts itself.
+A broker is an h11-style state machine: ``handle`` is the decision for one message and returns
+its effects (responses and requests to send, timers to arm) without performing any; ``receive``
+hands them to the broker's driver (``driver.py``), the only part that touches the injected
+network and scheduler. Timers and answers to the broker's own requests come back through the
+driver as decisions too. A crash is the facade's ``fs.crash()`` plus ``halt()`` (no I/O, every
+task cancelled) and dropping the object; a broker that notices it is no longer the node
+registered under its id halts itself.
 """
 
 from __future__ import annotations
@@ -25,6 +24,9 @@ from collections.abc import Callable, Iterable
 
 from logwright.broker.authorizer import AclAuthorizer, Operation
 from logwright.broker.config import BrokerConfig
+from logwright.broker.driver import BrokerDriver
+from logwright.broker.effects import ArmTask, Call, Effect, Notify, Send
+from logwright.broker.fencing import ControlRequest, fence, fenced_response
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
 from logwright.broker.replica_manager import ReplicaManager
 from logwright.errors import Errors
@@ -46,7 +48,6 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
-    PartitionError,
     ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -57,9 +58,8 @@ from logwright.protocol.channel import RequestChannel
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 from logwright.world.network import Network
-from logwright.world.scheduler import Scheduler, Task
+from logwright.world.scheduler import Scheduler
 
-ControlRequest = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
 ControllerLocator = Callable[[], str | None]
 
 
@@ -106,13 +106,14 @@ class Broker:
                                       identity=identity)
         self.log_manager.await_topic_configs()  # the controller's LeaderAndIsr carries them
         self.channel = RequestChannel(self.node_id, network, scheduler, rng)
+        self.driver = BrokerDriver(self.node_id, network, scheduler, self.channel,
+                                   alive=lambda: self.alive)
         self.replica_manager = ReplicaManager(
-            broker_id, self.config, self.log_manager, clock, scheduler, self.channel,
+            broker_id, self.config, self.log_manager, clock, scheduler,
             broker_epoch=lambda: self.broker_epoch, controller_node=self.controller_node,
-            on_offline_dirs=self._on_offline_dirs)
+            emit=self.driver.emit, on_offline_dirs=self._on_offline_dirs)
         self.metrics = BrokerMetrics(broker_id, self._metric_sources())
         self._deferred: deque[tuple[str, ControlRequest]] = deque()
-        self._tasks: list[Task] = []
         self.startup_report: StartupReport | None = None
         # Counters for tests, the facade and the trace.
         self.fenced_requests = 0
@@ -137,11 +138,11 @@ class Broker:
         self.replica_manager.known_offline_dirs = set(self.log_manager.offline_dirs)
         self.network.register(self)
         self.state = BrokerState.REGISTERING
-        self.replica_manager.startup()
+        self.driver.perform(self.replica_manager.startup())
         if self.log_manager.all_dirs_offline:
             self.halt()
             return self.startup_report
-        self._register()
+        self.driver.run(self._register)
         return self.startup_report
 
     def shutdown(self) -> None:
@@ -165,9 +166,7 @@ class Broker:
         self.state = BrokerState.HALTED
 
     def _stop_activity(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        self._tasks = []
+        self.driver.stop()
         self._deferred.clear()
         self.replica_manager.halt()
         self.channel.close()
@@ -185,15 +184,8 @@ class Broker:
             return False
         return True
 
-    def _schedule(self, name: str, fn: Callable[[], None], delay_ms: int,
-                  period_ms: int | None = None) -> Task:
-        def guarded() -> None:
-            if self.alive:
-                fn()
-        task = self.scheduler.schedule(f"{self.node_id} {name}", guarded, delay_ms, period_ms)
-        self._tasks = [t for t in self._tasks if not t.cancelled and (t.period_ms or t.runs == 0)]
-        self._tasks.append(task)
-        return task
+    def _emit(self, effect: Effect) -> None:
+        self.driver.emit(effect)
 
     # ---- registration and heartbeats -----------------------------------------------------------
 
@@ -208,14 +200,14 @@ class Broker:
         controller = self.controller_node()
         retry_ms = self.config.broker_registration_retry_ms
         if controller is None:
-            self._schedule("registration retry", self._register, retry_ms)
+            self._emit(ArmTask("registration retry", retry_ms, self._register))
             return
         log_dirs = tuple(self.log_manager.dirs)
-        self.channel.send(
+        self._emit(Call(
             controller,
             lambda cid: BrokerRegistrationRequest(cid, self.broker_id, self.incarnation_id,
                                                   log_dirs),
-            self._on_registration, retry_ms)
+            self._on_registration, retry_ms))
 
     def _on_registration(self, response: Message | None) -> None:
         if not self.alive or self.state is not BrokerState.REGISTERING:
@@ -225,17 +217,19 @@ class Broker:
             return
         if (not isinstance(response, BrokerRegistrationResponse)
                 or response.error is not Errors.NONE or response.broker_epoch < 0):
-            self._schedule("registration retry", self._register,
-                           self.config.broker_registration_retry_ms)
+            self._emit(ArmTask("registration retry", self.config.broker_registration_retry_ms,
+                                self._register))
             return
         assert response.broker_epoch > self.broker_epoch
         self.broker_epoch = response.broker_epoch
         self.controller_epoch = max(self.controller_epoch, response.controller_epoch)
         self.state = BrokerState.RUNNING
-        self._schedule("heartbeat", self._heartbeat, 0, self.config.broker_heartbeat_interval_ms)
+        self._emit(ArmTask("heartbeat", 0, self._heartbeat,
+                            self.config.broker_heartbeat_interval_ms))
         while self._deferred and self.state is BrokerState.RUNNING:
             src, request = self._deferred.popleft()
-            self._handle_control(src, request)
+            for effect in self._handle_control(src, request):
+                self._emit(effect)
 
     def _heartbeat(self) -> None:
         self.replica_manager.check_offline_dirs()
@@ -245,9 +239,10 @@ class Broker:
         if controller is None:
             return
         offline = tuple(self.log_manager.offline_dirs)
-        self.channel.send_oneway(
+        broker_epoch = self.broker_epoch
+        self._emit(Notify(
             controller,
-            lambda cid: BrokerHeartbeat(cid, self.broker_id, self.broker_epoch, offline))
+            lambda cid: BrokerHeartbeat(cid, self.broker_id, broker_epoch, offline)))
 
     def _on_offline_dirs(self, new_dirs: list[str]) -> None:
         if self.log_manager.all_dirs_offline:
@@ -257,82 +252,77 @@ class Broker:
     # ---- dispatch --------------------------------------------------------------------------------
 
     def receive(self, src: str, message: object) -> None:
-        """Handle one message from ``src``."""
+        """Handle one message from ``src``: decide (``handle``), then let the driver perform."""
         if not self.alive:
             return
+        self.driver.perform(self.handle(src, message))
+
+    def handle(self, src: str, message: object) -> list[Effect]:
+        """The decision for one message from ``src``: this broker's state changes, and the
+        effects (responses, requests, timers) are returned in order, none performed. Answers
+        that delayed operations or the broker's own requests give meanwhile are among them."""
+        return self.driver.decide(lambda: self._dispatch(src, message))
+
+    def _dispatch(self, src: str, message: object) -> None:
         if not isinstance(message, Message):
             self.unknown_messages += 1
             return
         if self.channel.receive(src, message):
             return  # an answer to one of this broker's requests
+        for effect in self._effects_of(src, message):
+            self._emit(effect)
+
+    def _effects_of(self, src: str, message: Message) -> list[Effect]:
         if isinstance(message, (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)):
             if self.state is BrokerState.REGISTERING:
-                if len(self._deferred) >= self.config.max_deferred_control_requests:
-                    self._deferred.popleft()
-                    self.dropped_deferred_requests += 1
-                self._deferred.append((src, message))
-                return
-            self._handle_control(src, message)
-        elif isinstance(message, ProduceRequest):
-            self._handle_produce(src, message)
-        elif isinstance(message, FetchRequest):
-            self._handle_fetch(src, message)
-        elif isinstance(message, ListOffsetsRequest):
-            self._handle_list_offsets(src, message)
-        elif isinstance(message, OffsetForLeaderEpochRequest):
-            self._handle_offsets_for_leader_epoch(src, message)
-        elif isinstance(message, MetadataRequest):
-            self._handle_metadata(src, message)
-        else:
-            self.unknown_messages += 1  # a late answer, or nothing a broker serves
+                self._defer(src, message)
+                return []
+            return self._handle_control(src, message)
+        if isinstance(message, ProduceRequest):
+            return self._handle_produce(src, message)
+        if isinstance(message, FetchRequest):
+            return self._handle_fetch(src, message)
+        if isinstance(message, ListOffsetsRequest):
+            return self._handle_list_offsets(src, message)
+        if isinstance(message, OffsetForLeaderEpochRequest):
+            return self._handle_offsets_for_leader_epoch(src, message)
+        if isinstance(message, MetadataRequest):
+            return self._handle_metadata(src, message)
+        self.unknown_messages += 1  # a late answer, or nothing a broker serves
+        return []
 
-    def _send(self, dst: str, message: Message) -> None:
-        if self.state in (BrokerState.REGISTERING, BrokerState.RUNNING):
-            self.network.send(self.node_id, dst, message)
+    def _defer(self, src: str, request: ControlRequest) -> None:
+        # Judged once the registration gives this broker its epoch; the oldest drop first.
+        if len(self._deferred) >= self.config.max_deferred_control_requests:
+            self._deferred.popleft()
+            self.dropped_deferred_requests += 1
+        self._deferred.append((src, request))
 
     # ---- control requests ------------------------------------------------------------------------
 
     def fence(self, request: ControlRequest) -> Errors | None:
         """Why ``request`` must change nothing here, or None if it may be applied."""
-        if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
-            return Errors.CLUSTER_AUTHORIZATION_FAILED
-        if request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch:
-            return Errors.STALE_BROKER_EPOCH
-        if request.controller_epoch < self.controller_epoch:
-            return Errors.STALE_CONTROLLER_EPOCH
-        return None
+        return fence(request, self.authorizer, self.broker_epoch, self.controller_epoch)
 
-    def _handle_control(self, src: str, request: ControlRequest) -> None:
+    def _handle_control(self, src: str, request: ControlRequest) -> list[Effect]:
         error = self.fence(request)
         if error is not None:
             self.fenced_requests += 1
             self.last_fence = (type(request).__name__, error)
-            self._send(src, self._control_error_response(request, error))
-            return
+            return [Send(src, fenced_response(request, error))]
         self.controller_epoch = request.controller_epoch
         self.active_controller = f"controller-{request.controller_id}"
         rm = self.replica_manager
         if isinstance(request, LeaderAndIsrRequest):
             results = rm.become_leader_or_follower(request)
-            self._send(src, LeaderAndIsrResponse(request.correlation_id, Errors.NONE,
-                                                 tuple(results)))
-        elif isinstance(request, StopReplicaRequest):
-            results = rm.stop_replicas(request)
-            self._send(src, StopReplicaResponse(request.correlation_id, Errors.NONE,
-                                                tuple(results)))
-        else:
-            rm.update_metadata(request)
-            self._send(src, UpdateMetadataResponse(request.correlation_id, Errors.NONE))
-
-    @staticmethod
-    def _control_error_response(request: ControlRequest, error: Errors) -> Message:
-        if isinstance(request, LeaderAndIsrRequest):
-            return LeaderAndIsrResponse(request.correlation_id, error, tuple(
-                PartitionError(s.tp, error) for s in request.partition_states))
+            return [Send(src, LeaderAndIsrResponse(request.correlation_id, Errors.NONE,
+                                                   tuple(results)))]
         if isinstance(request, StopReplicaRequest):
-            return StopReplicaResponse(request.correlation_id, error, tuple(
-                PartitionError(p.tp, error) for p in request.partitions))
-        return UpdateMetadataResponse(request.correlation_id, error)
+            results = rm.stop_replicas(request)
+            return [Send(src, StopReplicaResponse(request.correlation_id, Errors.NONE,
+                                                  tuple(results)))]
+        rm.update_metadata(request)
+        return [Send(src, UpdateMetadataResponse(request.correlation_id, Errors.NONE))]
 
     # ---- client and replication requests ---------------------------------------------------------
 
@@ -341,51 +331,53 @@ class Broker:
         return {tp: Errors.TOPIC_AUTHORIZATION_FAILED for tp in tps
                 if not self.authorizer.authorize_topic(principal, operation, tp.topic)}
 
-    def _handle_produce(self, src: str, request: ProduceRequest) -> None:
+    def _responder(self, src: str) -> Callable[[Message], None]:
+        """Where a delayed operation's later answer goes: a ``Send`` effect, as any other."""
+        return lambda response: self._emit(Send(src, response))
+
+    def _handle_produce(self, src: str, request: ProduceRequest) -> list[Effect]:
         denied = self._denied_topics(request.principal, Operation.WRITE,
                                      (tp for tp, _ in request.partitions))
-        self.replica_manager.append_records(request, denied,
-                                            lambda response: self._send(src, response))
+        response = self.replica_manager.append_records(request, denied, self._responder(src))
+        return [] if response is None else [Send(src, response)]
 
-    def _handle_fetch(self, src: str, request: FetchRequest) -> None:
+    def _handle_fetch(self, src: str, request: FetchRequest) -> list[Effect]:
         if request.replica_id >= 0:
             if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
                 error = Errors.CLUSTER_AUTHORIZATION_FAILED
-                self._send(src, FetchResponse(request.correlation_id, error, tuple(
-                    FetchPartitionData(p.tp, error) for p in request.partitions)))
-                return
+                return [Send(src, FetchResponse(request.correlation_id, error, tuple(
+                    FetchPartitionData(p.tp, error) for p in request.partitions)))]
             denied: dict[TopicPartition, Errors] = {}
         else:
             denied = self._denied_topics(request.principal, Operation.READ,
                                          (p.tp for p in request.partitions))
-        self.replica_manager.fetch_messages(request, denied,
-                                            lambda response: self._send(src, response))
+        response = self.replica_manager.fetch_messages(request, denied, self._responder(src))
+        return [] if response is None else [Send(src, response)]
 
-    def _handle_list_offsets(self, src: str, request: ListOffsetsRequest) -> None:
+    def _handle_list_offsets(self, src: str, request: ListOffsetsRequest) -> list[Effect]:
         denied = self._denied_topics(request.principal, Operation.DESCRIBE,
                                      (tp for tp, _ in request.partitions))
-        self._send(src, self.replica_manager.list_offsets(request, denied))
+        return [Send(src, self.replica_manager.list_offsets(request, denied))]
 
-    def _handle_metadata(self, src: str, request: MetadataRequest) -> None:
+    def _handle_metadata(self, src: str, request: MetadataRequest) -> list[Effect]:
         # Answered from the metadata cache, by any broker, leader or not (as Kafka does).
         def authorized(topic: str) -> bool:
             return self.authorizer.authorize_topic(request.principal, Operation.DESCRIBE, topic)
 
-        self._send(src, self.replica_manager.metadata.topic_metadata(request, authorized))
+        return [Send(src, self.replica_manager.metadata.topic_metadata(request, authorized))]
 
-    def _handle_offsets_for_leader_epoch(self, src: str,
-                                         request: OffsetForLeaderEpochRequest) -> None:
+    def _handle_offsets_for_leader_epoch(self, src: str, request: OffsetForLeaderEpochRequest
+                                         ) -> list[Effect]:
         if request.replica_id >= 0:
             if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
                 error = Errors.CLUSTER_AUTHORIZATION_FAILED
-                self._send(src, OffsetForLeaderEpochResponse(request.correlation_id, tuple(
-                    OffsetForLeaderEpochResult(p.tp, error) for p in request.partitions)))
-                return
+                return [Send(src, OffsetForLeaderEpochResponse(request.correlation_id, tuple(
+                    OffsetForLeaderEpochResult(p.tp, error) for p in request.partitions)))]
             denied: dict[TopicPartition, Errors] = {}
         else:
             denied = self._denied_topics(request.principal, Operation.DESCRIBE,
                                          (p.tp for p in request.partitions))
-        self._send(src, self.replica_manager.offsets_for_leader_epoch(request, denied))
+        return [Send(src, self.replica_manager.offsets_for_leader_epoch(request, denied))]
 
     # ---- metrics ---------------------------------------------------------------------------------
 

@@ -5,13 +5,15 @@ when one of its keys changes) or when its timeout fires, never both; completing 
 The number of waiting operations is bounded.
 
 acks=all produce waits here until the high watermark passes its last offset; a fetch with
-``max_wait_ms`` waits for data. Time comes from the injected scheduler, so expiry is simulated.
+``max_wait_ms`` waits for data. Expiry timers are armed and cancelled through ``Timers``: in a
+broker, as effects its driver performs (so they keep their order with the responses the same
+decision sends); alone, straight on a scheduler. Either way time is the injected one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Generic, Protocol, TypeVar
 
 from logwright.errors import LogwrightError
 from logwright.world.scheduler import Scheduler, Task
@@ -19,6 +21,39 @@ from logwright.world.scheduler import Scheduler, Task
 
 class PurgatoryFull(LogwrightError):
     """More operations are waiting than the purgatory's bound allows."""
+
+
+class Timers(Protocol):
+    """Where a purgatory arms and cancels its expiry timers, each under its own key."""
+
+    def arm(self, key: str, delay_ms: int, action: Callable[[], None]) -> None:
+        """Run ``action`` after ``delay_ms`` unless ``key`` is cancelled first."""
+        ...
+
+    def cancel(self, key: str) -> None:
+        """Forget the timer armed under ``key`` (nothing if it ran or was never armed)."""
+        ...
+
+
+class SchedulerTimers:
+    """Timers straight on a scheduler, for a purgatory used on its own."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self._tasks: dict[str, Task] = {}
+
+    def arm(self, key: str, delay_ms: int, action: Callable[[], None]) -> None:
+        """Schedule ``action`` as the task ``key``."""
+        def run() -> None:
+            self._tasks.pop(key, None)
+            action()
+        self._tasks[key] = self.scheduler.schedule(key, run, delay_ms)
+
+    def cancel(self, key: str) -> None:
+        """Cancel the task ``key`` if it has not run."""
+        task = self._tasks.pop(key, None)
+        if task is not None:
+            task.cancel()
 
 
 class DelayedOperation:
@@ -32,7 +67,7 @@ class DelayedOperation:
     def __init__(self) -> None:
         self.completed = False
         self.expired = False
-        self._timer: Task | None = None
+        self._cancel_timer: Callable[[], None] | None = None
 
     def try_complete(self) -> bool:
         """Complete if the condition holds; True if this call completed the operation."""
@@ -50,14 +85,14 @@ class DelayedOperation:
         if self.completed:
             return False
         self.completed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        if self._cancel_timer is not None:
+            cancel, self._cancel_timer = self._cancel_timer, None
+            cancel()
         self.on_complete()
         return True
 
     def _expire(self) -> None:
-        self._timer = None
+        self._cancel_timer = None
         if not self.completed:
             self.expired = True
             self.force_complete()
@@ -68,13 +103,16 @@ Op = TypeVar("Op", bound=DelayedOperation)
 
 
 class Purgatory(Generic[Op]):
-    """Operations watched by keys (topic partitions), expired by the scheduler."""
+    """Operations watched by keys (topic partitions), expired by timers."""
 
-    def __init__(self, name: str, scheduler: Scheduler, max_operations: int) -> None:
+    def __init__(self, name: str, timers: Timers | Scheduler, max_operations: int) -> None:
+        """``timers``: where expiry timers go (a scheduler is used directly)."""
         assert max_operations > 0
         self.name = name
-        self.scheduler = scheduler
+        self.timers: Timers = (SchedulerTimers(timers) if isinstance(timers, Scheduler)
+                               else timers)
         self.max_operations = max_operations
+        self._armed = 0  # expiry timers armed so far: each gets its own key
         self._watchers: dict[Hashable, list[Op]] = {}
         self._ops: dict[int, Op] = {}
         self.expired_count = 0
@@ -98,8 +136,11 @@ class Purgatory(Generic[Op]):
         for key in keys:
             self._watchers.setdefault(key, []).append(op)
         self._ops[id(op)] = op
-        op._timer = self.scheduler.schedule(f"{self.name}-expiry", lambda: self._on_timeout(op),
-                                            timeout_ms)
+        self._armed += 1
+        key = f"{self.name}-expiry {self._armed}"
+        timers = self.timers
+        timers.arm(key, timeout_ms, lambda: self._on_timeout(op))
+        op._cancel_timer = lambda: timers.cancel(key)
         return False
 
     def _on_timeout(self, op: Op) -> None:
@@ -131,10 +172,10 @@ class Purgatory(Generic[Op]):
 
     def cancel_all(self) -> None:
         """Drop every operation without answering it (the broker halted or shut down)."""
-        for op in self._ops.values():
-            if op._timer is not None:
-                op._timer.cancel()
-                op._timer = None
+        for op in list(self._ops.values()):
+            if op._cancel_timer is not None:
+                cancel, op._cancel_timer = op._cancel_timer, None
+                cancel()
             op.completed = True
         self._ops.clear()
         self._watchers.clear()

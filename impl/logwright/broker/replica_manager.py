@@ -10,28 +10,29 @@ Invariants upheld here (DESIGN.md "The safety invariants", HAZARDS 5, 7, 8):
   log end offset. Nothing below the log start offset is ever served (OFFSET_OUT_OF_RANGE).
 - The leader's high watermark is the minimum log end offset over the (maximal) ISR and never moves
   back; acks=all completes only when the high watermark passes the request's last offset.
-- A follower appends, sets its high watermark to min(leader's, own log end offset), and only then
-  raises its log start offset to the leader's, never above its high watermark (HAZARDS 8); a
-  follower below the leader's log start offset restarts empty at it (truncate fully).
-- A follower truncates only by the leader epoch protocol (see ``fetcher.py``).
+- A follower below the leader's log start offset restarts empty at it (truncate fully); what a
+  follower does with fetched records is ``fetch_adapters.py``'s, and it truncates only by the
+  leader epoch protocol (``fetcher.py``).
+
+The manager decides; it performs nothing itself. What it sends (AlterPartition requests,
+responses of delayed operations) and the timers it needs are effects handed to ``emit`` (the
+broker's driver, ``driver.py``, performs them).
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 
 from logwright.broker.config import BrokerConfig
-from logwright.broker.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
-from logwright.broker.fetcher import (
-    EpochCallback,
-    FetchCallback,
-    FetcherManager,
-    InitialFetchState,
-)
-from logwright.broker.partition import NO_LEADER, Partition, PendingIsrChange, Role
-from logwright.broker.purgatory import DelayedOperation, Purgatory
+from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
+from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
+from logwright.broker.epoch_cache import LeaderEpochCache
+from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
+from logwright.broker.fetcher import FetcherManager, InitialFetchState
+from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
+from logwright.broker.partition import NO_LEADER, Partition, PendingIsrChange
+from logwright.broker.purgatory import Purgatory
 from logwright.configs import parse_topic_configs
 from logwright.errors import (
     CheckpointError,
@@ -43,7 +44,6 @@ from logwright.errors import (
     MessageTooLarge,
     OffsetOutOfRange,
     RecordBatchTooLarge,
-    UnexpectedAppendOffset,
 )
 from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import LogManager
@@ -63,12 +63,6 @@ from logwright.protocol import (
     ListOffsetsRequest,
     ListOffsetsResponse,
     Message,
-    MetadataBroker,
-    MetadataPartition,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataTopic,
-    OffsetForLeaderEpochPartition,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
@@ -79,368 +73,74 @@ from logwright.protocol import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from logwright.protocol.channel import RequestChannel
-from logwright.records import iter_batches
 from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.world.clock import Clock
-from logwright.world.scheduler import Scheduler, Task
-
-LEADER_DURING_DELETE = -2
-"""UpdateMetadata's leader for a partition of a deleted topic (Kafka's LeaderDuringDelete)."""
+from logwright.world.scheduler import Scheduler
 
 
 class TopicIdMismatch(LogwrightError):
     """The local log belongs to another incarnation of the topic (a different topic id)."""
 
 
-class NotFollowing(LogwrightError):
-    """A fetcher touched a partition this broker no longer follows."""
-
-
-@dataclass
-class MetadataCache:
-    """What the last accepted UpdateMetadata said: partition states and live brokers."""
-
-    partitions: dict[TopicPartition, LeaderAndIsrPartitionState] = field(default_factory=dict)
-    live_brokers: frozenset[int] = frozenset()
-    controller_id: int = -1
-
-    def topic_metadata(self, request: MetadataRequest, authorized: Callable[[str], bool]
-                       ) -> MetadataResponse:
-        """Kafka's Metadata answer from this cache. A partition whose leader is not a live
-        broker is LEADER_NOT_AVAILABLE; a topic not in the cache UNKNOWN_TOPIC_OR_PARTITION.
-        Asked for every topic, topics the principal may not describe are left out; named, they
-        answer TOPIC_AUTHORIZATION_FAILED."""
-        by_topic: dict[str, list[LeaderAndIsrPartitionState]] = {}
-        for tp, state in self.partitions.items():
-            by_topic.setdefault(tp.topic, []).append(state)
-        if request.topics is None:
-            names: Sequence[str] = sorted(t for t in by_topic if authorized(t))
-        else:
-            names = request.topics
-        topics: list[MetadataTopic] = []
-        for name in names:
-            states = by_topic.get(name)
-            if not authorized(name):
-                topics.append(MetadataTopic(name, Errors.TOPIC_AUTHORIZATION_FAILED))
-            elif not states:
-                topics.append(MetadataTopic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION))
-            else:
-                parts = tuple(
-                    MetadataPartition(s.tp.partition, Errors.NONE, s.leader, s.leader_epoch,
-                                      s.replicas, s.isr)
-                    if s.leader in self.live_brokers else
-                    MetadataPartition(s.tp.partition, Errors.LEADER_NOT_AVAILABLE, -1,
-                                      s.leader_epoch, s.replicas, s.isr)
-                    for s in sorted(states, key=lambda s: s.tp.partition))
-                topics.append(MetadataTopic(name, Errors.NONE, states[0].topic_id, parts))
-        brokers = tuple(MetadataBroker(b, f"broker-{b}") for b in sorted(self.live_brokers))
-        return MetadataResponse(request.correlation_id, brokers, self.controller_id,
-                                tuple(topics))
-
-
-_LEADER_DURING_DELETE = -2  # the controller's UpdateMetadata leader of a deleted topic
-
-
-# ---- the fetch source and target for replica fetchers -------------------------------------------
-
-
-class LeaderSource:
-    """A fetch source that is a leader broker, reached over the network."""
-
-    def __init__(self, source_id: int, rm: ReplicaManager) -> None:
-        self.source_id = source_id
-        self.node_id = f"broker-{source_id}"
-        self.rm = rm
-        self.closed = False
-
-    def fetch(self, partitions: Sequence[FetchPartition], callback: FetchCallback) -> None:
-        cfg = self.rm.config
-
-        def on_response(message: Message | None) -> None:
-            if self.closed:
-                return
-            if isinstance(message, FetchResponse) and message.error is Errors.NONE:
-                callback({p.tp: p for p in message.partitions})
-            else:
-                callback(None)
-
-        self.rm.channel.send(
-            self.node_id,
-            lambda cid: FetchRequest(cid, self.rm.broker_id, self.rm.broker_epoch(),
-                                     cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_min_bytes,
-                                     cfg.replica_fetch_response_max_bytes, tuple(partitions),
-                                     principal=cfg.inter_broker_principal),
-            on_response, cfg.replica_socket_timeout_ms)
-
-    def end_offsets_for_epochs(self, partitions: Sequence[OffsetForLeaderEpochPartition],
-                               callback: EpochCallback) -> None:
-        cfg = self.rm.config
-
-        def on_response(message: Message | None) -> None:
-            if self.closed:
-                return
-            if isinstance(message, OffsetForLeaderEpochResponse):
-                callback({r.tp: r for r in message.results})
-            else:
-                callback(None)
-
-        self.rm.channel.send(
-            self.node_id,
-            lambda cid: OffsetForLeaderEpochRequest(cid, self.rm.broker_id, tuple(partitions),
-                                                    principal=cfg.inter_broker_principal),
-            on_response, cfg.replica_socket_timeout_ms)
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class ReplicaFetchTarget:
-    """The follower replicas a replica fetcher fills."""
-
-    def __init__(self, rm: ReplicaManager) -> None:
-        self.rm = rm
-
-    def _follower(self, tp: TopicPartition) -> Partition:
-        partition = self.rm.partitions.get(tp)
-        if partition is None or partition.role is not Role.FOLLOWER:
-            raise NotFollowing(f"{tp} is not a follower on broker {self.rm.broker_id}")
-        return partition
-
-    def _storage(self, fn: Callable[[], int]) -> int:
-        try:
-            return fn()
-        except KafkaStorageError:
-            self.rm.check_offline_dirs()
-            raise
-
-    def log_end_offset(self, tp: TopicPartition) -> int:
-        return self._follower(tp).log_end_offset
-
-    def log_start_offset(self, tp: TopicPartition) -> int:
-        partition = self._follower(tp)
-        if partition.offline:
-            self.rm.check_offline_dirs()
-            raise KafkaStorageError(f"{tp}: its log dir is offline")
-        return partition.log_start_offset
-
-    def high_watermark(self, tp: TopicPartition) -> int:
-        return self._follower(tp).high_watermark
-
-    def latest_epoch(self, tp: TopicPartition) -> int | None:
-        return self._follower(tp).epoch_cache.latest_epoch
-
-    def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> tuple[int, int] | None:
-        partition = self._follower(tp)
-        found_epoch, end = partition.epoch_cache.end_offset_for(epoch, partition.log_end_offset)
-        if found_epoch == UNDEFINED_EPOCH:
-            return None
-        return found_epoch, end
-
-    def truncate(self, tp: TopicPartition, offset: int) -> None:
-        partition = self._follower(tp)
-
-        def run() -> int:
-            partition.log.truncate_to(offset)
-            partition.epoch_cache.truncate_from_end(partition.log_end_offset)
-            partition.check_offsets()
-            return 0
-        self._storage(run)
-        self.rm.truncations += 1
-
-    def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
-        partition = self._follower(tp)
-
-        def run() -> int:
-            partition.log.truncate_fully_and_start_at(offset)
-            partition.epoch_cache.clear()
-            partition.check_offsets()
-            return 0
-        self._storage(run)
-
-    def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
-                               data: FetchPartitionData) -> int:
-        partition = self._follower(tp)
-        log = partition.log
-
-        def run() -> int:
-            if fetch_offset != log.log_end_offset:
-                raise UnexpectedAppendOffset(
-                    f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
-            if data.records:
-                log.append_as_follower(data.records)
-                for _, header in iter_batches(data.records, verify_crc=False):
-                    if header.partition_leader_epoch >= 0:
-                        partition.epoch_cache.assign(header.partition_leader_epoch,
-                                                     header.base_offset)
-            # HW first, then the start offset, which may never pass the HW (HAZARDS 8).
-            if data.high_watermark >= 0:
-                log.update_high_watermark(max(log.log_start_offset,
-                                              min(data.high_watermark, log.log_end_offset)))
-            if data.log_start_offset > log.log_start_offset:
-                new_start = min(data.log_start_offset, log.high_watermark)
-                if log.increment_log_start_offset(new_start):
-                    partition.epoch_cache.truncate_from_start(new_start)
-            partition.check_offsets()
-            return log.log_end_offset
-        return self._storage(run)
-
-
-# ---- delayed operations --------------------------------------------------------------------------
-
-
-@dataclass
-class _ProduceStatus:
-    required_offset: int  # the HW that acknowledges the append (last offset + 1)
-    leader_epoch: int
-    result: ProducePartitionResult
-    pending: bool = True
-
-
-class DelayedProduce(DelayedOperation):
-    """acks=all: waits until the HW passes each partition's last appended offset."""
-
-    def __init__(self, rm: ReplicaManager, correlation_id: int,
-                 results: list[ProducePartitionResult], statuses: dict[TopicPartition,
-                                                                      _ProduceStatus],
-                 respond: Callable[[ProduceResponse], None]) -> None:
-        super().__init__()
-        self.rm = rm
-        self.correlation_id = correlation_id
-        self.results = results
-        self.statuses = statuses
-        self.respond = respond
-
-    def try_complete(self) -> bool:
-        for tp, status in self.statuses.items():
-            if not status.pending:
-                continue
-            partition = self.rm.partitions.get(tp)
-            if (partition is None or not partition.is_leader
-                    or partition.leader_epoch != status.leader_epoch):
-                status.result = ProducePartitionResult(tp, Errors.NOT_LEADER_OR_FOLLOWER)
-                status.pending = False
-            elif partition.offline:
-                status.result = ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR)
-                status.pending = False
-            elif partition.high_watermark >= status.required_offset:
-                status.pending = False
-        if any(s.pending for s in self.statuses.values()):
-            return False
-        return self.force_complete()
-
-    def on_complete(self) -> None:
-        out = []
-        for result in self.results:
-            status = self.statuses.get(result.tp)
-            if status is None:
-                out.append(result)
-            elif status.pending:
-                out.append(ProducePartitionResult(result.tp, Errors.REQUEST_TIMED_OUT,
-                                                  error_message="not replicated to the ISR "
-                                                  "within the request timeout"))
-            else:
-                out.append(status.result)
-        self.respond(ProduceResponse(self.correlation_id, tuple(out)))
-
-
-class DelayedFetch(DelayedOperation):
-    """A fetch with ``max_wait_ms`` that found nothing: waits for data (or the HW, for
-    consumers) to move, then reads again."""
-
-    def __init__(self, rm: ReplicaManager, request: FetchRequest,
-                 denied: Mapping[TopicPartition, Errors],
-                 respond: Callable[[FetchResponse], None]) -> None:
-        super().__init__()
-        self.rm = rm
-        self.request = request
-        self.denied = denied
-        self.respond = respond
-        self._datas: list[FetchPartitionData] | None = None
-
-    def try_complete(self) -> bool:
-        datas, size, has_error = self.rm.read_partitions(self.request, self.denied)
-        if size >= self.request.min_bytes or has_error:
-            self._datas = datas
-            return self.force_complete()
-        return False
-
-    def on_complete(self) -> None:
-        datas = self._datas
-        if datas is None:  # expired: read what there is now
-            datas, _, _ = self.rm.read_partitions(self.request, self.denied)
-        self.respond(FetchResponse(self.request.correlation_id, Errors.NONE, tuple(datas)))
-
-
-# ---- the replica manager -------------------------------------------------------------------------
-
-
 class ReplicaManager:
     """Partitions, fetchers and purgatories of one broker."""
 
     def __init__(self, broker_id: int, config: BrokerConfig, log_manager: LogManager,
-                 clock: Clock, scheduler: Scheduler, channel: RequestChannel,
+                 clock: Clock, scheduler: Scheduler,
                  broker_epoch: Callable[[], int], controller_node: Callable[[], str | None],
-                 on_offline_dirs: Callable[[list[str]], None] | None = None) -> None:
+                 emit: Emit, on_offline_dirs: Callable[[list[str]], None] | None = None) -> None:
+        """Everything the manager decides to send or arm (its own requests, its fetchers'
+        requests, answers of delayed operations, timers) goes to ``emit``."""
         self.broker_id = broker_id
         self.config = config
         self.log_manager = log_manager
         self.clock = clock
         self.scheduler = scheduler
-        self.channel = channel
         self.broker_epoch = broker_epoch
         self.controller_node = controller_node
+        self.emit = emit
         self.on_offline_dirs = on_offline_dirs
         self.partitions: dict[TopicPartition, Partition] = {}
         self.metadata = MetadataCache()
+        # Their expiry timers are effects too, in order with the responses of the same decision.
         self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory(
-            f"broker-{broker_id} produce", scheduler, config.max_purgatory_operations)
+            "produce", EmittedTimers(emit), config.max_purgatory_operations)
         self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory(
-            f"broker-{broker_id} fetch", scheduler, config.max_purgatory_operations)
+            "fetch", EmittedTimers(emit), config.max_purgatory_operations)
         self.fetch_target = ReplicaFetchTarget(self)
         self.replica_fetcher_manager = FetcherManager(
             f"broker-{broker_id} ReplicaFetcherManager", "Replica", config.num_replica_fetchers,
             lambda source_id, _fetcher_id: LeaderSource(source_id, self), self.fetch_target,
             clock, scheduler, config.replica_fetch_backoff_ms, config.replica_fetch_max_bytes)
         self.known_offline_dirs: set[str] = set(log_manager.offline_dirs)
-        self._tasks: list[Task] = []
         self.isr_shrinks = 0
         self.isr_expands = 0
-        self.truncations = 0
+        self.truncations = 0  # counted by the fetch target
         # Per topic: (controller epoch, correlation id) of the message whose topic configs were
         # applied last; an older message's configs are stale and ignored.
         self.topic_config_versions: dict[str, tuple[int, int]] = {}
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
-    def startup(self) -> None:
-        """Schedule ISR expiration (every replica.lag.time.max.ms / 2, as Kafka does)."""
+    def startup(self) -> list[Effect]:
+        """The timer of ISR expiration (every replica.lag.time.max.ms / 2, as Kafka does)."""
         period = max(1, self.config.replica_lag_time_max_ms // 2)
-        self._tasks.append(self.scheduler.schedule(f"broker-{self.broker_id} isr-expiration",
-                                                   self.maybe_shrink_isr, period, period))
+        return [ArmTask("isr-expiration", period, self.maybe_shrink_isr, period)]
 
     def halt(self) -> None:
-        """Stop everything at once, without I/O (the process died)."""
-        for task in self._tasks:
-            task.cancel()
-        self._tasks = []
+        """Stop everything at once, without I/O (the process died); the driver cancels the
+        timers."""
         self.replica_fetcher_manager.shutdown()
         self.produce_purgatory.cancel_all()
         self.fetch_purgatory.cancel_all()
 
     # ---- lookup ------------------------------------------------------------------------------
 
-    def _partition_error(self, tp: TopicPartition) -> Errors:
-        """The error for a partition this broker does not host (Kafka's getPartitionOrError)."""
-        if tp in self.metadata.partitions:
-            return Errors.NOT_LEADER_OR_FOLLOWER
-        return Errors.UNKNOWN_TOPIC_OR_PARTITION
-
     def _leader_partition(self, tp: TopicPartition, current_leader_epoch: int = NO_EPOCH
                           ) -> Partition | Errors:
         partition = self.partitions.get(tp)
         if partition is None:
-            return self._partition_error(tp)
+            return self.metadata.partition_error(tp)
         if partition.offline:
             return Errors.KAFKA_STORAGE_ERROR
         if not partition.is_leader:
@@ -460,56 +160,56 @@ class ReplicaManager:
     # ---- LeaderAndIsr ------------------------------------------------------------------------
 
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> list[PartitionError]:
-        """Apply each partition state on its own; the caller has already fenced the request."""
+        """Apply each partition state on its own; the caller has already fenced the request.
+        A partition named twice takes its first state only."""
         self.apply_topic_configs(request)
         results: dict[TopicPartition, Errors] = {}
         to_lead: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
         to_follow: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
         now = self.clock.now_ms()
+        seen: set[TopicPartition] = set()
         for state in request.partition_states:
-            tp = state.tp
-            if tp in results:
+            if state.tp in seen:
                 continue  # a repeated partition: the first state stands
-            if self.broker_id not in state.replicas:
-                results[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            partition = self.partitions.get(tp)
-            if partition is not None:
-                if partition.offline:
-                    results[tp] = Errors.KAFKA_STORAGE_ERROR
-                    continue
-                if state.leader_epoch < partition.leader_epoch:
-                    results[tp] = Errors.STALE_CONTROLLER_EPOCH
-                    continue
-                if state.leader_epoch == partition.leader_epoch:
-                    # Nothing new for the role; a newer partition epoch carries a new ISR or
-                    # replica set (the FULL request a new controller sends repeats the rest).
-                    if state.partition_epoch > partition.partition_epoch:
-                        partition.update_assignment(state, now)
-                        self._maybe_increment_hw(partition)
-                    results[tp] = Errors.NONE
-                    continue
+            seen.add(state.tp)
+            found = self._partition_to_change(state, now)
+            if isinstance(found, Errors):
+                results[state.tp] = found
+            elif state.leader == self.broker_id:
+                to_lead.append((found, state))
             else:
-                created = self._create_partition(state)
-                if isinstance(created, Errors):
-                    results[tp] = created
-                    continue
-                partition = created
-            if state.leader == self.broker_id:
-                to_lead.append((partition, state))
-            else:
-                to_follow.append((partition, state))
+                to_follow.append((found, state))
         self._make_leaders(to_lead, results)
         self._make_followers(to_follow, results)
         self.replica_fetcher_manager.shutdown_idle_fetchers()
         self.check_offline_dirs()
-        seen: set[TopicPartition] = set()
-        out = []
-        for state in request.partition_states:
-            if state.tp not in seen:
-                seen.add(state.tp)
-                out.append(PartitionError(state.tp, results.get(state.tp, Errors.NONE)))
-        return out
+        # One result per partition, in the request's order (a leader or follower change that
+        # failed left its error in ``results``).
+        return [PartitionError(tp, results.get(tp, Errors.NONE))
+                for tp in dict.fromkeys(s.tp for s in request.partition_states)]
+
+    def _partition_to_change(self, state: LeaderAndIsrPartitionState, now: int
+                             ) -> Partition | Errors:
+        """The partition ``state`` makes leader or follower (created if new), or the
+        partition's result when its role does not change (NONE when only its ISR or replicas
+        may have)."""
+        if self.broker_id not in state.replicas:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        partition = self.partitions.get(state.tp)
+        if partition is None:
+            return self._create_partition(state)
+        if partition.offline:
+            return Errors.KAFKA_STORAGE_ERROR
+        if state.leader_epoch < partition.leader_epoch:
+            return Errors.STALE_CONTROLLER_EPOCH
+        if state.leader_epoch == partition.leader_epoch:
+            # Nothing new for the role; a newer partition epoch carries a new ISR or replica
+            # set (the FULL request a new controller sends repeats the rest).
+            if state.partition_epoch > partition.partition_epoch:
+                partition.update_assignment(state, now)
+                self._maybe_increment_hw(partition)
+            return Errors.NONE
+        return partition
 
     def _create_partition(self, state: LeaderAndIsrPartitionState) -> Partition | Errors:
         tp = state.tp
@@ -604,7 +304,7 @@ class ReplicaManager:
         done: set[str] = set()
         for state in request.partition_states:
             topic = state.tp.topic
-            if topic in done or state.leader == _LEADER_DURING_DELETE:
+            if topic in done or state.leader == LEADER_DURING_DELETE:
                 continue
             done.add(topic)
             if version <= self.topic_config_versions.get(topic, (-1, -1)):
@@ -656,41 +356,27 @@ class ReplicaManager:
         return [PartitionError(tp, error) for tp, error in results.items()]
 
     def update_metadata(self, request: UpdateMetadataRequest) -> None:
-        """Remember the controller's view of partitions and live brokers. A partition of a
-        deleted topic (leader LeaderDuringDelete, -2) leaves the cache, unless the cache already
-        holds a newer topic of the same name (another topic id). The network may reorder two
-        UpdateMetadata requests: a partition state older (leader epoch, partition epoch) than
-        the one held for the same topic id changes nothing, else clients would be sent back to
-        a deposed leader. The topic configs it carries are
-        applied first."""
+        """Apply the topic configs ``request`` carries, then remember its view of partitions
+        and live brokers in the metadata cache (``MetadataCache.update``)."""
         self.apply_topic_configs(request)
-        for state in request.partition_states:
-            held = self.metadata.partitions.get(state.tp)
-            same_topic = held is not None and held.topic_id == state.topic_id
-            if state.leader == LEADER_DURING_DELETE:
-                if same_topic:
-                    del self.metadata.partitions[state.tp]
-            elif not same_topic or held is None or (
-                    (state.leader_epoch, state.partition_epoch)
-                    >= (held.leader_epoch, held.partition_epoch)):
-                self.metadata.partitions[state.tp] = state
-        self.metadata.live_brokers = frozenset(request.live_brokers)
-        self.metadata.controller_id = request.controller_id
+        self.metadata.update(request)
 
     # ---- produce -----------------------------------------------------------------------------
 
     def append_records(self, request: ProduceRequest, denied: Mapping[TopicPartition, Errors],
-                       respond: Callable[[ProduceResponse], None]) -> None:
-        """Append each allowed partition's records as leader; answer per ``request.acks``."""
+                       respond: Callable[[ProduceResponse], None]) -> ProduceResponse | None:
+        """Append each allowed partition's records as leader and return the answer; None when
+        there is none yet: acks=0 is never answered, and an acks=all produce waits in the
+        purgatory, which gives its answer to ``respond`` once the ISR has the records (or the
+        request timed out)."""
         results: list[ProducePartitionResult] = []
-        statuses: dict[TopicPartition, _ProduceStatus] = {}
+        statuses: dict[TopicPartition, ProduceStatus] = {}
         if request.acks not in (0, 1, -1):
             results = [ProducePartitionResult(tp, Errors.INVALID_REQUEST,
                                               error_message=f"acks must be 0, 1 or -1, not "
                                               f"{request.acks}")
                        for tp, _ in request.partitions]
-            respond(ProduceResponse(request.correlation_id, tuple(results)))
-            return
+            return ProduceResponse(request.correlation_id, tuple(results))
         for tp, records in request.partitions:
             if tp in denied:
                 results.append(ProducePartitionResult(tp, denied[tp]))
@@ -699,14 +385,14 @@ class ReplicaManager:
             results.append(result)
             if request.acks == -1 and result.error is Errors.NONE:
                 partition = self.partitions[tp]
-                statuses[tp] = _ProduceStatus(required, partition.leader_epoch, result)
+                statuses[tp] = ProduceStatus(required, partition.leader_epoch, result)
         if request.acks == 0:
-            return
+            return None
         if request.acks == 1 or not statuses:
-            respond(ProduceResponse(request.correlation_id, tuple(results)))
-            return
+            return ProduceResponse(request.correlation_id, tuple(results))
         op = DelayedProduce(self, request.correlation_id, results, statuses, respond)
         self.produce_purgatory.try_complete_else_watch(op, list(statuses), request.timeout_ms)
+        return None
 
     def _append_one(self, tp: TopicPartition, records: bytes, acks: int
                     ) -> tuple[ProducePartitionResult, int]:
@@ -742,18 +428,19 @@ class ReplicaManager:
     # ---- fetch -------------------------------------------------------------------------------
 
     def fetch_messages(self, request: FetchRequest, denied: Mapping[TopicPartition, Errors],
-                       respond: Callable[[FetchResponse], None]) -> None:
-        """Serve a consumer or follower fetch; park it if there is nothing yet and it may wait."""
+                       respond: Callable[[FetchResponse], None]) -> FetchResponse | None:
+        """Serve a consumer or follower fetch and return the answer; None if there is nothing
+        yet and it may wait: then it is parked and ``respond`` gets the answer later."""
         if request.replica_id >= 0:
             self._record_follower_fetches(request, denied)
         datas, size, has_error = self.read_partitions(request, denied)
         if (request.max_wait_ms <= 0 or size >= request.min_bytes or has_error
                 or not request.partitions):
-            respond(FetchResponse(request.correlation_id, Errors.NONE, tuple(datas)))
-            return
+            return FetchResponse(request.correlation_id, Errors.NONE, tuple(datas))
         op = DelayedFetch(self, request, denied, respond)
         self.fetch_purgatory.try_complete_else_watch(
             op, [p.tp for p in request.partitions], request.max_wait_ms)
+        return None
 
     def _record_follower_fetches(self, request: FetchRequest,
                                  denied: Mapping[TopicPartition, Errors]) -> None:
@@ -907,13 +594,13 @@ class ReplicaManager:
         pending = PendingIsrChange(new_isr, partition.leader_epoch, partition.partition_epoch)
         partition.pending_isr = pending
         broker_epoch = self.broker_epoch()
-        self.channel.send(
+        self.emit(Call(
             controller,
             lambda cid: AlterPartitionRequest(cid, self.broker_id, broker_epoch, partition.tp,
                                               pending.leader_epoch, pending.partition_epoch,
                                               new_isr),
             lambda response: self._on_alter_partition(partition, pending, response),
-            self.config.controller_socket_timeout_ms)
+            self.config.controller_socket_timeout_ms))
 
     def _on_alter_partition(self, partition: Partition, pending: PendingIsrChange,
                             response: Message | None) -> None:
@@ -979,11 +666,4 @@ class ReplicaManager:
         return [self.partitions[tp] for tp in tps if tp in self.partitions]
 
 
-__all__ = [
-    "DelayedFetch",
-    "DelayedProduce",
-    "LeaderSource",
-    "MetadataCache",
-    "ReplicaFetchTarget",
-    "ReplicaManager",
-]
+__all__ = ["ReplicaManager", "TopicIdMismatch"]

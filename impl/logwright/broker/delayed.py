@@ -1,0 +1,131 @@
+"""The broker's delayed operations, kept in purgatories (``purgatory.py``) until they complete.
+
+``DelayedProduce`` is an acks=all produce waiting for the ISR; ``DelayedFetch`` a fetch with
+``max_wait_ms`` waiting for data. Each answers through its ``respond`` function exactly once (the
+purgatory's invariant); the broker makes that answer a ``Send`` effect, so a response completed
+later takes the same path as one answered at once.
+
+Invariants upheld: an acks=all produce is acknowledged only once the high watermark passes its
+last offset, and only by the leader of the epoch that appended it (a new leader, or a dir gone
+offline, answers NOT_LEADER_OR_FOLLOWER or KAFKA_STORAGE_ERROR; a timeout REQUEST_TIMED_OUT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from logwright.broker.partition import Partition
+from logwright.broker.purgatory import DelayedOperation
+from logwright.errors import Errors
+from logwright.identity import TopicPartition
+from logwright.protocol import (
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    ProducePartitionResult,
+    ProduceResponse,
+)
+
+
+class ReplicaView(Protocol):
+    """What a delayed operation reads of the replica manager (no import of it)."""
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, Partition]:
+        """The partitions hosted here."""
+        ...
+
+    def read_partitions(self, request: FetchRequest, denied: Mapping[TopicPartition, Errors]
+                        ) -> tuple[list[FetchPartitionData], int, bool]:
+        """Read every partition of ``request``: (data, bytes read, whether any erred)."""
+        ...
+
+
+@dataclass
+class ProduceStatus:
+    """Where one partition of an acks=all produce stands."""
+
+    required_offset: int  # the HW that acknowledges the append (last offset + 1)
+    leader_epoch: int
+    result: ProducePartitionResult
+    pending: bool = True
+
+
+class DelayedProduce(DelayedOperation):
+    """acks=all: waits until the HW passes each partition's last appended offset."""
+
+    def __init__(self, rm: ReplicaView, correlation_id: int,
+                 results: list[ProducePartitionResult], statuses: dict[TopicPartition,
+                                                                      ProduceStatus],
+                 respond: Callable[[ProduceResponse], None]) -> None:
+        super().__init__()
+        self.rm = rm
+        self.correlation_id = correlation_id
+        self.results = results
+        self.statuses = statuses
+        self.respond = respond
+
+    def try_complete(self) -> bool:
+        for tp, status in self.statuses.items():
+            if not status.pending:
+                continue
+            partition = self.rm.partitions.get(tp)
+            if (partition is None or not partition.is_leader
+                    or partition.leader_epoch != status.leader_epoch):
+                status.result = ProducePartitionResult(tp, Errors.NOT_LEADER_OR_FOLLOWER)
+                status.pending = False
+            elif partition.offline:
+                status.result = ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR)
+                status.pending = False
+            elif partition.high_watermark >= status.required_offset:
+                status.pending = False
+        if any(s.pending for s in self.statuses.values()):
+            return False
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        out = []
+        for result in self.results:
+            status = self.statuses.get(result.tp)
+            if status is None:
+                out.append(result)
+            elif status.pending:
+                out.append(ProducePartitionResult(result.tp, Errors.REQUEST_TIMED_OUT,
+                                                  error_message="not replicated to the ISR "
+                                                  "within the request timeout"))
+            else:
+                out.append(status.result)
+        self.respond(ProduceResponse(self.correlation_id, tuple(out)))
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch with ``max_wait_ms`` that found nothing: waits for data (or the HW, for
+    consumers) to move, then reads again."""
+
+    def __init__(self, rm: ReplicaView, request: FetchRequest,
+                 denied: Mapping[TopicPartition, Errors],
+                 respond: Callable[[FetchResponse], None]) -> None:
+        super().__init__()
+        self.rm = rm
+        self.request = request
+        self.denied = denied
+        self.respond = respond
+        self._datas: list[FetchPartitionData] | None = None
+
+    def try_complete(self) -> bool:
+        datas, size, has_error = self.rm.read_partitions(self.request, self.denied)
+        if size >= self.request.min_bytes or has_error:
+            self._datas = datas
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        datas = self._datas
+        if datas is None:  # expired: read what there is now
+            datas, _, _ = self.rm.read_partitions(self.request, self.denied)
+        self.respond(FetchResponse(self.request.correlation_id, Errors.NONE, tuple(datas)))
+
+
+__all__ = ["DelayedFetch", "DelayedProduce", "ProduceStatus", "ReplicaView"]

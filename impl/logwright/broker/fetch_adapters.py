@@ -1,0 +1,202 @@
+"""The two sides a replica fetcher (``fetcher.py``) works between, on a follower broker.
+
+``LeaderSource`` is the leader, reached over the network: its requests are ``Request`` effects,
+which the broker's driver sends through the request channel like every other request of the
+broker; ``ReplicaFetchTarget`` is the follower replicas hosted here, which the fetched records fill.
+
+Invariants upheld (HAZARDS 8): a follower appends, sets its high watermark to min(leader's, own
+log end offset), and only then raises its log start offset to the leader's, never above its high
+watermark; a follower truncates only as the fetcher's leader epoch protocol says; a storage error
+on a partition takes its log dir offline here, at once, before the fetcher marks it failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from logwright.broker.config import BrokerConfig
+from logwright.broker.effects import Call, Emit
+from logwright.broker.epoch_cache import UNDEFINED_EPOCH
+from logwright.broker.fetcher import EpochCallback, FetchCallback
+from logwright.broker.partition import Partition, Role
+from logwright.errors import Errors, KafkaStorageError, LogwrightError, UnexpectedAppendOffset
+from logwright.identity import TopicPartition
+from logwright.protocol import (
+    FetchPartition,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    Message,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+from logwright.records import iter_batches
+
+
+class NotFollowing(LogwrightError):
+    """A fetcher touched a partition this broker no longer follows."""
+
+
+class ReplicaHost(Protocol):
+    """What the adapters need of the broker's replica manager (no import of it: the manager
+    sits above them)."""
+
+    broker_id: int
+    config: BrokerConfig
+    emit: Emit
+    partitions: dict[TopicPartition, Partition]
+    truncations: int
+
+    def broker_epoch(self) -> int:
+        """This broker's current broker epoch."""
+        ...
+
+    def check_offline_dirs(self) -> list[str]:
+        """React to log dirs that went offline since the last check."""
+        ...
+
+
+class LeaderSource:
+    """A fetch source that is a leader broker, reached over the network."""
+
+    def __init__(self, source_id: int, rm: ReplicaHost) -> None:
+        self.source_id = source_id
+        self.node_id = f"broker-{source_id}"
+        self.rm = rm
+        self.closed = False
+
+    def fetch(self, partitions: Sequence[FetchPartition], callback: FetchCallback) -> None:
+        cfg = self.rm.config
+
+        def on_response(message: Message | None) -> None:
+            if self.closed:
+                return
+            if isinstance(message, FetchResponse) and message.error is Errors.NONE:
+                callback({p.tp: p for p in message.partitions})
+            else:
+                callback(None)
+
+        self.rm.emit(Call(
+            self.node_id,
+            lambda cid: FetchRequest(cid, self.rm.broker_id, self.rm.broker_epoch(),
+                                     cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_min_bytes,
+                                     cfg.replica_fetch_response_max_bytes, tuple(partitions),
+                                     principal=cfg.inter_broker_principal),
+            on_response, cfg.replica_socket_timeout_ms))
+
+    def end_offsets_for_epochs(self, partitions: Sequence[OffsetForLeaderEpochPartition],
+                               callback: EpochCallback) -> None:
+        cfg = self.rm.config
+
+        def on_response(message: Message | None) -> None:
+            if self.closed:
+                return
+            if isinstance(message, OffsetForLeaderEpochResponse):
+                callback({r.tp: r for r in message.results})
+            else:
+                callback(None)
+
+        self.rm.emit(Call(
+            self.node_id,
+            lambda cid: OffsetForLeaderEpochRequest(cid, self.rm.broker_id, tuple(partitions),
+                                                    principal=cfg.inter_broker_principal),
+            on_response, cfg.replica_socket_timeout_ms))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ReplicaFetchTarget:
+    """The follower replicas a replica fetcher fills."""
+
+    def __init__(self, rm: ReplicaHost) -> None:
+        self.rm = rm
+
+    def _follower(self, tp: TopicPartition) -> Partition:
+        partition = self.rm.partitions.get(tp)
+        if partition is None or partition.role is not Role.FOLLOWER:
+            raise NotFollowing(f"{tp} is not a follower on broker {self.rm.broker_id}")
+        return partition
+
+    def _storage(self, fn: Callable[[], int]) -> int:
+        try:
+            return fn()
+        except KafkaStorageError:
+            self.rm.check_offline_dirs()
+            raise
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        return self._follower(tp).log_end_offset
+
+    def log_start_offset(self, tp: TopicPartition) -> int:
+        partition = self._follower(tp)
+        if partition.offline:
+            self.rm.check_offline_dirs()
+            raise KafkaStorageError(f"{tp}: its log dir is offline")
+        return partition.log_start_offset
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        return self._follower(tp).high_watermark
+
+    def latest_epoch(self, tp: TopicPartition) -> int | None:
+        return self._follower(tp).epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> tuple[int, int] | None:
+        partition = self._follower(tp)
+        found_epoch, end = partition.epoch_cache.end_offset_for(epoch, partition.log_end_offset)
+        if found_epoch == UNDEFINED_EPOCH:
+            return None
+        return found_epoch, end
+
+    def truncate(self, tp: TopicPartition, offset: int) -> None:
+        partition = self._follower(tp)
+
+        def run() -> int:
+            partition.log.truncate_to(offset)
+            partition.epoch_cache.truncate_from_end(partition.log_end_offset)
+            partition.check_offsets()
+            return 0
+        self._storage(run)
+        self.rm.truncations += 1
+
+    def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
+        partition = self._follower(tp)
+
+        def run() -> int:
+            partition.log.truncate_fully_and_start_at(offset)
+            partition.epoch_cache.clear()
+            partition.check_offsets()
+            return 0
+        self._storage(run)
+
+    def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
+                               data: FetchPartitionData) -> int:
+        partition = self._follower(tp)
+        log = partition.log
+
+        def run() -> int:
+            if fetch_offset != log.log_end_offset:
+                raise UnexpectedAppendOffset(
+                    f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
+            if data.records:
+                log.append_as_follower(data.records)
+                for _, header in iter_batches(data.records, verify_crc=False):
+                    if header.partition_leader_epoch >= 0:
+                        partition.epoch_cache.assign(header.partition_leader_epoch,
+                                                     header.base_offset)
+            # HW first, then the start offset, which may never pass the HW (HAZARDS 8).
+            if data.high_watermark >= 0:
+                log.update_high_watermark(max(log.log_start_offset,
+                                              min(data.high_watermark, log.log_end_offset)))
+            if data.log_start_offset > log.log_start_offset:
+                new_start = min(data.log_start_offset, log.high_watermark)
+                if log.increment_log_start_offset(new_start):
+                    partition.epoch_cache.truncate_from_start(new_start)
+            partition.check_offsets()
+            return log.log_end_offset
+        return self._storage(run)
+
+
+__all__ = ["LeaderSource", "NotFollowing", "ReplicaFetchTarget", "ReplicaHost"]

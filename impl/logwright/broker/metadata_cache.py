@@ -1,0 +1,101 @@
+"""The broker's metadata cache: the controller's view, as the last UpdateMetadata told it.
+
+Any broker answers a Metadata request from here, leader or not (as Kafka does), and a broker
+tells "not hosted here" (NOT_LEADER_OR_FOLLOWER) from "no such partition"
+(UNKNOWN_TOPIC_OR_PARTITION) by it.
+
+Invariant upheld: the network may reorder two UpdateMetadata requests, and a client sent to a
+deposed leader would be sent back and forth; so a partition state older (leader epoch, partition
+epoch) than the one held for the same topic id never replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from logwright.errors import Errors
+from logwright.identity import TopicPartition
+from logwright.protocol import (
+    LeaderAndIsrPartitionState,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+    UpdateMetadataRequest,
+)
+
+LEADER_DURING_DELETE = -2
+"""UpdateMetadata's leader for a partition of a deleted topic (Kafka's LeaderDuringDelete)."""
+
+
+@dataclass
+class MetadataCache:
+    """What the last accepted UpdateMetadata said: partition states and live brokers."""
+
+    partitions: dict[TopicPartition, LeaderAndIsrPartitionState] = field(default_factory=dict)
+    live_brokers: frozenset[int] = frozenset()
+    controller_id: int = -1
+
+    def topic_metadata(self, request: MetadataRequest, authorized: Callable[[str], bool]
+                       ) -> MetadataResponse:
+        """Kafka's Metadata answer from this cache. A partition whose leader is not a live
+        broker is LEADER_NOT_AVAILABLE; a topic not in the cache UNKNOWN_TOPIC_OR_PARTITION.
+        Asked for every topic, topics the principal may not describe are left out; named, they
+        answer TOPIC_AUTHORIZATION_FAILED."""
+        by_topic: dict[str, list[LeaderAndIsrPartitionState]] = {}
+        for tp, state in self.partitions.items():
+            by_topic.setdefault(tp.topic, []).append(state)
+        if request.topics is None:
+            names: Sequence[str] = sorted(t for t in by_topic if authorized(t))
+        else:
+            names = request.topics
+        topics: list[MetadataTopic] = []
+        for name in names:
+            states = by_topic.get(name)
+            if not authorized(name):
+                topics.append(MetadataTopic(name, Errors.TOPIC_AUTHORIZATION_FAILED))
+            elif not states:
+                topics.append(MetadataTopic(name, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                parts = tuple(
+                    MetadataPartition(s.tp.partition, Errors.NONE, s.leader, s.leader_epoch,
+                                      s.replicas, s.isr)
+                    if s.leader in self.live_brokers else
+                    MetadataPartition(s.tp.partition, Errors.LEADER_NOT_AVAILABLE, -1,
+                                      s.leader_epoch, s.replicas, s.isr)
+                    for s in sorted(states, key=lambda s: s.tp.partition))
+                topics.append(MetadataTopic(name, Errors.NONE, states[0].topic_id, parts))
+        brokers = tuple(MetadataBroker(b, f"broker-{b}") for b in sorted(self.live_brokers))
+        return MetadataResponse(request.correlation_id, brokers, self.controller_id,
+                                tuple(topics))
+
+    def update(self, request: UpdateMetadataRequest) -> None:
+        """Remember the controller's view of partitions and live brokers. A partition of a
+        deleted topic (leader LeaderDuringDelete, -2) leaves the cache, unless the cache already
+        holds a newer topic of the same name (another topic id). A partition state older
+        (leader epoch, partition epoch) than the one held for the same topic id changes
+        nothing."""
+        for state in request.partition_states:
+            held = self.partitions.get(state.tp)
+            same_topic = held is not None and held.topic_id == state.topic_id
+            if state.leader == LEADER_DURING_DELETE:
+                if same_topic:
+                    del self.partitions[state.tp]
+            elif not same_topic or held is None or (
+                    (state.leader_epoch, state.partition_epoch)
+                    >= (held.leader_epoch, held.partition_epoch)):
+                self.partitions[state.tp] = state
+        self.live_brokers = frozenset(request.live_brokers)
+        self.controller_id = request.controller_id
+
+    def partition_error(self, tp: TopicPartition) -> Errors:
+        """The error for a partition this broker does not host (Kafka's getPartitionOrError):
+        one the cluster knows is led elsewhere, any other is unknown."""
+        if tp in self.partitions:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+__all__ = ["LEADER_DURING_DELETE", "MetadataCache"]
