@@ -24,8 +24,6 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from logwright.broker import Broker, BrokerConfig, BrokerState
 from logwright.broker.metrics import PER_LOG_PREFIX, BrokerMetrics, merged_collector
 from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
-from logwright.cluster.runtime import RealRuntime
-from logwright.cluster.world import SimWorld
 from logwright.configs import (
     ConfigEntry,
     describe_topic_configs,
@@ -51,7 +49,7 @@ from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_
 from logwright.logmanager import DataDirIdentity
 from logwright.protocol import NO_EPOCH
 from logwright.storage.meta_properties import LOCK_FILE
-from logwright.world import FileLock, RealFileSystem
+from logwright.world import FileLock, RealFileSystem, RealRuntime, SimWorld, make_data_root
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
 
@@ -153,9 +151,8 @@ class Cluster:
                                    "config_file/broker_properties, not both")
             broker_config, controller_config = _configs_from_properties(config_file,
                                                                         broker_properties)
-        os.makedirs(path, exist_ok=True)
-        root = os.path.abspath(path)
         fs = RealFileSystem()
+        root = make_data_root(fs, path)
         try:
             lock = fs.lock(os.path.join(root, LOCK_FILE))
         except OSError as exc:
