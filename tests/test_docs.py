@@ -52,6 +52,13 @@ def test_examples_type_check_under_mypy_strict(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_verification_example_runs() -> None:
+    blocks = python_blocks("verification.md")
+    assert blocks, "docs/verification.md has a runnable example"
+    for code in blocks:
+        exec(compile(code, "docs/verification.md", "exec"), {})
+
+
 def test_metrics_example_runs() -> None:
     blocks = python_blocks("metrics.md")
     assert blocks, "docs/metrics.md has a runnable example"
