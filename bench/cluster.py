@@ -9,9 +9,7 @@ steps/s. Each timed run checks that it did its work (offsets reached, steps take
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import invariant, run_state_machine_as_test
@@ -23,8 +21,6 @@ from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog
 from logwright.storage.naming import TopicPartition
 from logwright.world import SimFileSystem, SimScheduler, VirtualClock
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 RECORDS_PER_BATCH = 100
 RECORD_BYTES = 100
@@ -140,8 +136,8 @@ def _steps_per_s(machine: type, examples: int) -> tuple[float, float]:
 
 def bench_stateful_steps(quick: bool) -> Result:
     """Hypothesis stateful-test throughput of the cluster machine (target >= 200 steps/s)."""
-    from model_tests.test_cluster_stateful import ClusterMachine
-    from model_tests.test_storage_stateful import StorageMachine
+    from logwright.verify.stateful_cluster import ClusterMachine
+    from logwright.verify.stateful_storage import StorageMachine
 
     examples = 10 if quick else 60
     samples = interleaved(lambda: _steps_per_s(ClusterMachine, examples),

@@ -25,8 +25,8 @@ if str(BENCH_DIR) not in sys.path:
 
 from common import Result, Target, error_result  # noqa: E402
 from logwright.model import SPECS, check  # noqa: E402
-from logwright.model.tlc import run_tlc, tlc_missing  # noqa: E402
 from logwright.verify.formal import configs, spec_dir, tlc_figures  # noqa: E402
+from logwright.verify.tlc import run_tlc, tlc_missing  # noqa: E402
 
 TARGET = Target("ratio", ">=", 1.0)
 """At least TLC's single-worker distinct states per second."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import posixpath
+import random
 import re
 import struct
 from collections.abc import Callable
@@ -328,7 +329,8 @@ def build_broker(dirs: list[str], partitions: int, batches: int) -> None:
     """Create ``partitions`` logs over ``dirs`` through the real ``LogManager``, give each a few
     committed batches, and shut down cleanly (fsync skipped: see ``FixtureFileSystem``)."""
     clock = VirtualClock(START_MS)
-    manager = LogManager(FixtureFileSystem(), dirs, clock, SimScheduler(clock))
+    manager = LogManager(FixtureFileSystem(), dirs, clock, SimScheduler(clock, seed=0), None,
+                         random.Random(0))
     manager.startup()
     batch = batch_of_size(1024, 100)
     for i in range(partitions):
@@ -381,7 +383,8 @@ def bench_startup(sizes: Sizes) -> Result:
 
         def figure() -> tuple[float, float]:
             clock = VirtualClock(START_MS)
-            manager = LogManager(RealFileSystem(), dirs, clock, SimScheduler(clock))
+            manager = LogManager(RealFileSystem(), dirs, clock, SimScheduler(clock, seed=0),
+                                 None, random.Random(0))
             before = open_descriptors()
             try:
                 timing = timed(manager.startup)

@@ -75,3 +75,19 @@ def test_a_failed_benchmark_is_an_error_not_a_verdict() -> None:
     row.error = "EMFILE"
     assert row.verdict is Verdict.ERROR
     assert math.isnan(row.headroom)
+
+
+def test_bench_imports_no_tests() -> None:
+    """bench/ shares its harness with the tests through the package, never by importing tests/
+    or model_tests/ (they are not installed, and a test module runs its settings on import)."""
+    import ast
+
+    found = []
+    for path in sorted(BENCH_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names
+                      if n.split(".")[0] in ("tests", "model_tests", "conftest")]
+        assert "model_tests" not in path.read_text(encoding="utf-8"), path.name
+    assert found == []

@@ -24,7 +24,7 @@ class WaitFor(DelayedOperation):
 
 
 def test_operations_complete_once_by_condition_or_timeout() -> None:
-    scheduler = SimScheduler(VirtualClock(0))
+    scheduler = SimScheduler(VirtualClock(0), seed=0)
     purgatory: Purgatory[WaitFor] = Purgatory("test", scheduler, max_operations=10)
     box = [0]
     done: list[str] = []
@@ -45,7 +45,7 @@ def test_operations_complete_once_by_condition_or_timeout() -> None:
 
 
 def test_the_purgatory_is_bounded() -> None:
-    scheduler = SimScheduler(VirtualClock(0))
+    scheduler = SimScheduler(VirtualClock(0), seed=0)
     purgatory: Purgatory[WaitFor] = Purgatory("test", scheduler, max_operations=2)
     done: list[str] = []
     for _ in range(2):

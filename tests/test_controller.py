@@ -90,8 +90,8 @@ class Harness:
                  seed: int = 0, duplicate_rate: float = 0.0,
                  retry_ms: int | None = None) -> None:
         self.clock = VirtualClock()
-        self.sched = SimScheduler(self.clock, seed)
-        self.net = SimNetwork(self.sched, seed, duplicate_rate=duplicate_rate)
+        self.sched = SimScheduler(self.clock, seed=seed)
+        self.net = SimNetwork(self.sched, seed=seed, duplicate_rate=duplicate_rate)
         self.store = store if store is not None else MemoryStore()
         self.seed = seed
         self.retry_ms = retry_ms  # off by default, so a test sees exactly what was decided

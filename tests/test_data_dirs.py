@@ -174,7 +174,8 @@ class Node:
     def manager(self, seed: int = 1) -> LogManager:
         identity = DataDirIdentity(self.cluster, self.node_id, random.Random(seed))
         return LogManager(self.fs, self.dirs, self.clock, SimScheduler(self.clock, seed=1),
-                          LogManagerConfig(log=LogConfig(segment_bytes=1000)), identity=identity)
+                          LogManagerConfig(log=LogConfig(segment_bytes=1000)), random.Random(0),
+                          identity=identity)
 
 
 def _disk_state(fs: SimFileSystem, root: str = "/data") -> dict[str, bytes | None]:
@@ -334,8 +335,8 @@ def test_a_manager_on_a_real_disk_refuses_dirs_another_holds(tmp_path: Path) -> 
     clock = VirtualClock(1_000_000)
 
     def manager() -> LogManager:
-        return LogManager(RealFileSystem(), dirs, clock, SimScheduler(clock, seed=1),
-                          identity=DataDirIdentity(CLUSTER, 1, random.Random(1)))
+        return LogManager(RealFileSystem(), dirs, clock, SimScheduler(clock, seed=1), None,
+                          random.Random(0), identity=DataDirIdentity(CLUSTER, 1, random.Random(1)))
 
     first = manager()
     first.startup()

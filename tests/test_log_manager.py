@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from logwright.errors import KafkaStorageError, LogwrightError
@@ -26,7 +28,8 @@ class Broker:
 
     def start(self) -> None:
         self.sched = SimScheduler(self.clock, seed=1)
-        self.lm = LogManager(self.fs, DIRS, self.clock, self.sched, self.config)
+        self.lm = LogManager(self.fs, DIRS, self.clock, self.sched, self.config,
+                             random.Random(0))
         self.report = self.lm.startup()
 
     def crash_and_restart(self) -> None:
@@ -210,7 +213,7 @@ def test_bad_arguments_get_precise_errors() -> None:
     with pytest.raises(Exception, match="INVALID_TOPIC_EXCEPTION"):
         b.lm.create_log(TopicPartition("bad/name", 0))
     with pytest.raises(LogwrightError, match="twice"):
-        LogManager(b.fs, ["/a", "/a/"], b.clock, b.sched)
+        LogManager(b.fs, ["/a", "/a/"], b.clock, b.sched, None, random.Random(0))
 
 
 def test_startup_restarts_a_log_that_lost_everything_above_its_start_offset() -> None:

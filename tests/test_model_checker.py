@@ -27,7 +27,7 @@ from logwright.model import INITIAL, Action, Invariant, Spec, State, check
 from logwright.model.cfg import CfgError, ModelValue, parse_cfg
 from logwright.model.checker import check_generic
 from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
-from logwright.model.tlc import (
+from logwright.verify.tlc import (
     NOT_INSTALLED,
     parse_tlc_output,
     run_sany,

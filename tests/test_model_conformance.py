@@ -16,8 +16,8 @@ import pytest
 
 from logwright.model import SPECS, check
 from logwright.model.packed import PackedSpec
-from logwright.model.tlc import find_tools, run_tlc
 from logwright.verify.formal import bug_of, configs, spec_dir, tlc_figures
+from logwright.verify.tlc import find_tools, run_tlc
 
 SPEC = spec_dir()
 FIGURES = tlc_figures(SPEC)

@@ -39,7 +39,7 @@ def test_config_is_read_from_the_cfg_tlc_reads() -> None:
     config = LogStartOffsetConfig.from_cfg(SPEC / "LogStartOffset.cfg")
     assert config == LogStartOffsetConfig(replicas=(1, 2, 3), leader=1, max_offset=4,
                                           segment_size=2, bug="none")
-    with pytest.raises(ValueError, match="unknown bug"):
+    with pytest.raises(ValueError, match="unknown Bug"):
         LogStartOffsetConfig(bug="Typo")
 
 

@@ -30,7 +30,7 @@ from logwright.model.replica_move import (
 from logwright.verify.formal import load_z3_module
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
-BUG_CFGS = [f"ReplicaMove_bug_{bug}.cfg" for bug in BUGS[1:]]
+BUG_CFGS = [f"ReplicaMove_bug_{bug}.cfg" for bug in BUGS]
 
 
 def load_z3() -> ModuleType:
@@ -83,7 +83,7 @@ def test_counterexample_reads_as_the_story_of_the_bug() -> None:
 # -- the packed fast path: the same machine as the Python actions ----------------------------------
 
 @pytest.mark.parametrize("max_records", [1, 3])
-@pytest.mark.parametrize("bug", BUGS)
+@pytest.mark.parametrize("bug", ["none", *BUGS])
 def test_packed_actions_are_the_python_actions_on_every_reachable_state(
         bug: str, max_records: int) -> None:
     """On every reachable state (invariants ignored): the vectorized successors are the Python
@@ -195,7 +195,7 @@ def test_z3_proves_atomic_move_swap_unbounded() -> None:
     assert "Spacer" in result.detail
 
 
-@pytest.mark.parametrize("bug", BUGS[1:])
+@pytest.mark.parametrize("bug", BUGS)
 def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     (result,) = load_z3().prove(bug)
     assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]

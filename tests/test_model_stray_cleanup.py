@@ -31,7 +31,7 @@ from logwright.model.stray_cleanup import (
 from logwright.verify.formal import load_z3_module
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
-BUG_CFGS = [f"StrayCleanup_bug_{bug}.cfg" for bug in BUGS[1:]]
+BUG_CFGS = [f"StrayCleanup_bug_{bug}.cfg" for bug in BUGS]
 
 
 def load_z3() -> ModuleType:
@@ -206,7 +206,7 @@ SMALL = {"brokers": (1,), "partitions": (1,), "max_topic_id": 2, "max_controller
          "max_time": 1, "retention_period": 1, "stray_deletion_delay": 0}
 
 
-@pytest.mark.parametrize("bug", BUGS)
+@pytest.mark.parametrize("bug", ["none", *BUGS])
 def test_packed_actions_are_the_python_actions_on_every_reachable_state(bug: str) -> None:
     spec = StrayCleanupSpec(StrayCleanupConfig(**SMALL, bug=bug))  # type: ignore[arg-type]
     states = bfs_states(spec)
@@ -214,7 +214,7 @@ def test_packed_actions_are_the_python_actions_on_every_reachable_state(bug: str
     assert_packed_is_generic(spec, states)
 
 
-@pytest.mark.parametrize("bug", BUGS)
+@pytest.mark.parametrize("bug", ["none", *BUGS])
 def test_packed_actions_with_two_brokers_and_two_partitions(bug: str) -> None:
     """Broker and partition ids that are not positions, every action with two of each, on the
     states of random behaviours (the reachable states are millions)."""
@@ -281,7 +281,7 @@ def test_z3_strengthening_is_needed_so_the_proof_is_not_vacuous() -> None:
     assert not result.holds and "DeliverDelayedLeaderAndIsr" in result.detail
 
 
-@pytest.mark.parametrize("bug", BUGS[1:])
+@pytest.mark.parametrize("bug", BUGS)
 def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     (result,) = load_z3().prove(bug)
     assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]

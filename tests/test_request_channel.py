@@ -45,8 +45,8 @@ class Sender:
 
 
 def world(seed: int = 0, duplicate_rate: float = 0.0) -> tuple[SimScheduler, SimNetwork]:
-    sched = SimScheduler(VirtualClock(), seed)
-    return sched, SimNetwork(sched, seed, duplicate_rate=duplicate_rate)
+    sched = SimScheduler(VirtualClock(), seed=seed)
+    return sched, SimNetwork(sched, seed=seed, duplicate_rate=duplicate_rate)
 
 
 def stop(correlation_id: int) -> StopReplicaRequest:

@@ -252,7 +252,8 @@ def test_the_log_manager_recovers_a_distrusted_log_and_trusts_it_again() -> None
     config = LogManagerConfig(log=SMALL)
 
     def start() -> tuple[LogManager, list[str]]:
-        lm = LogManager(fs, ["/data/d1"], clock, SimScheduler(clock, seed=1), config)
+        lm = LogManager(fs, ["/data/d1"], clock, SimScheduler(clock, seed=1), config,
+                        random.Random(0))
         return lm, list(lm.startup().distrusted)
 
     lm, distrusted = start()

@@ -34,7 +34,7 @@ from logwright.verify.storage_campaign import run_campaign
 
 
 def test_a_small_campaign_holds_and_counts_its_work() -> None:
-    result = run_campaign(seeds=1, steps=8, after=2)
+    result = run_campaign(first_seed=0, seeds=1, steps=8, after=2)
     assert result.violation is None, result.where
     assert result.crash_points > 20 and result.checks > result.crash_points
 

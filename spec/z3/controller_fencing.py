@@ -30,15 +30,12 @@ from functools import partial
 from typing import Any
 
 import z3
+from logwright.model.controller_fencing.bugs import BUG_TABLE
 from logwright.model.core import ProofResult
 
 from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
 
-BUGS = ("NoControllerEpochCheck", "NoBrokerEpochCheck", "UnconditionalStoreWrite")
 INVARIANTS = ("StaleControllerFenced",)
-EXPECTED_VIOLATION = dict.fromkeys(BUGS, "StaleControllerFenced")
-"""The invariant each bug switch must violate."""
-
 NOT_HOSTED = -1
 NO_BROKER_EPOCH = -1
 LEADER_AND_ISR, STOP_REPLICA = 0, 1
@@ -66,8 +63,7 @@ _REQUEST_FIELDS = ("controllerEpoch", "brokerEpoch", "leaderEpoch")
 
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
-    if bug != "none" and bug not in BUGS:
-        raise ValueError(f"unknown bug {bug!r}")
+    BUG_TABLE.check(bug)
 
     def init(s: Mapping[str, Any]) -> Any:
         return z3.And(s["controllerEpoch"] == 1, s["leaderEpoch"] == 0, s["brokerEpoch"] == 1,

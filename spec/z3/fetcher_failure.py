@@ -31,14 +31,11 @@ from typing import Any
 
 import z3
 from logwright.model.core import ProofResult
+from logwright.model.fetcher_failure.bugs import BUG_TABLE
 
 from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
 
-BUGS = ("FailWholeFetcher", "FenceWithStaleEpochFails", "NoUnfailOnNewEpoch")
 INVARIANTS = ("FailureContained",)
-EXPECTED_VIOLATION = dict.fromkeys(BUGS, "FailureContained")
-"""The invariant each bug switch must violate."""
-
 NOT_HOSTED = -1
 NOT_FAILED = -1
 NO_FETCH = -1
@@ -62,8 +59,7 @@ FALSE = z3.BoolVal(False)
 
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
-    if bug != "none" and bug not in BUGS:
-        raise ValueError(f"unknown bug {bug!r}")
+    BUG_TABLE.check(bug)
 
     def init(s: Mapping[str, Any]) -> Any:
         return z3.And(s["leaderEpoch"] == 0, s["knownEpoch"] == NOT_HOSTED,

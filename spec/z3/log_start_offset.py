@@ -27,6 +27,7 @@ from typing import Any
 
 import z3
 from logwright.model.core import ProofResult
+from logwright.model.log_start_offset.bugs import BUG_TABLE, EXPECTED_VIOLATION
 
 from .common import (
     ActionDef,
@@ -42,13 +43,7 @@ from .common import (
 REPLICAS = (1, 2, 3)
 """Replica ids, as in spec/LogStartOffset.cfg; 1 is the leader."""
 L = 1
-BUGS = ("RetentionIgnoresHW", "FollowerRaisesStartBeforeHW", "StartOffsetCheckpointLazy")
 INVARIANTS = ("NoNewDataDeleted", "NeverServeBelowLogStart")
-EXPECTED_VIOLATION = {
-    "RetentionIgnoresHW": "NoNewDataDeleted",
-    "FollowerRaisesStartBeforeHW": "NeverServeBelowLogStart",
-    "StartOffsetCheckpointLazy": "NeverServeBelowLogStart",
-}
 PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart")
 
 
@@ -58,8 +53,7 @@ def _v(name: str, i: int) -> str:
 
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
-    if bug != "none" and bug not in BUGS:
-        raise ValueError(f"unknown bug {bug!r}")
+    BUG_TABLE.check(bug)
     lazy = bug == "StartOffsetCheckpointLazy"
     followers = [i for i in REPLICAS if i != L]
 

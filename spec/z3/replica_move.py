@@ -18,14 +18,11 @@ from typing import Any
 
 import z3
 from logwright.model.core import ProofResult
+from logwright.model.replica_move.bugs import BUG_TABLE
 
 from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
 
-BUGS = ("SwapBeforeFlush", "AppendDuringSwap", "DeleteSourceBeforeRename")
 INVARIANTS = ("AtomicMoveSwap",)
-EXPECTED_VIOLATION = dict.fromkeys(BUGS, "AtomicMoveSwap")
-"""The invariant each bug switch must violate."""
-
 SRC, FUT, NO_LOG = 0, 1, -1
 """Logs (TLA+ "src", "fut") and ``current`` while down ("none")."""
 LIVE, FUTURE, DELETE, GONE = 0, 1, 2, 3
@@ -48,8 +45,7 @@ def authoritative(s: V, prefix: str = "durName") -> Any:
 
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
-    if bug != "none" and bug not in BUGS:
-        raise ValueError(f"unknown bug {bug!r}")
+    BUG_TABLE.check(bug)
     true, false = z3.BoolVal(True), z3.BoolVal(False)
 
     def init(s: V) -> Any:

@@ -30,14 +30,11 @@ from typing import Any
 
 import z3
 from logwright.model.core import ProofResult
+from logwright.model.stray_cleanup.bugs import BUG_TABLE
 
 from .common import ActionDef, TransitionSystem, limits, prove_inductive, refute_bmc
 
-BUGS = ("StaleEpochStrayDeletion", "NoAgeGuard", "TopicNameOnlyMatch")
 INVARIANTS = ("NoNewDataDeleted",)
-EXPECTED_VIOLATION = dict.fromkeys(BUGS, "NoNewDataDeleted")
-"""The invariant each bug switch must violate."""
-
 NONE, LIVE, STRAY = 0, 1, 2
 """A log's state (TLA+ "none", "live", "stray")."""
 
@@ -83,8 +80,7 @@ class _WithArrays(TransitionSystem):
 
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
-    if bug != "none" and bug not in BUGS:
-        raise ValueError(f"unknown bug {bug!r}")
+    BUG_TABLE.check(bug)
     true, false = z3.BoolVal(True), z3.BoolVal(False)
 
     def clear_ghost() -> dict[str, Any]:

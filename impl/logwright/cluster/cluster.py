@@ -25,8 +25,6 @@ from logwright.broker import Broker, BrokerConfig, BrokerState
 from logwright.broker.metrics import PER_LOG_PREFIX, BrokerMetrics, merged_collector
 from logwright.cluster import validate
 from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
-from logwright.cluster.runtime import RealRuntime
-from logwright.cluster.world import SimWorld
 from logwright.configs import (
     ConfigEntry,
     describe_topic_configs,
@@ -52,7 +50,7 @@ from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_
 from logwright.logmanager import DataDirIdentity
 from logwright.protocol import NO_EPOCH
 from logwright.storage.meta_properties import LOCK_FILE
-from logwright.world import FileLock, RealFileSystem
+from logwright.world import FileLock, RealFileSystem, RealRuntime, SimWorld
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
 

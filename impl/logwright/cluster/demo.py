@@ -9,7 +9,7 @@ from logwright.cluster.cluster import Cluster
 from logwright.errors import ClusterError, KafkaError
 
 
-def run_demo(say: Callable[[str], None], seed: int = 1, real_path: str | None = None) -> Cluster:
+def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None) -> Cluster:
     """Create a 3-broker cluster, produce, crash the leader, fail the controller over, and show
     that every acknowledged record is still there. Returns the cluster.
 

@@ -30,6 +30,8 @@ from logwright.controller import ControllerConfig, SqliteStore
 from logwright.errors import ClusterError, Errors, InvalidArgument, KafkaError
 from logwright.identity import PARTITION_MAX, broker_node_id, topic_name_problem
 from logwright.storage.naming import OFFSET_MAX
+from logwright.world import RealFileSystem
+from logwright.world.real import make_data_root
 
 if TYPE_CHECKING:
     from logwright.cluster.cluster import Cluster
@@ -219,7 +221,7 @@ def data_dir(path: object, brokers: int, log_dirs_per_broker: int) -> str:
     if os.path.isdir(wanted[1]):
         raise ClusterError(f"{wanted[1]} is a directory, not a metadata store")
     try:
-        os.makedirs(root, exist_ok=True)
+        make_data_root(RealFileSystem(), root)
     except OSError as exc:
         raise InvalidArgument(f"data path {text} cannot be created: "
                               f"{exc.strerror or exc}") from exc

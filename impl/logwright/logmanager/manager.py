@@ -141,8 +141,8 @@ class LogManager:
         log_dirs: Iterable[str],
         clock: Clock,
         scheduler: Scheduler,
-        config: LogManagerConfig | None = None,
-        rng: random.Random | None = None,
+        config: LogManagerConfig | None,
+        rng: random.Random,
         identity: DataDirIdentity | None = None,
     ) -> None:
         self.fs = fs
@@ -153,7 +153,7 @@ class LogManager:
         self.clock = clock
         self.scheduler = scheduler
         self.config = config if config is not None else LogManagerConfig()
-        self.rng = rng if rng is not None else random.Random(0)
+        self.rng = rng  # passed in (seeded by the world), never defaulted
         self.dirs: dict[str, LogDirState] = {}
         for path in log_dirs:
             norm = posixpath.normpath(path)

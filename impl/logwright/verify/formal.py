@@ -90,9 +90,16 @@ def tlc_figures(root: Path | None = None) -> dict[str, dict[str, Any]]:
 
 
 def configs(module: str, root: Path | None = None) -> tuple[Path, list[Path]]:
-    """The correct .cfg of ``module`` and its bug .cfg files."""
+    """The correct .cfg of ``module`` and its bug .cfg files: one per bug switch of the
+    module's table (:data:`logwright.model.BUG_TABLES`), in file-name order. A module without a
+    table falls back to the ``<Module>_bug_*.cfg`` files present."""
+    from logwright.model import BUG_TABLES
+
     base = root or spec_dir()
-    return base / f"{module}.cfg", sorted(base.glob(f"{module}_bug_*.cfg"))
+    table = BUG_TABLES.get(module)
+    if table is None:
+        return base / f"{module}.cfg", sorted(base.glob(f"{module}_bug_*.cfg"))
+    return base / f"{module}.cfg", sorted(base / table.cfg_name(bug) for bug in table.names)
 
 
 def cfg_label(module: str, cfg: Path) -> str:
@@ -230,7 +237,7 @@ def z3_rows(module: str, root: Path | None = None, rlimit: int | None = None) ->
 
 def tlc_rows(module: str, root: Path | None = None) -> list[Row]:
     """SANY and TLC on the module and each of its .cfg files (TLC must be installed)."""
-    from logwright.model.tlc import run_sany, run_tlc
+    from logwright.verify.tlc import run_sany, run_tlc
 
     base = root or spec_dir()
     tla = base / f"{module}.tla"
@@ -269,7 +276,7 @@ def tlc_rows(module: str, root: Path | None = None) -> list[Row]:
 def formal_suite() -> list[Row]:
     """Every module with a Python twin: the Python checker, Z3, and TLC when installed."""
     from logwright.model import SPECS
-    from logwright.model.tlc import tlc_missing
+    from logwright.verify.tlc import tlc_missing
 
     rows: list[Row] = []
     for module in SPECS:

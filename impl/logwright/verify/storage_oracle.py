@@ -68,7 +68,7 @@ STORAGE_INVARIANTS = ("NeverServeBelowLogStart", "NoNewDataDeleted", "DurableFlu
 class StorageHarness:
     """A log manager in a simulated world, its model, and the operations that change both."""
 
-    def __init__(self, seed: int = 0, partitions: int = 3, torn_crashes: bool = True,
+    def __init__(self, *, seed: int, partitions: int = 3, torn_crashes: bool = True,
                  config: LogManagerConfig | None = None, bug: str | None = None) -> None:
         self.rng = random.Random(seed)
         self.torn_crashes = torn_crashes

@@ -122,6 +122,10 @@ class FileSystem(ABC):
     def disk_usage(self, path: str) -> tuple[int, int]:
         """``(total_bytes, usable_bytes)`` of the volume holding ``path``."""
 
+    def abspath(self, path: str) -> str:
+        """``path`` made absolute and normalized (the simulated working directory is ``/``)."""
+        return posixpath.normpath(posixpath.join("/", path))
+
     def makedirs(self, path: str) -> None:
         """Create ``path`` and any missing parents (each parent's entry is fsynced)."""
         if self.exists(path):

@@ -82,7 +82,7 @@ class LocalNetwork(Network):
 class SimNetwork(Network):
     """Seeded delays (so reordering), drops, duplicates and partitions between any two nodes."""
 
-    def __init__(self, scheduler: Scheduler, seed: int = 0, min_delay_ms: int = 1,
+    def __init__(self, scheduler: Scheduler, *, seed: int, min_delay_ms: int = 1,
                  max_delay_ms: int = 10, drop_rate: float = 0.0,
                  duplicate_rate: float = 0.0) -> None:
         super().__init__(scheduler)

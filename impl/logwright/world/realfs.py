@@ -89,6 +89,9 @@ class RealFileSystem(FileSystem):
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
         return RealFileHandle(path, os.open(path, flags, 0o644))
 
+    def abspath(self, path: str) -> str:
+        return os.path.abspath(path)
+
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 

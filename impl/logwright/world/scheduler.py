@@ -36,7 +36,7 @@ class Task:
 class Scheduler:
     """A queue of tasks ordered by due time; subclasses decide how time passes."""
 
-    def __init__(self, clock: Clock, seed: int = 0) -> None:
+    def __init__(self, clock: Clock, *, seed: int) -> None:
         self.clock = clock
         self._rng = random.Random(seed)
         self._heap: list[tuple[int, float, int, Task]] = []
@@ -98,9 +98,9 @@ class Scheduler:
 class SimScheduler(Scheduler):
     """Virtual-time scheduler: jumping to the next due task costs nothing."""
 
-    def __init__(self, clock: VirtualClock | None = None, seed: int = 0) -> None:
+    def __init__(self, clock: VirtualClock | None = None, *, seed: int) -> None:
         self.vclock = clock if clock is not None else VirtualClock()
-        super().__init__(self.vclock, seed)
+        super().__init__(self.vclock, seed=seed)
 
     def step(self) -> bool:
         """Advance time to the next due task and run it; False when nothing is scheduled."""
@@ -129,8 +129,8 @@ class SimScheduler(Scheduler):
 class RealScheduler(Scheduler):
     """Wall-clock scheduler: one thread runs the tasks as they fall due."""
 
-    def __init__(self, clock: Clock | None = None, seed: int = 0) -> None:
-        super().__init__(clock if clock is not None else WallClock(), seed)
+    def __init__(self, clock: Clock | None = None, *, seed: int) -> None:
+        super().__init__(clock if clock is not None else WallClock(), seed=seed)
 
     def run_until(self, stop: threading.Event, max_sleep_ms: int = 100) -> None:
         """Run tasks as they fall due until ``stop`` is set."""

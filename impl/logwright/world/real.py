@@ -10,14 +10,17 @@ import random
 import time
 from collections.abc import Callable
 
-from logwright.world import RealFileSystem, RealScheduler, WallClock
+from logwright.world.clock import WallClock
+from logwright.world.fs import FileSystem
 from logwright.world.network import LocalNetwork
+from logwright.world.realfs import RealFileSystem
+from logwright.world.scheduler import RealScheduler
 
 
 class RealRuntime:
     """Wall clock, real disk, in-process network."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.clock = WallClock()
@@ -51,3 +54,11 @@ class RealRuntime:
                 wait_ms = 1 if due is None else max(0, min(due - now, deadline - now, 5))
                 time.sleep(wait_ms / 1000.0)
         return True
+
+
+def make_data_root(fs: FileSystem, path: str) -> str:
+    """The absolute path of a real cluster's data directory ``path``, created with any missing
+    parents through ``fs`` (each new entry's parent fsynced)."""
+    root = fs.abspath(path)
+    fs.makedirs(root)
+    return root

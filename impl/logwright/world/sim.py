@@ -10,14 +10,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from logwright.world import SimFileSystem, SimScheduler, VirtualClock
+from logwright.world.clock import VirtualClock
 from logwright.world.network import SimNetwork
+from logwright.world.scheduler import SimScheduler
+from logwright.world.simfs import SimFileSystem
 
 
 class SimWorld:
     """The injected world of a simulated cluster."""
 
-    def __init__(self, seed: int = 0, min_delay_ms: int = 1, max_delay_ms: int = 5,
+    def __init__(self, seed: int, min_delay_ms: int = 1, max_delay_ms: int = 5,
                  drop_rate: float = 0.0, duplicate_rate: float = 0.0,
                  torn_crashes: bool = True) -> None:
         self.seed = seed

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Self, TypeVar
 
 from logwright.model.cfg import parse_cfg
-from logwright.model.core import Action, Invariant, State
-from logwright.model.packed import Branch, Codes, Mask, PackedSpec
+from logwright.model.core import Action, Invariant, Spec, State
+from logwright.model.fetcher_failure.bugs import BUG_TABLE
 
 T = TypeVar("T")
 
@@ -31,13 +31,6 @@ NOT_FAILED = -1
 """``failedEpoch`` of a partition that is not in the failed set."""
 NO_FETCH = -1
 """``inflight`` of a partition with no fetch request outstanding."""
-
-BUGS = ("FailWholeFetcher", "FenceWithStaleEpochFails", "NoUnfailOnNewEpoch")
-"""The bug switches of the module (``Bug`` in the .cfg), besides ``"none"``."""
-
-EXPECTED_VIOLATION = dict.fromkeys(BUGS, "FailureContained")
-"""The invariant each bug switch must violate."""
-
 
 class FFState(NamedTuple):
     """One state of FetcherFailure: the TLA+ variables, in the module's order."""
@@ -65,8 +58,7 @@ class FetcherFailureConfig:
     invariants: tuple[str, ...] = ("TypeOK", "FailureContained")
 
     def __post_init__(self) -> None:
-        if self.bug != "none" and self.bug not in BUGS:
-            raise ValueError(f"unknown Bug {self.bug!r}; known: none, {', '.join(BUGS)}")
+        BUG_TABLE.check(self.bug)
         if self.num_partitions < 1 or self.num_fetchers < 1 or self.max_leader_epoch < 0:
             raise ValueError("need a partition, a fetcher and a non-negative leader epoch bound")
 
@@ -84,11 +76,8 @@ class FetcherFailureConfig:
         )
 
 
-class FetcherFailureSpec(PackedSpec):
+class FetcherFailureTwin(Spec):
     """Fetcher threads, their partitions, failures and the failed set of KIP-461.
-
-    It also offers the checker's batched fast path: each variable of each partition (fetcher) is
-    one digit of a mixed-radix code, the epochs that may be -1 stored plus one.
     """
 
     name = "FetcherFailure"
@@ -97,17 +86,9 @@ class FetcherFailureSpec(PackedSpec):
         self.config = config or FetcherFailureConfig()
         self.partitions = range(1, self.config.num_partitions + 1)
         self.fetchers = range(1, self.config.num_fetchers + 1)
-        epochs = self.config.max_leader_epoch + 1
-        fields: list[tuple[str, int]] = []
-        for i in range(self.config.num_partitions):
-            fields += [(f"leaderEpoch{i}", epochs), (f"knownEpoch{i}", epochs + 1),
-                       (f"fetching{i}", 2), (f"failedEpoch{i}", epochs + 1),
-                       (f"inflight{i}", epochs + 1)]
-        fields += [(f"alive{j}", 2) for j in range(self.config.num_fetchers)]
-        self.use_layout(fields)
 
     @classmethod
-    def from_cfg(cls, path: str | Path) -> FetcherFailureSpec:
+    def from_cfg(cls, path: str | Path) -> Self:
         """The spec a FetcherFailure .cfg file describes."""
         return cls(FetcherFailureConfig.from_cfg(path))
 
@@ -277,127 +258,6 @@ class FetcherFailureSpec(PackedSpec):
                 parts.append(f"fetch in flight at epoch {s.inflight[i]}")
             lines.append(", ".join(parts))
         return "\n".join(lines)
-
-
-    # -- the packed fast path ----------------------------------------------------------------
-
-
-    _SHIFTED = ("knownEpoch", "failedEpoch", "inflight")
-    """Variables whose -1 is stored as digit 0."""
-
-    def encode(self, s: State) -> int:
-        """The mixed-radix code of a state."""
-        assert isinstance(s, FFState)
-        values: dict[str, int] = {}
-        for i in range(self.config.num_partitions):
-            values.update({f"leaderEpoch{i}": s.leaderEpoch[i],
-                           f"knownEpoch{i}": s.knownEpoch[i] + 1,
-                           f"fetching{i}": int(s.fetching[i]),
-                           f"failedEpoch{i}": s.failedEpoch[i] + 1,
-                           f"inflight{i}": s.inflight[i] + 1})
-        values.update({f"alive{j}": int(a) for j, a in enumerate(s.alive)})
-        return self.layout.pack(values)
-
-    def decode(self, code: int) -> State:
-        """The state of a code."""
-        v = self.layout.unpack(code)
-        n = range(self.config.num_partitions)
-        return FFState(tuple(v[f"leaderEpoch{i}"] for i in n),
-                       tuple(v[f"knownEpoch{i}"] - 1 for i in n),
-                       tuple(bool(v[f"fetching{i}"]) for i in n),
-                       tuple(v[f"failedEpoch{i}"] - 1 for i in n),
-                       tuple(v[f"inflight{i}"] - 1 for i in n),
-                       tuple(bool(v[f"alive{j}"]) for j in range(self.config.num_fetchers)))
-
-    def _columns(self, codes: Codes) -> dict[str, Codes]:
-        """Each variable's value (not digit) in each code."""
-        out = {name: self.layout.column(codes, name) for name in self.layout.names}
-        for name in out:
-            if name.rstrip("0123456789") in self._SHIFTED:
-                out[name] = out[name] - 1
-        return out
-
-    def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
-        """Vectorized twins of the actions, in the order of :meth:`actions`, one branch per
-        partition (fetcher) in the order the generic actions enumerate them."""
-        import numpy as np
-
-        w, c, bug = self.layout.weight, self._columns(frontier), self.config.bug
-
-        def branch(action: int, b: int, mask: Mask, delta: Codes) -> Branch:
-            idx = np.flatnonzero(mask)
-            return Branch(action, b, idx, frontier[idx] + delta[idx])
-
-        parts = list(enumerate(self.partitions))
-        for i in range(len(parts)):  # ElectLeader
-            le = c[f"leaderEpoch{i}"]
-            yield branch(0, i, le < self.config.max_leader_epoch,
-                         np.full(frontier.size, w[f"leaderEpoch{i}"], dtype=np.int64))
-        for i, p in parts:  # LeaderAndIsr
-            le, known, failed = c[f"leaderEpoch{i}"], c[f"knownEpoch{i}"], c[f"failedEpoch{i}"]
-            f = self.FetcherOf(p) - 1
-            delta = (le - known) * w[f"knownEpoch{i}"]
-            joins = ((NOT_FAILED - failed) * w[f"failedEpoch{i}"]
-                     + (1 - c[f"fetching{i}"]) * w[f"fetching{i}"]
-                     + (1 - c[f"alive{f}"]) * w[f"alive{f}"])
-            if bug == "NoUnfailOnNewEpoch":
-                joins = np.where(failed != NOT_FAILED, 0, joins)
-            yield branch(1, i, known < le, delta + joins)
-        for i, p in parts:  # FetchRequest
-            f = self.FetcherOf(p) - 1
-            inflight = c[f"inflight{i}"]
-            mask = (c[f"fetching{i}"] == 1) & (c[f"alive{f}"] == 1) & (inflight == NO_FETCH)
-            yield branch(2, i, mask, (c[f"knownEpoch{i}"] - inflight) * w[f"inflight{i}"])
-        for i in range(len(parts)):  # FetchOk
-            inflight = c[f"inflight{i}"]
-            mask = (inflight != NO_FETCH) & (inflight == c[f"leaderEpoch{i}"])
-            yield branch(3, i, mask, (NO_FETCH - inflight) * w[f"inflight{i}"])
-        for i in range(len(parts)):  # FetchFenced
-            inflight, fetching = c[f"inflight{i}"], c[f"fetching{i}"]
-            mask = (inflight != NO_FETCH) & (inflight < c[f"leaderEpoch{i}"])
-            current = (np.ones(frontier.size, dtype=bool) if bug == "FenceWithStaleEpochFails"
-                       else inflight == c[f"knownEpoch{i}"])
-            fails = (fetching == 1) & current
-            delta = ((NO_FETCH - inflight) * w[f"inflight{i}"]
-                     + np.where(fails, (inflight - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"]
-                                - w[f"fetching{i}"], 0))
-            yield branch(4, i, mask, delta)
-        for i, p in parts:  # StorageError
-            f = self.FetcherOf(p) - 1
-            mask = (c[f"fetching{i}"] == 1) & (c[f"alive{f}"] == 1)
-            delta = ((c[f"knownEpoch{i}"] - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"]
-                     - w[f"fetching{i}"])
-            if bug == "FailWholeFetcher":
-                delta = delta - w[f"alive{f}"]
-            yield branch(5, i, mask, delta)
-        for i in range(len(parts)):  # StopReplica
-            known = c[f"knownEpoch{i}"]
-            delta = ((NOT_HOSTED - known) * w[f"knownEpoch{i}"]
-                     - c[f"fetching{i}"] * w[f"fetching{i}"]
-                     + (NOT_FAILED - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"])
-            yield branch(6, i, known != NOT_HOSTED, delta)
-        for j, f in enumerate(self.fetchers):  # ShutdownIdle
-            mask = c[f"alive{j}"] == 1
-            for i, p in parts:
-                if self.FetcherOf(p) == f:
-                    mask = mask & (c[f"fetching{i}"] == 0)
-            yield branch(7, j, mask, np.full(frontier.size, -w[f"alive{j}"], dtype=np.int64))
-
-    def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
-        """The invariants on each code (TypeOK: the encoding keeps every value in its type)."""
-        import numpy as np
-
-        c = self._columns(codes)
-        contained: Mask = np.ones(codes.size, dtype=bool)
-        for i, p in enumerate(self.partitions):
-            known, failed = c[f"knownEpoch{i}"], c[f"failedEpoch{i}"]
-            fetching, alive = c[f"fetching{i}"] == 1, c[f"alive{self.FetcherOf(p) - 1}"] == 1
-            is_failed = failed != NOT_FAILED
-            contained &= ~((known != NOT_HOSTED) & ~is_failed & ~fetching)
-            contained &= ~(fetching & ~alive)
-            contained &= ~(is_failed & (fetching | (failed != known)))
-        table = {"TypeOK": np.ones(codes.size, dtype=bool), "FailureContained": contained}
-        return [(name, table[name]) for name in self.config.invariants]
 
 
 def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:

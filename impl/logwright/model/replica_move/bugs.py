@@ -1,0 +1,22 @@
+"""The bug switches of spec/ReplicaMove.tla (its ``Bug`` constant): the one table the twin,
+the Z3 encoding (spec/z3/replica_move.py) and ``logwright verify`` read."""
+
+from __future__ import annotations
+
+from logwright.model.bugs import Bug, BugTable
+
+BUG_TABLE = BugTable("ReplicaMove", (
+    Bug("SwapBeforeFlush", "AtomicMoveSwap",
+        "the future log is renamed live before it is fsynced"),
+    Bug("AppendDuringSwap", "AtomicMoveSwap",
+        "appends are not blocked during the swap"),
+    Bug("DeleteSourceBeforeRename", "AtomicMoveSwap",
+        "the source is renamed -delete (fsynced) before the future log goes live"),
+))
+"""Every bug ``Bug`` can switch on in ReplicaMove, and the invariant each breaks."""
+
+BUGS = BUG_TABLE.names
+"""The bug switches' names (``"none"``, the correct model, is not one)."""
+
+EXPECTED_VIOLATION = BUG_TABLE.expected_violation
+"""Bug name -> the invariant it must violate (the first one TLC checks that fails)."""

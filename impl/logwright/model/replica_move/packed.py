@@ -1,0 +1,164 @@
+"""The packed encoding of the ReplicaMove twin: its state as one mixed-radix
+integer and each action as a vectorized step over a whole frontier (the checker's batched fast
+path, :mod:`logwright.model.packed`).
+
+What it upholds: the same states, counts and shortest traces as the readable twin
+(:class:`~logwright.model.replica_move.twin.ReplicaMoveTwin`); tests compare the two engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from logwright.model.core import State
+from logwright.model.packed import Branch, Codes, Mask, PackedSpec
+from logwright.model.replica_move.twin import (
+    _CURRENT,
+    _NAMES,
+    DELETE,
+    FUT,
+    FUTURE,
+    GONE,
+    LIVE,
+    LOGS,
+    NO_LOG,
+    SRC,
+    ReplicaMoveConfig,
+    ReplicaMoveTwin,
+    RMState,
+    _rm,
+)
+
+
+class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
+    """The ReplicaMove twin with the checker's batched fast path."""
+
+    def __init__(self, config: ReplicaMoveConfig | None = None) -> None:
+        super().__init__(config)
+        records = self.config.max_records + 1
+        fields = [("up", 2), ("current", len(_CURRENT)), ("locked", 2)]
+        for i in range(len(LOGS)):
+            fields += [(f"vol{i}", records), (f"dur{i}", records), (f"name{i}", len(_NAMES)),
+                       (f"durName{i}", len(_NAMES))]
+        fields += [("acked", records), ("lateAppend", 2)]
+        self.use_layout(fields)
+
+    # -- the packed fast path ----------------------------------------------------------------
+
+
+    def encode(self, s: State) -> int:
+        """The mixed-radix code of a state."""
+        s = _rm(s)
+        v = {"up": int(s.up), "current": _CURRENT.index(s.current), "locked": int(s.locked),
+             "acked": s.acked, "lateAppend": int(s.lateAppend)}
+        for i in range(len(LOGS)):
+            v |= {f"vol{i}": s.vol[i], f"dur{i}": s.dur[i],
+                  f"name{i}": _NAMES.index(s.name[i]), f"durName{i}": _NAMES.index(s.durName[i])}
+        return self.layout.pack(v)
+
+    def decode(self, code: int) -> State:
+        """The state of a code."""
+        v = self.layout.unpack(code)
+        return RMState(up=bool(v["up"]), current=_CURRENT[v["current"]],
+                       locked=bool(v["locked"]), vol=(v["vol0"], v["vol1"]),
+                       dur=(v["dur0"], v["dur1"]), name=(_NAMES[v["name0"]], _NAMES[v["name1"]]),
+                       durName=(_NAMES[v["durName0"]], _NAMES[v["durName1"]]),
+                       acked=v["acked"], lateAppend=bool(v["lateAppend"]))
+
+    def _authoritative(self, c: dict[str, Codes]) -> Codes:
+        """Authoritative(durName) as a digit of ``current``, on each code."""
+        import numpy as np
+
+        fut, src, none = (_CURRENT.index(x) for x in (FUT, SRC, NO_LOG))
+        live = _NAMES.index(LIVE)
+        a: Codes = np.where(c["durName1"] == live, fut, np.where(c["durName0"] == live, src, none))
+        return a
+
+    def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
+        """Vectorized twins of the actions, in the order of :meth:`actions`; the per-log actions
+        have one branch per log, ``src`` first."""
+        import numpy as np
+
+        bug, w = self.config.bug, self.layout.weight
+        c = {name: self.layout.column(frontier, name) for name in self.layout.names}
+        src, fut, none = (_CURRENT.index(x) for x in (SRC, FUT, NO_LOG))
+        live, future, delete, gone = (_NAMES.index(x) for x in (LIVE, FUTURE, DELETE, GONE))
+        up, locked, current = c["up"] == 1, c["locked"] == 1, c["current"]
+        vol, dur = (c["vol0"], c["vol1"]), (c["dur0"], c["dur1"])
+        name, dur_name = (c["name0"], c["name1"]), (c["durName0"], c["durName1"])
+        a = self._authoritative(c)
+
+        def branch(action: int, b: int, mask: Mask, delta: Codes | int) -> Branch:
+            idx = np.flatnonzero(mask)
+            d = delta[idx] if isinstance(delta, np.ndarray) else delta
+            return Branch(action, b, idx, frontier[idx] + d)
+
+        # Append: to vol[current] (the generic twin indexes "none" as fut, never reached up)
+        to_src = current == src
+        room = np.where(to_src, vol[0], vol[1]) < self.config.max_records
+        unlocked = np.ones_like(up) if bug == "AppendDuringSwap" else ~locked
+        late = (c["lateAppend"] == 1) | (current != a)
+        yield branch(0, 0, up & unlocked & room,
+                     np.where(to_src, w["vol0"], w["vol1"])
+                     + (late - c["lateAppend"]) * w["lateAppend"])
+        # Copy
+        yield branch(1, 0, up & (name[1] == future) & (vol[1] < dur[0]), w["vol1"])
+        # Flush(l), FsyncDir(l)
+        for i, log in enumerate(LOGS):
+            acked = np.where(current == _CURRENT.index(log), (vol[i] - c["acked"]) * w["acked"], 0)
+            yield branch(2, i, up & (dur[i] < vol[i]), (vol[i] - dur[i]) * w[f"dur{i}"] + acked)
+        for i in range(len(LOGS)):
+            yield branch(3, i, up & (dur_name[i] != name[i]),
+                         (name[i] - dur_name[i]) * w[f"durName{i}"])
+        # BeginSwap
+        yield branch(4, 0, up & ~locked & (current == src) & (name[1] == future)
+                     & (vol[1] == dur[0]), w["locked"])
+        # RenameFutureLive
+        mask = up & locked & (name[1] == future) & (vol[1] == vol[0])
+        if bug != "SwapBeforeFlush":
+            mask &= dur[1] == vol[1]
+        if bug == "DeleteSourceBeforeRename":
+            mask &= dur_name[0] == delete
+        yield branch(5, 0, mask, (live - future) * w["name1"])
+        # RenameSourceDelete
+        if bug == "DeleteSourceBeforeRename":
+            ready = (name[1] == future) & (vol[1] == vol[0]) & (dur[1] == vol[1])
+        else:
+            ready = dur_name[1] == live
+        yield branch(6, 0, up & locked & (name[0] == live) & ready, (delete - live) * w["name0"])
+        # EndSwap
+        yield branch(7, 0, up & locked & (dur_name[0] == delete) & (dur_name[1] == live),
+                     (fut - current) * w["current"] - w["locked"])
+        # DeleteSource
+        yield branch(8, 0, up & ~locked & (dur_name[0] == delete),
+                     (gone - name[0]) * w["name0"] + (gone - dur_name[0]) * w["durName0"]
+                     - vol[0] * w["vol0"] - dur[0] * w["dur0"])
+        # Crash: only fsynced records and fsynced dir names survive
+        crash = (-w["up"] + (none - current) * w["current"] - c["locked"] * w["locked"])
+        for i in range(len(LOGS)):
+            crash = (crash + (dur[i] - vol[i]) * w[f"vol{i}"]
+                     + (dur_name[i] - name[i]) * w[f"name{i}"])
+        yield branch(9, 0, up, crash)
+        # Recover: a lower-generation live dir goes -delete
+        recover = w["up"] + (a - current) * w["current"]
+        for i, log in enumerate(LOGS):
+            n = np.where((a != _CURRENT.index(log)) & (dur_name[i] == live), delete, dur_name[i])
+            recover = (recover + (n - name[i]) * w[f"name{i}"]
+                       + (n - dur_name[i]) * w[f"durName{i}"])
+        yield branch(10, 0, ~up & (a != none), recover)
+
+    def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
+        """The invariants on each code (TypeOK: the digits keep every other value in its type)."""
+        import numpy as np
+
+        c = {name: self.layout.column(codes, name) for name in self.layout.names}
+        type_ok = (c["dur0"] <= c["vol0"]) & (c["dur1"] <= c["vol1"])
+        a = self._authoritative(c)
+        src, none = _CURRENT.index(SRC), _CURRENT.index(NO_LOG)
+        durable = np.where(a == src, c["dur0"], c["dur1"]) >= c["acked"]
+        appends_follow = (c["up"] == 0) | (c["locked"] == 1) | (c["current"] == a)
+        swap_ok = (a != none) & durable & appends_follow & (c["lateAppend"] == 0)
+        table = {"TypeOK": type_ok, "AtomicMoveSwap": swap_ok}
+        return [(name, table[name]) for name in self.config.invariants]
+
+
