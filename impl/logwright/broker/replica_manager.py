@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from logwright.broker.channel import RequestChannel
 from logwright.broker.config import BrokerConfig
-from logwright.broker.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
 from logwright.broker.fetcher import (
     EpochCallback,
     FetchCallback,
@@ -80,17 +79,12 @@ from logwright.protocol import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from logwright.records import iter_batches
-from logwright.storage.metadata_files import PartitionMetadataFile
+from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
 
 LEADER_DURING_DELETE = -2
 """UpdateMetadata's leader for a partition of a deleted topic (Kafka's LeaderDuringDelete)."""
-
-
-class TopicIdMismatch(LogwrightError):
-    """The local log belongs to another incarnation of the topic (a different topic id)."""
 
 
 class NotFollowing(LogwrightError):
@@ -228,21 +222,16 @@ class ReplicaFetchTarget:
         return self._follower(tp).high_watermark
 
     def latest_epoch(self, tp: TopicPartition) -> int | None:
-        return self._follower(tp).epoch_cache.latest_epoch
+        return self._follower(tp).log.latest_epoch
 
     def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> tuple[int, int] | None:
-        partition = self._follower(tp)
-        found_epoch, end = partition.epoch_cache.end_offset_for(epoch, partition.log_end_offset)
-        if found_epoch == UNDEFINED_EPOCH:
-            return None
-        return found_epoch, end
+        return self._follower(tp).log.end_offset_for_epoch(epoch)
 
     def truncate(self, tp: TopicPartition, offset: int) -> None:
         partition = self._follower(tp)
 
         def run() -> int:
-            partition.log.truncate_to(offset)
-            partition.epoch_cache.truncate_from_end(partition.log_end_offset)
+            partition.log.truncate_to(offset)  # the log trims its epoch cache
             partition.check_offsets()
             return 0
         self._storage(run)
@@ -252,8 +241,7 @@ class ReplicaFetchTarget:
         partition = self._follower(tp)
 
         def run() -> int:
-            partition.log.truncate_fully_and_start_at(offset)
-            partition.epoch_cache.clear()
+            partition.log.truncate_fully_and_start_at(offset)  # epoch cache cleared with it
             partition.check_offsets()
             return 0
         self._storage(run)
@@ -268,19 +256,14 @@ class ReplicaFetchTarget:
                 raise UnexpectedAppendOffset(
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
             if data.records:
-                log.append_as_follower(data.records)
-                for _, header in iter_batches(data.records, verify_crc=False):
-                    if header.partition_leader_epoch >= 0:
-                        partition.epoch_cache.assign(header.partition_leader_epoch,
-                                                     header.base_offset)
+                log.append_as_follower(data.records)  # and the batches' epochs to its cache
             # HW first, then the start offset, which may never pass the HW (HAZARDS 8).
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
                                               min(data.high_watermark, log.log_end_offset)))
             if data.log_start_offset > log.log_start_offset:
-                new_start = min(data.log_start_offset, log.high_watermark)
-                if log.increment_log_start_offset(new_start):
-                    partition.epoch_cache.truncate_from_start(new_start)
+                # Durable, and the epoch cache trimmed, before it returns.
+                log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
             partition.check_offsets()
             return log.log_end_offset
         return self._storage(run)
@@ -519,17 +502,12 @@ class ReplicaManager:
             if log is None:
                 log_dir = None if state.log_dir == "any" else state.log_dir
                 log = self.log_manager.create_log(tp, topic_id, log_dir)
-            elif topic_id is not None and log.topic_id is None:
-                # A dir without its topic id file (HAZARDS 2): the controller's id is adopted.
-                PartitionMetadataFile(self.log_manager.fs, log.dir_path).write(topic_id)
-                log.topic_id = topic_id
-            elif topic_id is not None and log.topic_id != topic_id:
-                raise TopicIdMismatch(f"{tp}: the log holds topic id {log.topic_id}, the "
-                                      f"request says {topic_id}")
+            if topic_id is not None:
+                # A dir without its topic id file (HAZARDS 2) adopts the controller's id; a
+                # different one raises TopicIdMismatch.
+                log.assign_topic_id(topic_id)
             if log.offline:
                 return Errors.KAFKA_STORAGE_ERROR
-            cache = LeaderEpochCache.load(self.log_manager.fs, log,
-                                          on_io_error=lambda exc: self._fail_dir_of(tp, exc))
         except KafkaStorageError:
             return Errors.KAFKA_STORAGE_ERROR
         except (OSError, CheckpointError) as exc:
@@ -541,7 +519,7 @@ class ReplicaManager:
             return Errors.INCONSISTENT_TOPIC_ID
         except LogwrightError:
             return Errors.LOG_DIR_NOT_FOUND  # the named log dir is not one of this broker's
-        partition = Partition(tp, self.broker_id, log, cache)
+        partition = Partition(tp, self.broker_id, log)
         partition.topic_id = topic_id if topic_id is not None else log.topic_id
         self.partitions[tp] = partition
         return partition

@@ -6,9 +6,15 @@ Invariants upheld here:
   broker have to stop (``all_dirs_offline``).
 - A directory that cannot be classified is set aside and reported, never fatal and never deleted
   (HAZARDS 2). ``lost+found`` and the broker's own files are ignored.
-- A raised log start offset is durable before it is acknowledged: the dir's
-  ``log-start-offset-checkpoint`` is rewritten (tmp + fsync + rename + dir fsync) at once, not on
-  the periodic schedule Kafka uses (HAZARDS 12).
+- A raised log start offset is durable before it is acknowledged: each dir has one
+  ``LogStartOffsetCheckpoint`` (storage/), handed to every log of the dir, which the log rewrites
+  (tmp + fsync + rename + dir fsync) before a raise returns, not on the periodic schedule Kafka
+  uses (HAZARDS 12). The manager writes the periodic checkpoints (recovery points, high
+  watermarks, and start offsets too) from what it asks its logs; it never writes a file inside a
+  partition dir: each log owns its own.
+- A partition whose own metadata file (``partition.metadata``, ``leader-epoch-checkpoint``) is
+  malformed takes its dir offline at start-up (HAZARDS 11), and is never created afresh in
+  another dir while its data sits in the offline one.
 - ``-delete`` dirs are removed only after ``file.delete.delay.ms`` (the topic's, else the
   broker default).
 - A log is trimmed only under its topic's own config: once ``await_topic_configs`` is called (a
@@ -51,9 +57,8 @@ from logwright.storage.checkpoint import (
     OffsetCheckpointFile,
 )
 from logwright.storage.config import LogConfig
-from logwright.storage.log import PartitionLog, PersistHook
+from logwright.storage.log import PartitionLog
 from logwright.storage.meta_properties import LOCK_FILE, MetaProperties, MetaPropertiesFile
-from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.storage.naming import (
     DirKind,
     TopicPartition,
@@ -64,6 +69,7 @@ from logwright.storage.naming import (
     parse_dir_name,
     validate_topic_partition,
 )
+from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileLock, FileSystem, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
@@ -113,6 +119,11 @@ class LogDirState:
     strays: list[str] = field(default_factory=list)
     futures: list[str] = field(default_factory=list)
     unrecognised: dict[str, str] = field(default_factory=dict)  # dir name -> why
+    # Partitions whose dir here could not be loaded (a malformed metadata file of their own):
+    # their data is in this offline dir, so they are not created afresh elsewhere.
+    unloadable: dict[TopicPartition, str] = field(default_factory=dict)
+    #: The dir's ``log-start-offset-checkpoint``, over ``logs``; set by the manager.
+    start_offset_checkpoint: LogStartOffsetCheckpoint = field(init=False, repr=False)
 
 
 @dataclass
@@ -159,7 +170,8 @@ class LogManager:
             norm = posixpath.normpath(path)
             if norm in self.dirs:
                 raise LogwrightError(f"log dir {path} is listed twice")
-            self.dirs[norm] = LogDirState(norm)
+            state = self.dirs[norm] = LogDirState(norm)
+            state.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, norm, state.logs)
         if not self.dirs:
             raise LogwrightError("at least one log dir is needed")
         self.topic_configs: dict[str, LogConfig] = {}
@@ -311,15 +323,18 @@ class LogManager:
                 report.set_aside[path] = why
                 continue
             seen[tp] = state.path
-            topic_id = PartitionMetadataFile(fs, path).read()
-            log, load = PartitionLog.load(
-                fs, path, tp, self.config_for(tp.topic), self.clock,
-                log_start_offset_checkpoint=start_offsets.get(tp),
-                recovery_point=recovery_points.get(tp),
-                high_watermark_checkpoint=high_watermarks.get(tp),
-                clean_shutdown=clean, topic_id=topic_id,
-                persist_log_start_offset=self._persist_hook(),
-                on_io_error=self._on_log_io_error)
+            try:
+                log, load = PartitionLog.load(
+                    fs, path, tp, self.config_for(tp.topic), self.clock,
+                    log_start_offset_checkpoint=start_offsets.get(tp),
+                    recovery_point=recovery_points.get(tp),
+                    high_watermark_checkpoint=high_watermarks.get(tp),
+                    clean_shutdown=clean,
+                    start_offset_checkpoint=self._start_offset_checkpoint(state),
+                    on_io_error=self._on_log_io_error)
+            except CheckpointError as exc:
+                state.unloadable[tp] = str(exc)
+                continue  # the dir goes offline below, once every other log is registered
             state.logs[tp] = log
             report.loaded += 1
             report.recovered += 1 if load.recovered_segments else 0
@@ -328,6 +343,8 @@ class LogManager:
                 report.distrusted[path] = load.distrusted
                 _logger.warning("%s: shut down cleanly but not trusted, recovered: %s", path,
                             load.distrusted)
+        if state.unloadable:
+            raise CheckpointError(next(iter(state.unloadable.values())))
         if clean and any(posixpath.dirname(p) == state.path for p in report.distrusted):
             # Recovery may have cut what the checkpoints point into: record the new points
             # before the marker goes, as after a crash.
@@ -447,6 +464,10 @@ class LogManager:
         existing = self.get_log(tp)
         if existing is not None:
             return existing
+        held = next((s for s in self.dirs.values() if tp in s.unloadable), None)
+        if held is not None:
+            raise KafkaStorageError(f"{tp}: its log in {held.path} could not be loaded "
+                                    f"({held.unloadable[tp]}) and that dir is offline")
         if log_dir is not None:
             state = self.dirs.get(posixpath.normpath(log_dir))
             if state is None:
@@ -462,7 +483,7 @@ class LogManager:
         try:
             log = PartitionLog.create(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock, topic_id,
-                persist_log_start_offset=self._persist_hook(),
+                start_offset_checkpoint=self._start_offset_checkpoint(state),
                 on_io_error=self._on_log_io_error)
         except OSError as exc:
             self._take_offline(state, f"creating {path}: {exc}")
@@ -561,20 +582,14 @@ class LogManager:
         try:
             self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
                 {tp: log.recovery_point for tp, log in state.logs.items()})
-            self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).write(
-                {tp: log.log_start_offset for tp, log in state.logs.items()})
+            state.start_offset_checkpoint.write()
         except OSError as exc:
             self._take_offline(state, f"writing checkpoints: {exc}")
 
-    def _persist_hook(self) -> PersistHook | None:
-        return self._persist_log_start_offset if self.config.durable_log_start_offset else None
-
-    def _persist_log_start_offset(self, log: PartitionLog) -> None:
-        """Make a raised start offset durable now (raises OSError, which the log reports)."""
-        state = self.dir_of(log.tp)
-        assert state is not None, f"{log.tp} is not managed here"
-        self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).write(
-            {tp: lg.log_start_offset for tp, lg in state.logs.items()})
+    def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
+        """What a log of ``state`` writes a raised start offset to: the dir's checkpoint, or
+        nothing with ``durable_log_start_offset=False`` (Kafka's periodic checkpoint only)."""
+        return state.start_offset_checkpoint if self.config.durable_log_start_offset else None
 
     def _online_logs(self) -> list[PartitionLog]:
         return [log for s in self.dirs.values() if s.online for log in s.logs.values()]
