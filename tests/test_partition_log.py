@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from logwright.errors import (
@@ -13,8 +15,8 @@ from logwright.errors import (
 from logwright.records import build_simple_batch
 from logwright.storage.checkpoint import OffsetCheckpointFile
 from logwright.storage.config import LogConfig
-from logwright.storage.log import PartitionLog
-from logwright.storage.naming import TopicPartition, segment_file_name
+from logwright.storage.log import PartitionLog, TopicIdMismatch
+from logwright.storage.naming import TopicPartition, Uuid, segment_file_name
 from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world import Fault
 from tests.storage_helpers import SMALL, TP, batch, fill, new_log, read_all, world
@@ -356,3 +358,31 @@ def test_recovery_of_a_torn_tail_shorter_than_a_header() -> None:
             assert log2.log_end_offset == 2 * before, (before, tail)
             assert report.truncated_bytes == tail
             assert fs.file_size(log2.active_segment.log_path) == keep
+
+
+def test_the_log_owns_its_topic_id() -> None:
+    """partition.metadata is written by the log, atomically, once: a log created without a
+    topic id (HAZARDS 2) adopts the first one it is given; another one is refused."""
+    fs, clock = world()
+    first, second = Uuid.from_random(random.Random(1)), Uuid.from_random(random.Random(2))
+    log = new_log(fs, clock)
+    assert log.topic_id is None
+    assert log.assign_topic_id(first)
+    assert not log.assign_topic_id(first), "the same id again writes nothing"
+    with pytest.raises(TopicIdMismatch):
+        log.assign_topic_id(second)
+    assert log.topic_id == first
+    log.close()
+    fs.crash()
+    again = load(fs, clock, lso=0, rp=0, hw=0)[0]
+    assert again.topic_id == first
+    with pytest.raises(TopicIdMismatch):
+        again.assign_topic_id(second)
+    # An offline log writes nothing.
+    _, clock2 = world()
+    fs2, _ = world()
+    broken = new_log(fs2, clock2)
+    fs2.inject_fault("/d1", Fault.EIO)
+    with pytest.raises(KafkaStorageError):
+        broken.assign_topic_id(first)
+    assert broken.offline and broken.topic_id is None
