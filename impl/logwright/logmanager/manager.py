@@ -38,6 +38,7 @@ import posixpath
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from logwright.configs import ConfigValue
 from logwright.errors import (
@@ -124,6 +125,14 @@ class LogDirState:
     unloadable: dict[TopicPartition, str] = field(default_factory=dict)
     #: The dir's ``log-start-offset-checkpoint``, over ``logs``; set by the manager.
     start_offset_checkpoint: LogStartOffsetCheckpoint = field(init=False, repr=False)
+
+
+class _DirCheckpoints(NamedTuple):
+    """A dir's offset checkpoints as start-up read them."""
+
+    recovery_points: dict[TopicPartition, int]
+    start_offsets: dict[TopicPartition, int]
+    high_watermarks: dict[TopicPartition, int]
 
 
 @dataclass
@@ -287,63 +296,25 @@ class LogManager:
         return sorted(self._locks)
 
     def _load_dir(self, state: LogDirState, report: StartupReport) -> None:
+        """Classify every entry of the dir and load its partition logs; then mark the dir as
+        started (the clean-shutdown marker goes, or the checkpoints are rewritten)."""
         fs = self.fs
         if not fs.exists(state.path):
             fs.makedirs(state.path)
         clean_marker = posixpath.join(state.path, CLEAN_SHUTDOWN_FILE)
         clean = fs.exists(clean_marker)
-        recovery_points = self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).read()
-        start_offsets = self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read()
-        high_watermarks = self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read()
+        checkpoints = _DirCheckpoints(
+            recovery_points=self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).read(),
+            start_offsets=self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read(),
+            high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
         for name in fs.listdir(state.path):
-            path = posixpath.join(state.path, name)
-            if is_ignored_entry(name) or not fs.is_dir(path):
-                continue
-            try:
-                parsed = parse_dir_name(name)
-            except LogDirNameError as exc:
-                state.unrecognised[name] = str(exc)
-                report.set_aside[path] = str(exc)
-                continue
-            if parsed.kind is DirKind.DELETE:
-                state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
-                report.queued_deletes.append(path)
-                continue
-            if parsed.kind is DirKind.STRAY:
-                state.strays.append(name)
-                continue
-            if parsed.kind is DirKind.FUTURE:
-                state.futures.append(name)
-                continue
-            tp = parsed.tp
-            if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
-                why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
-                state.unrecognised[name] = why
-                report.set_aside[path] = why
-                continue
-            seen[tp] = state.path
-            try:
-                log, load = PartitionLog.load(
-                    fs, path, tp, self.config_for(tp.topic), self.clock,
-                    log_start_offset_checkpoint=start_offsets.get(tp),
-                    recovery_point=recovery_points.get(tp),
-                    high_watermark_checkpoint=high_watermarks.get(tp),
-                    clean_shutdown=clean,
-                    start_offset_checkpoint=self._start_offset_checkpoint(state),
-                    on_io_error=self._on_log_io_error)
-            except CheckpointError as exc:
-                state.unloadable[tp] = str(exc)
-                continue  # the dir goes offline below, once every other log is registered
-            state.logs[tp] = log
-            report.loaded += 1
-            report.recovered += 1 if load.recovered_segments else 0
-            report.truncated_bytes += load.truncated_bytes
-            if load.distrusted is not None:
-                report.distrusted[path] = load.distrusted
-                _logger.warning("%s: shut down cleanly but not trusted, recovered: %s", path,
-                            load.distrusted)
+            tp = self._classify_entry(state, name, seen, report)
+            if tp is not None:
+                self._load_partition(state, name, tp, checkpoints, clean, report)
         if state.unloadable:
+            # Every other log of the dir is registered (offline with it), so none of them is
+            # created afresh elsewhere.
             raise CheckpointError(next(iter(state.unloadable.values())))
         if clean and any(posixpath.dirname(p) == state.path for p in report.distrusted):
             # Recovery may have cut what the checkpoints point into: record the new points
@@ -357,6 +328,65 @@ class LogManager:
         else:
             # Recovery may have cut tails; record the new recovery points at once.
             self._write_checkpoints(state)
+
+    def _classify_entry(self, state: LogDirState, name: str, seen: dict[TopicPartition, str],
+                        report: StartupReport) -> TopicPartition | None:
+        """The partition whose live log the entry ``name`` of the dir is, to load; or None,
+        having recorded what else it is (ignored, unrecognised, -delete, -stray, -future, or a
+        second live copy of a partition, set aside)."""
+        path = posixpath.join(state.path, name)
+        if is_ignored_entry(name) or not self.fs.is_dir(path):
+            return None
+        try:
+            parsed = parse_dir_name(name)
+        except LogDirNameError as exc:
+            state.unrecognised[name] = str(exc)
+            report.set_aside[path] = str(exc)
+            return None
+        if parsed.kind is DirKind.DELETE:
+            state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
+            report.queued_deletes.append(path)
+            return None
+        if parsed.kind is DirKind.STRAY:
+            state.strays.append(name)
+            return None
+        if parsed.kind is DirKind.FUTURE:
+            state.futures.append(name)
+            return None
+        tp = parsed.tp
+        if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
+            why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
+            state.unrecognised[name] = why
+            report.set_aside[path] = why
+            return None
+        seen[tp] = state.path
+        return tp
+
+    def _load_partition(self, state: LogDirState, name: str, tp: TopicPartition,
+                        checkpoints: _DirCheckpoints, clean: bool, report: StartupReport) -> None:
+        """Load ``tp``'s log from the dir entry ``name``, handing it the dir's start offset
+        checkpoint. A malformed file of its own marks it unloadable (the dir goes offline)."""
+        path = posixpath.join(state.path, name)
+        try:
+            log, load = PartitionLog.load(
+                self.fs, path, tp, self.config_for(tp.topic), self.clock,
+                log_start_offset_checkpoint=checkpoints.start_offsets.get(tp),
+                recovery_point=checkpoints.recovery_points.get(tp),
+                high_watermark_checkpoint=checkpoints.high_watermarks.get(tp),
+                clean_shutdown=clean,
+                start_offset_checkpoint=self._start_offset_checkpoint(state),
+                on_io_error=self._on_log_io_error)
+        except CheckpointError as exc:
+            state.unloadable[tp] = str(exc)
+            return
+        state.logs[tp] = log
+        report.loaded += 1
+        report.recovered += 1 if load.recovered_segments else 0
+        report.truncated_bytes += load.truncated_bytes
+        if load.distrusted is not None:
+            report.distrusted[path] = load.distrusted
+            _logger.warning("%s: shut down cleanly but not trusted, recovered: %s", path,
+                            load.distrusted)
 
     def _checkpoint(self, state: LogDirState, name: str) -> OffsetCheckpointFile:
         return OffsetCheckpointFile(self.fs, posixpath.join(state.path, name))
