@@ -57,3 +57,10 @@ def test_metrics_example_runs() -> None:
     assert blocks, "docs/metrics.md has a runnable example"
     for code in blocks:
         exec(compile(code, "docs/metrics.md", "exec"), {})
+
+
+def test_storage_example_runs() -> None:
+    blocks = python_blocks("storage.md")
+    assert blocks, "docs/storage.md has a runnable example"
+    for code in blocks:
+        exec(compile(code, "docs/storage.md", "exec"), {})
