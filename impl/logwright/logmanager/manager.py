@@ -216,41 +216,9 @@ class LogManager:
         Raises DataDirLockedError or DataDirMismatchError (with every lock taken here released)
         before writing anything but a missing dir and its ``.lock``.
         """
-        fs = self.fs
         try:
-            for state in self.dirs.values():
-                try:
-                    if not fs.exists(state.path):
-                        fs.makedirs(state.path)
-                    self._locks[state.path] = fs.lock(posixpath.join(state.path, LOCK_FILE))
-                except OSError as exc:
-                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                        raise DataDirLockedError(state.path) from exc
-                    self._offline_at_startup(state, report, f"locking {LOCK_FILE}: {exc}")
-            found: dict[str, MetaProperties] = {}
-            for state in self.dirs.values():
-                if not state.online:
-                    continue
-                try:
-                    meta = MetaPropertiesFile(fs, state.path).read()
-                except (OSError, CheckpointError) as exc:
-                    self._offline_at_startup(state, report, f"{type(exc).__name__}: {exc}")
-                    continue
-                if meta is None:
-                    continue
-                if meta.cluster_id != identity.cluster_id or meta.node_id != identity.node_id:
-                    raise DataDirMismatchError(
-                        f"log dir {state.path} belongs to cluster {meta.cluster_id}, node "
-                        f"{meta.node_id} (its meta.properties), but this is node "
-                        f"{identity.node_id} of cluster {identity.cluster_id}: refusing to "
-                        "start; point the broker at its own dirs, or empty this one")
-                twin = next((p for p, m in found.items()
-                             if m.directory_id == meta.directory_id), None)
-                if twin is not None:
-                    raise DataDirMismatchError(
-                        f"log dirs {twin} and {state.path} have the same directory.id "
-                        f"{meta.directory_id} (one is a copy of the other): refusing to start")
-                found[state.path] = meta
+            self._lock_dirs(report)
+            found = self._check_meta_properties(identity, report)
             for state in self.dirs.values():
                 if not state.online:
                     continue
@@ -262,6 +230,51 @@ class LogManager:
         except DataDirError:
             self._release_locks()
             raise
+
+    def _lock_dirs(self, report: StartupReport) -> None:
+        """Take every dir's ``.lock`` (creating a missing dir); DataDirLockedError if another
+        process holds one, any other failure takes that dir offline."""
+        fs = self.fs
+        for state in self.dirs.values():
+            try:
+                if not fs.exists(state.path):
+                    fs.makedirs(state.path)
+                self._locks[state.path] = fs.lock(posixpath.join(state.path, LOCK_FILE))
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise DataDirLockedError(state.path) from exc
+                self._offline_at_startup(state, report, f"locking {LOCK_FILE}: {exc}")
+
+    def _check_meta_properties(self, identity: DataDirIdentity, report: StartupReport
+                               ) -> dict[str, MetaProperties]:
+        """Every online dir's meta.properties that exists, by dir; DataDirMismatchError for one
+        of another cluster or node, or two with one ``directory.id``; an unreadable one takes
+        its dir offline."""
+        found: dict[str, MetaProperties] = {}
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            try:
+                meta = MetaPropertiesFile(self.fs, state.path).read()
+            except (OSError, CheckpointError) as exc:
+                self._offline_at_startup(state, report, f"{type(exc).__name__}: {exc}")
+                continue
+            if meta is None:
+                continue
+            if meta.cluster_id != identity.cluster_id or meta.node_id != identity.node_id:
+                raise DataDirMismatchError(
+                    f"log dir {state.path} belongs to cluster {meta.cluster_id}, node "
+                    f"{meta.node_id} (its meta.properties), but this is node "
+                    f"{identity.node_id} of cluster {identity.cluster_id}: refusing to "
+                    "start; point the broker at its own dirs, or empty this one")
+            twin = next((p for p, m in found.items()
+                         if m.directory_id == meta.directory_id), None)
+            if twin is not None:
+                raise DataDirMismatchError(
+                    f"log dirs {twin} and {state.path} have the same directory.id "
+                    f"{meta.directory_id} (one is a copy of the other): refusing to start")
+            found[state.path] = meta
+        return found
 
     def _format_dir(self, state: LogDirState, identity: DataDirIdentity,
                     found: dict[str, MetaProperties], report: StartupReport
