@@ -79,6 +79,7 @@ from logwright.protocol import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
+from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
@@ -837,8 +838,8 @@ class ReplicaManager:
             if isinstance(found, Errors):
                 out.append(OffsetForLeaderEpochResult(part.tp, found))
                 continue
-            epoch, end_offset = found.epoch_cache.end_offset_for(part.leader_epoch,
-                                                                 found.log_end_offset)
+            epoch, end_offset = found.log.end_offset_for_epoch(part.leader_epoch) or (
+                UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
             out.append(OffsetForLeaderEpochResult(part.tp, Errors.NONE, epoch, end_offset))
         return OffsetForLeaderEpochResponse(request.correlation_id, tuple(out))
 
