@@ -6,10 +6,12 @@ keeping the cache in step inside the log."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from logwright.errors import CheckpointError, Errors, KafkaStorageError
-from logwright.logmanager import LogManagerConfig
+from logwright.logmanager import LogManager, LogManagerConfig
 from logwright.protocol import OffsetForLeaderEpochPartition, OffsetForLeaderEpochRequest
 from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
@@ -17,7 +19,7 @@ from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSE
 from logwright.storage.log import PartitionLog
 from logwright.storage.metadata_files import LeaderEpochCheckpointFile
 from logwright.storage.naming import TopicPartition
-from logwright.world import Fault, SimFileSystem, VirtualClock
+from logwright.world import Fault, SimFileSystem, SimScheduler, SimulatedCrash, VirtualClock
 from tests.test_broker_harness import T0, World, fast_config, state
 
 TP = TopicPartition("e", 0)
@@ -244,3 +246,78 @@ def test_a_leader_s_retention_keeps_offset_for_leader_epoch_above_its_start() ->
     result = answer.results[0]
     assert result.error is Errors.NONE and result.end_offset >= lso, result
     w.check_offsets()
+
+
+# ---- across crashes ------------------------------------------------------------------------------
+
+
+def _cache_describes_log(log: PartitionLog) -> None:
+    """Every entry lies in [log start offset, log end offset], and each batch the log holds
+    carries the epoch the cache gives for its first offset (the cache describes this log)."""
+    cached = log.leader_epoch_cache.entries
+    assert all(log.log_start_offset <= e.start_offset <= log.log_end_offset for e in cached), \
+        (cached, log.log_start_offset, log.log_end_offset)
+    for header, _ in log.read_batches():
+        first = max(header.base_offset, log.log_start_offset)
+        covering = [e for e in cached if e.start_offset <= first]
+        assert covering and covering[-1].epoch == header.partition_leader_epoch, \
+            (header.base_offset, header.partition_leader_epoch, cached)
+
+
+def _manager_with_epochs(fs: SimFileSystem, clock: VirtualClock) -> PartitionLog:
+    manager = LogManager(fs, ["/data"], clock, SimScheduler(clock, seed=1),
+                         LogManagerConfig(log=LogConfig(segment_bytes=300, index_interval_bytes=100,
+                                                        retention_bytes=400)))
+    manager.startup()
+    log = manager.create_log(TP)
+    for i in range(12):
+        append(log, 1 + i // 3, b"value-%02d" % i)
+    log.update_high_watermark(10)
+    log.flush()
+    manager.checkpoint_all()
+    manager.checkpoint_high_watermarks()
+    return log
+
+
+def _reloaded(fs: SimFileSystem, clock: VirtualClock) -> PartitionLog:
+    manager = LogManager(fs, ["/data"], clock, SimScheduler(clock, seed=1),
+                         LogManagerConfig(log=LogConfig(segment_bytes=300,
+                                                        index_interval_bytes=100)))
+    manager.startup()
+    log = manager.get_log(TP)
+    assert log is not None and not log.offline
+    return log
+
+
+@pytest.mark.parametrize("operation", ["retention", "delete_records", "truncate", "restart"])
+def test_a_crash_at_any_step_leaves_a_cache_that_describes_the_log(operation: str) -> None:
+    """Power loss after every file system operation of each change of a log's offsets: the
+    start offset is never lost once acknowledged, and the reloaded cache describes the log."""
+    ops = {
+        "retention": lambda log: log.delete_old_segments(),
+        "delete_records": lambda log: log.increment_log_start_offset(7),
+        "truncate": lambda log: log.truncate_to(5),
+        "restart": lambda log: log.truncate_fully_and_start_at(20),
+    }
+    k = 1
+    while True:
+        clock = VirtualClock(1_000_000)
+        fs = SimFileSystem(clock)
+        log = _manager_with_epochs(fs, clock)
+        fs.crash_after(k)
+        try:
+            ops[operation](log)
+            acknowledged = log.log_start_offset
+            crashed = False
+            _cache_describes_log(log)
+        except SimulatedCrash:
+            acknowledged, crashed = 0, True
+        fs.crash_after(None)
+        fs.crash(random.Random(k))
+        again = _reloaded(fs, clock)
+        assert again.log_start_offset >= acknowledged, (operation, k)
+        _cache_describes_log(again)
+        if not crashed:
+            assert k > 1, "the operation must write something for this test to mean much"
+            break
+        k += 1
