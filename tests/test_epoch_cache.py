@@ -15,6 +15,7 @@ from logwright.logmanager import LogManager, LogManagerConfig
 from logwright.protocol import OffsetForLeaderEpochPartition, OffsetForLeaderEpochRequest
 from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
+from logwright.storage.dir_status import LogDirStatus
 from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from logwright.storage.log import PartitionLog
 from logwright.storage.metadata_files import LeaderEpochCheckpointFile
@@ -195,14 +196,15 @@ def test_load_reconciles_with_the_log_and_rebuilds_a_missing_file() -> None:
     assert entries(again.leader_epoch_cache) == [(5, 3)] == on_disk(fs)
 
 
-def test_write_errors_fail_the_log_and_are_reported() -> None:
+def test_write_errors_take_the_log_s_dir_offline() -> None:
     fs, log = new_log()
-    seen: list[OSError] = []
-    log.on_io_error = lambda _log, exc: seen.append(exc)
+    status = log.dir_status = LogDirStatus("/d", {TP: log})
     fs.inject_fault("/d", Fault.ENOSPC)
     with pytest.raises(KafkaStorageError):
         log.assign_epoch_start_offset(1, 0)
-    assert len(seen) == 1 and log.offline
+    assert log.offline and not status.online and "No space left" in (status.offline_reason or "")
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
 
 
 def test_corrupt_file_takes_only_its_dir_offline_and_is_not_recreated_elsewhere() -> None:

@@ -15,6 +15,7 @@ from logwright.errors import (
 from logwright.records import build_simple_batch
 from logwright.storage.checkpoint import OffsetCheckpointFile
 from logwright.storage.config import LogConfig
+from logwright.storage.dir_status import LogDirStatus
 from logwright.storage.log import PartitionLog, TopicIdMismatch
 from logwright.storage.naming import TopicPartition, Uuid, segment_file_name
 from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
@@ -155,14 +156,14 @@ def test_a_raise_that_cannot_be_made_durable_is_not_taken() -> None:
     other = new_log(fs, clock, path="/d1/t-1")
     logs = {TP: log, TopicPartition("t", 1): other}
     log.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, "/d1", logs)
-    errors: list[OSError] = []
-    log.on_io_error = lambda _log, exc: errors.append(exc)
+    status = log.dir_status = other.dir_status = LogDirStatus("/d1", logs)
     fill(log, 5)
     log.update_high_watermark(6)
     fs.inject_fault("/d1", Fault.ENOSPC)
     with pytest.raises(KafkaStorageError):
         log.increment_log_start_offset(4)
-    assert log.log_start_offset == 0 and log.offline and len(errors) == 1
+    assert log.log_start_offset == 0 and log.offline
+    assert not status.online and other.offline, "the whole dir goes offline, in the same call"
     fs.clear_fault("/d1")
     assert not fs.exists("/d1/log-start-offset-checkpoint")
 

@@ -3,7 +3,8 @@
 Invariants upheld here:
 - A dir that fails (an I/O error, a corrupt checkpoint) goes offline alone: its partitions go
   offline, every other dir keeps serving (HAZARDS 5, 11). Only when every dir is offline does the
-  broker have to stop (``all_dirs_offline``).
+  broker have to stop (``all_dirs_offline``). Each dir's ``LogDirStatus`` (storage/) is handed
+  to its logs, which report an I/O error there: no log calls up into the manager.
 - A directory that cannot be classified is set aside and reported, never fatal and never deleted
   (HAZARDS 2). ``lost+found`` and the broker's own files are ignored.
 - A raised log start offset is durable before it is acknowledged: each dir has one
@@ -58,6 +59,7 @@ from logwright.storage.checkpoint import (
     OffsetCheckpointFile,
 )
 from logwright.storage.config import LogConfig
+from logwright.storage.dir_status import LogDirStatus
 from logwright.storage.log import PartitionLog
 from logwright.storage.meta_properties import LOCK_FILE, MetaProperties, MetaPropertiesFile
 from logwright.storage.naming import (
@@ -113,8 +115,6 @@ class LogDirState:
     """One log dir as the manager sees it."""
 
     path: str
-    online: bool = True
-    offline_reason: str | None = None
     logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
     pending_deletes: dict[str, int] = field(default_factory=dict)  # dir name -> due time ms
     strays: list[str] = field(default_factory=list)
@@ -123,8 +123,23 @@ class LogDirState:
     # Partitions whose dir here could not be loaded (a malformed metadata file of their own):
     # their data is in this offline dir, so they are not created afresh elsewhere.
     unloadable: dict[TopicPartition, str] = field(default_factory=dict)
-    #: The dir's ``log-start-offset-checkpoint``, over ``logs``; set by the manager.
+    #: The dir's ``log-start-offset-checkpoint``, over ``logs``; handed to each of its logs.
     start_offset_checkpoint: LogStartOffsetCheckpoint = field(init=False, repr=False)
+    #: Online or offline, over ``logs``; handed to each of its logs, which report I/O errors.
+    status: LogDirStatus = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.status = LogDirStatus(self.path, self.logs)
+
+    @property
+    def online(self) -> bool:
+        """Whether the dir still serves."""
+        return self.status.online
+
+    @property
+    def offline_reason(self) -> str | None:
+        """Why the dir went offline, or None while it is online."""
+        return self.status.offline_reason
 
 
 class _DirCheckpoints(NamedTuple):
@@ -388,7 +403,7 @@ class LogManager:
                 high_watermark_checkpoint=checkpoints.high_watermarks.get(tp),
                 clean_shutdown=clean,
                 start_offset_checkpoint=self._start_offset_checkpoint(state),
-                on_io_error=self._on_log_io_error)
+                dir_status=state.status)
         except CheckpointError as exc:
             state.unloadable[tp] = str(exc)
             return
@@ -527,7 +542,7 @@ class LogManager:
             log = PartitionLog.create(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock, topic_id,
                 start_offset_checkpoint=self._start_offset_checkpoint(state),
-                on_io_error=self._on_log_io_error)
+                dir_status=state.status)
         except OSError as exc:
             self._take_offline(state, f"creating {path}: {exc}")
             raise KafkaStorageError(f"{tp}: I/O error creating its log in {state.path}: {exc}") \
@@ -639,22 +654,8 @@ class LogManager:
 
     # ---- failure -------------------------------------------------------------------------------
 
-    def _on_log_io_error(self, log: PartitionLog, exc: OSError) -> None:
-        state = self.dir_of(log.tp)
-        if state is not None:
-            self._take_offline(state, f"I/O error on {log.tp}: {exc}")
-
     def _take_offline(self, state: LogDirState, reason: str) -> None:
-        if not state.online:
-            return
-        state.online = False
-        state.offline_reason = reason
-        for log in state.logs.values():
-            log.offline = True
-            try:
-                log.close()
-            except OSError:
-                pass  # the dir is already failing; its handles go with it
+        state.status.take_offline(reason)
 
     def fail_dir(self, path: str, reason: str) -> None:
         """Take a dir offline by hand (operators, tests)."""

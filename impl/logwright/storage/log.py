@@ -48,6 +48,7 @@ from logwright.records import (
     validate_batches,
 )
 from logwright.storage.config import LogConfig
+from logwright.storage.dir_status import LogDirStatus
 from logwright.storage.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
 from logwright.storage.loader import LoadReport, load_partition_dir, restart_segments
 from logwright.storage.metadata_files import PartitionMetadataFile
@@ -57,10 +58,7 @@ from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 
-IoErrorHook = Callable[["PartitionLog", OSError], None]
-
-__all__ = ["AppendInfo", "FetchData", "IoErrorHook", "LoadReport", "PartitionLog",
-           "TopicIdMismatch"]
+__all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
 
 
 class TopicIdMismatch(LogwrightError):
@@ -96,9 +94,11 @@ class PartitionLog:
     """One partition's log in one directory, and every file in it. Single-threaded: the caller
     serialises calls.
 
-    ``start_offset_checkpoint`` is the dir's ``LogStartOffsetCheckpoint`` (None: a raise is
-    written only by the owner's periodic checkpoint, Kafka's behaviour); ``on_io_error`` is told
-    of any I/O error, after which the log is offline.
+    Two collaborators of its dir are handed down by the owner (the log manager); the log calls
+    them and never calls up. ``start_offset_checkpoint`` is the dir's
+    ``LogStartOffsetCheckpoint`` (None: a raise is written only by the owner's periodic
+    checkpoint, Kafka's behaviour). ``dir_status`` is the dir's ``LogDirStatus``: an I/O error
+    takes the whole dir offline there (None: only this log goes offline).
     """
 
     def __init__(
@@ -116,7 +116,7 @@ class PartitionLog:
         *,
         epoch_cache: LeaderEpochCache | None = None,
         start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
-        on_io_error: IoErrorHook | None = None,
+        dir_status: LogDirStatus | None = None,
     ) -> None:
         assert segments, "a log always has an active segment"
         self.fs = fs
@@ -134,7 +134,7 @@ class PartitionLog:
         self.leader_epoch_cache = (epoch_cache if epoch_cache is not None
                                    else LeaderEpochCache(fs, dir_path))
         self.start_offset_checkpoint = start_offset_checkpoint
-        self.on_io_error = on_io_error
+        self.dir_status = dir_status
         self.offline = False
         self._dir_dirty = False  # a segment file was created since the directory was last synced
         self._check_offsets()
@@ -153,7 +153,7 @@ class PartitionLog:
         start_offset: int = 0,
         *,
         start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
-        on_io_error: IoErrorHook | None = None,
+        dir_status: LogDirStatus | None = None,
     ) -> PartitionLog:
         """Create the partition's directory (durably, with its topic id) and an empty log."""
         assert start_offset >= 0, "offsets are never negative"
@@ -166,7 +166,7 @@ class PartitionLog:
         fs.fsync_dir(posixpath.dirname(dir_path))
         return cls(fs, dir_path, tp, config, clock, [segment], start_offset, start_offset,
                    start_offset, topic_id, start_offset_checkpoint=start_offset_checkpoint,
-                   on_io_error=on_io_error)
+                   dir_status=dir_status)
 
     @classmethod
     def load(
@@ -182,7 +182,7 @@ class PartitionLog:
         high_watermark_checkpoint: int | None,
         clean_shutdown: bool,
         start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
-        on_io_error: IoErrorHook | None = None,
+        dir_status: LogDirStatus | None = None,
     ) -> tuple[PartitionLog, LoadReport]:
         """Open an existing partition directory: its segments (trusted after a clean shutdown
         if they line up, else recovered), its topic id and its leader epoch cache, all made to
@@ -198,7 +198,7 @@ class PartitionLog:
         log = cls(fs, dir_path, tp, config, clock, loaded.segments, loaded.log_start_offset,
                   loaded.high_watermark, loaded.recovery_point, loaded.topic_id,
                   epoch_cache=loaded.epoch_cache, start_offset_checkpoint=start_offset_checkpoint,
-                  on_io_error=on_io_error)
+                  dir_status=dir_status)
         return log, loaded.report
 
     def update_config(self, config: LogConfig) -> None:
@@ -253,8 +253,8 @@ class PartitionLog:
 
     def _io_failed(self, exc: OSError) -> KafkaStorageError:
         self.offline = True
-        if self.on_io_error is not None:
-            self.on_io_error(self, exc)
+        if self.dir_status is not None:
+            self.dir_status.take_offline(f"I/O error on {self.tp}: {exc}")
         return KafkaStorageError(f"{self.tp}: I/O error in {self.dir_path}: {exc}")
 
     # ---- topic id ------------------------------------------------------------------------------
