@@ -7,7 +7,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from logwright.broker.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
 from logwright.broker.fetcher import (
     EpochCallback,
     FetchCallback,
@@ -219,10 +218,8 @@ class LocalLogSource:
 
     source_id = 0
 
-    def __init__(self, logs: dict[TopicPartition, PartitionLog],
-                 caches: dict[TopicPartition, LeaderEpochCache]) -> None:
+    def __init__(self, logs: dict[TopicPartition, PartitionLog]) -> None:
         self.logs = logs
-        self.caches = caches
 
     def fetch(self, partitions: Sequence[FetchPartition], callback: FetchCallback) -> None:
         out = {}
@@ -241,8 +238,7 @@ class LocalLogSource:
                                callback: EpochCallback) -> None:
         out = {}
         for p in partitions:
-            epoch, end = self.caches[p.tp].end_offset_for(p.leader_epoch,
-                                                          self.logs[p.tp].log_end_offset)
+            epoch, end = self.logs[p.tp].end_offset_for_epoch(p.leader_epoch) or (-1, -1)
             out[p.tp] = OffsetForLeaderEpochResult(p.tp, Errors.NONE, epoch, end)
         callback(out)
 
@@ -251,12 +247,10 @@ class LocalLogSource:
 
 
 class FutureLogTarget:
-    """Fills local "future" logs, keeping their epoch caches."""
+    """Fills local "future" logs (each keeps its own epoch cache)."""
 
-    def __init__(self, logs: dict[TopicPartition, PartitionLog],
-                 caches: dict[TopicPartition, LeaderEpochCache]) -> None:
+    def __init__(self, logs: dict[TopicPartition, PartitionLog]) -> None:
         self.logs = logs
-        self.caches = caches
 
     def log_end_offset(self, tp: TopicPartition) -> int:
         return self.logs[tp].log_end_offset
@@ -268,19 +262,16 @@ class FutureLogTarget:
         return self.logs[tp].high_watermark
 
     def latest_epoch(self, tp: TopicPartition) -> int | None:
-        return self.caches[tp].latest_epoch
+        return self.logs[tp].latest_epoch
 
     def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> tuple[int, int] | None:
-        found, end = self.caches[tp].end_offset_for(epoch, self.logs[tp].log_end_offset)
-        return None if found == UNDEFINED_EPOCH else (found, end)
+        return self.logs[tp].end_offset_for_epoch(epoch)
 
     def truncate(self, tp: TopicPartition, offset: int) -> None:
         self.logs[tp].truncate_to(offset)
-        self.caches[tp].truncate_from_end(self.logs[tp].log_end_offset)
 
     def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
         self.logs[tp].truncate_fully_and_start_at(offset)
-        self.caches[tp].clear()
 
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:
@@ -301,23 +292,22 @@ def test_the_fetcher_machinery_copies_between_local_logs_and_contains_failures()
     current = {tp: PartitionLog.create(fs, f"/cur/{tp}", tp, LogConfig(), clock) for tp in tps}
     future = {tp: PartitionLog.create(fs, f"/fut{n + 1}/{tp}", tp, LogConfig(), clock)
               for n, tp in enumerate(tps)}
-    cur_caches = {tp: LeaderEpochCache.load(fs, log) for tp, log in current.items()}
-    fut_caches = {tp: LeaderEpochCache.load(fs, log) for tp, log in future.items()}
     for tp, log in current.items():
-        cur_caches[tp].assign(4, 0)
         for i in range(3):
             log.append_as_leader(build_simple_batch([b"%s-%d" % (str(tp).encode(), i)], 0), 4)
         log.update_high_watermark(3)
     manager = FetcherManager(
         "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
-        lambda _source, _fid: LocalLogSource(current, cur_caches),
-        FutureLogTarget(future, fut_caches), clock, scheduler, 1_000, 1 << 20,
+        lambda _source, _fid: LocalLogSource(current),
+        FutureLogTarget(future), clock, scheduler, 1_000, 1 << 20,
         idle_backoff_ms=10)
     manager.add_fetcher_for_partitions({tp: InitialFetchState(0, 4, 0) for tp in tps})
     fs.inject_fault("/fut2", Fault.EIO)
     scheduler.advance(100)
     assert future[tps[0]].log_end_offset == 3
     assert future[tps[0]].read(0, 1 << 20).records == current[tps[0]].read(0, 1 << 20).records
+    assert future[tps[0]].leader_epoch_cache.entries == \
+        current[tps[0]].leader_epoch_cache.entries, "the copy carries its epochs with it"
     assert set(manager.failed_partitions) == {tps[1]}
     # A new epoch (the move restarted) un-fails it; with the dir back it completes.
     fs.clear_fault("/fut2")

@@ -233,3 +233,56 @@ def test_startup_restarts_a_log_that_lost_everything_above_its_start_offset() ->
     log.append_as_leader(batch(b"after"))
     log.update_high_watermark(5)
     assert log.increment_log_start_offset(5)
+
+
+def test_a_partition_with_a_corrupt_file_of_its_own_takes_its_dir_offline_at_startup() -> None:
+    """HAZARDS 11, per partition: a malformed partition.metadata or leader-epoch-checkpoint is
+    found when the log is loaded. Its dir goes offline, every other log of the dir is still
+    known (offline), and the partition is never created empty in another dir while its data
+    sits in the offline one (before, a corrupt partition.metadata left the partitions loaded
+    after it unknown, and creating one of them picked another dir)."""
+    for name, garbage in (("partition.metadata", b"version: 0\ntopic_id: nope\n"),
+                          ("leader-epoch-checkpoint", b"0\n2\n1 0\n")):
+        b = Broker()
+        for n in range(3):
+            b.lm.create_log(tp(n), Uuid.from_random(b.lm.rng), log_dir=DIRS[0])
+        b.lm.create_log(tp(9), log_dir=DIRS[1])
+        b.clean_restart()
+        handle = b.fs.open(f"{DIRS[0]}/topic-1/{name}", create=True)
+        handle.truncate(0)
+        handle.append(garbage)
+        handle.fsync()
+        handle.close()
+        b.clean_restart()
+        assert b.lm.offline_dirs == [DIRS[0]], name
+        assert name in b.report.offline_dirs[DIRS[0]]
+        for n in (0, 2):
+            log = b.lm.get_log(tp(n))
+            assert log is not None and log.offline, (name, n)
+        assert b.lm.get_log(tp(1)) is None
+        with pytest.raises(KafkaStorageError, match="could not be loaded"):
+            b.lm.create_log(tp(1))
+        assert not b.fs.exists(f"{DIRS[1]}/topic-1"), name
+        assert b.lm.get_log(tp(9)) is not None and not b.lm.get_log(tp(9)).offline  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_raised_start_offset_is_durable_at_once_or_only_at_the_checkpoint(durable: bool
+                                                                              ) -> None:
+    """The dir's start offset checkpoint is handed to each log: with durable_log_start_offset
+    (the default) a raise is on disk when it returns; without it (Kafka's behaviour) only the
+    periodic checkpoint writes it, and a crash before that brings the old start back."""
+    b = Broker(LogManagerConfig(log=LogConfig(segment_bytes=1000), initial_task_delay_ms=0,
+                                durable_log_start_offset=durable))
+    log = b.lm.create_log(tp(0), log_dir=DIRS[0])
+    other = b.lm.create_log(tp(1), log_dir=DIRS[0])
+    for target in (log, other):
+        for i in range(4):
+            target.append_as_leader(batch(b"x%d" % i))
+        target.update_high_watermark(4)
+        target.flush()
+    b.sched.advance(1)  # the first periodic checkpoint: both at 0
+    assert log.increment_log_start_offset(3) and other.increment_log_start_offset(1)
+    b.crash_and_restart()
+    starts = [b.lm.get_log(tp(n)).log_start_offset for n in (0, 1)]  # type: ignore[union-attr]
+    assert starts == ([3, 1] if durable else [0, 0])

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from logwright.errors import CorruptRecordError, OffsetOutOfRange, UnexpectedAppendOffset
+from logwright.errors import (
+    CorruptRecordError,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    UnexpectedAppendOffset,
+)
 from logwright.records import build_simple_batch
+from logwright.storage.checkpoint import OffsetCheckpointFile
 from logwright.storage.config import LogConfig
-from logwright.storage.log import PartitionLog
-from logwright.storage.naming import segment_file_name
+from logwright.storage.dir_status import LogDirStatus
+from logwright.storage.log import PartitionLog, TopicIdMismatch
+from logwright.storage.naming import TopicPartition, Uuid, segment_file_name
+from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
+from logwright.world import Fault
 from tests.storage_helpers import SMALL, TP, batch, fill, new_log, read_all, world
 
 
@@ -124,16 +135,37 @@ def test_empty_replica_starts_at_the_base_of_the_first_batch_it_receives() -> No
 
 def test_log_start_offset_only_moves_forward_and_never_past_hw() -> None:
     fs, clock = world()
-    persisted: list[int] = []
     log = new_log(fs, clock)
-    log.persist_log_start_offset = lambda lg: persisted.append(lg.log_start_offset)
+    log.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, "/d1", {TP: log})
+    checkpoint = OffsetCheckpointFile(fs, "/d1/log-start-offset-checkpoint")
     fill(log, 5)
     log.update_high_watermark(6)
     assert log.increment_log_start_offset(3)
+    assert checkpoint.read() == {TP: 3}, "durable before the raise returns"
     assert not log.increment_log_start_offset(2)
     with pytest.raises(OffsetOutOfRange, match="above the high watermark"):
         log.increment_log_start_offset(7)
-    assert log.log_start_offset == 3 and persisted == [3]
+    assert log.log_start_offset == 3 and checkpoint.read() == {TP: 3}
+    fs.crash()
+    assert checkpoint.read() == {TP: 3}, "a power loss keeps an acknowledged raise"
+
+
+def test_a_raise_that_cannot_be_made_durable_is_not_taken() -> None:
+    fs, clock = world()
+    log = new_log(fs, clock)
+    other = new_log(fs, clock, path="/d1/t-1")
+    logs = {TP: log, TopicPartition("t", 1): other}
+    log.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, "/d1", logs)
+    status = log.dir_status = other.dir_status = LogDirStatus("/d1", logs)
+    fill(log, 5)
+    log.update_high_watermark(6)
+    fs.inject_fault("/d1", Fault.ENOSPC)
+    with pytest.raises(KafkaStorageError):
+        log.increment_log_start_offset(4)
+    assert log.log_start_offset == 0 and log.offline
+    assert not status.online and other.offline, "the whole dir goes offline, in the same call"
+    fs.clear_fault("/d1")
+    assert not fs.exists("/d1/log-start-offset-checkpoint")
 
 
 def test_truncate_removes_whole_batches_and_clamps_hw() -> None:
@@ -327,3 +359,31 @@ def test_recovery_of_a_torn_tail_shorter_than_a_header() -> None:
             assert log2.log_end_offset == 2 * before, (before, tail)
             assert report.truncated_bytes == tail
             assert fs.file_size(log2.active_segment.log_path) == keep
+
+
+def test_the_log_owns_its_topic_id() -> None:
+    """partition.metadata is written by the log, atomically, once: a log created without a
+    topic id (HAZARDS 2) adopts the first one it is given; another one is refused."""
+    fs, clock = world()
+    first, second = Uuid.from_random(random.Random(1)), Uuid.from_random(random.Random(2))
+    log = new_log(fs, clock)
+    assert log.topic_id is None
+    assert log.assign_topic_id(first)
+    assert not log.assign_topic_id(first), "the same id again writes nothing"
+    with pytest.raises(TopicIdMismatch):
+        log.assign_topic_id(second)
+    assert log.topic_id == first
+    log.close()
+    fs.crash()
+    again = load(fs, clock, lso=0, rp=0, hw=0)[0]
+    assert again.topic_id == first
+    with pytest.raises(TopicIdMismatch):
+        again.assign_topic_id(second)
+    # An offline log writes nothing.
+    _, clock2 = world()
+    fs2, _ = world()
+    broken = new_log(fs2, clock2)
+    fs2.inject_fault("/d1", Fault.EIO)
+    with pytest.raises(KafkaStorageError):
+        broken.assign_topic_id(first)
+    assert broken.offline and broken.topic_id is None

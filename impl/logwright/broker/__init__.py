@@ -11,11 +11,11 @@ from logwright.broker.authorizer import (
 )
 from logwright.broker.broker import Broker, BrokerState
 from logwright.broker.config import ANONYMOUS, BrokerConfig
-from logwright.broker.epoch_cache import LeaderEpochCache
 from logwright.broker.fetcher import FetcherManager, FetchSource, FetchTarget
 from logwright.broker.metrics import BrokerMetrics
 from logwright.broker.partition import Partition, Role
 from logwright.broker.replica_manager import ReplicaManager
+from logwright.storage.epoch_cache import LeaderEpochCache
 
 __all__ = [
     "ANONYMOUS",

@@ -17,7 +17,6 @@ from typing import Protocol
 
 from logwright.broker.config import BrokerConfig
 from logwright.broker.effects import Call, Emit
-from logwright.broker.epoch_cache import UNDEFINED_EPOCH
 from logwright.broker.fetcher import EpochCallback, FetchCallback
 from logwright.broker.partition import Partition, Role
 from logwright.errors import Errors, KafkaStorageError, LogwrightError, UnexpectedAppendOffset
@@ -32,7 +31,6 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from logwright.records import iter_batches
 
 
 class NotFollowing(LogwrightError):
@@ -141,21 +139,16 @@ class ReplicaFetchTarget:
         return self._follower(tp).high_watermark
 
     def latest_epoch(self, tp: TopicPartition) -> int | None:
-        return self._follower(tp).epoch_cache.latest_epoch
+        return self._follower(tp).log.latest_epoch
 
     def end_offset_for_epoch(self, tp: TopicPartition, epoch: int) -> tuple[int, int] | None:
-        partition = self._follower(tp)
-        found_epoch, end = partition.epoch_cache.end_offset_for(epoch, partition.log_end_offset)
-        if found_epoch == UNDEFINED_EPOCH:
-            return None
-        return found_epoch, end
+        return self._follower(tp).log.end_offset_for_epoch(epoch)
 
     def truncate(self, tp: TopicPartition, offset: int) -> None:
         partition = self._follower(tp)
 
         def run() -> int:
-            partition.log.truncate_to(offset)
-            partition.epoch_cache.truncate_from_end(partition.log_end_offset)
+            partition.log.truncate_to(offset)  # the log trims its epoch cache
             partition.check_offsets()
             return 0
         self._storage(run)
@@ -165,8 +158,7 @@ class ReplicaFetchTarget:
         partition = self._follower(tp)
 
         def run() -> int:
-            partition.log.truncate_fully_and_start_at(offset)
-            partition.epoch_cache.clear()
+            partition.log.truncate_fully_and_start_at(offset)  # epoch cache cleared with it
             partition.check_offsets()
             return 0
         self._storage(run)
@@ -181,19 +173,14 @@ class ReplicaFetchTarget:
                 raise UnexpectedAppendOffset(
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
             if data.records:
-                log.append_as_follower(data.records)
-                for _, header in iter_batches(data.records, verify_crc=False):
-                    if header.partition_leader_epoch >= 0:
-                        partition.epoch_cache.assign(header.partition_leader_epoch,
-                                                     header.base_offset)
+                log.append_as_follower(data.records)  # and the batches' epochs to its cache
             # HW first, then the start offset, which may never pass the HW (HAZARDS 8).
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
                                               min(data.high_watermark, log.log_end_offset)))
             if data.log_start_offset > log.log_start_offset:
-                new_start = min(data.log_start_offset, log.high_watermark)
-                if log.increment_log_start_offset(new_start):
-                    partition.epoch_cache.truncate_from_start(new_start)
+                # Durable, and the epoch cache trimmed, before it returns.
+                log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
             partition.check_offsets()
             return log.log_end_offset
         return self._storage(run)

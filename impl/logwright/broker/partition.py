@@ -7,8 +7,11 @@ Invariants upheld here:
   committed before every replica that may be in the ISR has it.
 - 0 <= log start offset <= high watermark <= log end offset, asserted after every change made here.
 - A role or ISR change is applied only from a state with a leader epoch at least as new as the one
-  held (the caller refuses older ones); a new leader epoch as leader is recorded in the leader
-  epoch cache at the log end offset before any record is appended under it.
+  held (the caller refuses older ones); a new leader epoch as leader is recorded in the log's
+  leader epoch cache at the log end offset before any record is appended under it.
+
+The partition's files (segments, leader epoch cache, topic id, start offset) belong to its
+``PartitionLog``; this module changes them only through the log's methods.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from logwright.broker.epoch_cache import LeaderEpochCache
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import LeaderAndIsrPartitionState
+from logwright.storage.epoch_cache import LeaderEpochCache
 from logwright.storage.log import PartitionLog
 
 NO_LEADER = -1
@@ -55,14 +58,13 @@ class PendingIsrChange:
 
 
 class Partition:
-    """The local replica of ``tp``: log, leader epoch cache, role and replication state."""
+    """The local replica of ``tp``: its log (with the log's leader epoch cache), role and
+    replication state."""
 
-    def __init__(self, tp: TopicPartition, local_broker_id: int, log: PartitionLog,
-                 epoch_cache: LeaderEpochCache) -> None:
+    def __init__(self, tp: TopicPartition, local_broker_id: int, log: PartitionLog) -> None:
         self.tp = tp
         self.local_broker_id = local_broker_id
         self.log = log
-        self.epoch_cache = epoch_cache
         self.topic_id: Uuid | None = log.topic_id
         self.role = Role.NONE
         self.leader_id = NO_LEADER
@@ -96,6 +98,11 @@ class Partition:
     def log_end_offset(self) -> int:
         """The local log's end offset."""
         return self.log.log_end_offset
+
+    @property
+    def epoch_cache(self) -> LeaderEpochCache:
+        """The log's leader epoch cache, to read (OffsetForLeaderEpoch); the log changes it."""
+        return self.log.leader_epoch_cache
 
     @property
     def is_leader(self) -> bool:
@@ -147,7 +154,7 @@ class Partition:
         assert state.leader == self.local_broker_id
         assert state.leader_epoch > self.leader_epoch or self.role is not Role.LEADER
         if state.leader_epoch >= 0:
-            self.epoch_cache.assign(state.leader_epoch, self.log_end_offset)
+            self.log.assign_epoch_start_offset(state.leader_epoch, self.log_end_offset)
         self._apply_assignment(state)
         self.role = Role.LEADER
         self.leader_epoch_start_offset = self.log_end_offset

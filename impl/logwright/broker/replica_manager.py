@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from logwright.broker.config import BrokerConfig
 from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
 from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
-from logwright.broker.epoch_cache import LeaderEpochCache
 from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
 from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
@@ -73,13 +72,10 @@ from logwright.protocol import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from logwright.storage.metadata_files import PartitionMetadataFile
+from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler
-
-
-class TopicIdMismatch(LogwrightError):
-    """The local log belongs to another incarnation of the topic (a different topic id)."""
 
 
 class ReplicaManager:
@@ -225,17 +221,12 @@ class ReplicaManager:
             if log is None:
                 log_dir = None if state.log_dir == "any" else state.log_dir
                 log = self.log_manager.create_log(tp, topic_id, log_dir)
-            elif topic_id is not None and log.topic_id is None:
-                # A dir without its topic id file (HAZARDS 2): the controller's id is adopted.
-                PartitionMetadataFile(self.log_manager.fs, log.dir_path).write(topic_id)
-                log.topic_id = topic_id
-            elif topic_id is not None and log.topic_id != topic_id:
-                raise TopicIdMismatch(f"{tp}: the log holds topic id {log.topic_id}, the "
-                                      f"request says {topic_id}")
+            if topic_id is not None:
+                # A dir without its topic id file (HAZARDS 2) adopts the controller's id; a
+                # different one raises TopicIdMismatch.
+                log.assign_topic_id(topic_id)
             if log.offline:
                 return Errors.KAFKA_STORAGE_ERROR
-            cache = LeaderEpochCache.load(self.log_manager.fs, log,
-                                          on_io_error=lambda exc: self._fail_dir_of(tp, exc))
         except KafkaStorageError:
             return Errors.KAFKA_STORAGE_ERROR
         except (OSError, CheckpointError) as exc:
@@ -247,7 +238,7 @@ class ReplicaManager:
             return Errors.INCONSISTENT_TOPIC_ID
         except LogwrightError:
             return Errors.LOG_DIR_NOT_FOUND  # the named log dir is not one of this broker's
-        partition = Partition(tp, self.broker_id, log, cache)
+        partition = Partition(tp, self.broker_id, log)
         partition.topic_id = topic_id if topic_id is not None else log.topic_id
         self.partitions[tp] = partition
         return partition
@@ -552,8 +543,8 @@ class ReplicaManager:
             if isinstance(found, Errors):
                 out.append(OffsetForLeaderEpochResult(part.tp, found))
                 continue
-            epoch, end_offset = found.epoch_cache.end_offset_for(part.leader_epoch,
-                                                                 found.log_end_offset)
+            epoch, end_offset = found.log.end_offset_for_epoch(part.leader_epoch) or (
+                UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
             out.append(OffsetForLeaderEpochResult(part.tp, Errors.NONE, epoch, end_offset))
         return OffsetForLeaderEpochResponse(request.correlation_id, tuple(out))
 

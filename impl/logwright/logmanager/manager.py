@@ -3,12 +3,19 @@
 Invariants upheld here:
 - A dir that fails (an I/O error, a corrupt checkpoint) goes offline alone: its partitions go
   offline, every other dir keeps serving (HAZARDS 5, 11). Only when every dir is offline does the
-  broker have to stop (``all_dirs_offline``).
+  broker have to stop (``all_dirs_offline``). Each dir's ``LogDirStatus`` (storage/) is handed
+  to its logs, which report an I/O error there: no log calls up into the manager.
 - A directory that cannot be classified is set aside and reported, never fatal and never deleted
   (HAZARDS 2). ``lost+found`` and the broker's own files are ignored.
-- A raised log start offset is durable before it is acknowledged: the dir's
-  ``log-start-offset-checkpoint`` is rewritten (tmp + fsync + rename + dir fsync) at once, not on
-  the periodic schedule Kafka uses (HAZARDS 12).
+- A raised log start offset is durable before it is acknowledged: each dir has one
+  ``LogStartOffsetCheckpoint`` (storage/), handed to every log of the dir, which the log rewrites
+  (tmp + fsync + rename + dir fsync) before a raise returns, not on the periodic schedule Kafka
+  uses (HAZARDS 12). The manager writes the periodic checkpoints (recovery points, high
+  watermarks, and start offsets too) from what it asks its logs; it never writes a file inside a
+  partition dir: each log owns its own.
+- A partition whose own metadata file (``partition.metadata``, ``leader-epoch-checkpoint``) is
+  malformed takes its dir offline at start-up (HAZARDS 11), and is never created afresh in
+  another dir while its data sits in the offline one.
 - ``-delete`` dirs are removed only after ``file.delete.delay.ms`` (the topic's, else the
   broker default).
 - A log is trimmed only under its topic's own config: once ``await_topic_configs`` is called (a
@@ -32,6 +39,7 @@ import posixpath
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from logwright.configs import ConfigValue
 from logwright.errors import (
@@ -51,9 +59,9 @@ from logwright.storage.checkpoint import (
     OffsetCheckpointFile,
 )
 from logwright.storage.config import LogConfig
-from logwright.storage.log import PartitionLog, PersistHook
+from logwright.storage.dir_status import LogDirStatus
+from logwright.storage.log import PartitionLog
 from logwright.storage.meta_properties import LOCK_FILE, MetaProperties, MetaPropertiesFile
-from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.storage.naming import (
     DirKind,
     TopicPartition,
@@ -64,6 +72,7 @@ from logwright.storage.naming import (
     parse_dir_name,
     validate_topic_partition,
 )
+from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileLock, FileSystem, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
@@ -106,13 +115,39 @@ class LogDirState:
     """One log dir as the manager sees it."""
 
     path: str
-    online: bool = True
-    offline_reason: str | None = None
     logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
     pending_deletes: dict[str, int] = field(default_factory=dict)  # dir name -> due time ms
     strays: list[str] = field(default_factory=list)
     futures: list[str] = field(default_factory=list)
     unrecognised: dict[str, str] = field(default_factory=dict)  # dir name -> why
+    # Partitions whose dir here could not be loaded (a malformed metadata file of their own):
+    # their data is in this offline dir, so they are not created afresh elsewhere.
+    unloadable: dict[TopicPartition, str] = field(default_factory=dict)
+    #: The dir's ``log-start-offset-checkpoint``, over ``logs``; handed to each of its logs.
+    start_offset_checkpoint: LogStartOffsetCheckpoint = field(init=False, repr=False)
+    #: Online or offline, over ``logs``; handed to each of its logs, which report I/O errors.
+    status: LogDirStatus = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.status = LogDirStatus(self.path, self.logs)
+
+    @property
+    def online(self) -> bool:
+        """Whether the dir still serves."""
+        return self.status.online
+
+    @property
+    def offline_reason(self) -> str | None:
+        """Why the dir went offline, or None while it is online."""
+        return self.status.offline_reason
+
+
+class _DirCheckpoints(NamedTuple):
+    """A dir's offset checkpoints as start-up read them."""
+
+    recovery_points: dict[TopicPartition, int]
+    start_offsets: dict[TopicPartition, int]
+    high_watermarks: dict[TopicPartition, int]
 
 
 @dataclass
@@ -159,7 +194,8 @@ class LogManager:
             norm = posixpath.normpath(path)
             if norm in self.dirs:
                 raise LogwrightError(f"log dir {path} is listed twice")
-            self.dirs[norm] = LogDirState(norm)
+            state = self.dirs[norm] = LogDirState(norm)
+            state.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, norm, state.logs)
         if not self.dirs:
             raise LogwrightError("at least one log dir is needed")
         self.topic_configs: dict[str, LogConfig] = {}
@@ -195,41 +231,9 @@ class LogManager:
         Raises DataDirLockedError or DataDirMismatchError (with every lock taken here released)
         before writing anything but a missing dir and its ``.lock``.
         """
-        fs = self.fs
         try:
-            for state in self.dirs.values():
-                try:
-                    if not fs.exists(state.path):
-                        fs.makedirs(state.path)
-                    self._locks[state.path] = fs.lock(posixpath.join(state.path, LOCK_FILE))
-                except OSError as exc:
-                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                        raise DataDirLockedError(state.path) from exc
-                    self._offline_at_startup(state, report, f"locking {LOCK_FILE}: {exc}")
-            found: dict[str, MetaProperties] = {}
-            for state in self.dirs.values():
-                if not state.online:
-                    continue
-                try:
-                    meta = MetaPropertiesFile(fs, state.path).read()
-                except (OSError, CheckpointError) as exc:
-                    self._offline_at_startup(state, report, f"{type(exc).__name__}: {exc}")
-                    continue
-                if meta is None:
-                    continue
-                if meta.cluster_id != identity.cluster_id or meta.node_id != identity.node_id:
-                    raise DataDirMismatchError(
-                        f"log dir {state.path} belongs to cluster {meta.cluster_id}, node "
-                        f"{meta.node_id} (its meta.properties), but this is node "
-                        f"{identity.node_id} of cluster {identity.cluster_id}: refusing to "
-                        "start; point the broker at its own dirs, or empty this one")
-                twin = next((p for p, m in found.items()
-                             if m.directory_id == meta.directory_id), None)
-                if twin is not None:
-                    raise DataDirMismatchError(
-                        f"log dirs {twin} and {state.path} have the same directory.id "
-                        f"{meta.directory_id} (one is a copy of the other): refusing to start")
-                found[state.path] = meta
+            self._lock_dirs(report)
+            found = self._check_meta_properties(identity, report)
             for state in self.dirs.values():
                 if not state.online:
                     continue
@@ -241,6 +245,51 @@ class LogManager:
         except DataDirError:
             self._release_locks()
             raise
+
+    def _lock_dirs(self, report: StartupReport) -> None:
+        """Take every dir's ``.lock`` (creating a missing dir); DataDirLockedError if another
+        process holds one, any other failure takes that dir offline."""
+        fs = self.fs
+        for state in self.dirs.values():
+            try:
+                if not fs.exists(state.path):
+                    fs.makedirs(state.path)
+                self._locks[state.path] = fs.lock(posixpath.join(state.path, LOCK_FILE))
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise DataDirLockedError(state.path) from exc
+                self._offline_at_startup(state, report, f"locking {LOCK_FILE}: {exc}")
+
+    def _check_meta_properties(self, identity: DataDirIdentity, report: StartupReport
+                               ) -> dict[str, MetaProperties]:
+        """Every online dir's meta.properties that exists, by dir; DataDirMismatchError for one
+        of another cluster or node, or two with one ``directory.id``; an unreadable one takes
+        its dir offline."""
+        found: dict[str, MetaProperties] = {}
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            try:
+                meta = MetaPropertiesFile(self.fs, state.path).read()
+            except (OSError, CheckpointError) as exc:
+                self._offline_at_startup(state, report, f"{type(exc).__name__}: {exc}")
+                continue
+            if meta is None:
+                continue
+            if meta.cluster_id != identity.cluster_id or meta.node_id != identity.node_id:
+                raise DataDirMismatchError(
+                    f"log dir {state.path} belongs to cluster {meta.cluster_id}, node "
+                    f"{meta.node_id} (its meta.properties), but this is node "
+                    f"{identity.node_id} of cluster {identity.cluster_id}: refusing to "
+                    "start; point the broker at its own dirs, or empty this one")
+            twin = next((p for p, m in found.items()
+                         if m.directory_id == meta.directory_id), None)
+            if twin is not None:
+                raise DataDirMismatchError(
+                    f"log dirs {twin} and {state.path} have the same directory.id "
+                    f"{meta.directory_id} (one is a copy of the other): refusing to start")
+            found[state.path] = meta
+        return found
 
     def _format_dir(self, state: LogDirState, identity: DataDirIdentity,
                     found: dict[str, MetaProperties], report: StartupReport
@@ -275,59 +324,26 @@ class LogManager:
         return sorted(self._locks)
 
     def _load_dir(self, state: LogDirState, report: StartupReport) -> None:
+        """Classify every entry of the dir and load its partition logs; then mark the dir as
+        started (the clean-shutdown marker goes, or the checkpoints are rewritten)."""
         fs = self.fs
         if not fs.exists(state.path):
             fs.makedirs(state.path)
         clean_marker = posixpath.join(state.path, CLEAN_SHUTDOWN_FILE)
         clean = fs.exists(clean_marker)
-        recovery_points = self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).read()
-        start_offsets = self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read()
-        high_watermarks = self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read()
+        checkpoints = _DirCheckpoints(
+            recovery_points=self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).read(),
+            start_offsets=self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read(),
+            high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
         for name in fs.listdir(state.path):
-            path = posixpath.join(state.path, name)
-            if is_ignored_entry(name) or not fs.is_dir(path):
-                continue
-            try:
-                parsed = parse_dir_name(name)
-            except LogDirNameError as exc:
-                state.unrecognised[name] = str(exc)
-                report.set_aside[path] = str(exc)
-                continue
-            if parsed.kind is DirKind.DELETE:
-                state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
-                report.queued_deletes.append(path)
-                continue
-            if parsed.kind is DirKind.STRAY:
-                state.strays.append(name)
-                continue
-            if parsed.kind is DirKind.FUTURE:
-                state.futures.append(name)
-                continue
-            tp = parsed.tp
-            if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
-                why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
-                state.unrecognised[name] = why
-                report.set_aside[path] = why
-                continue
-            seen[tp] = state.path
-            topic_id = PartitionMetadataFile(fs, path).read()
-            log, load = PartitionLog.load(
-                fs, path, tp, self.config_for(tp.topic), self.clock,
-                log_start_offset_checkpoint=start_offsets.get(tp),
-                recovery_point=recovery_points.get(tp),
-                high_watermark_checkpoint=high_watermarks.get(tp),
-                clean_shutdown=clean, topic_id=topic_id,
-                persist_log_start_offset=self._persist_hook(),
-                on_io_error=self._on_log_io_error)
-            state.logs[tp] = log
-            report.loaded += 1
-            report.recovered += 1 if load.recovered_segments else 0
-            report.truncated_bytes += load.truncated_bytes
-            if load.distrusted is not None:
-                report.distrusted[path] = load.distrusted
-                _logger.warning("%s: shut down cleanly but not trusted, recovered: %s", path,
-                            load.distrusted)
+            tp = self._classify_entry(state, name, seen, report)
+            if tp is not None:
+                self._load_partition(state, name, tp, checkpoints, clean, report)
+        if state.unloadable:
+            # Every other log of the dir is registered (offline with it), so none of them is
+            # created afresh elsewhere.
+            raise CheckpointError(next(iter(state.unloadable.values())))
         if clean and any(posixpath.dirname(p) == state.path for p in report.distrusted):
             # Recovery may have cut what the checkpoints point into: record the new points
             # before the marker goes, as after a crash.
@@ -340,6 +356,65 @@ class LogManager:
         else:
             # Recovery may have cut tails; record the new recovery points at once.
             self._write_checkpoints(state)
+
+    def _classify_entry(self, state: LogDirState, name: str, seen: dict[TopicPartition, str],
+                        report: StartupReport) -> TopicPartition | None:
+        """The partition whose live log the entry ``name`` of the dir is, to load; or None,
+        having recorded what else it is (ignored, unrecognised, -delete, -stray, -future, or a
+        second live copy of a partition, set aside)."""
+        path = posixpath.join(state.path, name)
+        if is_ignored_entry(name) or not self.fs.is_dir(path):
+            return None
+        try:
+            parsed = parse_dir_name(name)
+        except LogDirNameError as exc:
+            state.unrecognised[name] = str(exc)
+            report.set_aside[path] = str(exc)
+            return None
+        if parsed.kind is DirKind.DELETE:
+            state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
+            report.queued_deletes.append(path)
+            return None
+        if parsed.kind is DirKind.STRAY:
+            state.strays.append(name)
+            return None
+        if parsed.kind is DirKind.FUTURE:
+            state.futures.append(name)
+            return None
+        tp = parsed.tp
+        if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
+            why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
+            state.unrecognised[name] = why
+            report.set_aside[path] = why
+            return None
+        seen[tp] = state.path
+        return tp
+
+    def _load_partition(self, state: LogDirState, name: str, tp: TopicPartition,
+                        checkpoints: _DirCheckpoints, clean: bool, report: StartupReport) -> None:
+        """Load ``tp``'s log from the dir entry ``name``, handing it the dir's start offset
+        checkpoint. A malformed file of its own marks it unloadable (the dir goes offline)."""
+        path = posixpath.join(state.path, name)
+        try:
+            log, load = PartitionLog.load(
+                self.fs, path, tp, self.config_for(tp.topic), self.clock,
+                log_start_offset_checkpoint=checkpoints.start_offsets.get(tp),
+                recovery_point=checkpoints.recovery_points.get(tp),
+                high_watermark_checkpoint=checkpoints.high_watermarks.get(tp),
+                clean_shutdown=clean,
+                start_offset_checkpoint=self._start_offset_checkpoint(state),
+                dir_status=state.status)
+        except CheckpointError as exc:
+            state.unloadable[tp] = str(exc)
+            return
+        state.logs[tp] = log
+        report.loaded += 1
+        report.recovered += 1 if load.recovered_segments else 0
+        report.truncated_bytes += load.truncated_bytes
+        if load.distrusted is not None:
+            report.distrusted[path] = load.distrusted
+            _logger.warning("%s: shut down cleanly but not trusted, recovered: %s", path,
+                            load.distrusted)
 
     def _checkpoint(self, state: LogDirState, name: str) -> OffsetCheckpointFile:
         return OffsetCheckpointFile(self.fs, posixpath.join(state.path, name))
@@ -447,6 +522,10 @@ class LogManager:
         existing = self.get_log(tp)
         if existing is not None:
             return existing
+        held = next((s for s in self.dirs.values() if tp in s.unloadable), None)
+        if held is not None:
+            raise KafkaStorageError(f"{tp}: its log in {held.path} could not be loaded "
+                                    f"({held.unloadable[tp]}) and that dir is offline")
         if log_dir is not None:
             state = self.dirs.get(posixpath.normpath(log_dir))
             if state is None:
@@ -462,8 +541,8 @@ class LogManager:
         try:
             log = PartitionLog.create(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock, topic_id,
-                persist_log_start_offset=self._persist_hook(),
-                on_io_error=self._on_log_io_error)
+                start_offset_checkpoint=self._start_offset_checkpoint(state),
+                dir_status=state.status)
         except OSError as exc:
             self._take_offline(state, f"creating {path}: {exc}")
             raise KafkaStorageError(f"{tp}: I/O error creating its log in {state.path}: {exc}") \
@@ -561,42 +640,22 @@ class LogManager:
         try:
             self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
                 {tp: log.recovery_point for tp, log in state.logs.items()})
-            self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).write(
-                {tp: log.log_start_offset for tp, log in state.logs.items()})
+            state.start_offset_checkpoint.write()
         except OSError as exc:
             self._take_offline(state, f"writing checkpoints: {exc}")
 
-    def _persist_hook(self) -> PersistHook | None:
-        return self._persist_log_start_offset if self.config.durable_log_start_offset else None
-
-    def _persist_log_start_offset(self, log: PartitionLog) -> None:
-        """Make a raised start offset durable now (raises OSError, which the log reports)."""
-        state = self.dir_of(log.tp)
-        assert state is not None, f"{log.tp} is not managed here"
-        self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).write(
-            {tp: lg.log_start_offset for tp, lg in state.logs.items()})
+    def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
+        """What a log of ``state`` writes a raised start offset to: the dir's checkpoint, or
+        nothing with ``durable_log_start_offset=False`` (Kafka's periodic checkpoint only)."""
+        return state.start_offset_checkpoint if self.config.durable_log_start_offset else None
 
     def _online_logs(self) -> list[PartitionLog]:
         return [log for s in self.dirs.values() if s.online for log in s.logs.values()]
 
     # ---- failure -------------------------------------------------------------------------------
 
-    def _on_log_io_error(self, log: PartitionLog, exc: OSError) -> None:
-        state = self.dir_of(log.tp)
-        if state is not None:
-            self._take_offline(state, f"I/O error on {log.tp}: {exc}")
-
     def _take_offline(self, state: LogDirState, reason: str) -> None:
-        if not state.online:
-            return
-        state.online = False
-        state.offline_reason = reason
-        for log in state.logs.values():
-            log.offline = True
-            try:
-                log.close()
-            except OSError:
-                pass  # the dir is already failing; its handles go with it
+        state.status.take_offline(reason)
 
     def fail_dir(self, path: str, reason: str) -> None:
         """Take a dir offline by hand (operators, tests)."""

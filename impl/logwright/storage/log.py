@@ -1,16 +1,25 @@
 """The partition log: segments in offset order, with log start offset, high watermark and LEO.
 
+A partition log owns every file of its directory, as Kafka's UnifiedLog does: the segments, the
+leader epoch cache (``leader-epoch-checkpoint``), the topic id (``partition.metadata``) and the
+durability of its start offset. Nobody above it writes one of them; loading is
+``storage/loader.py``.
+
 Invariants upheld here (DESIGN.md "The safety invariants"):
 - 0 <= log_start_offset <= high_watermark <= log_end_offset, asserted after every change
   (NeverServeBelowLogStart, HAZARDS 8).
-- The log start offset never moves backwards, and a raise is made durable (through the injected
-  ``persist_log_start_offset``) before it is acknowledged or before any file below it is deleted
-  (HAZARDS 12).
+- The log start offset never moves backwards, and a raise is made durable (through the dir's
+  ``LogStartOffsetCheckpoint``, handed down by the log manager) before it is acknowledged or
+  before any file below it is deleted (HAZARDS 12).
+- The leader epoch cache describes only offsets the log holds: every truncation, full
+  truncation, start offset raise (DeleteRecords, a follower learning the leader's, retention)
+  trims it here, in the same call, after the new start offset is durable.
 - No read starts below the log start offset (OFFSET_OUT_OF_RANGE).
 - Retention deletes only whole segments lying wholly below the high watermark (NoNewDataDeleted,
   HAZARDS 1), start-offset breach first whatever the cleanup policy (HAZARDS 9), then size, then
   time.
 - An empty replica starts at the base offset of the first batch it receives (HAZARDS 7).
+- The topic id, once on disk, never changes: another one is refused with ``TopicIdMismatch``.
 """
 
 from __future__ import annotations
@@ -18,12 +27,12 @@ from __future__ import annotations
 import posixpath
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logwright.errors import (
     CorruptRecordError,
     KafkaStorageError,
+    LogwrightError,
     MessageTooLarge,
     OffsetOutOfRange,
     RecordBatchTooLarge,
@@ -39,18 +48,21 @@ from logwright.records import (
     validate_batches,
 )
 from logwright.storage.config import LogConfig
-from logwright.storage.naming import (
-    SegmentFileKind,
-    TopicPartition,
-    Uuid,
-    parse_segment_file_name,
-)
+from logwright.storage.dir_status import LogDirStatus
+from logwright.storage.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
+from logwright.storage.loader import LoadReport, load_partition_dir, restart_segments
+from logwright.storage.metadata_files import PartitionMetadataFile
+from logwright.storage.naming import TopicPartition, Uuid
 from logwright.storage.segment import LogSegment
+from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 
-PersistHook = Callable[["PartitionLog"], None]
-IoErrorHook = Callable[["PartitionLog", OSError], None]
+__all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
+
+
+class TopicIdMismatch(LogwrightError):
+    """The log belongs to another incarnation of the topic (a different topic id)."""
 
 
 class AppendInfo(NamedTuple):
@@ -78,113 +90,16 @@ class FetchData(NamedTuple):
     log_end_offset: int
 
 
-@dataclass
-class LoadReport:
-    """What loading a partition log found and did."""
-
-    segments: int = 0
-    recovered_segments: int = 0
-    truncated_bytes: int = 0
-    deleted_files: list[str] = field(default_factory=list)
-    restarted_at: int | None = None
-    #: Why a cleanly shut down log was not trusted (and was recovered), or None.
-    distrusted: str | None = None
-
-
-def _layout_problem(segments: list[LogSegment]) -> str | None:
-    """Why the segments of a cleanly shut down log cannot be trusted as they are, or None.
-
-    Reads each segment's first batch header and its tail from its last offset index entry,
-    without loading the indexes of any but the active segment (whose tail start-up reads
-    anyway); sets each ``next_offset`` on the way.
-    """
-    previous: LogSegment | None = None
-    for seg in segments:
-        if seg is segments[-1]:
-            seg.next_offset = seg.base_offset
-            seg.load_tail()
-        else:
-            seg.scan_end_offset()
-        first = seg.first_batch_offset()
-        name = posixpath.basename(seg.log_path)
-        if first is not None and first < seg.base_offset:
-            return f"{name} starts with offset {first}, below its base offset"
-        if previous is not None and seg.base_offset != previous.next_offset:
-            kind = "overlaps" if seg.base_offset < previous.next_offset else "leaves a gap after"
-            return (f"{name} {kind} {posixpath.basename(previous.log_path)}, which ends at "
-                    f"offset {previous.next_offset}")
-        previous = seg
-    return None
-
-
-def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
-                      first_to_recover: int, report: LoadReport) -> list[LogSegment]:
-    """Re-validate ``segments[first_to_recover:]`` and make the log one unbroken offset chain.
-
-    Walking in base-offset order, with ``end`` the offset after the last kept batch:
-    - a torn or corrupt tail is cut, and every later segment is dropped (it cannot be trusted
-      to follow on);
-    - a segment starting above ``end`` (a gap: a segment lost or half-deleted) is dropped with
-      every later one, so the replica's log end offset is where its data really stops and it
-      fetches the rest again, instead of serving a hole;
-    - a segment whose offsets all lie below ``end`` (a copy) is deleted: no offset is served
-      twice;
-    - a segment starting below ``end`` and reaching past it replaces the previous segment's
-      tail from its first offset, when that offset starts a batch there (batches are atomic);
-      otherwise it is dropped with every later one;
-    - an empty segment off the chain (not the last one, continuing it) holds nothing and is
-      deleted.
-    """
-    kept = segments[:first_to_recover]
-    end = kept[-1].next_offset if kept else None
-    rest = segments[first_to_recover:]
-
-    def drop(doomed: list[LogSegment], counted: bool) -> None:
-        for seg in doomed:
-            if counted:
-                report.truncated_bytes += seg.size_bytes
-            report.deleted_files.append(posixpath.basename(seg.log_path))
-            seg.delete_files()
-
-    for i, seg in enumerate(rest):
-        cut = seg.recover(expected_first_offset=seg.base_offset)
-        report.recovered_segments += 1
-        report.truncated_bytes += cut
-        later = rest[i + 1:]
-        first = seg.first_batch_offset()
-        if first is None:
-            if end is None or (not later and seg.base_offset == end):
-                kept.append(seg)
-                end = seg.next_offset
-            else:
-                drop([seg], False)
-            continue
-        if end is not None and first > end:
-            drop([seg, *later], True)
-            break
-        if end is not None and first < end:
-            if seg.next_offset <= end:
-                drop([seg], False)  # every offset in it is already in the chain
-                continue
-            prev = kept[-1]
-            loc = prev.locate(first)
-            if loc is None or loc.base_offset != first:
-                drop([seg, *later], True)
-                break
-            report.truncated_bytes += prev.truncate_to(first)
-        kept.append(seg)
-        end = seg.next_offset
-        if cut:
-            drop(later, True)
-            break
-    for seg in kept[max(0, first_to_recover - 1):]:
-        seg.flush()
-    fs.fsync_dir(dir_path)
-    return kept
-
-
 class PartitionLog:
-    """One partition's log in one directory. Single-threaded: the caller serialises calls."""
+    """One partition's log in one directory, and every file in it. Single-threaded: the caller
+    serialises calls.
+
+    Two collaborators of its dir are handed down by the owner (the log manager); the log calls
+    them and never calls up. ``start_offset_checkpoint`` is the dir's
+    ``LogStartOffsetCheckpoint`` (None: a raise is written only by the owner's periodic
+    checkpoint, Kafka's behaviour). ``dir_status`` is the dir's ``LogDirStatus``: an I/O error
+    takes the whole dir offline there (None: only this log goes offline).
+    """
 
     def __init__(
         self,
@@ -198,8 +113,10 @@ class PartitionLog:
         high_watermark: int,
         recovery_point: int,
         topic_id: Uuid | None = None,
-        persist_log_start_offset: PersistHook | None = None,
-        on_io_error: IoErrorHook | None = None,
+        *,
+        epoch_cache: LeaderEpochCache | None = None,
+        start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
+        dir_status: LogDirStatus | None = None,
     ) -> None:
         assert segments, "a log always has an active segment"
         self.fs = fs
@@ -207,14 +124,17 @@ class PartitionLog:
         self.tp = tp
         self.config = config
         self.clock = clock
-        self.topic_id = topic_id
+        self._topic_id = topic_id
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._log_start_offset = log_start_offset
         self._high_watermark = high_watermark
         self.recovery_point = recovery_point
-        self.persist_log_start_offset = persist_log_start_offset
-        self.on_io_error = on_io_error
+        #: The leader epoch cache: read it freely; only this log changes it.
+        self.leader_epoch_cache = (epoch_cache if epoch_cache is not None
+                                   else LeaderEpochCache(fs, dir_path))
+        self.start_offset_checkpoint = start_offset_checkpoint
+        self.dir_status = dir_status
         self.offline = False
         self._dir_dirty = False  # a segment file was created since the directory was last synced
         self._check_offsets()
@@ -231,12 +151,11 @@ class PartitionLog:
         clock: Clock,
         topic_id: Uuid | None = None,
         start_offset: int = 0,
-        persist_log_start_offset: PersistHook | None = None,
-        on_io_error: IoErrorHook | None = None,
+        *,
+        start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
+        dir_status: LogDirStatus | None = None,
     ) -> PartitionLog:
         """Create the partition's directory (durably, with its topic id) and an empty log."""
-        from logwright.storage.metadata_files import PartitionMetadataFile
-
         assert start_offset >= 0, "offsets are never negative"
         fs.mkdir(dir_path)
         if topic_id is not None:
@@ -246,7 +165,8 @@ class PartitionLog:
         fs.fsync_dir(dir_path)
         fs.fsync_dir(posixpath.dirname(dir_path))
         return cls(fs, dir_path, tp, config, clock, [segment], start_offset, start_offset,
-                   start_offset, topic_id, persist_log_start_offset, on_io_error)
+                   start_offset, topic_id, start_offset_checkpoint=start_offset_checkpoint,
+                   dir_status=dir_status)
 
     @classmethod
     def load(
@@ -261,81 +181,25 @@ class PartitionLog:
         recovery_point: int | None,
         high_watermark_checkpoint: int | None,
         clean_shutdown: bool,
-        topic_id: Uuid | None = None,
-        persist_log_start_offset: PersistHook | None = None,
-        on_io_error: IoErrorHook | None = None,
+        start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
+        dir_status: LogDirStatus | None = None,
     ) -> tuple[PartitionLog, LoadReport]:
-        """Open an existing partition directory.
+        """Open an existing partition directory: its segments (trusted after a clean shutdown
+        if they line up, else recovered), its topic id and its leader epoch cache, all made to
+        agree (``storage/loader.py`` says how).
 
-        After a clean shutdown the segments are trusted (indexes load lazily) if their files
-        line up: each segment's first batch at or above its base offset, and each next
-        segment's base offset exactly where the previous one ends. An overlap or a gap (a
-        planted or half-deleted segment) means the log is recovered whole, as after a crash
-        (``LoadReport.distrusted`` says why). Otherwise every segment from the one holding the
-        recovery point on is re-validated, a torn or corrupt tail is cut, and anything after a
-        cut or a gap is dropped; a segment whose offsets all lie in earlier segments is deleted,
-        and one that overlaps the previous segment's tail supersedes that tail (see
-        ``_recover_segments``). Then log start offset =
-        max(checkpoint, first segment's base offset), and the high watermark is clamped into
-        [log start offset, log end offset].
+        Raises ``OSError`` on an I/O error and ``CheckpointError`` on a malformed
+        ``partition.metadata`` or ``leader-epoch-checkpoint``: the caller takes the dir offline.
         """
-        report = LoadReport()
-        bases: list[int] = []
-        names = fs.listdir(dir_path)
-        parsed_names = [(name, parse_segment_file_name(name)) for name in names]
-        for name, parsed in parsed_names:
-            if parsed is None:
-                continue
-            if parsed.kind is not SegmentFileKind.LIVE:
-                # Leftovers of an interrupted deletion or swap (.deleted, .cleaned, .swap).
-                fs.remove(posixpath.join(dir_path, name))
-                report.deleted_files.append(name)
-            elif parsed.suffix == ".log":
-                bases.append(parsed.base_offset)
-        bases.sort()
-        base_set = set(bases)
-        for name, parsed in parsed_names:
-            if (parsed is not None and parsed.kind is SegmentFileKind.LIVE
-                    and parsed.suffix in (".index", ".timeindex")
-                    and parsed.base_offset not in base_set):
-                fs.remove(posixpath.join(dir_path, name))  # an index whose log is gone
-                report.deleted_files.append(name)
-        segments = [LogSegment(fs, dir_path, b, config.index_interval_bytes) for b in bases]
-        for seg, nxt in zip(segments, bases[1:], strict=False):
-            seg.next_offset = nxt
-        lso_ckpt = log_start_offset_checkpoint or 0
-        if not segments:
-            start = max(lso_ckpt, recovery_point or 0)
-            segments = [LogSegment(fs, dir_path, start, config.index_interval_bytes, create=True)]
-            segments[0].flush()
-            fs.fsync_dir(dir_path)
-        else:
-            trusted = clean_shutdown
-            if clean_shutdown:
-                report.distrusted = _layout_problem(segments)
-                if report.distrusted is not None:
-                    trusted = False
-                    recovery_point = None  # nothing in this log is trusted: recover it all
-            if not trusted:
-                first_to_recover = 0
-                if recovery_point is not None:
-                    first_to_recover = max(0, bisect_right(bases, recovery_point) - 1)
-                segments = _recover_segments(fs, dir_path, segments, first_to_recover, report)
-        report.segments = len(segments)
-        log_end_offset = segments[-1].next_offset
-        log_start_offset = max(lso_ckpt, segments[0].base_offset)
-        high_watermark = min(max(high_watermark_checkpoint or 0, log_start_offset), log_end_offset)
-        log = cls(fs, dir_path, tp, config, clock, segments,
-                  min(log_start_offset, log_end_offset), high_watermark,
-                  log_end_offset, topic_id, None, on_io_error)
-        if log_start_offset > log_end_offset:
-            # Unflushed records at and above the start offset were lost in a crash: nothing
-            # readable is left, so the log restarts empty at its start offset. That offset is
-            # already durable (it came from the checkpoint), so nothing is persisted here.
-            log._restart_at(log_start_offset)
-            report.restarted_at = log_start_offset
-        log.persist_log_start_offset = persist_log_start_offset
-        return log, report
+        loaded = load_partition_dir(
+            fs, dir_path, config, log_start_offset_checkpoint=log_start_offset_checkpoint,
+            recovery_point=recovery_point, high_watermark_checkpoint=high_watermark_checkpoint,
+            clean_shutdown=clean_shutdown)
+        log = cls(fs, dir_path, tp, config, clock, loaded.segments, loaded.log_start_offset,
+                  loaded.high_watermark, loaded.recovery_point, loaded.topic_id,
+                  epoch_cache=loaded.epoch_cache, start_offset_checkpoint=start_offset_checkpoint,
+                  dir_status=dir_status)
+        return log, loaded.report
 
     def update_config(self, config: LogConfig) -> None:
         """Replace this log's config (a topic config change); the next roll, retention run and
@@ -389,9 +253,62 @@ class PartitionLog:
 
     def _io_failed(self, exc: OSError) -> KafkaStorageError:
         self.offline = True
-        if self.on_io_error is not None:
-            self.on_io_error(self, exc)
+        if self.dir_status is not None:
+            self.dir_status.take_offline(f"I/O error on {self.tp}: {exc}")
         return KafkaStorageError(f"{self.tp}: I/O error in {self.dir_path}: {exc}")
+
+    # ---- topic id ------------------------------------------------------------------------------
+
+    @property
+    def topic_id(self) -> Uuid | None:
+        """The topic id in ``partition.metadata``, or None when the dir has none (HAZARDS 2)."""
+        return self._topic_id
+
+    def assign_topic_id(self, topic_id: Uuid) -> bool:
+        """Adopt ``topic_id`` if the log has none yet, writing ``partition.metadata`` atomically
+        and durably first; True if it was written. The same id again changes nothing; another
+        one raises ``TopicIdMismatch`` (the log belongs to another incarnation of the topic)."""
+        if self._topic_id is not None:
+            if self._topic_id != topic_id:
+                raise TopicIdMismatch(f"{self.tp}: the log holds topic id {self._topic_id}, "
+                                      f"not {topic_id}")
+            return False
+        self._guard()
+        try:
+            PartitionMetadataFile(self.fs, self.dir_path).write(topic_id)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        self._topic_id = topic_id
+        return True
+
+    # ---- leader epochs -------------------------------------------------------------------------
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest leader epoch in the cache, or None when it has none."""
+        return self.leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:
+        """OffsetForLeaderEpoch on this log: (largest epoch <= ``epoch``, the offset where the
+        next one began, or the log end offset), or None when the answer is unknown."""
+        found, end = self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+        return None if found == UNDEFINED_EPOCH else (found, end)
+
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> bool:
+        """Record, durably, that leader ``epoch`` begins at ``start_offset`` (a new leader at its
+        log end offset, before anything is appended under the epoch); True if the cache changed."""
+        self._guard()
+        try:
+            return self.leader_epoch_cache.assign(epoch, start_offset)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+
+    def _epochs_changed(self, change: Callable[[LeaderEpochCache], object]) -> None:
+        """Apply ``change`` to the leader epoch cache (a write); an I/O error fails the log."""
+        try:
+            change(self.leader_epoch_cache)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
 
     # ---- append --------------------------------------------------------------------------------
 
@@ -408,6 +325,8 @@ class PartitionLog:
         if len(buf) > min(config.max_message_bytes, config.segment_bytes):
             self._check_batch_sizes(buf, config)
         first = self.log_end_offset
+        if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+            self.assign_epoch_start_offset(leader_epoch, first)  # before a record carries it
         next_offset = assign_offsets(buf, first, leader_epoch if leader_epoch >= 0 else None)
         return self._append(buf, first, next_offset - 1, summary.max_timestamp,
                             summary.count_batches)
@@ -425,7 +344,8 @@ class PartitionLog:
                     f"{config.segment_bytes}")
 
     def append_as_follower(self, records: bytes | bytearray) -> AppendInfo:
-        """Append batches fetched from the leader, keeping their offsets."""
+        """Append batches fetched from the leader, keeping their offsets; each batch's partition
+        leader epoch goes into the leader epoch cache at the batch's base offset."""
         self._guard()
         scan = scan_valid_prefix(records, 0, verify_crc=True)
         if scan.error is not None:
@@ -444,7 +364,11 @@ class PartitionLog:
                 raise UnexpectedAppendOffset(
                     f"{self.tp}: follower append at offset {first} overlaps the log end "
                     f"offset {leo}")
-        return self._append(records, first, last, scan.max_timestamp, scan.batches)
+        info = self._append(records, first, last, scan.max_timestamp, scan.batches)
+        for _, header in iter_batches(records, verify_crc=False):
+            if header.partition_leader_epoch >= 0:
+                self.assign_epoch_start_offset(header.partition_leader_epoch, header.base_offset)
+        return info
 
     def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,
                 batches: int) -> AppendInfo:
@@ -594,15 +518,21 @@ class PartitionLog:
         return True
 
     def _set_log_start_offset(self, value: int) -> None:
+        """Raise the start offset: durable first (the dir's checkpoint), then the leader epoch
+        cache forgets what lies below it. Every raise (DeleteRecords, a follower, retention, a
+        full truncation) comes through here."""
         previous = self._log_start_offset
         assert value >= previous, "the log start offset never moves backwards"
+        if value == previous:
+            return
         self._log_start_offset = value
-        if self.persist_log_start_offset is not None and value != previous:
+        if self.start_offset_checkpoint is not None:
             try:
-                self.persist_log_start_offset(self)
+                self.start_offset_checkpoint.persist(self.tp)
             except OSError as exc:
                 self._log_start_offset = previous
                 raise self._io_failed(exc) from exc
+        self._epochs_changed(lambda cache: cache.truncate_from_start(value))
 
     # ---- truncation ----------------------------------------------------------------------------
 
@@ -637,30 +567,30 @@ class PartitionLog:
             self._restart_at(self._log_start_offset)
         else:
             self._high_watermark = min(self._high_watermark, leo)
+        self._epochs_changed(lambda cache: cache.truncate_from_end(self.log_end_offset))
         self._check_offsets()
         return removed
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart empty at ``offset`` (a follower below the leader's
         log start offset). Start offset, high watermark and log end offset all become
-        ``offset``; the start offset is made durable first."""
+        ``offset``; the start offset is made durable first. The leader epoch cache is cleared:
+        the epochs come again with the records fetched from ``offset`` on."""
         self._guard()
         if offset < self._log_start_offset:
             raise OffsetOutOfRange(
                 f"{self.tp}: cannot restart at {offset}, below the log start offset "
                 f"{self._log_start_offset}")
+        # Cleared first, so that raising the start offset has nothing left to trim (one write).
+        self._epochs_changed(lambda cache: cache.clear())
         self._restart_at(offset)
 
     def _restart_at(self, offset: int) -> None:
         if offset > self._log_start_offset:
             self._set_log_start_offset(offset)
         try:
-            for seg in self._segments:
-                seg.delete_files()
-            segment = LogSegment(self.fs, self.dir_path, offset, self.config.index_interval_bytes,
-                                 create=True)
-            segment.flush()
-            self.fs.fsync_dir(self.dir_path)
+            segment = restart_segments(self.fs, self.dir_path, self._segments, offset,
+                                       self.config.index_interval_bytes)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         self._segments = [segment]
@@ -761,3 +691,4 @@ class PartitionLog:
         """Remove the whole directory (used by the log manager's delayed deletion)."""
         self.close()
         self.fs.rmtree(self.dir_path)
+

@@ -1,33 +1,35 @@
 """The leader epoch cache of one partition: for each leader epoch, the offset where it began.
 
+It belongs to its ``PartitionLog`` (``storage/log.py``), as Kafka's cache belongs to its
+UnifiedLog: the log loads it (``storage/loader.py``), and the log alone changes it, so that it
+always describes the log's own offsets. Nobody else writes ``leader-epoch-checkpoint``.
+
 Invariants upheld here:
 - Entries are ordered: epochs strictly increasing, start offsets non-decreasing; every change is
   written through ``LeaderEpochCheckpointFile`` (tmp + fsync + rename + dir fsync) before the
   method returns, so after a crash the file holds exactly what was last acknowledged.
-- The cache describes the log it belongs to: ``truncate_from_end`` drops epochs that began at or
-  after a truncation point, ``truncate_from_start`` forgets what lies below a raised log start
-  offset (keeping the epoch that covers it), and loading reconciles the file with the log.
+- ``truncate_from_end`` drops epochs that began at or after a truncation point,
+  ``truncate_from_start`` forgets what lies below a raised log start offset (keeping the epoch
+  that covers it); the owning log calls them on every truncation and start offset raise.
 - ``end_offset_for`` answers OffsetForLeaderEpoch (KIP-101, KIP-279): for a requested epoch, the
   largest epoch at or below it and the offset where the next higher epoch began (or the log end
   offset for the latest epoch), which is what lets a follower truncate exactly its divergent
   suffix instead of trusting its high watermark.
+
+A change that cannot be written raises ``OSError``: the owning log turns it into a
+``KafkaStorageError`` and takes its dir offline, as for any other I/O error on its files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from logwright.errors import KafkaStorageError
-from logwright.records import iter_batches
-from logwright.storage.log import PartitionLog
 from logwright.storage.metadata_files import LeaderEpochCheckpointFile
 from logwright.world.fs import FileSystem
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
-
-IoErrorHook = Callable[[OSError], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,55 +43,19 @@ class EpochEntry:
 class LeaderEpochCache:
     """The ``leader-epoch-checkpoint`` of one partition dir, in memory and on disk."""
 
-    def __init__(self, fs: FileSystem, dir_path: str, entries: list[EpochEntry],
-                 on_io_error: IoErrorHook | None = None) -> None:
+    def __init__(self, fs: FileSystem, dir_path: str, entries: Iterable[EpochEntry] = ()) -> None:
         self.file = LeaderEpochCheckpointFile(fs, dir_path)
         self._entries = list(entries)
-        self.on_io_error = on_io_error
         self._check()
 
-    # ---- loading -------------------------------------------------------------------------------
-
     @classmethod
-    def load(cls, fs: FileSystem, log: PartitionLog,
-             on_io_error: IoErrorHook | None = None) -> LeaderEpochCache:
-        """The cache of ``log``: read from its checkpoint, or rebuilt from the batches' epochs
-        when the file is missing but the log holds records; then made to agree with the log.
+    def read(cls, fs: FileSystem, dir_path: str) -> LeaderEpochCache:
+        """The cache as its file holds it (empty when there is no file).
 
-        A malformed file raises ``CheckpointError`` (the caller takes the dir offline, HAZARDS
-        11); an I/O error raises ``OSError``.
+        A malformed file raises ``CheckpointError`` (HAZARDS 11); an I/O error ``OSError``.
         """
-        file = LeaderEpochCheckpointFile(fs, log.dir_path)
-        raw = file.read()
-        cache = cls(fs, log.dir_path, [EpochEntry(e, o) for e, o in raw], on_io_error)
-        if not raw and log.log_end_offset > log.log_start_offset:
-            cache._rebuild_from(log)
-        # Recovery may have cut the log's tail, and the start offset may have moved while the
-        # file was last written: the cache must not describe offsets the log does not have.
-        cache.truncate_from_end(log.log_end_offset)
-        cache.truncate_from_start(log.log_start_offset)
-        return cache
-
-    def _rebuild_from(self, log: PartitionLog) -> None:
-        offset = log.log_start_offset
-        rebuilt: list[EpochEntry] = []
-        while offset < log.log_end_offset:
-            data = log.read(offset, 1 << 20)
-            if not data.records:
-                break
-            next_offset = offset
-            for _, header in iter_batches(data.records, verify_crc=False):
-                epoch = header.partition_leader_epoch
-                if epoch >= 0 and (not rebuilt or epoch > rebuilt[-1].epoch):
-                    rebuilt.append(EpochEntry(epoch, max(header.base_offset,
-                                                         log.log_start_offset)))
-                next_offset = header.next_offset
-            if next_offset <= offset:
-                break
-            offset = next_offset
-        if rebuilt:
-            self._entries = rebuilt
-            self._flush()
+        raw = LeaderEpochCheckpointFile(fs, dir_path).read()
+        return cls(fs, dir_path, [EpochEntry(e, o) for e, o in raw])
 
     # ---- queries -------------------------------------------------------------------------------
 
@@ -133,7 +99,7 @@ class LeaderEpochCache:
             return requested_epoch, higher.start_offset
         return floor.epoch, higher.start_offset
 
-    # ---- changes -------------------------------------------------------------------------------
+    # ---- changes (each durable before it returns; OSError if it cannot be) --------------------
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` began at ``start_offset``; True if the cache changed.
@@ -153,6 +119,20 @@ class LeaderEpochCache:
         self._entries = [e for e in self._entries
                          if e.epoch < epoch and e.start_offset < start_offset]
         self._entries.append(EpochEntry(epoch, start_offset))
+        self._flush()
+        return True
+
+    def rebuild(self, batch_epochs: Iterable[tuple[int, int]]) -> bool:
+        """Refill an empty cache from ``(partition leader epoch, first offset)`` of each batch,
+        in offset order (the file was lost but the log holds records). True if it changed."""
+        assert not self._entries, "only an empty cache is rebuilt"
+        rebuilt: list[EpochEntry] = []
+        for epoch, start_offset in batch_epochs:
+            if epoch >= 0 and (not rebuilt or epoch > rebuilt[-1].epoch):
+                rebuilt.append(EpochEntry(epoch, start_offset))
+        if not rebuilt:
+            return False
+        self._entries = rebuilt
         self._flush()
         return True
 
@@ -194,9 +174,4 @@ class LeaderEpochCache:
 
     def _flush(self) -> None:
         self._check()
-        try:
-            self.file.write([(e.epoch, e.start_offset) for e in self._entries])
-        except OSError as exc:
-            if self.on_io_error is not None:
-                self.on_io_error(exc)
-            raise KafkaStorageError(f"writing {self.file.path}: {exc}") from exc
+        self.file.write([(e.epoch, e.start_offset) for e in self._entries])

@@ -1,0 +1,292 @@
+"""Loading a partition log from its directory (as Kafka's LogLoader): what start-up trusts.
+
+``load_partition_dir`` reads one partition dir and returns a ``LoadedLog``: its segments, its
+offsets, its topic id and its leader epoch cache, made to agree with each other. It never keeps
+the dir open for writing beyond what recovery itself writes; ``PartitionLog.load`` turns the
+result into a running log.
+
+Invariants upheld here:
+- After a clean shutdown the segments are trusted only if their files line up (``_layout_problem``);
+  otherwise, and after a crash, recovery makes the segments one unbroken chain of offsets, no
+  offset served twice and none skipped (``_recover_segments``), and the result is flushed.
+- log start offset = max(checkpoint, first segment's base offset); the high watermark is clamped
+  into [log start offset, log end offset]; if a crash took every record at and above the durable
+  start offset, the log restarts empty there (nothing readable is left below it).
+- The leader epoch cache describes only offsets the log holds: rebuilt from the batches when its
+  file is missing and the log holds records, then cut to [log start offset, log end offset).
+- A malformed ``partition.metadata`` or ``leader-epoch-checkpoint`` raises ``CheckpointError``
+  (the log manager takes the dir offline, HAZARDS 11); a missing topic id is no error (HAZARDS 2).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from logwright.records import iter_batches
+from logwright.storage.config import LogConfig
+from logwright.storage.epoch_cache import LeaderEpochCache
+from logwright.storage.metadata_files import PartitionMetadataFile
+from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_name
+from logwright.storage.segment import LogSegment
+from logwright.world.fs import FileSystem
+
+
+@dataclass
+class LoadReport:
+    """What loading a partition log found and did."""
+
+    segments: int = 0
+    recovered_segments: int = 0
+    truncated_bytes: int = 0
+    deleted_files: list[str] = field(default_factory=list)
+    restarted_at: int | None = None
+    #: Why a cleanly shut down log was not trusted (and was recovered), or None.
+    distrusted: str | None = None
+
+
+@dataclass
+class LoadedLog:
+    """A partition dir as loading left it: everything a ``PartitionLog`` starts from."""
+
+    segments: list[LogSegment]
+    log_start_offset: int
+    high_watermark: int
+    recovery_point: int
+    topic_id: Uuid | None
+    epoch_cache: LeaderEpochCache
+    report: LoadReport
+
+
+def load_partition_dir(
+    fs: FileSystem,
+    dir_path: str,
+    config: LogConfig,
+    *,
+    log_start_offset_checkpoint: int | None,
+    recovery_point: int | None,
+    high_watermark_checkpoint: int | None,
+    clean_shutdown: bool,
+) -> LoadedLog:
+    """Load the partition dir ``dir_path``; the checkpoints are the dir-wide files' entries for
+    it (None: no entry). See the module docstring for what is trusted and what is recovered.
+
+    Raises ``OSError`` on an I/O error and ``CheckpointError`` on a malformed metadata file.
+    """
+    report = LoadReport()
+    topic_id = PartitionMetadataFile(fs, dir_path).read()
+    epoch_cache = LeaderEpochCache.read(fs, dir_path)
+    segments = _discover_segments(fs, dir_path, config, report)
+    lso_ckpt = log_start_offset_checkpoint or 0
+    if not segments:
+        start = max(lso_ckpt, recovery_point or 0)
+        segments = [LogSegment(fs, dir_path, start, config.index_interval_bytes, create=True)]
+        segments[0].flush()
+        fs.fsync_dir(dir_path)
+    else:
+        segments = _trusted_or_recovered(fs, dir_path, segments, recovery_point, clean_shutdown,
+                                         report)
+    report.segments = len(segments)
+    log_end_offset = segments[-1].next_offset
+    log_start_offset = max(lso_ckpt, segments[0].base_offset)
+    high_watermark = min(max(high_watermark_checkpoint or 0, log_start_offset), log_end_offset)
+    if log_start_offset > log_end_offset:
+        # Unflushed records at and above the start offset were lost in a crash: nothing
+        # readable is left, so the log restarts empty at its start offset. That offset is
+        # already durable (it came from the checkpoint), so nothing is persisted here.
+        segments = [restart_segments(fs, dir_path, segments, log_start_offset,
+                                     config.index_interval_bytes)]
+        report.restarted_at = log_start_offset
+        log_end_offset = high_watermark = log_start_offset
+    _reconcile_epoch_cache(epoch_cache, segments, log_start_offset, log_end_offset)
+    return LoadedLog(segments, log_start_offset, high_watermark, log_end_offset, topic_id,
+                     epoch_cache, report)
+
+
+def restart_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment], offset: int,
+                     index_interval_bytes: int) -> LogSegment:
+    """Delete ``segments`` and durably create one empty segment at ``offset`` in their place."""
+    for seg in segments:
+        seg.delete_files()
+    segment = LogSegment(fs, dir_path, offset, index_interval_bytes, create=True)
+    segment.flush()
+    fs.fsync_dir(dir_path)
+    return segment
+
+
+# ---- segments ----------------------------------------------------------------------------------
+
+
+def _discover_segments(fs: FileSystem, dir_path: str, config: LogConfig,
+                       report: LoadReport) -> list[LogSegment]:
+    """The live segments of the dir in base-offset order, each but the last knowing where the
+    next begins. Leftovers of an interrupted deletion or swap (``.deleted``, ``.cleaned``,
+    ``.swap``) and indexes whose log is gone are removed."""
+    bases: list[int] = []
+    parsed_names = [(name, parse_segment_file_name(name)) for name in fs.listdir(dir_path)]
+    for name, parsed in parsed_names:
+        if parsed is None:
+            continue
+        if parsed.kind is not SegmentFileKind.LIVE:
+            fs.remove(posixpath.join(dir_path, name))
+            report.deleted_files.append(name)
+        elif parsed.suffix == ".log":
+            bases.append(parsed.base_offset)
+    bases.sort()
+    base_set = set(bases)
+    for name, parsed in parsed_names:
+        if (parsed is not None and parsed.kind is SegmentFileKind.LIVE
+                and parsed.suffix in (".index", ".timeindex")
+                and parsed.base_offset not in base_set):
+            fs.remove(posixpath.join(dir_path, name))
+            report.deleted_files.append(name)
+    segments = [LogSegment(fs, dir_path, b, config.index_interval_bytes) for b in bases]
+    for seg, nxt in zip(segments, bases[1:], strict=False):
+        seg.next_offset = nxt
+    return segments
+
+
+def _trusted_or_recovered(fs: FileSystem, dir_path: str, segments: list[LogSegment],
+                          recovery_point: int | None, clean_shutdown: bool,
+                          report: LoadReport) -> list[LogSegment]:
+    """The segments as they are after a clean shutdown whose files line up (indexes load
+    lazily); otherwise recovered from the segment holding the recovery point on (the whole
+    log when a clean one did not line up: ``report.distrusted`` says why)."""
+    if clean_shutdown:
+        report.distrusted = _layout_problem(segments)
+        if report.distrusted is None:
+            return segments
+        recovery_point = None  # nothing in this log is trusted: recover it all
+    first_to_recover = 0
+    if recovery_point is not None:
+        bases = [s.base_offset for s in segments]
+        first_to_recover = max(0, bisect_right(bases, recovery_point) - 1)
+    return _recover_segments(fs, dir_path, segments, first_to_recover, report)
+
+
+def _layout_problem(segments: list[LogSegment]) -> str | None:
+    """Why the segments of a cleanly shut down log cannot be trusted as they are, or None.
+
+    Reads each segment's first batch header and its tail from its last offset index entry,
+    without loading the indexes of any but the active segment (whose tail start-up reads
+    anyway); sets each ``next_offset`` on the way.
+    """
+    previous: LogSegment | None = None
+    for seg in segments:
+        if seg is segments[-1]:
+            seg.next_offset = seg.base_offset
+            seg.load_tail()
+        else:
+            seg.scan_end_offset()
+        first = seg.first_batch_offset()
+        name = posixpath.basename(seg.log_path)
+        if first is not None and first < seg.base_offset:
+            return f"{name} starts with offset {first}, below its base offset"
+        if previous is not None and seg.base_offset != previous.next_offset:
+            kind = "overlaps" if seg.base_offset < previous.next_offset else "leaves a gap after"
+            return (f"{name} {kind} {posixpath.basename(previous.log_path)}, which ends at "
+                    f"offset {previous.next_offset}")
+        previous = seg
+    return None
+
+
+def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
+                      first_to_recover: int, report: LoadReport) -> list[LogSegment]:
+    """Re-validate ``segments[first_to_recover:]`` and make the log one unbroken offset chain.
+
+    Walking in base-offset order, with ``end`` the offset after the last kept batch:
+    - a torn or corrupt tail is cut, and every later segment is dropped (it cannot be trusted
+      to follow on);
+    - a segment starting above ``end`` (a gap: a segment lost or half-deleted) is dropped with
+      every later one, so the replica's log end offset is where its data really stops and it
+      fetches the rest again, instead of serving a hole;
+    - a segment whose offsets all lie below ``end`` (a copy) is deleted: no offset is served
+      twice;
+    - a segment starting below ``end`` and reaching past it replaces the previous segment's
+      tail from its first offset, when that offset starts a batch there (batches are atomic);
+      otherwise it is dropped with every later one;
+    - an empty segment off the chain (not the last one, continuing it) holds nothing and is
+      deleted.
+    """
+    kept = segments[:first_to_recover]
+    end = kept[-1].next_offset if kept else None
+    rest = segments[first_to_recover:]
+
+    def drop(doomed: list[LogSegment], counted: bool) -> None:
+        for seg in doomed:
+            if counted:
+                report.truncated_bytes += seg.size_bytes
+            report.deleted_files.append(posixpath.basename(seg.log_path))
+            seg.delete_files()
+
+    for i, seg in enumerate(rest):
+        cut = seg.recover(expected_first_offset=seg.base_offset)
+        report.recovered_segments += 1
+        report.truncated_bytes += cut
+        later = rest[i + 1:]
+        first = seg.first_batch_offset()
+        if first is None:
+            if end is None or (not later and seg.base_offset == end):
+                kept.append(seg)
+                end = seg.next_offset
+            else:
+                drop([seg], False)
+            continue
+        if end is not None and first > end:
+            drop([seg, *later], True)
+            break
+        if end is not None and first < end:
+            if seg.next_offset <= end:
+                drop([seg], False)  # every offset in it is already in the chain
+                continue
+            prev = kept[-1]
+            loc = prev.locate(first)
+            if loc is None or loc.base_offset != first:
+                drop([seg, *later], True)
+                break
+            report.truncated_bytes += prev.truncate_to(first)
+        kept.append(seg)
+        end = seg.next_offset
+        if cut:
+            drop(later, True)
+            break
+    for seg in kept[max(0, first_to_recover - 1):]:
+        seg.flush()
+    fs.fsync_dir(dir_path)
+    return kept
+
+
+# ---- the leader epoch cache --------------------------------------------------------------------
+
+
+def _reconcile_epoch_cache(cache: LeaderEpochCache, segments: list[LogSegment],
+                           log_start_offset: int, log_end_offset: int) -> None:
+    """Make ``cache`` describe the loaded log: rebuilt from the batches' partition leader epochs
+    when its file is missing but the log holds records; then, as recovery may have cut the
+    log's tail and the start offset may have moved while the file was last written, cut to
+    [log start offset, log end offset)."""
+    if not cache.entries and log_end_offset > log_start_offset:
+        cache.rebuild(_batch_epochs(segments, log_start_offset, log_end_offset))
+    cache.truncate_from_end(log_end_offset)
+    cache.truncate_from_start(log_start_offset)
+
+
+def _batch_epochs(segments: list[LogSegment], start_offset: int, end_offset: int
+                  ) -> Iterator[tuple[int, int]]:
+    """(partition leader epoch, first offset at or above ``start_offset``) of every batch that
+    holds an offset in [start_offset, end_offset), in offset order."""
+    offset = start_offset
+    for seg in segments:
+        while offset < min(seg.next_offset, end_offset):
+            _, data = seg.read(offset, 1 << 20, end_offset)
+            if not data:
+                break
+            next_offset = offset
+            for _, header in iter_batches(data, verify_crc=False):
+                yield header.partition_leader_epoch, max(header.base_offset, start_offset)
+                next_offset = header.next_offset
+            if next_offset <= offset:
+                break
+            offset = next_offset
