@@ -5,7 +5,9 @@ caches) into a temporary dir, apply the text patch, and run ``make test``'s pyte
 (``HYPOTHESIS_PROFILE=ci``, ``-n 2``, ``-p no:cacheprovider``) with ``-x`` and ``PYTHONPATH``
 pointing at the copy's ``impl/``, so the copy's ``logwright`` is the one imported (checked before
 each run). The unmutated copy runs first and must pass. A mutant is *caught* when the campaign
-fails; the first failing test and the wall time to that verdict are recorded (reported only).
+fails; the first failing test and the wall time to it are recorded (reported only, never
+asserted): the ``mutation.first_failure`` plugin names it the moment it fails and the campaign is
+stopped there.
 
 Usage: ``python mutation/run.py [--list] [--check] [--only NAME]... [--json out/mutants.json]``.
 Exit status: 0 every mutant caught, 1 some mutant survived, 2 a catalogue or baseline problem.
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +36,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mutation.catalogue import MUTANTS, ROOT, Mutant, apply, by_name, check_all
+from mutation.first_failure import ENV
 
 IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "out", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
@@ -64,10 +68,14 @@ def copy_tree(dest: Path) -> Path:
 
 
 def campaign_env(tree: Path) -> dict[str, str]:
+    """The environment of a campaign in ``tree``: its ``impl/`` first on the path (its own
+    ``logwright``, not the editable install), the tree itself (for the first-failure plugin),
+    and the CI Hypothesis profile."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree / "impl")
+    env["PYTHONPATH"] = os.pathsep.join([str(tree / "impl"), str(tree)])
     env["HYPOTHESIS_PROFILE"] = "ci"
     env.pop("PYTEST_ADDOPTS", None)
+    env.pop(ENV, None)
     return env
 
 
@@ -93,24 +101,59 @@ def check_imported(tree: Path, mutant: Mutant | None) -> None:
 
 
 def run_campaign(tree: Path, name: str, file: str, timeout_s: float) -> Outcome:
-    """``make test``'s pytest command with ``-x`` in ``tree``."""
+    """``make test``'s pytest command with ``-x`` in ``tree``, stopped at its first failure.
+
+    The first-failure plugin names the first failing test the moment it fails; the campaign is
+    then stopped (``-x`` would otherwise wait for the tests still running on the other worker).
+    """
     cmd = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-x", "-rfE",
-           "--ignore", CATALOGUE_TEST]
+           "-p", "mutation.first_failure", "--ignore", CATALOGUE_TEST]
+    marker = tree.parent / "first-failure.txt"
+    env = campaign_env(tree)
+    env[ENV] = str(marker)
+    log_path = tree.parent / "pytest.log"
     start = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, cwd=tree, env=campaign_env(tree), capture_output=True,
-                              text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            while proc.poll() is None:
+                if marker.exists() or time.monotonic() - start > timeout_s:
+                    break
+                time.sleep(0.1)
+            seconds = time.monotonic() - start
+            timed_out = proc.poll() is None and not marker.exists()
+        finally:
+            if proc.poll() is None:
+                _stop(proc)
+    output = log_path.read_text(encoding="utf-8", errors="replace")
+    if timed_out:
         # A hang fails CI (its job times out), so it counts as caught, and is named as such.
-        return Outcome(name, file, True, f"(timed out after {timeout_s:.0f} s)",
-                       time.monotonic() - start, -1)
-    seconds = time.monotonic() - start
-    failures = FAILED_LINE.findall(proc.stdout)
+        return Outcome(name, file, True, f"(timed out after {timeout_s:.0f} s)", seconds, -1)
+    if marker.exists():
+        return Outcome(name, file, True, marker.read_text(encoding="utf-8").strip(), seconds,
+                       proc.returncode)
+    failures = FAILED_LINE.findall(output)
     first = failures[0][1] if failures else None
     if proc.returncode != 0 and first is None:
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["?"]
+        tail = output.strip().splitlines()[-1:] or ["?"]
         first = f"(pytest exit {proc.returncode}: {tail[0][:60]})"
     return Outcome(name, file, proc.returncode != 0, first, seconds, proc.returncode)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the campaign and every process it started (its own session: the workers, and any
+    subprocess a test runs), politely first."""
+    for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def table(outcomes: list[Outcome]) -> Table:
