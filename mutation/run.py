@@ -31,6 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -157,18 +158,22 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def table(outcomes: list[Outcome]) -> Table:
+    """One row per run: the mutant and, under it, the first failing test; verdict; seconds."""
     t = Table(title="Named-fault mutants under the CI campaign", title_justify="left",
-              show_lines=False)
-    t.add_column("mutant", overflow="fold", ratio=3)
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("mutant / first failing test", overflow="fold")
     t.add_column("verdict", no_wrap=True)
-    t.add_column("caught by", overflow="fold", ratio=4)
     t.add_column("s", justify="right", no_wrap=True)
     for o in outcomes:
         if o.name == "baseline":
             verdict = "[green]passes[/]" if not o.caught else "[red]FAILS[/]"
         else:
             verdict = "[green]caught[/]" if o.caught else "[red]SURVIVED[/]"
-        t.add_row(escape(o.name), verdict, escape(o.first_failure or "-"), f"{o.seconds:.0f}")
+        cell = escape(o.name)
+        if o.first_failure:
+            where, _, test = o.first_failure.removeprefix("tests/").partition("::")
+            cell += f"\n[dim]{escape(where)}" + (f"::\n{escape(test)}" if test else "") + "[/]"
+        t.add_row(cell, verdict, f"{o.seconds:.0f}")
     return t
 
 
@@ -186,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds before a campaign counts as hung (default 900)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
     args = parser.parse_args(argv)
-    console = Console(width=min(Console().width, 100))
+    console = Console(width=min(Console().width, 80))
 
     if args.list:
         for m in MUTANTS:
