@@ -96,8 +96,9 @@ def check_imported(tree: Path, mutant: Mutant | None) -> None:
         raise SystemExit(f"the campaign would import {package_file}, not the copy {expected}")
     if mutant is not None:
         text = Path(module_file).read_text(encoding="utf-8")
-        if mutant.replacement not in text or Path(module_file).resolve() != (
-                tree / mutant.file).resolve():
+        original = (ROOT / mutant.file).read_text(encoding="utf-8")
+        if (Path(module_file).resolve() != (tree / mutant.file).resolve() or text == original
+                or mutant.replacement not in text):
             raise SystemExit(f"mutant {mutant.name!r}: {module_file} is not the patched copy")
 
 
