@@ -5,7 +5,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test verify lint bench demo clean
+.PHONY: venv test verify lint bench demo clean mutants
 
 venv: $(STAMP)
 
@@ -22,8 +22,12 @@ verify: $(STAMP)
 	$(VENV)/bin/logwright verify
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check impl tests model_tests bench
+	$(VENV)/bin/ruff check impl tests model_tests bench mutation
 	$(VENV)/bin/mypy --strict impl/logwright
+
+# Each named fault of mutation/catalogue.py, planted in a copy, must fail the CI campaign.
+mutants: $(STAMP)
+	$(VPY) mutation/run.py $(MUTANTS_ARGS)
 
 bench: $(STAMP)
 	$(VPY) bench/run.py

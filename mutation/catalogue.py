@@ -1,0 +1,185 @@
+"""The named faults ``make mutants`` plants, one at a time, in a copy of the package.
+
+Each mutant is a text patch: ``anchor`` must occur exactly once in ``file`` (a path relative to
+the repository root) and is replaced by ``replacement``. Anchors are the guard itself, kept small
+so that a refactor elsewhere in the file does not move them; a refactor of the guard does, and
+``tests/test_mutation_catalogue.py`` then fails naming the mutant, so the catalogue is mended in
+the same change. Production code carries no switch for any of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One named fault."""
+
+    name: str  # the issue's words
+    file: str  # relative to the repository root
+    anchor: str  # exact source text, occurring exactly once in ``file``
+    replacement: str
+    loss: str  # what a user would lose if this fault shipped
+
+
+class AnchorError(Exception):
+    """A mutant's anchor does not occur exactly once in its file (the code moved on)."""
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        name="retention ignores the HW",
+        file="impl/logwright/storage/log.py",
+        anchor="if seg.next_offset > self._high_watermark or not should_delete(seg, nxt):",
+        replacement="if not should_delete(seg, nxt):",
+        loss="Retention could delete records not yet replicated to the ISR (above the high "
+             "watermark); a leader change would then lose acknowledged writes.",
+    ),
+    Mutant(
+        name="a stale controller epoch accepted",
+        file="impl/logwright/broker/broker.py",
+        anchor="if request.controller_epoch < self.controller_epoch:",
+        replacement="if False:",
+        loss="A deposed controller's late LeaderAndIsr/StopReplica would be obeyed, so a "
+             "zombie controller could move leadership or delete replicas.",
+    ),
+    Mutant(
+        name="an older broker epoch accepted",
+        file="impl/logwright/broker/broker.py",
+        anchor="request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch",
+        replacement="False",
+        loss="A request meant for this broker's previous incarnation (before a restart) would "
+             "be applied to the new one, undoing what the controller told it since.",
+    ),
+    Mutant(
+        name="a newer broker epoch rejected",
+        file="impl/logwright/broker/broker.py",
+        anchor="request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch",
+        replacement=("request.broker_epoch != NO_EPOCH"
+                     " and request.broker_epoch != self.broker_epoch"),
+        loss="A controller that learnt the broker's new epoch before the broker did would be "
+             "refused (STALE_BROKER_EPOCH), leaving partitions without leaders after a restart.",
+    ),
+    Mutant(
+        name="a fetcher dies on one partition's storage error",
+        file="impl/logwright/broker/fetcher.py",
+        anchor='except KafkaStorageError as exc:\n            self._mark_failed(tp, '
+               'f"storage error: {exc}")',
+        replacement="except KafkaStorageError:\n            raise",
+        loss="One partition's disk error would stop replication of every partition sharing "
+             "its fetcher (KIP-461's containment gone).",
+    ),
+    Mutant(
+        name="a fence with an older epoch fails the partition",
+        file="impl/logwright/broker/fetcher.py",
+        anchor="if st is not None and st.current_leader_epoch == request_epoch:",
+        replacement="if st is not None:",
+        loss="A FENCED_LEADER_EPOCH answering a request sent before a newer epoch was learnt "
+             "would fail a healthy partition: it stops replicating until the next leader change.",
+    ),
+    Mutant(
+        name="a failed partition un-failed by any LeaderAndIsr",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="                    results[tp] = Errors.NONE\n                    continue\n"
+               "            else:",
+        replacement=(
+            "                    results[tp] = Errors.NONE\n"
+            "                    if (partition.leader_id not in (NO_LEADER, self.broker_id)\n"
+            "                            and tp in self.replica_fetcher_manager.failed_partitions):"
+            "\n"
+            "                        self.replica_fetcher_manager.add_fetcher_for_partitions(\n"
+            "                            {tp: InitialFetchState(partition.leader_id,\n"
+            "                                                   partition.leader_epoch,\n"
+            "                                                   partition.log_end_offset)})\n"
+            "                    continue\n"
+            "            else:"),
+        loss="A partition failed for a reason that still holds would be fetched again on a "
+             "LeaderAndIsr that brings no new leader epoch, and fail again, churning instead "
+             "of waiting for the controller to move it.",
+    ),
+    Mutant(
+        name="a fetch served below the start offset",
+        file="impl/logwright/storage/log.py",
+        anchor="if start_offset < self._log_start_offset or start_offset > leo:",
+        replacement="if start_offset > leo:",
+        loss="Records deleted by DeleteRecords or retention (below the log start offset) "
+             "could still be read by consumers and followers.",
+    ),
+    Mutant(
+        name="the start offset loaded from its checkpoint alone",
+        file="impl/logwright/storage/log.py",
+        anchor="log_start_offset = max(lso_ckpt, segments[0].base_offset)",
+        replacement="log_start_offset = lso_ckpt",
+        loss="After a restart with a missing or older checkpoint the log would claim offsets "
+             "below its first segment: reads there would fail or return the wrong records.",
+    ),
+    Mutant(
+        name="`-delete` dirs removed at once",
+        file="impl/logwright/logmanager/manager.py",
+        anchor="if due > now:\n                    continue",
+        replacement="if False:\n                    continue",
+        loss="A deleted partition's files would vanish while readers may still hold them, "
+             "ignoring file.delete.delay.ms.",
+    ),
+    Mutant(
+        name="the clean-shutdown marker written after an I/O error",
+        file="impl/logwright/logmanager/manager.py",
+        anchor="                if state.online:\n"
+               "                    write_file_atomic(self.fs, posixpath.join(state.path, "
+               "CLEAN_SHUTDOWN_FILE), b\"\")",
+        replacement="                if True:\n"
+                    "                    write_file_atomic(self.fs, posixpath.join(state.path, "
+                    "CLEAN_SHUTDOWN_FILE), b\"\")",
+        loss="A dir whose checkpoints failed to write during shutdown would look clean at the "
+             "next start, so its logs would be trusted without recovery.",
+    ),
+)
+
+
+def by_name(name: str) -> Mutant:
+    """The mutant called ``name`` (exact), else KeyError naming the choices."""
+    for m in MUTANTS:
+        if m.name == name:
+            return m
+    raise KeyError(f"no mutant named {name!r}; known: {[m.name for m in MUTANTS]}")
+
+
+def check_anchor(mutant: Mutant, root: Path = ROOT) -> str:
+    """The text of ``mutant.file`` under ``root``; AnchorError unless the anchor occurs exactly
+    once."""
+    path = root / mutant.file
+    if not path.is_file():
+        raise AnchorError(f"mutant {mutant.name!r}: file {mutant.file} does not exist")
+    text = path.read_text(encoding="utf-8")
+    count = text.count(mutant.anchor)
+    if count != 1:
+        raise AnchorError(
+            f"mutant {mutant.name!r}: its anchor occurs {count} times in {mutant.file} "
+            f"(must be exactly once); update mutation/catalogue.py:\n{mutant.anchor}")
+    return text
+
+
+def check_all(root: Path = ROOT) -> list[str]:
+    """Every anchor problem in the catalogue, one message each (empty: all anchors hold)."""
+    problems = []
+    names = [m.name for m in MUTANTS]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"mutant name {name!r} is used twice")
+    for m in MUTANTS:
+        try:
+            check_anchor(m, root)
+        except AnchorError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def apply(mutant: Mutant, root: Path) -> None:
+    """Plant ``mutant`` in the tree at ``root`` (a copy: never the repository itself)."""
+    assert root.resolve() != ROOT, "mutants are applied to a copy, never to the repository"
+    text = check_anchor(mutant, root)
+    (root / mutant.file).write_text(text.replace(mutant.anchor, mutant.replacement),
+                                    encoding="utf-8")
