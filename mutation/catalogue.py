@@ -41,26 +41,26 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="a stale controller epoch accepted",
-        file="impl/logwright/broker/broker.py",
-        anchor="if request.controller_epoch < self.controller_epoch:",
+        file="impl/logwright/broker/fencing.py",
+        anchor="if request.controller_epoch < controller_epoch:",
         replacement="if False:",
         loss="A deposed controller's late LeaderAndIsr/StopReplica would be obeyed, so a "
              "zombie controller could move leadership or delete replicas.",
     ),
     Mutant(
         name="an older broker epoch accepted",
-        file="impl/logwright/broker/broker.py",
-        anchor="request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch",
+        file="impl/logwright/broker/fencing.py",
+        anchor="request.broker_epoch != NO_EPOCH and request.broker_epoch < broker_epoch",
         replacement="False",
         loss="A request meant for this broker's previous incarnation (before a restart) would "
              "be applied to the new one, undoing what the controller told it since.",
     ),
     Mutant(
         name="a newer broker epoch rejected",
-        file="impl/logwright/broker/broker.py",
-        anchor="request.broker_epoch != NO_EPOCH and request.broker_epoch < self.broker_epoch",
+        file="impl/logwright/broker/fencing.py",
+        anchor="request.broker_epoch != NO_EPOCH and request.broker_epoch < broker_epoch",
         replacement=("request.broker_epoch != NO_EPOCH"
-                     " and request.broker_epoch != self.broker_epoch"),
+                     " and request.broker_epoch != broker_epoch"),
         loss="A controller that learnt the broker's new epoch before the broker did would be "
              "refused (STALE_BROKER_EPOCH), leaving partitions without leaders after a restart.",
     ),
@@ -84,19 +84,19 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="a failed partition un-failed by any LeaderAndIsr",
         file="impl/logwright/broker/replica_manager.py",
-        anchor="                    results[tp] = Errors.NONE\n                    continue\n"
-               "            else:",
+        anchor=("                self._maybe_increment_hw(partition)\n"
+                "            return Errors.NONE\n        return partition"),
         replacement=(
-            "                    results[tp] = Errors.NONE\n"
-            "                    if (partition.leader_id not in (NO_LEADER, self.broker_id)\n"
-            "                            and tp in self.replica_fetcher_manager.failed_partitions):"
-            "\n"
-            "                        self.replica_fetcher_manager.add_fetcher_for_partitions(\n"
-            "                            {tp: InitialFetchState(partition.leader_id,\n"
-            "                                                   partition.leader_epoch,\n"
-            "                                                   partition.log_end_offset)})\n"
-            "                    continue\n"
-            "            else:"),
+            "                self._maybe_increment_hw(partition)\n"
+            "            tp = state.tp\n"
+            "            if (partition.leader_id not in (NO_LEADER, self.broker_id)\n"
+            "                    and tp in self.replica_fetcher_manager.failed_partitions):\n"
+            "                self.replica_fetcher_manager.add_fetcher_for_partitions(\n"
+            "                    {tp: InitialFetchState(partition.leader_id,\n"
+            "                                           partition.leader_epoch,\n"
+            "                                           partition.log_end_offset)})\n"
+            "            return Errors.NONE\n"
+            "        return partition"),
         loss="A partition failed for a reason that still holds would be fetched again on a "
              "LeaderAndIsr that brings no new leader epoch, and fail again, churning instead "
              "of waiting for the controller to move it.",
@@ -111,7 +111,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         name="the start offset loaded from its checkpoint alone",
-        file="impl/logwright/storage/log.py",
+        file="impl/logwright/storage/loader.py",
         anchor="log_start_offset = max(lso_ckpt, segments[0].base_offset)",
         replacement="log_start_offset = lso_ckpt",
         loss="After a restart with a missing or older checkpoint the log would claim offsets "
