@@ -1,8 +1,8 @@
 -------------------------- MODULE ControllerFencing --------------------------
 (***************************************************************************)
 (* Fencing of control requests by controller epoch and broker epoch, and  *)
-(* of metadata-store writes by controller epoch (KAFKA-FACTS "Fencing",    *)
-(* HAZARDS 3 and 4).                                                       *)
+(* of metadata-store writes by controller epoch (kafka-compatibility.md "Fencing",    *)
+(* hazards 3 and 4).                                                       *)
 (*                                                                         *)
 (* Controllers: a failover makes a new controller with the next epoch; the *)
 (* deposed ones do not notice and keep sending requests and attempting     *)
@@ -26,8 +26,8 @@ CONSTANTS
     MaxInFlight,         \* at most this many distinct requests in flight
     Bug                  \* "none", or the name of the injected bug:
                          \*   "NoControllerEpochCheck"  brokers skip the controller epoch check
-                         \*   "NoBrokerEpochCheck"      brokers skip the broker epoch check (HAZARDS 3)
-                         \*   "UnconditionalStoreWrite" store writes ignore the controller epoch (HAZARDS 4)
+                         \*   "NoBrokerEpochCheck"      brokers skip the broker epoch check (hazard 3)
+                         \*   "UnconditionalStoreWrite" store writes ignore the controller epoch (hazard 4)
 
 NotHosted == -1            \* replicaEpoch of a broker that holds no replica of the partition
 NoBrokerEpoch == -1        \* a request's broker epoch when the sender does not know it (never rejected)

@@ -1,6 +1,6 @@
 --------------------------- MODULE FetcherFailure ---------------------------
 (***************************************************************************)
-(* Failed partitions in replica fetchers (KIP-461, HAZARDS 5 and 6).       *)
+(* Failed partitions in replica fetchers (KIP-461, hazards 5 and 6).       *)
 (*                                                                         *)
 (* A follower broker fetches its partitions through fetcher threads; each  *)
 (* partition always goes to the same fetcher (Kafka hashes the partition   *)
@@ -20,9 +20,9 @@ CONSTANTS
     NumFetchers,     \* fetcher threads 1..NumFetchers (num.replica.fetchers)
     MaxLeaderEpoch,  \* leader elections stop at this leader epoch
     Bug              \* "none", or the name of the injected bug:
-                     \*   "FailWholeFetcher"          a partition failure kills its fetcher (HAZARDS 5)
+                     \*   "FailWholeFetcher"          a partition failure kills its fetcher (hazard 5)
                      \*   "FenceWithStaleEpochFails"  a fence fails the partition whatever the
-                     \*                               request's epoch (HAZARDS 6)
+                     \*                               request's epoch (hazard 6)
                      \*   "NoUnfailOnNewEpoch"        a newer leader epoch leaves it failed
 
 Partitions == 1..NumPartitions

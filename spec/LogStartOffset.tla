@@ -10,7 +10,7 @@
 (* replicas (ISR); a follower takes min(leader's HW, own LEO) from each     *)
 (* fetch, THEN raises its start offset to the leader's (never above its     *)
 (* own HW). A follower below the leader's start offset truncates fully and *)
-(* restarts its log at the leader's start offset (HAZARDS 8).              *)
+(* restarts its log at the leader's start offset (hazard 8).              *)
 (*                                                                         *)
 (* Durability: records are durable once appended (this module is about    *)
 (* offsets, not about losing unflushed records); the log start offset     *)
@@ -19,8 +19,8 @@
 (* checkpoint, so after a restart it is any value between the start offset *)
 (* and the HW before the crash. A crash restarts the replica at once.      *)
 (*                                                                         *)
-(* Invariants: NoNewDataDeleted (HAZARDS 1) and NeverServeBelowLogStart    *)
-(* (HAZARDS 8 and 12).                                                     *)
+(* Invariants: NoNewDataDeleted (hazard 1) and NeverServeBelowLogStart    *)
+(* (hazards 8 and 12).                                                     *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets
 
@@ -31,11 +31,11 @@ CONSTANTS
     SegmentSize,    \* offsets per segment; retention deletes whole segments
     Bug             \* "none", or the injected bug:
                     \*   "RetentionIgnoresHW"          retention deletes segments that reach
-                    \*                                 above the HW (HAZARDS 1)
+                    \*                                 above the HW (hazard 1)
                     \*   "FollowerRaisesStartBeforeHW" a follower that truncates fully raises
-                    \*                                 its start offset but not its HW (HAZARDS 8)
+                    \*                                 its start offset but not its HW (hazard 8)
                     \*   "StartOffsetCheckpointLazy"   the start offset is checkpointed later,
-                    \*                                 not when it is raised (HAZARDS 12)
+                    \*                                 not when it is raised (hazard 12)
 
 VARIABLES
     leo,            \* replica -> log end offset: the offset the next record will get

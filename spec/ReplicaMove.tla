@@ -1,7 +1,7 @@
 ----------------------------- MODULE ReplicaMove -----------------------------
 (***************************************************************************)
 (* A JBOD move of one partition from log dir D1 to log dir D2 (KIP-113,    *)
-(* KAFKA-FACTS "JBOD moves"), crash-consistent without an operator.        *)
+(* kafka-compatibility.md "Moving replicas between log dirs (KIP-113)"), crash-consistent without an operator.        *)
 (*                                                                         *)
 (* Two logs: "src", the partition's log in D1, and "fut", its future log   *)
 (* in D2. Each log has records written (vol: in the page cache) and        *)

@@ -3,7 +3,7 @@
 (* Stray (orphan) partition cleanup on brokers: KIP-550 detection from a   *)
 (* full LeaderAndIsr (containsAllReplicas), KIP-370 delayed deletion       *)
 (* guarded by segment age, with the rename to a -stray dir in between      *)
-(* (KAFKA-FACTS "What shipped").                                           *)
+(* (kafka-compatibility.md "What shipped, and what never did").                                           *)
 (*                                                                         *)
 (* A log on a broker's disk is identified by its partition name AND its    *)
 (* topic id (partition.metadata): re-creating a topic under the same name  *)
@@ -278,7 +278,7 @@ Next ==
 Spec == Init /\ [][Next]_vars
 
 (***************************************************************************)
-(* NoNewDataDeleted (the stray-cleanup part of DESIGN.md's invariant): no  *)
+(* NoNewDataDeleted (the stray-cleanup part of architecture.md's invariant): no  *)
 (* stray deletion removes a log that the current controller assigns to     *)
 (* that broker (same partition, same topic id), nor one whose newest       *)
 (* segment is younger than the retention period. The controller's own     *)

@@ -1,4 +1,4 @@
-"""Control requests on real brokers: fencing (HAZARDS 3 and 4, KIP-380), per-partition results,
+"""Control requests on real brokers: fencing (hazards 3 and 4, KIP-380), per-partition results,
 StopReplica's leader epoch check, and authorization of every handler."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def snapshot_state(w: World, broker_id: int) -> tuple[object, ...]:
     )
 
 
-# ---- HAZARDS 3: a restarted broker rejects requests meant for its earlier incarnation -----------
+# ---- hazard 3: a restarted broker rejects requests meant for its earlier incarnation -----------
 
 
 def test_restarted_broker_rejects_requests_for_its_earlier_incarnation() -> None:
@@ -89,7 +89,7 @@ def test_requests_that_arrive_before_registration_wait_and_are_then_fenced() -> 
     assert broker.log_manager.get_log(T0) is None
 
 
-# ---- HAZARDS 4: a deposed controller's requests change nothing ----------------------------------
+# ---- hazard 4: a deposed controller's requests change nothing ----------------------------------
 
 
 def test_lower_controller_epoch_is_rejected_and_changes_nothing() -> None:

@@ -1,6 +1,6 @@
 """Replication between real brokers: acks, the high watermark from the ISR, ISR shrink and
 expand, consumer reads, follower truncation by leader epoch (KIP-101/279), and the log start
-offset rules a follower follows (HAZARDS 7 and 8)."""
+offset rules a follower follows (hazards 7 and 8)."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def test_follower_iterates_when_the_leader_lacks_its_epoch() -> None:
 
 
 def test_new_replica_below_the_leaders_log_start_offset_starts_at_it() -> None:
-    """HAZARDS 7 and 8: the leader's start offset points into the middle of its first batch; a
+    """hazards 7 and 8: the leader's start offset points into the middle of its first batch; a
     new, empty replica is out of range, restarts empty at the leader's start offset, takes the
     first batch at its own base offset, and never has HW below its start offset."""
     w = World(broker_ids=(1, 2))
@@ -192,7 +192,7 @@ def test_new_replica_below_the_leaders_log_start_offset_starts_at_it() -> None:
 
 
 def test_follower_raises_its_start_offset_only_after_its_high_watermark() -> None:
-    """HAZARDS 8's order: append, HW = min(leader HW, own LEO), then the start offset, capped
+    """hazard 8's order: append, HW = min(leader HW, own LEO), then the start offset, capped
     by the HW. The answer here carries a leader start offset above the leader HW it reports."""
     w = World(broker_ids=(1, 2))
     w.assign(T0, 1, 1, [1, 2])

@@ -315,7 +315,7 @@ def test_partition_metadata_crash_at_every_step() -> None:
 
 
 def test_first_partition_metadata_crash_leaves_none_or_new() -> None:
-    # HAZARDS.md 2: right after creation a crash can leave the dir without its topic id file.
+    # hazard 2: right after creation a crash can leave the dir without its topic id file.
     crash_at_every_step(lambda fs: None,
                         lambda fs: PartitionMetadataFile(fs, DIR).write(TOPIC_ID),
                         lambda fs: PartitionMetadataFile(fs, DIR).read(), None, TOPIC_ID,

@@ -66,7 +66,7 @@ def test_controller_failover_bumps_the_epoch_and_the_cluster_goes_on(cluster: Cl
 
 
 def test_a_zombie_controller_changes_nothing(cluster: Cluster) -> None:
-    """HAZARDS 4: the deposed controller keeps running; its writes and requests are fenced."""
+    """hazard 4: the deposed controller keeps running; its writes and requests are fenced."""
     zombie = cluster.controller
     cluster.fail_controller(zombie=True)
     with pytest.raises(KafkaError) as e:

@@ -270,7 +270,7 @@ def test_a_broker_that_hosts_nothing_still_gets_a_full_request(h: Harness) -> No
 
 
 def test_a_quick_restart_is_the_old_incarnations_failure_first(h: Harness) -> None:
-    """HAZARDS 3: the old incarnation led; its replacement must not inherit that leadership."""
+    """hazard 3: the old incarnation led; its replacement must not inherit that leadership."""
     h.controller.create_topic("t", 1, 3, assignment=[[1, 2, 3]])
     h.run(SETTLE_MS)
     before = h.state("t")
@@ -438,7 +438,7 @@ def stores(request: pytest.FixtureRequest,
 
 def test_a_deposed_controller_is_rejected_by_the_store_and_resigns(
         stores: tuple[MetadataStore, MetadataStore]) -> None:
-    """HAZARDS 4: the old controller keeps running, but none of its writes land."""
+    """hazard 4: the old controller keeps running, but none of its writes land."""
     store_old, store_new = stores
     h = Harness(store=store_old)
     h.start()

@@ -137,7 +137,6 @@ def tracked_files() -> list[Path]:
     return [ROOT / name for name in listed if name != "tests/test_docs.py"]
 
 
-@pytest.mark.xfail(strict=True, reason="references swept after merge")
 def test_no_tracked_file_names_a_file_outside_the_repository() -> None:
     found = outside_references(tracked_files())
     assert not found, "\n".join(found[:50])

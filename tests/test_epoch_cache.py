@@ -1,6 +1,6 @@
 """The leader epoch cache and the log that owns it: answers for OffsetForLeaderEpoch, truncation
 from both ends, durable writes, reconciliation with the log at load (rebuilt from the batches
-when the file is missing; a corrupt file takes the dir offline, HAZARDS 11), and every change of
+when the file is missing; a corrupt file takes the dir offline, hazard 11), and every change of
 the log's offsets (truncation, full truncation, DeleteRecords, a follower's raise, retention)
 keeping the cache in step inside the log."""
 

@@ -1,5 +1,5 @@
-"""KIP-461 on real brokers: a failure stays with its partition (HAZARDS 5), a stale fence is
-not a failure and a newer leader epoch un-fails (HAZARDS 6), corrupt records are retried, an idle
+"""KIP-461 on real brokers: a failure stays with its partition (hazard 5), a stale fence is
+not a failure and a newer leader epoch un-fails (hazard 6), corrupt records are retried, an idle
 fetcher shuts down; and the fetcher machinery over a local source (the dir-move copier's shape)."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def place(w: World, tp: TopicPartition, leader: int, epoch: int, isr: list[int],
 
 
 def test_one_partitions_dir_failing_does_not_stop_the_shared_fetcher() -> None:
-    """HAZARDS 5: t-0 and t-1 share broker 2's one fetcher; t-0's dir fails. t-1 keeps
+    """hazard 5: t-0 and t-1 share broker 2's one fetcher; t-0's dir fails. t-1 keeps
     replicating, t-0 alone is failed, nothing dies."""
     w = World(broker_ids=(1, 2))
     place(w, T0, 1, 1, [1, 2], {2: "/b2/d1"})
@@ -110,7 +110,7 @@ def test_a_fetcher_left_with_only_failed_partitions_shuts_down() -> None:
 
 
 def test_a_fence_at_the_current_epoch_fails_and_a_newer_epoch_unfails() -> None:
-    """HAZARDS 6, first half: fenced at the epoch it holds, the partition fails; the
+    """hazard 6, first half: fenced at the epoch it holds, the partition fails; the
     LeaderAndIsr with the newer epoch brings it back, and it catches up."""
     w = World(broker_ids=(1, 2))
     w.assign(T0, 1, 1, [1, 2])
@@ -129,7 +129,7 @@ def test_a_fence_at_the_current_epoch_fails_and_a_newer_epoch_unfails() -> None:
 
 
 def test_a_fence_answering_an_older_epoch_is_not_a_failure() -> None:
-    """HAZARDS 6, second half: the follower's fetch at epoch 1 is fenced by the leader, but the
+    """hazard 6, second half: the follower's fetch at epoch 1 is fenced by the leader, but the
     answer arrives after the follower learned epoch 2. Nothing fails at any step."""
     w = World(broker_ids=(1, 2), delay_ms=(5, 5))
     w.assign(T0, 1, 1, [1, 2])

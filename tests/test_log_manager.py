@@ -77,7 +77,7 @@ def test_after_a_crash_flushed_records_survive_and_logs_are_recovered() -> None:
 
 
 def test_an_acknowledged_delete_records_survives_a_crash() -> None:
-    """HAZARDS 12: Kafka's periodic start-offset checkpoint would resurrect records here."""
+    """hazard 12: Kafka's periodic start-offset checkpoint would resurrect records here."""
     b = Broker()
     log = b.lm.create_log(tp(0))
     for i in range(10):
@@ -105,7 +105,7 @@ def test_unrecognised_dirs_are_set_aside_and_lost_found_ignored() -> None:
 
 
 def test_a_partition_dir_without_topic_id_is_loaded_not_fatal() -> None:
-    """HAZARDS 2: the topic-id file was lost in an unclean shutdown just after creation."""
+    """hazard 2: the topic-id file was lost in an unclean shutdown just after creation."""
     b = Broker()
     b.lm.create_log(tp(0), Uuid.from_random(b.lm.rng))
     path = b.lm.get_log(tp(0)).dir_path  # type: ignore[union-attr]
@@ -236,7 +236,7 @@ def test_startup_restarts_a_log_that_lost_everything_above_its_start_offset() ->
 
 
 def test_a_partition_with_a_corrupt_file_of_its_own_takes_its_dir_offline_at_startup() -> None:
-    """HAZARDS 11, per partition: a malformed partition.metadata or leader-epoch-checkpoint is
+    """hazard 11, per partition: a malformed partition.metadata or leader-epoch-checkpoint is
     found when the log is loaded. Its dir goes offline, every other log of the dir is still
     known (offline), and the partition is never created empty in another dir while its data
     sits in the offline one (before, a corrupt partition.metadata left the partitions loaded

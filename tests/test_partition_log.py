@@ -122,7 +122,7 @@ def test_follower_append_keeps_offsets_and_refuses_overlap() -> None:
 
 
 def test_empty_replica_starts_at_the_base_of_the_first_batch_it_receives() -> None:
-    """HAZARDS 7: the start offset points into the middle of the leader's batch."""
+    """hazard 7: the start offset points into the middle of the leader's batch."""
     fs, clock = world()
     log = new_log(fs, clock)
     log.truncate_fully_and_start_at(5)  # the leader's log start offset, mid-batch
@@ -191,7 +191,7 @@ def test_truncate_below_log_start_restarts_at_log_start() -> None:
 
 
 def test_truncate_fully_and_start_at_raises_hw_with_start_offset() -> None:
-    """HAZARDS 8: HW >= log start offset on every replica."""
+    """hazard 8: HW >= log start offset on every replica."""
     fs, clock = world()
     log = new_log(fs, clock)
     fill(log, 3)
@@ -202,7 +202,7 @@ def test_truncate_fully_and_start_at_raises_hw_with_start_offset() -> None:
 
 
 def test_retention_by_start_offset_breach_runs_on_compacted_topics_too() -> None:
-    """HAZARDS 9."""
+    """hazard 9."""
     fs, clock = world()
     log = new_log(fs, clock, SMALL.with_(cleanup_policy="compact"))
     fill(log, 40)
@@ -215,7 +215,7 @@ def test_retention_by_start_offset_breach_runs_on_compacted_topics_too() -> None
 
 
 def test_retention_never_deletes_at_or_above_the_high_watermark() -> None:
-    """HAZARDS 1: every segment is expired by time and by size, but the HW is low."""
+    """hazard 1: every segment is expired by time and by size, but the HW is low."""
     fs, clock = world()
     log = new_log(fs, clock, SMALL.with_(retention_ms=10, retention_bytes=0))
     fill(log, 40, ts=1)
@@ -363,7 +363,7 @@ def test_recovery_of_a_torn_tail_shorter_than_a_header() -> None:
 
 def test_the_log_owns_its_topic_id() -> None:
     """partition.metadata is written by the log, atomically, once: a log created without a
-    topic id (HAZARDS 2) adopts the first one it is given; another one is refused."""
+    topic id (hazard 2) adopts the first one it is given; another one is refused."""
     fs, clock = world()
     first, second = Uuid.from_random(random.Random(1)), Uuid.from_random(random.Random(2))
     log = new_log(fs, clock)

@@ -40,7 +40,7 @@ def test_a_small_campaign_holds_and_counts_its_work() -> None:
 
 
 def test_the_campaign_catches_kafkas_periodic_start_offset_checkpoint() -> None:
-    """HAZARDS 12: with Kafka's behaviour an acknowledged DeleteRecords comes back."""
+    """hazard 12: with Kafka's behaviour an acknowledged DeleteRecords comes back."""
     result = run_campaign(seeds=1, first_seed=3, steps=16, bug="PeriodicStartOffsetCheckpoint")
     assert result.violation is not None
     assert result.violation.invariant == "NeverServeBelowLogStart"

@@ -1,7 +1,8 @@
 """Errors: Kafka's error names and codes, and logwright's own precise local errors.
 
 A failed call raises a typed error that carries the Kafka error name and code, so a caller that
-knows Kafka can match on the same names it already knows (KAFKA-FACTS.md, "Error codes").
+knows Kafka can match on the same names it already knows (docs/kafka-compatibility.md, "Wire
+APIs and error codes").
 """
 
 from __future__ import annotations

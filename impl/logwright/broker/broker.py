@@ -1,6 +1,6 @@
 """The broker node: registration, heartbeats, authorization and request dispatch.
 
-Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4), with the
+Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, hazards 3 and 4), with the
 checks in ``fencing.py``. Because a broker cannot judge a broker epoch before it knows its own,
 control requests that arrive before the registration is answered wait, in order, and are judged
 once it is.

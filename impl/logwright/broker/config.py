@@ -1,4 +1,4 @@
-"""Broker settings, with Kafka's names and defaults (KAFKA-FACTS.md "Configs").
+"""Broker settings, with Kafka's names and defaults (kafka-compatibility.md "Configs").
 
 Invariant upheld: every limit the broker relies on (timeouts, sizes, queue bounds) is explicit,
 positive and checked once here, so the rest of the broker may assume it.

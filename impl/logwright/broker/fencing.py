@@ -1,7 +1,7 @@
 """Fencing of control requests: which LeaderAndIsr, StopReplica or UpdateMetadata may change a
 broker, and the answer of one that may not.
 
-Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, HAZARDS 3 and 4). A control
+Invariant upheld: StaleControllerFenced (spec/ControllerFencing.tla, hazards 3 and 4). A control
 request changes nothing on a broker when
 - its principal may not CLUSTER_ACTION the cluster (CLUSTER_AUTHORIZATION_FAILED), or
 - it is addressed to an older incarnation: its broker epoch is below the broker's own

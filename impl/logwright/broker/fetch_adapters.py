@@ -4,7 +4,7 @@
 which the broker's driver sends through the request channel like every other request of the
 broker; ``ReplicaFetchTarget`` is the follower replicas hosted here, which the fetched records fill.
 
-Invariants upheld (HAZARDS 8): a follower appends, sets its high watermark to min(leader's, own
+Invariants upheld (hazard 8): a follower appends, sets its high watermark to min(leader's, own
 log end offset), and only then raises its log start offset to the leader's, never above its high
 watermark; a follower truncates only as the fetcher's leader epoch protocol says; a storage error
 on a partition takes its log dir offline here, at once, before the fetcher marks it failed.
@@ -174,7 +174,7 @@ class ReplicaFetchTarget:
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
             if data.records:
                 log.append_as_follower(data.records)  # and the batches' epochs to its cache
-            # HW first, then the start offset, which may never pass the HW (HAZARDS 8).
+            # HW first, then the start offset, which may never pass the HW (hazard 8).
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
                                               min(data.high_watermark, log.log_end_offset)))

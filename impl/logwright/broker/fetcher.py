@@ -1,6 +1,6 @@
 """Fetchers: the machinery that keeps a local replica following a source (KIP-461).
 
-Invariant upheld: FailureContained (spec/FetcherFailure.tla, HAZARDS 5 and 6). A failure while
+Invariant upheld: FailureContained (spec/FetcherFailure.tla, hazards 5 and 6). A failure while
 working on one partition stays with that partition:
 - a storage error or an unexpected error while truncating or appending one partition marks only
   that partition failed: it leaves its fetcher's partition states and lag stats and joins the
@@ -321,7 +321,7 @@ class Fetcher:
         if st is not None and st.current_leader_epoch == request_epoch:
             self._mark_failed(tp, f"fenced at leader epoch {request_epoch}")
         else:
-            # A newer epoch is already known here: the fence answered an old request (HAZARDS 6).
+            # A newer epoch is already known here: the fence answered an old request (hazard 6).
             self.manager.stale_fences += 1
 
     # ---- truncation ----------------------------------------------------------------------------
@@ -446,7 +446,7 @@ class Fetcher:
         leader_start = data.log_start_offset
         if 0 <= target.log_end_offset(tp) < leader_start:
             # The source deleted what this replica still needs: restart empty at its start
-            # offset, with high watermark and start offset equal (HAZARDS 8).
+            # offset, with high watermark and start offset equal (hazard 8).
             target.truncate_fully_and_start_at(tp, leader_start)
             st.fetch_offset = target.log_end_offset(tp)
         else:

@@ -1,6 +1,6 @@
 """The replica manager: every partition replica on one broker, as leader or follower.
 
-Invariants upheld here (DESIGN.md "The safety invariants", HAZARDS 5, 7, 8):
+Invariants upheld here (architecture.md "The safety invariants", hazards 5, 7 and 8):
 - Control requests are applied partition by partition with a result per partition: one bad
   partition (offline dir, older leader epoch, unknown dir) does not fail the rest.
 - A LeaderAndIsr partition state with an older leader epoch than the one held changes nothing
@@ -222,7 +222,7 @@ class ReplicaManager:
                 log_dir = None if state.log_dir == "any" else state.log_dir
                 log = self.log_manager.create_log(tp, topic_id, log_dir)
             if topic_id is not None:
-                # A dir without its topic id file (HAZARDS 2) adopts the controller's id; a
+                # A dir without its topic id file (hazard 2) adopts the controller's id; a
                 # different one raises TopicIdMismatch.
                 log.assign_topic_id(topic_id)
             if log.offline:

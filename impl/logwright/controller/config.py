@@ -1,4 +1,4 @@
-"""Controller configuration, with Kafka's names and defaults (KAFKA-FACTS.md "Configs")."""
+"""Controller configuration, with Kafka's names and defaults (kafka-compatibility.md "Configs")."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ effects (``logwright.protocol.effects``) into a buffer, and each public decision
 :class:`Outcome`. The driver (``driver.py``) performs them. Store writes stay in the decision:
 the store is the controller's state.
 
-Invariant upheld here (StaleControllerFenced, HAZARDS 4): every state change is written to the
+Invariant upheld here (StaleControllerFenced, hazard 4): every state change is written to the
 metadata store first, conditional on this controller's epoch, and only then announced; a write the
 store rejects as stale makes this controller resign: from then on it emits no control request.
 """

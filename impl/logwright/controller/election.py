@@ -12,7 +12,7 @@ Invariants upheld:
 - Every leadership change bumps the leader epoch; ISR changes a leader asked for with
   AlterPartition bump only the partition epoch.
 - A replica on a failed log dir counts as dead for its partition (it leaves the ISR and cannot
-  lead), while the broker's other replicas go on (HAZARDS 5 seen from the controller).
+  lead), while the broker's other replicas go on (hazard 5 seen from the controller).
 """
 
 from __future__ import annotations

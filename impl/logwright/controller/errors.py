@@ -12,7 +12,7 @@ from logwright.errors import Errors, KafkaError
 
 
 class StaleControllerEpoch(KafkaError):
-    """A write by a controller whose epoch is no longer the current one (HAZARDS 4).
+    """A write by a controller whose epoch is no longer the current one (hazard 4).
 
     ``writer_epoch`` is the epoch the caller claimed; ``current_epoch`` the one in the store.
     """

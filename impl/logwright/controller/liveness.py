@@ -1,7 +1,7 @@
 """Broker registration and liveness: broker epochs, sessions kept alive by heartbeats, a
 broker's failure and its return, and the log dirs it reports offline.
 
-Invariant upheld: broker incarnations are fenced (HAZARDS 3, KIP-380). Each registration of a new
+Invariant upheld: broker incarnations are fenced (hazard 3, KIP-380). Each registration of a new
 incarnation gets a broker epoch larger than any before; a registration of a broker whose previous
 incarnation was still alive is handled as that incarnation's failure first (its leadership moves,
 it leaves the ISR); a heartbeat counts only with the broker's current epoch.
@@ -85,7 +85,7 @@ class Liveness(Election):
             return existing
         if broker_id in self._session_deadline_ms:
             # A quick restart: the old incarnation never missed its session, but its state
-            # is gone. Handle it as that incarnation's failure first (HAZARDS 3).
+            # is gone. Handle it as that incarnation's failure first (hazard 3).
             self._broker_failed(broker_id, "re-registered with a new incarnation")
         registration = self.store.register_broker(
             self.epoch, broker_id, request.incarnation_id, request.log_dirs)

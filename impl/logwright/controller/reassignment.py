@@ -5,7 +5,7 @@ ever added first; the old ones are removed only once every target replica is in 
 holds everything committed), leadership moves to a target replica that is in the ISR, and the
 leader epoch is bumped so that the removed replicas and the old leadership are fenced.
 
-Input is Kafka's ``kafka-reassign-partitions.sh`` format (KAFKA-FACTS.md "JBOD moves")::
+Input is Kafka's ``kafka-reassign-partitions.sh`` format (docs/kafka-compatibility.md, KIP-113)::
 
     {"version": 1,
      "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2],

@@ -2,19 +2,19 @@
 
 Invariants upheld here:
 - A dir that fails (an I/O error, a corrupt checkpoint) goes offline alone: its partitions go
-  offline, every other dir keeps serving (HAZARDS 5, 11). Only when every dir is offline does the
+  offline, every other dir keeps serving (hazards 5 and 11). Only when every dir is offline does the
   broker have to stop (``all_dirs_offline``). Each dir's ``LogDirStatus`` (storage/) is handed
   to its logs, which report an I/O error there: no log calls up into the manager.
 - A directory that cannot be classified is set aside and reported, never fatal and never deleted
-  (HAZARDS 2). ``lost+found`` and the broker's own files are ignored.
+  (hazard 2). ``lost+found`` and the broker's own files are ignored.
 - A raised log start offset is durable before it is acknowledged: each dir has one
   ``LogStartOffsetCheckpoint`` (storage/), handed to every log of the dir, which the log rewrites
   (tmp + fsync + rename + dir fsync) before a raise returns, not on the periodic schedule Kafka
-  uses (HAZARDS 12). The manager writes the periodic checkpoints (recovery points, high
+  uses (hazard 12). The manager writes the periodic checkpoints (recovery points, high
   watermarks, and start offsets too) from what it asks its logs; it never writes a file inside a
   partition dir: each log owns its own.
 - A partition whose own metadata file (``partition.metadata``, ``leader-epoch-checkpoint``) is
-  malformed takes its dir offline at start-up (HAZARDS 11), and is never created afresh in
+  malformed takes its dir offline at start-up (hazard 11), and is never created afresh in
   another dir while its data sits in the offline one.
 - ``-delete`` dirs are removed only after ``file.delete.delay.ms`` (the topic's, else the
   broker default).
@@ -94,7 +94,7 @@ class DataDirIdentity:
 
 @dataclass(frozen=True)
 class LogManagerConfig:
-    """Broker-level log settings, Kafka names and defaults (KAFKA-FACTS.md "Configs")."""
+    """Broker-level log settings, Kafka names and defaults (kafka-compatibility.md "Configs")."""
 
     log: LogConfig = field(default_factory=LogConfig)
     retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
@@ -104,7 +104,7 @@ class LogManagerConfig:
     flush_interval_ms: int | None = None  # log.flush.interval.ms: None = leave it to the OS
     # log.segment.delete.delay.ms: the default of the topic config file.delete.delay.ms
     file_delete_delay_ms: int = 60_000
-    # True: a raised log start offset is durable before it is acknowledged (HAZARDS 12). False
+    # True: a raised log start offset is durable before it is acknowledged (hazard 12). False
     # is Kafka's behaviour (a periodic checkpoint only); it exists so the crash campaign can
     # show that it loses acknowledged deletions.
     durable_log_start_offset: bool = True

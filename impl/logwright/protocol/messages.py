@@ -1,4 +1,5 @@
-"""Message types. Names follow Kafka's request and field names (KAFKA-FACTS.md "Wire APIs")."""
+"""Message types. Names follow Kafka's request and field names (docs/kafka-compatibility.md,
+"Wire APIs and error codes")."""
 
 from __future__ import annotations
 

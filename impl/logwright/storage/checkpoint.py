@@ -1,12 +1,12 @@
 """Per-log-dir offset checkpoint files, and the framing every versioned metadata file shares.
 
-Invariant upheld (HAZARDS.md 11): a checkpoint on disk is always either the previous complete
+Invariant upheld (hazard 11): a checkpoint on disk is always either the previous complete
 content or the new complete content, never a mix, because it is only ever replaced through
 ``write_file_atomic`` (``<file>.tmp``, fsync, rename, directory fsync). A file that is not
 exactly what a writer produces is rejected with a ``CheckpointError`` naming the file, the
 1-based line and what is wrong; the caller takes that one log dir offline. Nothing is guessed.
 
-Format (Kafka's, KAFKA-FACTS.md "On-disk layout")::
+Format (Kafka's, kafka-compatibility.md "On-disk layout")::
 
     0                      <- version
     2                      <- entry count N

@@ -1,6 +1,6 @@
 """Whether one log dir still serves; a log that meets an I/O error takes its whole dir offline.
 
-Invariant upheld here (HAZARDS 5, 11): a dir that fails goes offline alone and at once: every log
+Invariant upheld here (hazards 5 and 11): a dir that fails goes offline alone and at once: every log
 of it is marked offline and its files released in the same call that met the error, so no other
 log of the dir serves from a failing disk afterwards, and no other dir is touched. Once offline a
 dir stays offline until the process restarts.

@@ -52,7 +52,7 @@ class LeaderEpochCache:
     def read(cls, fs: FileSystem, dir_path: str) -> LeaderEpochCache:
         """The cache as its file holds it (empty when there is no file).
 
-        A malformed file raises ``CheckpointError`` (HAZARDS 11); an I/O error ``OSError``.
+        A malformed file raises ``CheckpointError`` (hazard 11); an I/O error ``OSError``.
         """
         raw = LeaderEpochCheckpointFile(fs, dir_path).read()
         return cls(fs, dir_path, [EpochEntry(e, o) for e, o in raw])

@@ -15,7 +15,7 @@ Invariants upheld here:
 - The leader epoch cache describes only offsets the log holds: rebuilt from the batches when its
   file is missing and the log holds records, then cut to [log start offset, log end offset).
 - A malformed ``partition.metadata`` or ``leader-epoch-checkpoint`` raises ``CheckpointError``
-  (the log manager takes the dir offline, HAZARDS 11); a missing topic id is no error (HAZARDS 2).
+  (the log manager takes the dir offline, hazard 11); a missing topic id is no error (hazard 2).
 """
 
 from __future__ import annotations

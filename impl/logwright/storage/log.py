@@ -5,20 +5,20 @@ leader epoch cache (``leader-epoch-checkpoint``), the topic id (``partition.meta
 durability of its start offset. Nobody above it writes one of them; loading is
 ``storage/loader.py``.
 
-Invariants upheld here (DESIGN.md "The safety invariants"):
+Invariants upheld here (architecture.md "The safety invariants"):
 - 0 <= log_start_offset <= high_watermark <= log_end_offset, asserted after every change
-  (NeverServeBelowLogStart, HAZARDS 8).
+  (NeverServeBelowLogStart, hazard 8).
 - The log start offset never moves backwards, and a raise is made durable (through the dir's
   ``LogStartOffsetCheckpoint``, handed down by the log manager) before it is acknowledged or
-  before any file below it is deleted (HAZARDS 12).
+  before any file below it is deleted (hazard 12).
 - The leader epoch cache describes only offsets the log holds: every truncation, full
   truncation, start offset raise (DeleteRecords, a follower learning the leader's, retention)
   trims it here, in the same call, after the new start offset is durable.
 - No read starts below the log start offset (OFFSET_OUT_OF_RANGE).
 - Retention deletes only whole segments lying wholly below the high watermark (NoNewDataDeleted,
-  HAZARDS 1), start-offset breach first whatever the cleanup policy (HAZARDS 9), then size, then
+  hazard 1), start-offset breach first whatever the cleanup policy (hazard 9), then size, then
   time.
-- An empty replica starts at the base offset of the first batch it receives (HAZARDS 7).
+- An empty replica starts at the base offset of the first batch it receives (hazard 7).
 - The topic id, once on disk, never changes: another one is refused with ``TopicIdMismatch``.
 """
 
@@ -261,7 +261,7 @@ class PartitionLog:
 
     @property
     def topic_id(self) -> Uuid | None:
-        """The topic id in ``partition.metadata``, or None when the dir has none (HAZARDS 2)."""
+        """The topic id in ``partition.metadata``, or None when the dir has none (hazard 2)."""
         return self._topic_id
 
     def assign_topic_id(self, topic_id: Uuid) -> bool:
@@ -358,7 +358,7 @@ class PartitionLog:
         if first < leo:
             if self.size_bytes == 0 and last >= self._log_start_offset:
                 # An empty replica whose start offset points into the middle of a batch starts
-                # at that batch's base offset, keeping its start offset (HAZARDS 7).
+                # at that batch's base offset, keeping its start offset (hazard 7).
                 self._replace_empty_active_segment(first)
             else:
                 raise UnexpectedAppendOffset(
@@ -655,7 +655,7 @@ class PartitionLog:
                 self.roll()  # the active segment is wholly below the HW: roll so it can go
             new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
             assert new_start <= self._high_watermark, "retention may not pass the high watermark"
-            # The start offset is durable before any file below it is deleted (HAZARDS 12).
+            # The start offset is durable before any file below it is deleted (hazard 12).
             self._set_log_start_offset(new_start)
             for seg in doomed:
                 seg.delete_files()

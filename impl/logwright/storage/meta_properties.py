@@ -18,7 +18,7 @@ Invariants upheld here:
 - Reading is strict: anything but a well-formed version 1 file (unknown version, a missing or
   repeated key, a bad id, a non-ASCII byte, a line cut short) raises ``CheckpointError`` naming
   the file and the 1-based line, and is never guessed at; the caller takes that dir offline, as
-  for any other corrupt metadata file (HAZARDS 11). Unknown extra keys are kept and ignored, as
+  for any other corrupt metadata file (hazard 11). Unknown extra keys are kept and ignored, as
   Kafka ignores them.
 """
 

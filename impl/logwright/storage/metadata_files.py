@@ -4,7 +4,7 @@ cache (``leader-epoch-checkpoint``).
 Invariant upheld: like the per-dir checkpoints, each file is replaced only through
 ``write_file_atomic``, so after any crash it holds the old or the new content; anything else on
 disk is rejected with a ``CheckpointError`` naming the file and the 1-based line, never guessed
-at. A missing file is not an error (the caller decides: HAZARDS.md 2, a partition dir without its
+at. A missing file is not an error (the caller decides: hazard 2, a partition dir without its
 topic id after an unclean shutdown must not stop the broker). The leader epoch entries are kept
 ordered: epochs strictly increasing, start offsets non-decreasing, on write and on read.
 

@@ -5,9 +5,9 @@ the partition it came from, is at most 255 characters (the limit of common file 
 matches the name Kafka would use, so a Kafka log dir can be read and a logwright one read by Kafka.
 Parsing is total: a name is either classified (live, future, delete, stray partition dir; a
 segment file and its state; an ignored broker file) or rejected with a precise reason, never
-guessed at (HAZARDS.md 2: a dir that cannot be classified is set aside by the caller, not deleted).
+guessed at (hazard 2: a dir that cannot be classified is set aside by the caller, not deleted).
 
-Layout (KAFKA-FACTS.md, "On-disk layout"):
+Layout (kafka-compatibility.md "On-disk layout"):
 
 - live dir ``<topic>-<partition>``;
 - future dir ``<topic>-<partition>.<uid32hex>-future`` (a JBOD move target);

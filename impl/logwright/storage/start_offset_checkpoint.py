@@ -1,7 +1,7 @@
 """One log dir's ``log-start-offset-checkpoint``, which each log of the dir rewrites (durably)
 when it raises its start offset.
 
-Invariant upheld here (HAZARDS 12): a raised log start offset is on disk before the raise is
+Invariant upheld here (hazard 12): a raised log start offset is on disk before the raise is
 acknowledged or any file below it is deleted. Kafka writes this file only on its periodic
 schedule, so a crash inside that window brings back records a DeleteRecords acknowledged as gone.
 

@@ -35,7 +35,7 @@ Batch = tuple[int, tuple[bytes, ...]]  # (base offset, values)
 
 
 class InvariantViolation(AssertionError):
-    """A safety invariant does not hold; ``invariant`` is its name (DESIGN.md)."""
+    """A safety invariant does not hold; ``invariant`` is its name (architecture.md)."""
 
     def __init__(self, invariant: str, detail: str) -> None:
         self.invariant = invariant
@@ -78,7 +78,7 @@ class StorageHarness:
             log=LogConfig(segment_bytes=600, index_interval_bytes=100, retention_ms=50_000,
                           retention_bytes=2_000),
             initial_task_delay_ms=0, file_delete_delay_ms=5_000)
-        if bug == "PeriodicStartOffsetCheckpoint":  # Kafka's behaviour, HAZARDS 12
+        if bug == "PeriodicStartOffsetCheckpoint":  # Kafka's behaviour, hazard 12
             self.config = replace(self.config, durable_log_start_offset=False)
         elif bug is not None:
             raise ValueError(f"unknown storage bug switch {bug!r}")

@@ -149,7 +149,7 @@ class FileSystem(ABC):
 def write_file_atomic(fs: FileSystem, path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content.
 
-    The one way every metadata file is written (HAZARDS.md 11): ``<path>.tmp``, fsync, rename over
+    The one way every metadata file is written (hazard 11): ``<path>.tmp``, fsync, rename over
     the old file, then fsync the directory so the rename itself is durable.
     """
     tmp = path + ".tmp"

@@ -1,7 +1,7 @@
 """The controller's metadata store: one interface, an in-memory and a SQLite implementation.
 
 Every write names the writer's controller epoch and is applied whole or not at all, only if that
-epoch is current (StaleControllerFenced, HAZARDS 4; the rules are in ``interface``).
+epoch is current (StaleControllerFenced, hazard 4; the rules are in ``interface``).
 
 ``MemoryStore`` serves the simulator; ``SqliteStore(path)`` is the embedded default (stdlib
 ``sqlite3``: each write is ``BEGIN IMMEDIATE`` ... ``COMMIT`` with ``synchronous=FULL``, so a

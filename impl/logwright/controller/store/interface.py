@@ -1,6 +1,6 @@
 """The controller's metadata store: the interface every backend implements.
 
-Invariant upheld (HAZARDS 4, StaleControllerFenced): no write by a deposed controller lands. Every
+Invariant upheld (hazard 4, StaleControllerFenced): no write by a deposed controller lands. Every
 write except :meth:`MetadataStore.claim_controller` names the writer's controller epoch, and one
 transaction first compares it with the current epoch, then applies the whole change or nothing.
 A mismatch raises :class:`StaleControllerEpoch`. ``claim_controller`` is an atomic increment, so

@@ -9,9 +9,9 @@ BUG_TABLE = BugTable("ControllerFencing", (
     Bug("NoControllerEpochCheck", "StaleControllerFenced",
         "brokers skip the controller epoch check"),
     Bug("NoBrokerEpochCheck", "StaleControllerFenced",
-        "brokers skip the broker epoch check (HAZARDS 3)"),
+        "brokers skip the broker epoch check (hazard 3)"),
     Bug("UnconditionalStoreWrite", "StaleControllerFenced",
-        "store writes ignore the controller epoch (HAZARDS 4)"),
+        "store writes ignore the controller epoch (hazard 4)"),
 ))
 """Every bug ``Bug`` can switch on in ControllerFencing, and the invariant each breaks."""
 

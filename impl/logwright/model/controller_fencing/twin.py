@@ -3,7 +3,7 @@
 What it upholds: StaleControllerFenced. No control request from a controller epoch below the
 highest one a broker has accepted, nor addressed to an earlier incarnation of the broker (an older
 broker epoch), changes anything on that broker; and no write by a deposed controller lands in the
-metadata store (KAFKA-FACTS "Fencing", HAZARDS 3 and 4).
+metadata store (kafka-compatibility.md "Fencing", hazards 3 and 4).
 
 Each TLA+ action operator has a method of the same name that returns the successor state, or None
 when the action is disabled; :meth:`ControllerFencingSpec.actions` enumerates their parameters as

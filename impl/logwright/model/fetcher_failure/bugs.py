@@ -7,9 +7,9 @@ from logwright.model.bugs import Bug, BugTable
 
 BUG_TABLE = BugTable("FetcherFailure", (
     Bug("FailWholeFetcher", "FailureContained",
-        "a partition failure kills its fetcher (HAZARDS 5)"),
+        "a partition failure kills its fetcher (hazard 5)"),
     Bug("FenceWithStaleEpochFails", "FailureContained",
-        "a fence fails the partition whatever the request's epoch (HAZARDS 6)"),
+        "a fence fails the partition whatever the request's epoch (hazard 6)"),
     Bug("NoUnfailOnNewEpoch", "FailureContained",
         "a newer leader epoch leaves the partition failed"),
 ))

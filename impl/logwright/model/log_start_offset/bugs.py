@@ -7,11 +7,11 @@ from logwright.model.bugs import Bug, BugTable
 
 BUG_TABLE = BugTable("LogStartOffset", (
     Bug("RetentionIgnoresHW", "NoNewDataDeleted",
-        "retention deletes segments that reach above the HW (HAZARDS 1)"),
+        "retention deletes segments that reach above the HW (hazard 1)"),
     Bug("FollowerRaisesStartBeforeHW", "NeverServeBelowLogStart",
-        "a follower that truncates fully raises its start offset but not its HW (HAZARDS 8)"),
+        "a follower that truncates fully raises its start offset but not its HW (hazard 8)"),
     Bug("StartOffsetCheckpointLazy", "NeverServeBelowLogStart",
-        "the start offset is checkpointed later, not when it is raised (HAZARDS 12)"),
+        "the start offset is checkpointed later, not when it is raised (hazard 12)"),
 ))
 """Every bug ``Bug`` can switch on in LogStartOffset, and the invariant each breaks."""
 

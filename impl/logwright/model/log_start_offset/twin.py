@@ -1,8 +1,8 @@
 """The Python twin of spec/LogStartOffset.tla: log start offsets of one partition's replicas.
 
 What it upholds: NoNewDataDeleted (nothing at or above the partition's high watermark is
-deleted, logically or physically, HAZARDS 1) and NeverServeBelowLogStart (0 <= logStart <= HW <=
-LEO on every replica, and an acknowledged DeleteRecords stays done across crashes, HAZARDS 8 and
+deleted, logically or physically, hazard 1) and NeverServeBelowLogStart (0 <= logStart <= HW <=
+LEO on every replica, and an acknowledged DeleteRecords stays done across crashes, hazard 8 and
 12). Each TLA+ action has a method of the same name and parameters; read the TLA+ module for why
 each action is shaped as it is, the comments here only point out where Python differs in form.
 

@@ -4,7 +4,7 @@ What it upholds: AtomicMoveSwap. At every instant, crash points included, the di
 resolve to exactly one authoritative log, which durably holds every acknowledged record; appends,
 when allowed, go to that log; no append lands in a log after it stopped being authoritative; and
 recovery, from the names on disk alone and without an operator, loses no acknowledged record
-(KIP-113, KAFKA-FACTS "JBOD moves": Kafka refuses to start with two live dirs; logwright resolves
+(KIP-113, docs/kafka-compatibility.md: Kafka refuses to start with two live dirs; logwright resolves
 every crash point).
 
 The swap and recovery protocol (spec/ReplicaMove.tla and spec/README.md say the same; the

@@ -4,7 +4,7 @@ What it upholds: NoNewDataDeleted, the stray-cleanup part. No stray deletion rem
 the current controller assigns to that broker (same partition name AND same topic id), nor a log
 whose newest segment is younger than the retention period (KIP-550 detection from a full
 LeaderAndIsr, KIP-370 delayed and age-guarded deletion, the rename to ``-stray`` in between;
-KAFKA-FACTS "What shipped", HAZARDS 2).
+kafka-compatibility.md "What shipped, and what never did", hazard 2).
 
 The protocol the broker follows (the module docstring of the TLA+ file says the same):
 
