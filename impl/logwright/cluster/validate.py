@@ -22,7 +22,7 @@ import math
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from logwright.broker import BrokerConfig
 from logwright.cluster.client import ClientConfig
@@ -33,8 +33,22 @@ from logwright.storage.naming import OFFSET_MAX
 from logwright.world import RealFileSystem
 from logwright.world.real import make_data_root
 
-if TYPE_CHECKING:
-    from logwright.cluster.cluster import Cluster
+
+class _Node(Protocol):
+    node_id: str
+
+
+class Cluster(Protocol):
+    """What the checks read of the facade (``logwright.cluster.cluster.Cluster``): a protocol,
+    so this module, which the facade imports, never imports it back."""
+
+    closed: bool
+
+    @property
+    def brokers(self) -> Mapping[int, object]: ...
+
+    @property
+    def controllers(self) -> Sequence[_Node]: ...
 
 #: Timeouts and time steps are int32 milliseconds, as on Kafka's wire (about 24.8 days).
 INT32_MAX = 2**31 - 1
@@ -104,7 +118,7 @@ def partition(value: object) -> int:
 
 def usable(cluster: Cluster) -> None:
     """The cluster has not been closed (its store and nodes are gone after ``close()``)."""
-    if getattr(cluster, "closed", False):
+    if cluster.closed:
         raise ClusterError("the cluster is closed; open it again (Cluster.real on the same path)")
 
 
