@@ -131,10 +131,22 @@ def outside_references(paths: list[Path]) -> list[str]:
     return found
 
 
+NOT_SOURCES = {".git", ".venv", "out", "build", "dist", "__pycache__", ".mypy_cache",
+               ".ruff_cache", ".pytest_cache", ".hypothesis", "mutants"}
+
+
 def tracked_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.split()
-    return [ROOT / name for name in listed if name != "tests/test_docs.py"]
+    """The project's files: git's list in a clone, else (a copy without .git, as ``make
+    mutants`` makes) every file outside the build and cache directories."""
+    if (ROOT / ".git").exists():
+        listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.split()
+        paths = [ROOT / name for name in listed]
+    else:
+        paths = [p for p in ROOT.rglob("*") if p.is_file()
+                 and not NOT_SOURCES & set(p.relative_to(ROOT).parts)
+                 and not any(part.endswith(".egg-info") for part in p.parts)]
+    return [p for p in paths if p != ROOT / "tests" / "test_docs.py"]
 
 
 def test_no_tracked_file_names_a_file_outside_the_repository() -> None:
