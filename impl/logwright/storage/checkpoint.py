@@ -58,15 +58,17 @@ def checkpoint_error(path: str, line: int, what: str) -> CheckpointError:
     return CheckpointError(f"{path}:{line}: {what}")
 
 
-def _decode_lines(path: str, data: bytes) -> list[str]:
-    """The file's lines without their newlines; rejects non-ASCII and a cut-short last line."""
+def decode_lines(path: str, data: bytes, expected: str = "the version") -> list[str]:
+    """The lines of a small ASCII metadata file, without their newlines; ``CheckpointError``
+    naming ``path`` and the line for a non-ASCII byte, an empty file (``expected`` says what it
+    should hold) or a last line cut short. Every metadata file of a log dir is read through it."""
     if not data.isascii():
         position = next(i for i, b in enumerate(data) if b >= 0x80)
         raise checkpoint_error(path, data.count(b"\n", 0, position) + 1,
                                f"byte {position} is 0x{data[position]:02x}, not ASCII text")
     text = data.decode("ascii")
     if not text:
-        raise checkpoint_error(path, 1, "the file is empty (expected the version)")
+        raise checkpoint_error(path, 1, f"the file is empty (expected {expected})")
     if not text.endswith("\n"):
         raise checkpoint_error(path, text.count("\n") + 1,
                                "the last line has no newline: the file was cut short")
@@ -100,7 +102,7 @@ def decode_versioned_entries(path: str, data: bytes, version: int, fields: int,
     Entry ``i`` (0-based) of the result is on line ``FIRST_ENTRY_LINE + i``. ``layout`` names
     the fields for messages, e.g. ``"topic partition offset"``.
     """
-    lines = _decode_lines(path, data)
+    lines = decode_lines(path, data)
     if not _is_decimal(lines[0]):
         raise checkpoint_error(path, 1, f"version {lines[0]!r} is not a non-negative integer")
     if int(lines[0]) != version:
@@ -253,6 +255,7 @@ __all__ = [
     "OffsetCheckpointFile",
     "checkpoint_error",
     "checkpoint_path",
+    "decode_lines",
     "decode_versioned_entries",
     "encode_versioned_entries",
     "offset_checkpoint_files",

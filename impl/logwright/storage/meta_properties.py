@@ -27,7 +27,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from logwright.storage.checkpoint import checkpoint_error
+from logwright.storage.checkpoint import checkpoint_error, decode_lines
 from logwright.storage.naming import Uuid
 from logwright.world.fs import FileSystem, write_file_atomic
 
@@ -68,18 +68,9 @@ class MetaProperties:
 def parse_meta_properties(path: str, data: bytes) -> MetaProperties:
     """Parse the bytes of a ``meta.properties``; ``CheckpointError`` naming ``path`` and the
     line if they are not a well-formed version 1 file."""
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError as e:
-        raise checkpoint_error(path, data.count(b"\n", 0, e.start) + 1,
-                               f"byte {e.start} is 0x{data[e.start]:02x}, not ASCII text") from None
-    if not text:
-        raise checkpoint_error(path, 1, "the file is empty (expected version=1 and the ids)")
-    if not text.endswith("\n"):
-        raise checkpoint_error(path, text.count("\n") + 1,
-                               "the last line has no newline: the file was cut short")
+    lines = decode_lines(path, data, "version=1 and the ids")
     values: dict[str, tuple[int, str]] = {}
-    for line_no, raw in enumerate(text.split("\n")[:-1], start=1):
+    for line_no, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
@@ -93,7 +84,7 @@ def parse_meta_properties(path: str, data: bytes) -> MetaProperties:
         values[key] = (line_no, value)
     for key in _REQUIRED:
         if key not in values:
-            raise checkpoint_error(path, text.count("\n"), f"{key} is missing")
+            raise checkpoint_error(path, len(lines), f"{key} is missing")
     line_no, version = values["version"]
     if version != str(META_PROPERTIES_VERSION):
         raise checkpoint_error(path, line_no, f"unsupported version {version!r} (expected "

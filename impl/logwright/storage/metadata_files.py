@@ -25,6 +25,7 @@ from logwright.storage.checkpoint import (
     CHECKPOINT_VERSION,
     FIRST_ENTRY_LINE,
     checkpoint_error,
+    decode_lines,
     decode_versioned_entries,
     encode_versioned_entries,
     parse_non_negative,
@@ -74,17 +75,7 @@ def _key_value(path: str, line_no: int, line: str, key: str) -> str:
 
 def parse_partition_metadata(path: str, data: bytes) -> Uuid:
     """Parse the bytes of a ``partition.metadata`` file; ``path`` is used in error messages."""
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError as e:
-        raise checkpoint_error(path, data.count(b"\n", 0, e.start) + 1,
-                               f"byte {e.start} is 0x{data[e.start]:02x}, not ASCII text") from None
-    if not text:
-        raise checkpoint_error(path, 1, "the file is empty (expected 'version: 0')")
-    if not text.endswith("\n"):
-        raise checkpoint_error(path, text.count("\n") + 1,
-                               "the last line has no newline: the file was cut short")
-    lines = text.split("\n")[:-1]
+    lines = decode_lines(path, data, "'version: 0'")
     version = _key_value(path, 1, lines[0], "version")
     version_no = parse_non_negative(path, 1, "version", version, 2**31 - 1)
     if version_no != PARTITION_METADATA_VERSION:
