@@ -164,7 +164,7 @@ class Cluster:
         root = validate.data_dir(path, brokers, log_dirs_per_broker)
         fs = RealFileSystem()
         lock_path = os.path.join(root, LOCK_FILE)
-        lock_existed = os.path.exists(lock_path)
+        lock_existed = fs.exists(lock_path)
         try:
             lock = fs.lock(lock_path)
         except OSError as exc:
@@ -176,7 +176,7 @@ class Cluster:
         except BaseException:
             fs.unlock(lock)
             if not lock_existed:  # a refused store leaves the data path as it found it
-                os.unlink(lock_path)
+                fs.remove(lock_path)
             raise
         try:
             cluster = cls(RealRuntime(seed), store, root, brokers, log_dirs_per_broker,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 from logwright.cluster.cluster import Cluster
 from logwright.errors import ClusterError, KafkaError
+from logwright.world import RealFileSystem
 
 
 def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None) -> Cluster:
@@ -17,7 +17,8 @@ def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None
     demo's cluster, say) is refused with a ClusterError before anything is written, so two runs'
     data never mix.
     """
-    if real_path is not None and os.path.isdir(real_path) and os.listdir(real_path):
+    fs = RealFileSystem()
+    if real_path is not None and fs.is_dir(real_path) and fs.listdir(real_path):
         raise ClusterError(f"{real_path} is not empty (a previous run's data?); the demo needs "
                            "a new or empty directory: remove it or pass another --real DIR")
     if real_path is None:

@@ -222,7 +222,8 @@ def data_dir(path: object, brokers: int, log_dirs_per_broker: int) -> str:
     if not text or "\0" in text:
         raise InvalidArgument(f"path {_show(text)} is not a usable directory name")
     root = os.path.abspath(text)
-    if os.path.exists(root) and not os.path.isdir(root):
+    fs = RealFileSystem()
+    if fs.exists(root) and not fs.is_dir(root):
         raise InvalidArgument(f"data path {text} exists and is not a directory")
     wanted = [root, os.path.join(root, METADATA_FILE)]
     for b in range(1, brokers + 1):
@@ -230,12 +231,12 @@ def data_dir(path: object, brokers: int, log_dirs_per_broker: int) -> str:
         wanted += [os.path.join(root, f"broker-{b}", f"d{j}")
                    for j in range(1, log_dirs_per_broker + 1)]
     for p in wanted[2:]:
-        if os.path.exists(p) and not os.path.isdir(p):
+        if fs.exists(p) and not fs.is_dir(p):
             raise InvalidArgument(f"{p} exists and is not a directory; it cannot be a log dir")
-    if os.path.isdir(wanted[1]):
+    if fs.is_dir(wanted[1]):
         raise ClusterError(f"{wanted[1]} is a directory, not a metadata store")
     try:
-        make_data_root(RealFileSystem(), root)
+        make_data_root(fs, root)
     except OSError as exc:
         raise InvalidArgument(f"data path {text} cannot be created: "
                               f"{exc.strerror or exc}") from exc
