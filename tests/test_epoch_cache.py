@@ -179,9 +179,12 @@ def test_load_reconciles_with_the_log_and_rebuilds_a_missing_file() -> None:
     append(log, 5, b"d")
     log.update_high_watermark(4)
     log.flush()
-    # No file: rebuilt from the batches' partition leader epochs.
+    # No file after a clean shutdown: trusted as an empty cache (Kafka's), no record read.
     fs.remove(f"{DIR}/leader-epoch-checkpoint")
     log = reload(fs, log)
+    assert entries(log.leader_epoch_cache) == []
+    # No file after an unclean one: rebuilt from the batches' partition leader epochs.
+    log = reload(fs, log, clean=False)
     assert entries(log.leader_epoch_cache) == [(3, 0), (5, 2)] == on_disk(fs)
     # A file that says more than the log has (a tail lost in a crash) is cut to the log.
     LeaderEpochCheckpointFile(fs, DIR).write([(3, 0), (5, 2), (6, 9)])

@@ -100,7 +100,8 @@ def load_partition_dir(
                                      config.index_interval_bytes)]
         report.restarted_at = log_start_offset
         log_end_offset = high_watermark = log_start_offset
-    _reconcile_epoch_cache(epoch_cache, segments, log_start_offset, log_end_offset)
+    recovered = not clean_shutdown or report.distrusted is not None
+    _reconcile_epoch_cache(epoch_cache, segments, log_start_offset, log_end_offset, recovered)
     return LoadedLog(segments, log_start_offset, high_watermark, log_end_offset, topic_id,
                      epoch_cache, report)
 
@@ -262,12 +263,15 @@ def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
 
 
 def _reconcile_epoch_cache(cache: LeaderEpochCache, segments: list[LogSegment],
-                           log_start_offset: int, log_end_offset: int) -> None:
-    """Make ``cache`` describe the loaded log: rebuilt from the batches' partition leader epochs
-    when its file is missing but the log holds records; then, as recovery may have cut the
-    log's tail and the start offset may have moved while the file was last written, cut to
-    [log start offset, log end offset)."""
-    if not cache.entries and log_end_offset > log_start_offset:
+                           log_start_offset: int, log_end_offset: int, recovered: bool) -> None:
+    """Make ``cache`` describe the loaded log: after a recovery, rebuilt from the batches'
+    partition leader epochs when its file is missing but the log holds records (as Kafka's
+    recovery reassigns epochs batch by batch); then, as recovery may have cut the log's tail and
+    the start offset may have moved while the file was last written, cut to [log start offset,
+    log end offset). A cleanly shut down log's cache file was flushed with its segments, so a
+    clean load trusts it as it is (an absent file is an empty cache, as in Kafka) and reads no
+    record: start-up stays a walk of the file names."""
+    if recovered and not cache.entries and log_end_offset > log_start_offset:
         cache.rebuild(_batch_epochs(segments, log_start_offset, log_end_offset))
     cache.truncate_from_end(log_end_offset)
     cache.truncate_from_start(log_start_offset)
