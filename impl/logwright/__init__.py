@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING
 from logwright.errors import (
     ClusterError,
     CorruptRecordError,
+    DataDirError,
+    DataDirLockedError,
+    DataDirMismatchError,
     Errors,
     FencedLeaderEpoch,
+    InvalidArgument,
     InvalidConfig,
     InvalidRequest,
     KafkaError,
@@ -50,15 +54,17 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """The cluster layers' public names, without importing those layers for every
-    ``import logwright`` (they cost ~0.25 s; the package itself ~15 ms)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'logwright' has no attribute {name!r}")
-    value: object = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # hidden from mypy, which then knows exactly the names above
+
+    def __getattr__(name: str) -> object:
+        """The cluster layers' public names, without importing those layers for every
+        ``import logwright`` (they cost ~0.25 s; the package itself ~15 ms)."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'logwright' has no attribute {name!r}")
+        value: object = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
 
 
 __version__ = "0.1.0"
@@ -71,8 +77,12 @@ __all__ = [
     "ConsumerRecord",
     "ControllerConfig",
     "CorruptRecordError",
+    "DataDirError",
+    "DataDirLockedError",
+    "DataDirMismatchError",
     "Errors",
     "FencedLeaderEpoch",
+    "InvalidArgument",
     "InvalidConfig",
     "InvalidRequest",
     "KafkaError",

@@ -265,6 +265,8 @@ sample file loads. Any other unknown name is refused."""
 def _parse_all(defs: Mapping[str, ConfigDef], values: Mapping[str, object],
                what: str, ignored: frozenset[str] = frozenset(),
                warn: Callable[[str], None] | None = None) -> dict[str, ConfigValue]:
+    if not isinstance(values, Mapping):
+        raise InvalidConfig(f"the {what} list", values, "must be a mapping of names to values")
     parsed: dict[str, ConfigValue] = {}
     for key, value in values.items():
         if not isinstance(key, str):

@@ -111,7 +111,8 @@ class InvalidConfig(KafkaError):
         self.value = value
         self.reason = reason
         prefix = f"{where}: " if where else ""
-        super().__init__(Errors.INVALID_CONFIG, f"{prefix}{key}={value!r}: {reason}")
+        shown = f"{key}={value!r}" if value is not None else key
+        super().__init__(Errors.INVALID_CONFIG, f"{prefix}{shown}: {reason}")
 
 
 class MessageTooLarge(KafkaError):

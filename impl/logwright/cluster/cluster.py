@@ -22,7 +22,7 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from logwright.broker import Broker, BrokerConfig, BrokerState
-from logwright.broker.metrics import PER_LOG_PREFIX, BrokerMetrics, merged_collector
+from logwright.broker.metrics import MAX_LAG, PER_LOG_PREFIX, BrokerMetrics, merged_collector
 from logwright.cluster import validate
 from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
 from logwright.configs import (
@@ -86,10 +86,13 @@ class Cluster:
         client_node = ClientNode("client-1", runtime.network)
         self._next_controller_id = 1
         # The one cluster id, owned by the metadata store, written to every log dir's
-        # meta.properties. Drawn from a generator of its own (seed and root), so adding it
-        # changed no other random choice of a seeded run.
-        self.cluster_id = store.ensure_cluster_id(str(Uuid.from_random(
-            random.Random(f"logwright-cluster-id:{runtime.seed}:{root}"))))
+        # meta.properties. In simulation it is drawn from a generator of its own (seed and
+        # root), so adding it changed no other random choice of a seeded run. A real cluster's
+        # is random: a lost or replaced metadata.db then gets a new id, and its log dirs are
+        # refused (DataDirMismatchError) instead of being taken over by new topics.
+        id_rng = (random.Random(f"logwright-cluster-id:{runtime.seed}:{root}")
+                  if isinstance(runtime, SimWorld) else random.SystemRandom())
+        self.cluster_id = store.ensure_cluster_id(str(Uuid.from_random(id_rng)))
         self._broker_starts = 0
         #: The port of the metrics HTTP endpoint (``Cluster.real(..., metrics_port=...)``).
         self.metrics_port: int | None = None
@@ -450,11 +453,13 @@ class Cluster:
                        "the reassignment", timeout_ms)
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
-        """Metric values with Kafka's names: one broker's, or summed over live brokers.
+        """Metric values with Kafka's names: one broker's, or over live brokers (counts summed,
+        MaxLag the largest).
 
         Per-log gauges (``kafka.log:type=Log,...``) are in one broker's values only: a sum of
         log end offsets over replicas means nothing, so the summed view leaves them out.
         """
+        validate.usable(self)
         if broker_id is not None:
             validate.broker_id(self, broker_id)
             return self.broker(broker_id).snapshot()
@@ -462,8 +467,12 @@ class Cluster:
         for b in self.brokers.values():
             if b.alive:
                 for name, value in b.snapshot().items():
-                    if not name.startswith(PER_LOG_PREFIX):
-                        total[name] = total.get(name, 0.0) + value
+                    if name.startswith(PER_LOG_PREFIX):
+                        continue
+                    # A lag is the largest over brokers, as Kafka's MaxLag is over fetchers;
+                    # counts add up.
+                    total[name] = (max(total.get(name, value), value) if name == MAX_LAG
+                                   else total.get(name, 0.0) + value)
         return total
 
     def _live_broker_metrics(self) -> list[BrokerMetrics]:

@@ -335,6 +335,10 @@ def alter_topic_configs(cluster: Cluster, name: object, changes: object,
     if isinstance(deletions, str | bytes) or not isinstance(deletions, Iterable):
         raise InvalidArgument(f"delete must be a list of config names, not "
                               f"{_kind(deletions)} {_show(deletions)}")
+    for key in list(deletions):
+        if not isinstance(key, str):
+            raise InvalidArgument(f"delete: config name {_show(key)} must be a str, not "
+                                  f"{_kind(key)}")
 
 
 def config_source(config_file: object, broker_properties: object) -> None:

@@ -182,14 +182,14 @@ class ControllerCore:
         """The stored state of ``tp``; UNKNOWN_TOPIC_OR_PARTITION if there is none."""
         state = self.store.partition(tp)
         if state is None:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}")
+            raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}")
         return state
 
     def topic(self, name: str) -> TopicRecord:
         """The topic ``name``; UNKNOWN_TOPIC_OR_PARTITION if there is none."""
         record = self.store.topic(name)
         if record is None:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+            raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         return record
 
     def topics(self) -> list[TopicRecord]:

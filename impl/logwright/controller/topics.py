@@ -122,14 +122,14 @@ class Topics(Election):
         self._require_active()
         record = self.store.topic(name)
         if record is None or name in self._deleting():
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+            raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         additions = dict(self._canonical_configs(set or {}))
         removals = [key.strip() if isinstance(key, str) else key for key in delete]
         for key in removals:
             if not isinstance(key, str) or key not in TOPIC_CONFIGS:
                 raise InvalidConfig(str(key), None, "unknown topic config")
             if key in additions:
-                raise KafkaError(Errors.INVALID_REQUEST,
+                raise KafkaError.of(Errors.INVALID_REQUEST,
                                  f"topic config {key} is both set and deleted")
         configs = {k: v for k, v in record.configs if k not in removals}
         configs.update(additions)
@@ -196,7 +196,7 @@ class Topics(Election):
         self._require_active()
         record = self.store.topic(name)
         if record is None:
-            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+            raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
         deletion = TopicDeletion(name, record.topic_id)
         if name not in self._deleting():
             self._commit(MetadataDelta(deletions=[deletion]))

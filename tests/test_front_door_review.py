@@ -1,0 +1,97 @@
+"""Regressions from trying the front door as a new user would: public names mypy can see (and
+only those), the most specific error types, config builders refusing non-mappings, a real
+cluster's random cluster id, and metrics after close."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import logwright
+from logwright import (
+    BrokerConfig,
+    Cluster,
+    ClusterError,
+    ControllerConfig,
+    DataDirLockedError,
+    DataDirMismatchError,
+    InvalidArgument,
+    InvalidConfig,
+    InvalidRequest,
+    UnknownTopicOrPartition,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_mypy_refuses_a_name_logwright_does_not_have(tmp_path: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text("from logwright import Cluster, DataDirLockedError, InvalidArgument\n"
+                    "print(Cluster, DataDirLockedError, InvalidArgument)\n")
+    typo = tmp_path / "typo.py"
+    typo.write_text("from logwright import Clustr\nprint(Clustr)\n")
+    run = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary",
+           "--cache-dir", str(ROOT / ".mypy_cache")]
+    assert subprocess.run([*run, str(good)], capture_output=True, text=True,
+                          timeout=300).returncode == 0
+    bad = subprocess.run([*run, str(typo)], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "Clustr" in bad.stdout
+
+
+def test_every_public_name_exists_at_run_time() -> None:
+    for name in logwright.__all__:
+        assert getattr(logwright, name) is not None, name
+    with pytest.raises(AttributeError):
+        logwright.Clustr  # type: ignore[attr-defined]  # noqa: B018
+    assert issubclass(DataDirLockedError, logwright.LogwrightError)
+    assert issubclass(DataDirMismatchError, logwright.LogwrightError)
+
+
+def test_unknown_topics_raise_the_specific_type_everywhere() -> None:
+    cluster = Cluster.simulated(brokers=1, seed=2)
+    cluster.create_topic("t")
+    for call in (lambda: cluster.delete_topic("nope"),
+                 lambda: cluster.partition_state("nope", 0),
+                 lambda: cluster.describe_topic_configs("nope"),
+                 lambda: cluster.alter_topic_configs("nope", {"retention.ms": "1000"})):
+        with pytest.raises(UnknownTopicOrPartition):
+            call()
+    with pytest.raises(InvalidRequest):
+        cluster.alter_topic_configs("t", {"retention.ms": "1000"}, ["retention.ms"])
+    with pytest.raises(InvalidConfig) as caught:
+        cluster.alter_topic_configs("t", delete=["nope"])
+    assert "nope: unknown topic config" in str(caught.value) and "None" not in str(caught.value)
+    with pytest.raises(InvalidArgument):
+        cluster.alter_topic_configs("t", delete=[1])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("bad", [None, "x=1", 5, ["a"]])
+def test_config_builders_refuse_what_is_not_a_mapping(bad: object) -> None:
+    for build in (BrokerConfig.from_properties, ControllerConfig.from_properties):
+        with pytest.raises(InvalidConfig, match="mapping"):
+            build(bad)  # type: ignore[arg-type]
+
+
+def test_a_replaced_metadata_store_cannot_take_over_the_log_dirs(tmp_path: Path) -> None:
+    """The cluster id of a real cluster is random, so a lost metadata.db is noticed: its dirs
+    belong to another cluster, and no new topic is handed the old topic's records."""
+    with Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1) as cluster:
+        cluster.create_topic("t", replication_factor=1)
+        cluster.produce("t", 0, [b"precious"], acks=1)
+        first_id = cluster.cluster_id
+    (tmp_path / "metadata.db").unlink()
+    with pytest.raises(DataDirMismatchError):
+        Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1)
+    other = tmp_path.parent / (tmp_path.name + "-other")
+    with Cluster.real(str(other), brokers=1, log_dirs_per_broker=1) as cluster:
+        assert cluster.cluster_id != first_id
+
+
+def test_metrics_after_close_are_refused() -> None:
+    cluster = Cluster.simulated(brokers=2, seed=3)
+    cluster.close()
+    with pytest.raises(ClusterError):
+        cluster.metrics()
