@@ -95,3 +95,21 @@ def test_metrics_after_close_are_refused() -> None:
     cluster.close()
     with pytest.raises(ClusterError):
         cluster.metrics()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_two_dead_brokers_cost_no_request_timeouts(seed: int) -> None:
+    """A crashed broker refuses connections at once (its port is closed), so the client moves
+    on to the live leader instead of spending its deadline on the dead ones."""
+    cluster = Cluster.simulated(brokers=3, seed=seed)
+    cluster.create_topic("p", replication_factor=3)
+    cluster.produce("p", 0, [b"1"], acks="all")
+    state = cluster.partition_state("p", 0)
+    follower = next(b for b in state.replicas if b != state.leader)
+    cluster.crash_broker(state.leader)
+    cluster.crash_broker(follower)
+    cluster.advance_time(15_000)
+    started = cluster.runtime.clock.now_ms()
+    assert [r.value for r in cluster.fetch("p", 0, 0)] == [b"1"]
+    assert cluster.runtime.clock.now_ms() - started < cluster.client_config.request_timeout_ms
+    assert cluster.client.refused_connections > 0 or cluster.client.attempts == 1

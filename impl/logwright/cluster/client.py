@@ -291,6 +291,7 @@ class Client:
         self.attempts = 0
         self.retries = 0
         self.metadata_requests = 0
+        self.refused_connections = 0
 
     def close(self) -> None:
         """Refuse every later call (ClusterError)."""
@@ -321,6 +322,8 @@ class Client:
             request = ProduceRequest(self.node.next_correlation_id(), wire_acks, wait_ms,
                                      ((tp, batch),))
             if wire_acks == 0:
+                if not self._connect(node):
+                    return Errors.REQUEST_TIMED_OUT, f"connection to {node} refused"
                 self.node.send(node, request)
                 return Errors.NONE, ""
             response = self._call(node, request, wait_ms)
@@ -501,9 +504,22 @@ class Client:
         rotated = candidates[self._rotation:] + candidates[:self._rotation]
         return min(rotated, key=lambda n: self._failed_at.get(n, -1))
 
+    def _connect(self, node: str) -> bool:
+        """Whether ``node`` accepts a connection; a refused one counts as a failed node, so the
+        next metadata request goes elsewhere (Kafka's clients move on after a refusal at once,
+        not after a request timeout)."""
+        if self.node.network.listening(node):
+            return True
+        self._failed_at[node] = self.runtime.clock.now_ms()
+        self.refused_connections += 1
+        return False
+
     def _call(self, node: str, request: Message, wait_ms: int) -> Message | None:
-        """Send ``request`` and wait up to ``wait_ms`` for its answer (None if none came)."""
+        """Send ``request`` and wait up to ``wait_ms`` for its answer (None if none came, or at
+        once if ``node`` refused the connection)."""
         assert wait_ms > 0
+        if not self._connect(node):
+            return None
         cid = self.node.request(node, request)
         self.runtime.run_until(lambda: cid in self.node.responses, wait_ms)
         return self.node.take(cid)

@@ -55,6 +55,13 @@ class Network:
         """Detach a node (it crashed): messages in flight to it are lost."""
         self.endpoints.pop(node_id, None)
 
+    def listening(self, node_id: str) -> bool:
+        """Whether a node is registered under ``node_id``: a client connecting to a node that is
+        not (a crashed process) is refused at once, as by a closed port, rather than left to
+        time out. A cut link (``SimNetwork.partition``) still looks open: its messages are lost
+        silently, as on a real network."""
+        return node_id in self.endpoints
+
     def send(self, src: str, dst: str, message: object) -> None:
         """Send ``message`` from ``src`` to ``dst``."""
         raise NotImplementedError
