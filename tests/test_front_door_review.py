@@ -113,3 +113,23 @@ def test_two_dead_brokers_cost_no_request_timeouts(seed: int) -> None:
     assert [r.value for r in cluster.fetch("p", 0, 0)] == [b"1"]
     assert cluster.runtime.clock.now_ms() - started < cluster.client_config.request_timeout_ms
     assert cluster.client.refused_connections > 0 or cluster.client.attempts == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_client_s_produces_land_in_the_order_sent(seed: int) -> None:
+    """acks=0 and acks=1 produces to one partition keep their order, as over a Kafka client's
+    one connection to the leader (the simulated network reorders everything else)."""
+    cluster = Cluster.simulated(brokers=3, seed=seed, min_delay_ms=1, max_delay_ms=10)
+    cluster.create_topic("q", replication_factor=3)
+    for i in range(8):
+        cluster.produce("q", 0, [b"%d" % i], acks=0 if i % 2 == 0 else 1)
+    assert cluster.run_until_idle()
+    assert [r.value for r in cluster.fetch("q", 0, 0)] == [b"%d" % i for i in range(8)]
+
+
+def test_one_client_s_produces_land_in_order_on_a_real_cluster(tmp_path: Path) -> None:
+    with Cluster.real(str(tmp_path), brokers=3, log_dirs_per_broker=1) as cluster:
+        cluster.create_topic("q", replication_factor=3)
+        cluster.produce("q", 0, [b"first"], acks=0)
+        cluster.produce("q", 0, [b"second"], acks=1)
+        assert [r.value for r in cluster.fetch("q", 0, 0)] == [b"first", b"second"]

@@ -158,6 +158,7 @@ class ClientNode:
         self.responses: dict[int, Message] = {}
         self.dropped_responses = 0  # late, duplicated or unasked-for answers
         network.register(self)
+        network.keep_order_from(node_id)  # one connection per broker: sent in order, kept in order
 
     def next_correlation_id(self) -> int:
         """A correlation id never used by this node before."""

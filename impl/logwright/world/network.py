@@ -9,6 +9,7 @@ A message to a node that is not registered (crashed) is lost, as on a real netwo
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -42,10 +43,19 @@ class NetworkStats:
 class Network:
     """Registration and sending; subclasses decide how delivery happens."""
 
+    #: Whether every pair of nodes talks in order (one connection each), not only the
+    #: ``ordered_sources``.
+    orders_everything = False
+
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
         self.endpoints: dict[str, Endpoint] = {}
         self.stats = NetworkStats()
+        # Nodes whose messages to any one destination arrive in the order sent (a Kafka
+        # client's connection to a broker is one TCP stream), and their messages in flight.
+        self.ordered_sources: set[str] = set()
+        self._in_order: dict[tuple[str, str], deque[tuple[object, Endpoint | None]]] = {}
+        self._last_due_ms: dict[tuple[str, str], int] = {}
 
     def register(self, endpoint: Endpoint) -> None:
         """Attach a node; messages to its id reach it from now on."""
@@ -54,6 +64,35 @@ class Network:
     def unregister(self, node_id: str) -> None:
         """Detach a node (it crashed): messages in flight to it are lost."""
         self.endpoints.pop(node_id, None)
+
+    def keep_order_from(self, node_id: str) -> None:
+        """From now on, what ``node_id`` sends to any one node arrives in the order sent (it
+        may still be lost, duplicated next to itself, or cut off), as over one connection."""
+        self.ordered_sources.add(node_id)
+
+    def _schedule_delivery(self, src: str, dst: str, message: object, target: Endpoint | None,
+                           delay_ms: int, deliver: Callable[[str, str, object, Endpoint | None],
+                                                            None]) -> None:
+        """Deliver after ``delay_ms``; for an ordered source never before what it sent earlier
+        to ``dst``: each delivery task then hands over the oldest message of the pair, so equal
+        due times cannot swap two messages either."""
+        name = f"deliver {type(message).__name__} {src}->{dst}"
+        pair = (src, dst)
+        if src not in self.ordered_sources and not self.orders_everything:
+            self.scheduler.schedule(name, lambda: deliver(src, dst, message, target), delay_ms)
+            return
+        now = self.scheduler.clock.now_ms()
+        due = max(now + delay_ms, self._last_due_ms.get(pair, now))
+        self._last_due_ms[pair] = due
+        self._in_order.setdefault(pair, deque()).append((message, target))
+
+        def next_of_pair() -> None:
+            queue = self._in_order[pair]
+            oldest, oldest_target = queue.popleft()
+            if not queue:
+                del self._in_order[pair]
+            deliver(src, dst, oldest, oldest_target)
+        self.scheduler.schedule(name, next_of_pair, due - now)
 
     def listening(self, node_id: str) -> bool:
         """Whether a node is registered under ``node_id``: a client connecting to a node that is
@@ -77,13 +116,15 @@ class Network:
 
 
 class LocalNetwork(Network):
-    """In-process delivery, in order, on the next turn of the event loop."""
+    """In-process delivery, in order between any two nodes, on the next turn of the event
+    loop."""
+
+    orders_everything = True
 
     def send(self, src: str, dst: str, message: object) -> None:
         self.stats.sent += 1
         target = self.endpoints.get(dst)
-        self.scheduler.schedule(f"deliver {type(message).__name__} {src}->{dst}",
-                                lambda: self._deliver(src, dst, message, target), 0)
+        self._schedule_delivery(src, dst, message, target, 0, self._deliver)
 
 
 class SimNetwork(Network):
@@ -152,9 +193,8 @@ class SimNetwork(Network):
         target = self.endpoints.get(dst)
         for _ in range(copies):
             delay = self.rng.randint(self.min_delay_ms, self.max_delay_ms)
-            self.scheduler.schedule(
-                f"deliver {type(message).__name__} {src}->{dst}",
-                lambda: self._deliver_if_connected(src, dst, message, target), delay)
+            self._schedule_delivery(src, dst, message, target, delay,
+                                    self._deliver_if_connected)
 
     def _deliver_if_connected(self, src: str, dst: str, message: object,
                               target: Endpoint | None) -> None:
