@@ -133,3 +133,38 @@ def test_one_client_s_produces_land_in_order_on_a_real_cluster(tmp_path: Path) -
         cluster.produce("q", 0, [b"first"], acks=0)
         cluster.produce("q", 0, [b"second"], acks=1)
         assert [r.value for r in cluster.fetch("q", 0, 0)] == [b"first", b"second"]
+
+
+@pytest.mark.parametrize("damage", [
+    "DROP TABLE topics",
+    "UPDATE topics SET configs = '{{{'",
+    "UPDATE partitions SET replicas = 'x'",
+    "UPDATE controller SET epoch = 'abc'",
+])
+def test_a_damaged_metadata_store_is_named_and_refused(tmp_path: Path, damage: str) -> None:
+    import sqlite3
+
+    with Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1) as cluster:
+        cluster.create_topic("t", replication_factor=1)
+    db = sqlite3.connect(tmp_path / "metadata.db")
+    db.execute(damage)
+    db.commit()
+    db.close()
+    with pytest.raises(ClusterError, match=r"metadata\.db"):
+        Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1)
+
+
+def test_another_program_s_database_is_refused_untouched(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "metadata.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE notes (body TEXT)")
+    db.execute("INSERT INTO notes VALUES ('mine')")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(ClusterError, match="another program"):
+        Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metadata.db"]

@@ -252,8 +252,14 @@ def open_store(root: str) -> SqliteStore:
     if os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK):
         raise ClusterError(f"{path}: the metadata store is not readable and writable")
     try:
-        return SqliteStore(path)
+        store = SqliteStore(path)
     except (sqlite3.Error, ValueError, OSError) as exc:
+        raise ClusterError(f"{path}: cannot open the metadata store: {exc}") from exc
+    try:
+        store.check_readable()
+        return store
+    except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError) as exc:
+        store.close()
         raise ClusterError(f"{path}: cannot open the metadata store: {exc}") from exc
 
 

@@ -107,6 +107,13 @@ class SqliteStore(MetadataStore):
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                                    timeout=10.0)
+        if int(self._db.execute("PRAGMA user_version").fetchone()[0]) == 0 and \
+                self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            # Another program's database: refused before anything (not even the journal mode,
+            # which lives in the file's header) is written to it.
+            self._db.close()
+            raise ValueError(f"{path}: an SQLite database of another program (tables but no "
+                             "logwright schema version); refused, left as it is")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA foreign_keys=ON")
@@ -131,6 +138,19 @@ class SqliteStore(MetadataStore):
                 raise ValueError(f"{path}: metadata store schema version {version}, this "
                                  f"logwright reads version {SCHEMA_VERSION}")
             self._db.execute(_CLUSTER_TABLE)
+
+    def check_readable(self) -> None:
+        """Read every record once, so a store whose content is damaged (a table gone, a value
+        that does not decode) is found when it is opened, not halfway through start-up. Raises
+        what decoding raises (``sqlite3.Error``, ``ValueError``, ``KeyError``, ``TypeError``)."""
+        self.controller()
+        self.brokers()
+        for topic in self.topics():
+            self.partitions(topic.name)
+        self.partitions()
+        self.reassignments()
+        self.deletions()
+        self.cluster_id()
 
     def close(self) -> None:
         """Close the SQLite connection."""
