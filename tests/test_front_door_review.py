@@ -168,3 +168,22 @@ def test_another_program_s_database_is_refused_untouched(tmp_path: Path) -> None
         Cluster.real(str(tmp_path), brokers=1, log_dirs_per_broker=1)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metadata.db"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != ".lock"}
+
+
+def test_a_copied_log_dir_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    import shutil
+
+    with Cluster.real(str(tmp_path), brokers=2, log_dirs_per_broker=1) as cluster:
+        cluster.create_topic("t", replication_factor=2)
+        cluster.produce("t", 0, [b"x"], acks="all")
+    shutil.rmtree(tmp_path / "broker-2" / "d1")
+    shutil.copytree(tmp_path / "broker-1" / "d1", tmp_path / "broker-2" / "d1")
+    before = _tree(tmp_path)
+    with pytest.raises(DataDirMismatchError, match="broker-2/d1"):
+        Cluster.real(str(tmp_path), brokers=2, log_dirs_per_broker=1)
+    assert _tree(tmp_path) == before, "no node started, no file written"

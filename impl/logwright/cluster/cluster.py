@@ -42,15 +42,23 @@ from logwright.controller import (
 from logwright.errors import (
     ClusterError,
     DataDirLockedError,
+    DataDirMismatchError,
     Errors,
     InvalidConfig,
     KafkaError,
+    LogwrightError,
 )
 from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
 from logwright.logmanager import DataDirIdentity
 from logwright.protocol import NO_EPOCH
-from logwright.storage.meta_properties import LOCK_FILE
-from logwright.world import FileLock, RealFileSystem, RealRuntime, SimWorld
+from logwright.storage.meta_properties import (
+    LOCK_FILE,
+    MetaProperties,
+    MetaPropertiesFile,
+    duplicate_directory_id,
+    identity_mismatch,
+)
+from logwright.world import FileLock, FileSystem, RealFileSystem, RealRuntime, SimWorld
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
 
@@ -98,6 +106,7 @@ class Cluster:
         self.metrics_port: int | None = None
         self._metrics_server: WSGIServer | None = None
         self._data_lock: tuple[RealFileSystem, FileLock] | None = None
+        self._check_data_dirs()
         self._start_controller()
         try:
             for b in self.log_dirs:
@@ -219,9 +228,35 @@ class Cluster:
         self.controllers.append(controller)
         return controller
 
+    def _disk_of(self, broker_id: int) -> FileSystem:
+        rt = self.runtime
+        return rt.new_fs(broker_node_id(broker_id)) if isinstance(rt, SimWorld) else rt.new_fs()
+
+    def _check_data_dirs(self) -> None:
+        """Every existing meta.properties of every broker's dirs names this cluster and its
+        broker, and no directory.id appears twice, checked before any node starts: a dir copied
+        from another broker, or another cluster's, is refused (DataDirMismatchError) before the
+        controller claims an epoch or any broker writes a file. (Each broker checks its own dirs
+        again at start-up; an unreadable file is left to it, which takes that dir offline.)"""
+        seen: dict[str, MetaProperties] = {}
+        for broker_id, dirs in self.log_dirs.items():
+            fs = self._disk_of(broker_id)
+            for path in dirs:
+                try:
+                    meta = MetaPropertiesFile(fs, path).read()
+                except (OSError, LogwrightError):
+                    continue
+                if meta is None:
+                    continue
+                problem = (identity_mismatch(path, meta, self.cluster_id, broker_id)
+                           or duplicate_directory_id(path, meta, seen))
+                if problem is not None:
+                    raise DataDirMismatchError(problem)
+                seen[path] = meta
+
     def _start_broker(self, broker_id: int) -> Broker:
         rt = self.runtime
-        fs = rt.new_fs(broker_node_id(broker_id)) if isinstance(rt, SimWorld) else rt.new_fs()
+        fs = self._disk_of(broker_id)
         for d in self.log_dirs[broker_id]:
             try:
                 fs.makedirs(d)

@@ -61,7 +61,13 @@ from logwright.storage.checkpoint import (
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
 from logwright.storage.log import PartitionLog
-from logwright.storage.meta_properties import LOCK_FILE, MetaProperties, MetaPropertiesFile
+from logwright.storage.meta_properties import (
+    LOCK_FILE,
+    MetaProperties,
+    MetaPropertiesFile,
+    duplicate_directory_id,
+    identity_mismatch,
+)
 from logwright.storage.naming import (
     DirKind,
     TopicPartition,
@@ -276,18 +282,11 @@ class LogManager:
                 continue
             if meta is None:
                 continue
-            if meta.cluster_id != identity.cluster_id or meta.node_id != identity.node_id:
-                raise DataDirMismatchError(
-                    f"log dir {state.path} belongs to cluster {meta.cluster_id}, node "
-                    f"{meta.node_id} (its meta.properties), but this is node "
-                    f"{identity.node_id} of cluster {identity.cluster_id}: refusing to "
-                    "start; point the broker at its own dirs, or empty this one")
-            twin = next((p for p, m in found.items()
-                         if m.directory_id == meta.directory_id), None)
-            if twin is not None:
-                raise DataDirMismatchError(
-                    f"log dirs {twin} and {state.path} have the same directory.id "
-                    f"{meta.directory_id} (one is a copy of the other): refusing to start")
+            problem = (identity_mismatch(state.path, meta, identity.cluster_id,
+                                         identity.node_id)
+                       or duplicate_directory_id(state.path, meta, found))
+            if problem is not None:
+                raise DataDirMismatchError(problem)
             found[state.path] = meta
         return found
 

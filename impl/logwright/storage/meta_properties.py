@@ -105,6 +105,28 @@ def parse_meta_properties(path: str, data: bytes) -> MetaProperties:
     return MetaProperties(values["cluster.id"][1], int(node), ids["directory.id"])
 
 
+def identity_mismatch(path: str, meta: MetaProperties, cluster_id: str, node_id: int
+                      ) -> str | None:
+    """Why log dir ``path``, whose meta.properties is ``meta``, is not a dir of node
+    ``node_id`` of cluster ``cluster_id``; None when it is."""
+    if meta.cluster_id == cluster_id and meta.node_id == node_id:
+        return None
+    return (f"log dir {path} belongs to cluster {meta.cluster_id}, node {meta.node_id} (its "
+            f"meta.properties), but this is node {node_id} of cluster {cluster_id}: refusing "
+            "to start; point the broker at its own dirs, or empty this one")
+
+
+def duplicate_directory_id(path: str, meta: MetaProperties, seen: dict[str, MetaProperties]
+                           ) -> str | None:
+    """Why ``path`` cannot join the dirs ``seen`` (path -> meta.properties): one of them has
+    the same directory.id, so one is a copy of the other; None otherwise."""
+    twin = next((p for p, m in seen.items() if m.directory_id == meta.directory_id), None)
+    if twin is None:
+        return None
+    return (f"log dirs {twin} and {path} have the same directory.id {meta.directory_id} (one is "
+            "a copy of the other): refusing to start")
+
+
 class MetaPropertiesFile:
     """The ``meta.properties`` of the log dir ``dir_path``."""
 
