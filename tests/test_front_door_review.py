@@ -187,3 +187,14 @@ def test_a_copied_log_dir_is_refused_before_anything_is_written(tmp_path: Path) 
     with pytest.raises(DataDirMismatchError, match="broker-2/d1"):
         Cluster.real(str(tmp_path), brokers=2, log_dirs_per_broker=1)
     assert _tree(tmp_path) == before, "no node started, no file written"
+
+
+def test_a_refused_produce_names_its_error_once() -> None:
+    from logwright import MessageTooLarge
+
+    cluster = Cluster.simulated(brokers=1, seed=1)
+    cluster.create_topic("b", configs={"max.message.bytes": "100"})
+    with pytest.raises(MessageTooLarge) as caught:
+        cluster.produce("b", 0, [b"x" * 500])
+    assert str(caught.value).count("MESSAGE_TOO_LARGE") == 1
+    assert "max.message.bytes 100" in str(caught.value)

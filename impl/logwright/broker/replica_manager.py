@@ -403,13 +403,15 @@ class ReplicaManager:
         try:
             info = partition.log.append_as_leader(records, partition.leader_epoch)
         except CorruptRecordError as exc:
-            return ProducePartitionResult(tp, Errors.CORRUPT_MESSAGE, error_message=str(exc)), -1
+            return ProducePartitionResult(tp, Errors.CORRUPT_MESSAGE,
+                                          error_message=exc.message), -1
         except (MessageTooLarge, RecordBatchTooLarge) as exc:
-            return ProducePartitionResult(tp, exc.error, error_message=str(exc)), -1
+            # The message alone: the error's name and code travel as the error itself.
+            return ProducePartitionResult(tp, exc.error, error_message=exc.message), -1
         except KafkaStorageError as exc:
             self.check_offline_dirs()
             return ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR,
-                                          error_message=str(exc)), -1
+                                          error_message=exc.message), -1
         # Followers parked on this partition have data now; a single-replica ISR commits at once.
         self.fetch_purgatory.check_and_complete(tp)
         self._maybe_increment_hw(partition)
