@@ -199,6 +199,42 @@ def test_load_reconciles_with_the_log_and_rebuilds_a_missing_file() -> None:
     assert entries(again.leader_epoch_cache) == [(5, 3)] == on_disk(fs)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_rebuilt_cache_is_the_one_the_batches_give(seed: int) -> None:
+    """Recovery walks each segment once and remembers its runs of epochs; the cache rebuilt
+    from them is the one reading the batches again gives, whatever the recovery point (some
+    segments not walked), the start offset (inside a run, a batch, a segment) and the
+    epochs (repeated, rising, a run spanning segments)."""
+    rng = random.Random(seed)
+    fs, log = new_log(LogConfig(segment_bytes=rng.choice([150, 300, 600]),
+                                index_interval_bytes=100))
+    epoch = rng.randint(0, 2)
+    expected: list[tuple[int, int]] = []
+    for _ in range(rng.randint(4, 25)):
+        epoch += rng.choice([0, 0, 1, 3])
+        if not expected or expected[-1][0] != epoch:
+            expected.append((epoch, log.log_end_offset))
+        append(log, epoch, *[b"v%d" % i for i in range(rng.randint(1, 3))])
+    end = log.log_end_offset
+    log.update_high_watermark(end)
+    start = rng.randint(0, end - 1)
+    log.increment_log_start_offset(start)
+    log.flush()
+    recovery_point = rng.choice([None, 0, rng.randint(0, end)])
+    log.close()
+    fs.remove(f"{DIR}/leader-epoch-checkpoint")
+    again, report = PartitionLog.load(fs, DIR, TP, log.config, log.clock,
+                                      log_start_offset_checkpoint=start,
+                                      recovery_point=recovery_point,
+                                      high_watermark_checkpoint=end, clean_shutdown=False)
+    assert report.recovered_segments >= 1
+    # The epochs appended, each from where it began, cut to the start offset.
+    lso = again.log_start_offset
+    want = [(e, max(o, lso)) for i, (e, o) in enumerate(expected)
+            if i + 1 == len(expected) or expected[i + 1][1] > lso]
+    assert entries(again.leader_epoch_cache) == want == on_disk(fs)
+
+
 def test_write_errors_take_the_log_s_dir_offline() -> None:
     fs, log = new_log()
     status = log.dir_status = LogDirStatus("/d", {TP: log})

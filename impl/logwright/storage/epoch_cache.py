@@ -49,13 +49,17 @@ class LeaderEpochCache:
         self._check()
 
     @classmethod
-    def read(cls, fs: FileSystem, dir_path: str) -> LeaderEpochCache:
-        """The cache as its file holds it (empty when there is no file).
+    def read(cls, fs: FileSystem, dir_path: str, *, exists: bool | None = None
+             ) -> LeaderEpochCache:
+        """The cache as its file holds it (empty when there is no file; ``exists``: whether it
+        is there, when the caller just listed the dir).
 
         A malformed file raises ``CheckpointError`` (hazard 11); an I/O error ``OSError``.
         """
-        raw = LeaderEpochCheckpointFile(fs, dir_path).read()
-        return cls(fs, dir_path, [EpochEntry(e, o) for e, o in raw])
+        cache = cls(fs, dir_path)
+        cache._entries = [EpochEntry(e, o) for e, o in cache.file.read(exists=exists)]
+        cache._check()
+        return cache
 
     # ---- queries -------------------------------------------------------------------------------
 

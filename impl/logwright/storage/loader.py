@@ -28,7 +28,11 @@ from dataclasses import dataclass, field
 from logwright.records import iter_batches
 from logwright.storage.config import LogConfig
 from logwright.storage.epoch_cache import LeaderEpochCache
-from logwright.storage.metadata_files import PartitionMetadataFile
+from logwright.storage.metadata_files import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    PARTITION_METADATA_FILE,
+    PartitionMetadataFile,
+)
 from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_name
 from logwright.storage.segment import LogSegment
 from logwright.world.fs import FileSystem
@@ -76,9 +80,13 @@ def load_partition_dir(
     Raises ``OSError`` on an I/O error and ``CheckpointError`` on a malformed metadata file.
     """
     report = LoadReport()
-    topic_id = PartitionMetadataFile(fs, dir_path).read()
-    epoch_cache = LeaderEpochCache.read(fs, dir_path)
-    segments = _discover_segments(fs, dir_path, config, report)
+    names = fs.listdir(dir_path)
+    present = set(names)
+    topic_id = PartitionMetadataFile(fs, dir_path).read(
+        exists=PARTITION_METADATA_FILE in present)
+    epoch_cache = LeaderEpochCache.read(fs, dir_path,
+                                        exists=LEADER_EPOCH_CHECKPOINT_FILE in present)
+    segments = _discover_segments(fs, dir_path, names, config, report)
     lso_ckpt = log_start_offset_checkpoint or 0
     if not segments:
         start = max(lso_ckpt, recovery_point or 0)
@@ -120,13 +128,13 @@ def restart_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment], 
 # ---- segments ----------------------------------------------------------------------------------
 
 
-def _discover_segments(fs: FileSystem, dir_path: str, config: LogConfig,
+def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: LogConfig,
                        report: LoadReport) -> list[LogSegment]:
-    """The live segments of the dir in base-offset order, each but the last knowing where the
-    next begins. Leftovers of an interrupted deletion or swap (``.deleted``, ``.cleaned``,
-    ``.swap``) and indexes whose log is gone are removed."""
+    """The live segments of the dir (whose file names are ``names``) in base-offset order, each
+    but the last knowing where the next begins. Leftovers of an interrupted deletion or swap
+    (``.deleted``, ``.cleaned``, ``.swap``) and indexes whose log is gone are removed."""
     bases: list[int] = []
-    parsed_names = [(name, parse_segment_file_name(name)) for name in fs.listdir(dir_path)]
+    parsed_names = [(name, parse_segment_file_name(name)) for name in names]
     for name, parsed in parsed_names:
         if parsed is None:
             continue
@@ -280,9 +288,16 @@ def _reconcile_epoch_cache(cache: LeaderEpochCache, segments: list[LogSegment],
 def _batch_epochs(segments: list[LogSegment], start_offset: int, end_offset: int
                   ) -> Iterator[tuple[int, int]]:
     """(partition leader epoch, first offset at or above ``start_offset``) of every batch that
-    holds an offset in [start_offset, end_offset), in offset order."""
+    holds an offset in [start_offset, end_offset), in offset order: of runs of batches with one
+    epoch where recovery just walked a segment (``epoch_runs``), read from the file otherwise."""
     offset = start_offset
     for seg in segments:
+        if seg.epoch_runs is not None:
+            for epoch, first, last in seg.epoch_runs:
+                if last >= offset and first < end_offset:
+                    yield epoch, max(first, start_offset)
+            offset = max(offset, seg.next_offset)
+            continue
         while offset < min(seg.next_offset, end_offset):
             _, data = seg.read(offset, 1 << 20, end_offset)
             if not data:

@@ -59,9 +59,10 @@ class PartitionMetadataFile:
         data = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id}\n".encode("ascii")
         write_file_atomic(self.fs, self.path, data)
 
-    def read(self) -> Uuid | None:
-        """The recorded topic id; None if the file does not exist; CheckpointError if malformed."""
-        if not self.fs.exists(self.path):
+    def read(self, *, exists: bool | None = None) -> Uuid | None:
+        """The recorded topic id; None if the file does not exist; CheckpointError if malformed.
+        ``exists``: whether the file is there, when the caller just listed the dir (no stat)."""
+        if not (self.fs.exists(self.path) if exists is None else exists):
             return None
         return parse_partition_metadata(self.path, self.fs.read_file(self.path))
 
@@ -135,9 +136,10 @@ class LeaderEpochCheckpointFile:
             lines.append(f"{epoch} {start_offset}")
         write_file_atomic(self.fs, self.path, encode_versioned_entries(CHECKPOINT_VERSION, lines))
 
-    def read(self) -> list[tuple[int, int]]:
-        """The ``(epoch, start_offset)`` entries; [] if the file does not exist."""
-        if not self.fs.exists(self.path):
+    def read(self, *, exists: bool | None = None) -> list[tuple[int, int]]:
+        """The ``(epoch, start_offset)`` entries; [] if the file does not exist. ``exists``:
+        whether the file is there, when the caller just listed the dir (no stat)."""
+        if not (self.fs.exists(self.path) if exists is None else exists):
             return []
         return parse_leader_epoch_checkpoint(self.path, self.fs.read_file(self.path))
 

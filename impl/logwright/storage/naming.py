@@ -268,17 +268,27 @@ class ParsedSegmentFile(NamedTuple):
     kind: SegmentFileKind
 
 
-def segment_file_name(base_offset: int, suffix: str,
-                      kind: SegmentFileKind = SegmentFileKind.LIVE) -> str:
-    """The 20-digit zero-padded base offset followed by ``suffix`` (``.log``, ``.index``...)."""
+def segment_file_stem(base_offset: int) -> str:
+    """The 20-digit zero-padded base offset that every file of a segment's name begins with."""
     if not isinstance(base_offset, int) or isinstance(base_offset, bool):
         raise ValueError(f"base offset must be an int, not {type(base_offset).__name__}")
     if not 0 <= base_offset <= OFFSET_MAX:
         raise ValueError(f"base offset {base_offset} is outside [0, {OFFSET_MAX}]")
+    return f"{base_offset:020d}"
+
+
+def segment_file_name(base_offset: int, suffix: str,
+                      kind: SegmentFileKind = SegmentFileKind.LIVE) -> str:
+    """The 20-digit zero-padded base offset followed by ``suffix`` (``.log``, ``.index``...)."""
     if suffix not in SEGMENT_SUFFIXES:
         raise ValueError(f"unknown segment file suffix {suffix!r}; expected one of "
                          f"{', '.join(SEGMENT_SUFFIXES)}")
-    return f"{base_offset:020d}{suffix}{kind.value}"
+    return f"{segment_file_stem(base_offset)}{suffix}{_MARK_OF_KIND[kind]}"
+
+
+#: Each kind's mark, read without the enum's ``value`` descriptor (start-up names thousands).
+_MARK_OF_KIND: dict[SegmentFileKind, str] = {k: k.value for k in SegmentFileKind}
+_LIVE = SegmentFileKind.LIVE
 
 
 _KIND_BY_SUFFIX: dict[str, SegmentFileKind] = {
@@ -292,7 +302,7 @@ def parse_segment_file_name(name: str) -> ParsedSegmentFile | None:
     if not dot:
         return None
     marked = _KIND_BY_SUFFIX.get("." + last)
-    kind = SegmentFileKind.LIVE if marked is None else marked
+    kind = _LIVE if marked is None else marked
     if marked is not None:
         name = stem
     digits, dot, ext = name.partition(".")

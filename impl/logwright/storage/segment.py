@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logwright.records import scan_valid_prefix
 from logwright.storage.index import IndexCorrupt, OffsetIndex, TimeIndex
-from logwright.storage.naming import segment_file_name
+from logwright.storage.naming import segment_file_stem
 from logwright.world.fs import FileHandle, FileSystem
 
 # The fields of a v2 batch header a segment needs to walk its file without decoding records:
@@ -21,6 +21,7 @@ from logwright.world.fs import FileHandle, FileSystem
 _HEAD = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
+_EPOCH = struct.Struct(">i")  # the partition leader epoch, 12 bytes into a batch
 HEADER_BYTES = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
 RECOVERY_CHUNK_BYTES = 8 << 20
@@ -52,10 +53,10 @@ class LogSegment:
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        self.log_path = posixpath.join(dir_path, segment_file_name(base_offset, ".log"))
-        self.index_path = posixpath.join(dir_path, segment_file_name(base_offset, ".index"))
-        self.time_index_path = posixpath.join(dir_path,
-                                              segment_file_name(base_offset, ".timeindex"))
+        stem = posixpath.join(dir_path, segment_file_stem(base_offset))
+        self.log_path = stem + ".log"
+        self.index_path = stem + ".index"
+        self.time_index_path = stem + ".timeindex"
         self._log: FileHandle = fs.open(self.log_path, create=create)
         self.size_bytes = self._log.size()
         self.next_offset = base_offset  # one past the last offset held; set by load or append
@@ -65,6 +66,10 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         self._index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
+        #: After an index rebuild (recovery), the runs of batches with one partition leader
+        #: epoch, as (epoch, first offset, last offset), in offset order; None once the segment
+        #: changes. Loading rebuilds a lost leader epoch cache from it without reading again.
+        self.epoch_runs: list[tuple[int, int, int]] | None = None
 
     @property
     def max_timestamp_ms(self) -> int:
@@ -110,10 +115,14 @@ class LogSegment:
         self._index.reset()
         self._time_index.reset()
         self._bytes_since_index_entry = 0
-        max_ts = -1
-        for loc, batch_max_ts in self._walk(0, self.size_bytes):
+        runs: list[tuple[int, int, int]] = []
+        for loc, batch_max_ts, epoch in self._walk(0, self.size_bytes):
             self._index_batch(loc.base_offset, loc.position, loc.size_bytes, batch_max_ts)
-            max_ts = max(max_ts, batch_max_ts)
+            if runs and runs[-1][0] == epoch:
+                runs[-1] = (epoch, runs[-1][1], loc.last_offset)
+            else:
+                runs.append((epoch, loc.base_offset, loc.last_offset))
+        self.epoch_runs = runs
 
     def _index_batch(self, base_offset: int, position: int, size: int, max_ts: int) -> None:
         assert self._index is not None and self._time_index is not None
@@ -132,9 +141,10 @@ class LogSegment:
 
     # ---- walking batch headers -----------------------------------------------------------------
 
-    def _walk(self, start: int, end: int) -> list[tuple[BatchLocation, int]]:
-        """Batch locations (with max timestamps) between byte positions ``start`` and ``end``."""
-        out: list[tuple[BatchLocation, int]] = []
+    def _walk(self, start: int, end: int) -> list[tuple[BatchLocation, int, int]]:
+        """Batch locations, with their max timestamps and partition leader epochs, between byte
+        positions ``start`` and ``end``."""
+        out: list[tuple[BatchLocation, int, int]] = []
         pos = start
         while pos < end:
             chunk = self._log.read(pos, min(end - pos, RECOVERY_CHUNK_BYTES))
@@ -147,7 +157,8 @@ class LogSegment:
                     break  # not a batch header (a foreign file): never walk backwards
                 last = base + _LAST_DELTA.unpack_from(view, i + 23)[0]
                 out.append((BatchLocation(pos + i, base, last, size),
-                            _MAX_TS.unpack_from(view, i + 35)[0]))
+                            _MAX_TS.unpack_from(view, i + 35)[0],
+                            _EPOCH.unpack_from(view, i + 12)[0]))
                 i += size
             if i == 0:
                 break
@@ -180,11 +191,11 @@ class LogSegment:
                 position = struct.unpack(">ii", tail)[1]
                 start = position if 0 <= position < self.size_bytes else 0
         self.next_offset = self.base_offset
-        for loc, _ in self._walk(start, self.size_bytes):
+        for loc, _, _ in self._walk(start, self.size_bytes):
             self.next_offset = loc.last_offset + 1
         if start and self.next_offset == self.base_offset:
             # The entry pointed at no batch: walk the whole file rather than trust it.
-            for loc, _ in self._walk(0, self.size_bytes):
+            for loc, _, _ in self._walk(0, self.size_bytes):
                 self.next_offset = loc.last_offset + 1
         return self.next_offset
 
@@ -214,6 +225,7 @@ class LogSegment:
             f"offsets must increase: appending {first_offset} at next offset {self.next_offset}")
         assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
+        self.epoch_runs = None
         if self._index is None:
             self._load_indexes()
         size = len(data)
@@ -271,6 +283,7 @@ class LogSegment:
         if loc is None:
             return 0
         removed = self.size_bytes - loc.position
+        self.epoch_runs = None
         self._log.truncate(loc.position)
         self.size_bytes = loc.position
         self.index.truncate_to_position(loc.position)
@@ -287,7 +300,7 @@ class LogSegment:
         last_ts = self.time_index.last_timestamp
         if last_ts is not None:
             max_ts = last_ts
-        for loc, ts in self._walk(last_indexed_pos, self.size_bytes):
+        for loc, ts, _ in self._walk(last_indexed_pos, self.size_bytes):
             max_ts = max(max_ts, ts)
             self._bytes_since_index_entry += loc.size_bytes
             self.next_offset = loc.last_offset + 1
