@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from logwright.broker.config import BrokerConfig
 from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
+from logwright.broker import tracing
 from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
 from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
@@ -76,6 +77,7 @@ from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSE
 from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler
+from logwright.world.trace import LOG_START_OFFSET, NO_TRACE, TraceRecorder
 
 
 class ReplicaManager:
@@ -115,6 +117,9 @@ class ReplicaManager:
         # Per topic: (controller epoch, correlation id) of the message whose topic configs were
         # applied last; an older message's configs are stale and ignored.
         self.topic_config_versions: dict[str, tuple[int, int]] = {}
+        #: The trace recorder (``world/trace.py``); off unless the broker is given one.
+        self.trace: TraceRecorder = NO_TRACE
+        self._trace_isr: dict[tuple[str, str], tuple[int, tuple[int, ...]]] = {}
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -203,6 +208,8 @@ class ReplicaManager:
             # set (the FULL request a new controller sends repeats the rest).
             if state.partition_epoch > partition.partition_epoch:
                 partition.update_assignment(state, now)
+                if self.trace.enabled and partition.is_leader:
+                    self._trace_leader(partition, "LeaderAndIsr update")
                 self._maybe_increment_hw(partition)
             return Errors.NONE
         return partition
@@ -256,8 +263,11 @@ class ReplicaManager:
         now = self.clock.now_ms()
         for partition, state in items:
             try:
+                followed = self._trace_followed(partition.tp)
                 partition.make_leader(state, now)
                 results[partition.tp] = Errors.NONE
+                if self.trace.enabled:
+                    self._trace_leader(partition, "LeaderAndIsr", followed)
                 self._maybe_increment_hw(partition)
             except KafkaStorageError:
                 results[partition.tp] = Errors.KAFKA_STORAGE_ERROR
@@ -281,6 +291,12 @@ class ReplicaManager:
             if p.leader_id not in (NO_LEADER, self.broker_id) and not p.offline}
         if initial:
             self.replica_fetcher_manager.add_fetcher_for_partitions(initial)
+            if self.trace.enabled:
+                for tp, init in initial.items():
+                    tracing.fetcher(self.trace, self.broker_id, tp, "LeaderAndIsr",
+                                    {"epoch": init.current_leader_epoch},
+                                    {"knownEpoch": init.current_leader_epoch, "fetching": True,
+                                     "failedEpoch": -1, "alive": True})
 
     # ---- topic configs ------------------------------------------------------------------------
 
@@ -330,6 +346,11 @@ class ReplicaManager:
             else:
                 results[sp.tp] = Errors.NONE
                 accepted.append(sp)
+        if self.trace.enabled:
+            for sp in accepted:
+                if self._trace_followed(sp.tp):
+                    tracing.fetcher(self.trace, self.broker_id, sp.tp, "StopReplica", {},
+                                    {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
         self.replica_fetcher_manager.remove_fetcher_for_partitions(sp.tp for sp in accepted)
         for sp in accepted:
             partition = self.partitions.get(sp.tp)
@@ -412,6 +433,9 @@ class ReplicaManager:
             self.check_offline_dirs()
             return ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR,
                                           error_message=exc.message), -1
+        if self.trace.enabled:
+            tracing.replica(self.trace, self.broker_id, partition.log, "Append",
+                            {"records": info.last_offset + 1 - info.first_offset})
         # Followers parked on this partition have data now; a single-replica ISR commits at once.
         self.fetch_purgatory.check_and_complete(tp)
         self._maybe_increment_hw(partition)
@@ -554,6 +578,11 @@ class ReplicaManager:
 
     def _maybe_increment_hw(self, partition: Partition) -> None:
         if partition.maybe_increment_high_watermark():
+            if self.trace.enabled:
+                tracing.replica(self.trace, self.broker_id, partition.log, "AdvanceHW", {
+                    "known": {str(r): (partition.log_end_offset if r == self.broker_id
+                                       else partition.followers[r].log_end_offset)
+                              for r in partition.maximal_isr}})
             self._complete_delayed(partition.tp)
 
     def _complete_delayed(self, tp: TopicPartition) -> None:
@@ -586,6 +615,8 @@ class ReplicaManager:
         assert self.broker_id in new_isr, "a leader never removes itself from the ISR"
         pending = PendingIsrChange(new_isr, partition.leader_epoch, partition.partition_epoch)
         partition.pending_isr = pending
+        if self.trace.enabled:
+            self._trace_leader(partition, "AlterPartition proposed")
         broker_epoch = self.broker_epoch()
         self.emit(Call(
             controller,
@@ -611,9 +642,13 @@ class ReplicaManager:
         if (not isinstance(response, AlterPartitionResponse) or response.error is not Errors.NONE
                 or not partition.is_leader or response.leader_epoch != partition.leader_epoch
                 or response.partition_epoch <= partition.partition_epoch):
+            if self.trace.enabled and partition.is_leader:
+                self._trace_leader(partition, "AlterPartition refused")
             return  # refused or stale: a LeaderAndIsr brings the state, or the next check asks
         partition.isr = tuple(response.isr)
         partition.partition_epoch = response.partition_epoch
+        if self.trace.enabled:
+            self._trace_leader(partition, "AlterPartition committed")
         self._maybe_increment_hw(partition)
 
     # ---- offline dirs ------------------------------------------------------------------------
@@ -658,5 +693,49 @@ class ReplicaManager:
         """The partitions of ``tps`` hosted here."""
         return [self.partitions[tp] for tp in tps if tp in self.partitions]
 
+
+
+    # ---- trace (world/trace.py) ----------------------------------------------------------------
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """DeleteRecords on the leader of ``tp``: raise its log start offset to ``offset`` (at
+        most the high watermark, OFFSET_OUT_OF_RANGE above it), durably; returns the new log
+        start offset. The request that carries it from a client comes with the DeleteRecords
+        issue; this is the leader's effect."""
+        found = self._leader_partition(tp)
+        if isinstance(found, Errors):
+            raise KafkaError.of(found, f"{tp}: not the leader here")
+        found.log.increment_log_start_offset(offset)
+        if self.trace.enabled:
+            tracing.replica(self.trace, self.broker_id, found.log, "DeleteRecords",
+                            {"o": found.log.log_start_offset})
+        return found.log_start_offset
+
+    def _trace_followed(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is in this broker's fetchers or failed set (FetcherFailure hosts it)."""
+        if not self.trace.enabled:
+            return False
+        fm = self.replica_fetcher_manager
+        return fm.fetch_state(tp) is not None or tp in fm.failed_partitions
+
+    def _trace_leader(self, partition: Partition, cause: str, followed: bool = False) -> None:
+        """This broker leads ``partition``: record a change of leader or of its maximal ISR (and,
+        for FetcherFailure, that it no longer fetches it)."""
+        inst = tracing.instance(partition.tp)
+        key = ("isr", inst)
+        previous = self._trace_isr.get(key)
+        now = tuple(sorted(partition.maximal_isr))
+        if previous is None or previous[0] != self.broker_id or cause == "LeaderAndIsr":
+            if followed:
+                tracing.fetcher(self.trace, self.broker_id, partition.tp, "StopReplica",
+                                {"reason": "became leader"},
+                                {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
+            self.trace.emit(f"broker-{self.broker_id}", LOG_START_OFFSET, inst, "BecomeLeader",
+                            {"leader": self.broker_id, "leaderEpoch": partition.leader_epoch,
+                             "replicas": sorted(partition.replicas)},
+                            {"isr": list(now)})
+        elif previous[1] != now:
+            tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause)
+        self._trace_isr[key] = (self.broker_id, now)
 
 __all__ = ["ReplicaManager", "TopicIdMismatch"]
