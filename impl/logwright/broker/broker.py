@@ -239,10 +239,10 @@ class Broker:
         self.controller_epoch = max(self.controller_epoch, response.controller_epoch)
         if self.trace.enabled:
             b = str(self.broker_id)
-            self.trace.emit(self.node_id, CONTROLLER_FENCING, "*", "Register",
-                            {"b": self.broker_id, "e": self.broker_epoch},
-                            {"brokerEpoch": {b: self.broker_epoch},
-                             "brokerControllerEpoch": {b: self.controller_epoch}})
+            self.trace.emit(self.node_id, CONTROLLER_FENCING, "*", "ControllerEpochSeen",
+                            {"b": self.broker_id, "type": "BrokerRegistration",
+                             "c": self.controller_epoch},
+                            {"brokerControllerEpoch": {b: self.controller_epoch}})
         self.state = BrokerState.RUNNING
         self._emit(ArmTask("heartbeat", 0, self._heartbeat,
                             self.config.broker_heartbeat_interval_ms))

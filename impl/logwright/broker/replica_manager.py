@@ -259,15 +259,15 @@ class ReplicaManager:
                       results: dict[TopicPartition, Errors]) -> None:
         if not items:
             return
+        followed = {p.tp for p, _ in items if self._trace_followed(p.tp)}
         self.replica_fetcher_manager.remove_fetcher_for_partitions(p.tp for p, _ in items)
         now = self.clock.now_ms()
         for partition, state in items:
             try:
-                followed = self._trace_followed(partition.tp)
                 partition.make_leader(state, now)
                 results[partition.tp] = Errors.NONE
                 if self.trace.enabled:
-                    self._trace_leader(partition, "LeaderAndIsr", followed)
+                    self._trace_leader(partition, "LeaderAndIsr", partition.tp in followed)
                 self._maybe_increment_hw(partition)
             except KafkaStorageError:
                 results[partition.tp] = Errors.KAFKA_STORAGE_ERROR

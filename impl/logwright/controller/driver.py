@@ -262,6 +262,14 @@ class Controller:
             memo["epoch"] = epoch
             trace.emit(node, CONTROLLER_FENCING, "*", "ElectController", {"c": epoch},
                        {"controllerEpoch": epoch})
+        registered: dict[str, int] = memo.setdefault("brokers", {})
+        for r in store.brokers():
+            b = str(r.broker_id)
+            if registered.get(b) != r.broker_epoch:
+                registered[b] = r.broker_epoch
+                trace.emit(node, CONTROLLER_FENCING, "*", "Register",
+                           {"b": r.broker_id, "e": r.broker_epoch},
+                           {"brokerEpoch": {b: r.broker_epoch}, "brokerControllerEpoch": {b: 0}})
         known: dict[str, int] = memo["partitions"]
         current = {partition_instance(p.tp.topic, p.tp.partition): p
                    for p in store.partitions()}
