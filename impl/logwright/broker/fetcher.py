@@ -584,7 +584,7 @@ class FetcherManager:
     def trace_fetcher(self, tp: TopicPartition, action: str, args: Mapping[str, object],
                       changed: Mapping[str, object]) -> None:
         """Record a FetcherFailure event of ``tp`` (trace on only)."""
-        a = {"tp": f"{tp.topic}-{tp.partition}"}
+        a: dict[str, object] = {"tp": f"{tp.topic}-{tp.partition}"}
         a.update(args)
         self.trace.emit(f"broker-{self.trace_broker}", FETCHER_FAILURE,
                         f"broker-{self.trace_broker}", action, a, changed)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 
+from logwright.broker import tracing
 from logwright.broker.config import BrokerConfig
 from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
-from logwright.broker import tracing
 from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
 from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState

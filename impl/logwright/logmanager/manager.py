@@ -619,8 +619,8 @@ class LogManager:
             if gone and self.trace.enabled and self.trace_live:
                 first = log.segments[0].base_offset
                 ends = [*bases[1:gone], first]
-                self._trace_log(log, "DeleteOldestSegment",
-                                {"segments": [end - base for base, end in zip(bases, ends)]})
+                sizes = [end - base for base, end in zip(bases, ends, strict=True)]
+                self._trace_log(log, "DeleteOldestSegment", {"segments": sizes})
         return deleted
 
     def flush_all(self) -> None:

@@ -132,7 +132,7 @@ def read_events(path: Path) -> Iterator[tuple[int, Event]]:
     """(line number, event) of a JSON Lines or Parquet trace."""
     if path.suffix == ".parquet":
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise TraceFormatError(f"{path}: reading Parquet needs pyarrow") from exc
         for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
@@ -199,7 +199,7 @@ class _LsoInstance:
                 if int(r) not in self.replicas:
                     raise _Refused("mismatch", f"replica {r} is not one of {self.replicas}")
                 values[self.replicas.index(int(r))] = v
-            s = s._replace(**{name: tuple(values)})
+            s = s._replace(**{name: tuple(values)})  # type: ignore[arg-type]
         if "isr" in changed:
             s = s._replace(isr=frozenset(changed["isr"]))
         return s
@@ -488,16 +488,16 @@ class _FfInstance:
         elif action == "LeaderAndIsr":
             epoch = int(args["epoch"])
             t = twin.LeaderAndIsr(s, p)
-            if t is None or t.knownEpoch[i] != epoch:
-                if epoch <= s.leaderEpoch[i] and epoch >= s.knownEpoch[i]:
-                    self.state = s._replace(
-                        knownEpoch=_put(s.knownEpoch, i, epoch),
-                        fetching=_setb(s.fetching, i, True), alive=_setb(s.alive, 0, True),
-                        failedEpoch=_put(s.failedEpoch, i, -1))
-                    if self.state == s:
-                        return None
-                    raise _Outside("a LeaderAndIsr overtaken by a newer election, or repeating "
-                                   "the epoch the broker knows (the model's carries the latest)")
+            if ((t is None or t.knownEpoch[i] != epoch)
+                    and s.knownEpoch[i] <= epoch <= s.leaderEpoch[i]):
+                self.state = s._replace(
+                    knownEpoch=_put(s.knownEpoch, i, epoch),
+                    fetching=_setb(s.fetching, i, True), alive=_setb(s.alive, 0, True),
+                    failedEpoch=_put(s.failedEpoch, i, -1))
+                if self.state == s:
+                    return None
+                raise _Outside("a LeaderAndIsr overtaken by a newer election, or repeating "
+                               "the epoch the broker knows (the model's carries the latest)")
         elif action == "FetchOk":
             epoch = int(args["epoch"])
             sent = twin.FetchRequest(s, p)
@@ -648,12 +648,12 @@ def check_file(path: Path, report: CheckReport) -> None:
                 p = ff_p(inst)
                 for name in list(ff):
                     _run(report, where, e, FETCHER_FAILURE, name, ff[name],
-                         lambda x, p=p: x.step("ElectLeader", p, {"tp": inst}, {}), failed)
+                         lambda x, p=p, i=inst: x.step("ElectLeader", p, {"tp": i}, {}), failed)
         elif model == FETCHER_FAILURE:
             x = ff_instance(inst)
             p = ff_p(args["tp"]) if "tp" in args else 1
             _run(report, where, e, model, inst, x,
-                 lambda x, p=p: x.step(action, p, args, changed), failed)
+                 lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
             continue
         else:
             report.failures.append(Failure(where, int(e["seq"]), model, inst, action,
@@ -665,7 +665,7 @@ def check_file(path: Path, report: CheckReport) -> None:
             continue
         for name, x in targets:
             _run(report, where, e, model, name, x,
-                 lambda x: x.step(action, args, changed), failed)
+                 lambda x, a=action, g=args, c=changed: x.step(a, g, c), failed)
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,

@@ -19,9 +19,9 @@ the action and the recorder works out the change.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import IO, Any
 
 from logwright.errors import LogwrightError
@@ -133,7 +133,7 @@ class _Recording(TraceRecorder):
 class JsonLinesTrace(_Recording):
     """Each event one JSON object on one line of ``path`` (written as it happens)."""
 
-    def __init__(self, path: str | Path, clock: Clock, trace_id: str | None = None,
+    def __init__(self, path: str | os.PathLike[str], clock: Clock, trace_id: str | None = None,
                  header: Mapping[str, Json] | None = None) -> None:
         try:
             self._file: IO[str] | None = open(path, "w", encoding="utf-8")  # noqa: SIM115
@@ -156,10 +156,10 @@ class ParquetTrace(_Recording):
     """The same rows in a Parquet file (pyarrow), written at :meth:`close`; ``args`` and
     ``changed`` are JSON text columns."""
 
-    def __init__(self, path: str | Path, clock: Clock, trace_id: str | None = None,
+    def __init__(self, path: str | os.PathLike[str], clock: Clock, trace_id: str | None = None,
                  header: Mapping[str, Json] | None = None) -> None:
         try:
-            import pyarrow  # noqa: F401
+            import pyarrow  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
         except ImportError as exc:
             raise TraceError("a Parquet trace needs pyarrow (pip install 'logwright[traces]'); "
                              "a .jsonl path needs nothing") from exc
@@ -178,15 +178,15 @@ class ParquetTrace(_Recording):
         if self._closed:
             return
         self._closed = True
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # type: ignore[import-not-found,unused-ignore]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
         try:
             pq.write_table(pa.Table.from_pylist(self._rows), self.path)
         except OSError as exc:
             raise TraceError(f"cannot write the trace {self.path}: {exc}") from exc
 
 
-def open_trace(path: str | Path, clock: Clock, trace_id: str | None = None,
+def open_trace(path: str | os.PathLike[str], clock: Clock, trace_id: str | None = None,
                header: Mapping[str, Json] | None = None) -> TraceRecorder:
     """A recorder writing ``path``: Parquet if it ends in ``.parquet``, else JSON Lines."""
     if str(path).endswith(".parquet"):

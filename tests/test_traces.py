@@ -1,0 +1,129 @@
+"""Recorded traces (traces/SCHEMA.md) and ``logwright traces check``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from logwright.cli import main
+from logwright.cluster import Cluster
+from logwright.world.trace import NO_TRACE
+
+CORPUS = Path(__file__).resolve().parent.parent / "traces" / "corpus"
+
+
+def _check(*paths: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["traces", "check", *map(str, paths)])
+    return result.exit_code, result.output
+
+
+def _events(name: str) -> list[dict[str, object]]:
+    lines = (CORPUS / name).read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _write(tmp_path: Path, events: list[dict[str, object]]) -> Path:
+    path = tmp_path / "tampered.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_the_corpus_checks() -> None:
+    code, out = _check(CORPUS)
+    assert code == 0, out
+    assert "3 trace(s)" in out and ": ok" in out
+    for action in ("LogStartOffset.Append", "LogStartOffset.FollowerFetch",
+                   "LogStartOffset.AdvanceHW", "LogStartOffset.ShrinkIsr",
+                   "LogStartOffset.ExpandIsr", "LogStartOffset.DeleteRecords",
+                   "ControllerFencing.ElectController", "ControllerFencing.Register",
+                   "ControllerFencing.Deliver", "FetcherFailure.StorageError",
+                   "FetcherFailure.LeaderAndIsr", "FetcherFailure.FetchOk",
+                   "FetcherFailure.StopReplica"):
+        assert action in out, action
+
+
+def test_a_run_records_the_same_trace_for_the_same_seed(tmp_path: Path) -> None:
+    def run(path: Path) -> str:
+        c = Cluster.simulated(seed=5, trace=path)
+        c.create_topic("t", 1, 3)
+        c.produce("t", 0, [b"a", b"b"])
+        c.crash_broker(c.partition_state("t", 0).leader)
+        c.advance_time(3_000)
+        c.produce("t", 0, [b"c"])
+        c.close()
+        return path.read_text()
+
+    first, second = run(tmp_path / "a.jsonl"), run(tmp_path / "b.jsonl")
+    assert first == second
+    code, out = _check(tmp_path / "a.jsonl")
+    assert code == 0, out
+    assert "outside the model" in out  # the leader change is counted, not hidden
+
+
+def test_recording_is_off_by_default() -> None:
+    c = Cluster.simulated(seed=1)
+    assert c.trace is NO_TRACE and not c.trace.enabled
+    assert all(b.trace is NO_TRACE for b in c.brokers.values())
+    c.close()
+
+
+def test_a_recorded_value_the_twin_does_not_produce_is_a_mismatch(tmp_path: Path) -> None:
+    events = _events("retention-and-restart.jsonl")
+    append = next(e for e in events if e["action"] == "Append")
+    changed = append["changed"]
+    assert isinstance(changed, dict)
+    leo = changed["leo"]
+    r = next(iter(leo))
+    leo[r] += 1
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1
+    assert f"(seq {append['seq']}) LogStartOffset r-0 Append: mismatch" in out
+    assert "state before:" in out and "state after:" in out
+    assert "tampered.jsonl:" in out
+
+
+def test_an_event_the_model_does_not_enable_is_refused(tmp_path: Path) -> None:
+    events = _events("retention-and-restart.jsonl")
+    first = next(i for i, e in enumerate(events) if e["action"] == "Append")
+    bogus = dict(events[first], action="DeleteRecords", seq=10_000,
+                 args={"replica": events[first]["args"]["replica"], "o": 3},  # type: ignore
+                 changed={"logStart": {str(events[first]["args"]["replica"]): 3}})  # type: ignore
+    events.insert(first, bogus)
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1
+    assert "(seq 10000) LogStartOffset r-0 DeleteRecords: not enabled" in out
+
+
+def test_a_stale_request_applied_is_refused(tmp_path: Path) -> None:
+    events = _events("zombie-controller.jsonl")
+    deliver = next(e for e in events if e["action"] == "Deliver")
+    args = deliver["args"]
+    assert isinstance(args, dict)
+    args["c"] = 99  # a request no controller sent
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1 and "Deliver: not enabled" in out and "no such request was sent" in out
+
+
+def test_a_broken_invariant_is_reported_with_its_name(tmp_path: Path) -> None:
+    events = _events("retention-and-restart.jsonl")
+    leader = next(e for e in events if e["action"] == "BecomeLeader")
+    leader["changed"] = {"isr": []}  # a leader outside its own ISR
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1
+    assert "BecomeLeader: invariant: TypeOK is violated after this step" in out
+
+
+@pytest.mark.parametrize("text", ["not json\n", '{"v": 99}\n', '{"v": 1, "seq": 0}\n'])
+def test_an_unreadable_trace_is_a_tool_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    code, out = _check(path)
+    assert code == 5 and "error:" in out
+
+
+def test_no_path_is_a_usage_error() -> None:
+    code, _ = _check()
+    assert code == 2
