@@ -180,6 +180,8 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
     if not quiet:
         for name, n in sorted(report.actions.items()):
             click.echo(f"  step     {n:>7,}  {name}")
+        for name, n in sorted(report.stutter_actions.items()):
+            click.echo(f"  stutter  {n:>7,}  {name}")
         for reason, n in sorted(report.outside.items()):
             click.echo(f"  outside  {n:>7,}  {reason}")
     click.echo(report.summary())

@@ -619,7 +619,7 @@ class LogManager:
             if gone and self.trace.enabled and self.trace_live:
                 first = log.segments[0].base_offset
                 ends = [*bases[1:gone], first]
-                sizes = [end - base for base, end in zip(bases, ends, strict=True)]
+                sizes = [end - base for base, end in zip(bases[:gone], ends, strict=True)]
                 self._trace_log(log, "DeleteOldestSegment", {"segments": sizes})
         return deleted
 

@@ -94,6 +94,9 @@ class CheckReport:
     outside: Counter[str] = field(default_factory=Counter)
     actions: Counter[str] = field(default_factory=Counter)
     """Model actions checked, as ``Model.Action``."""
+    stutter_actions: Counter[str] = field(default_factory=Counter)
+    """Events checked as stutters (no change, e.g. a rejected request the model also fences),
+    as ``Model.Action`` or ``Model.Action(outcome)``."""
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -112,7 +115,7 @@ class CheckReport:
         outside = sum(self.outside.values())
         verdict = "ok" if self.ok else f"{len(self.failures)} VIOLATED"
         return (f"{self.files} trace(s), {self.events:,} events: {self.steps:,} model steps, "
-                f"{self.stutters:,} stutters, {outside:,} outside the model; "
+                f"{self.stutters:,} stutters, {outside:,} outside the model (per instance); "
                 f"{self.seconds:.2f}s ({self.events_per_second:,.0f} events/s): {verdict}")
 
 
@@ -172,21 +175,30 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
 # ---- LogStartOffset ----------------------------------------------------------------------------
 
 @cache
-def _lso_twin(replicas: tuple[int, ...], leader: int, max_offset: int,
-              segment_size: int) -> LogStartOffsetTwin:
-    return LogStartOffsetTwin(LogStartOffsetConfig(replicas, leader, max_offset, segment_size))
+def _lso_twin(replicas: tuple[int, ...], leader: int, max_offset: int, segment_size: int,
+              bug: str) -> LogStartOffsetTwin:
+    return LogStartOffsetTwin(LogStartOffsetConfig(replicas, leader, max_offset, segment_size,
+                                                   bug))
+
+
+LAZY_CHECKPOINT = "StartOffsetCheckpointLazy"
+"""The LogStartOffset configuration of a run whose raised start offsets are written only by
+the periodic checkpoint (``durable_log_start_offset: false`` in the header: Kafka's own
+behaviour), which the model calls a bug."""
 
 
 _LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart")
 
 
 class _LsoInstance:
-    def __init__(self, replicas: tuple[int, ...], leader: int, max_offset: int) -> None:
+    def __init__(self, replicas: tuple[int, ...], leader: int, max_offset: int,
+                 bug: str = "none") -> None:
         self.replicas, self.leader, self.max_offset = replicas, leader, max_offset
+        self.bug = bug
         self.state: LogStartOffsetState = next(iter(self.twin().init_states()))  # type: ignore
 
     def twin(self, segment_size: int = 1) -> LogStartOffsetTwin:
-        return _lso_twin(self.replicas, self.leader, self.max_offset, segment_size)
+        return _lso_twin(self.replicas, self.leader, self.max_offset, segment_size, self.bug)
 
     def spec(self) -> Spec:
         return self.twin()
@@ -197,12 +209,23 @@ class _LsoInstance:
             values = list(getattr(s, name))
             for r, v in changed.get(name, {}).items():
                 if int(r) not in self.replicas:
-                    raise _Refused("mismatch", f"replica {r} is not one of {self.replicas}")
+                    self._add_replica(int(r))
+                    raise _Outside("a reassignment added a replica (the model's replicas are "
+                                   "fixed)")
                 values[self.replicas.index(int(r))] = v
             s = s._replace(**{name: tuple(values)})  # type: ignore[arg-type]
         if "isr" in changed:
             s = s._replace(isr=frozenset(changed["isr"]))
         return s
+
+    def _add_replica(self, r: int) -> None:
+        """Re-base on a replica set with ``r`` added, its log empty at offset 0."""
+        replicas = tuple(sorted((*self.replicas, r)))
+        i = replicas.index(r)
+        s = self.state
+        self.state = s._replace(**{name: (*getattr(s, name)[:i], 0, *getattr(s, name)[i:])
+                                   for name in _LSO_VARS})  # type: ignore[arg-type]
+        self.replicas = replicas
 
     def _after_outside(self, t: LogStartOffsetState) -> LogStartOffsetState:
         L = self.replicas.index(self.leader)
@@ -403,12 +426,21 @@ class _CfInstance:
             if b not in idx:
                 return None
             seen = max(0, self.ce(changed["brokerControllerEpoch"][str(b)]))
-            if seen == s.brokerControllerEpoch[idx[b]]:
+            had = s.brokerControllerEpoch[idx[b]]
+            if args["type"] != "BrokerRegistration" and self.ce(args["c"]) < had:
+                raise _Refused("not enabled", f"broker {b} applied a {args['type']} from "
+                               f"controller epoch {args['c']} after accepting epoch "
+                               f"{had + self.base}: the model fences it (StaleControllerFenced)",
+                               twin.describe(s))
+            if seen < had:
+                raise _Refused("mismatch", f"broker {b}'s controller epoch went down from "
+                               f"{had + self.base} to {seen + self.base}", twin.describe(s))
+            if seen == had:
                 return None
             self.state = s._replace(brokerControllerEpoch=_put(s.brokerControllerEpoch, idx[b],
                                                                seen))
-            raise _Outside(f"a {args['type']} request for other partitions set the broker's "
-                           "controller epoch")
+            raise _Outside(f"the broker's controller epoch was set by {args['type']}, not by "
+                           "a request for this partition (the model's only way)")
         if action in ("SendLeaderAndIsr", "SendStopReplica"):
             m = self.request(LEADER_AND_ISR if action == "SendLeaderAndIsr" else STOP_REPLICA,
                              args)
@@ -604,6 +636,8 @@ def check_file(path: Path, report: CheckReport) -> None:
     ff_partitions = max(1, sum(1 for _, e in events if e["action"] == INIT))
     del tps
     failed: set[str] = set()
+    header = next((e["args"] for _, e in events if e["action"] == HEADER), {})
+    lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
 
     def ff_instance(name: str) -> _FfInstance:
         if name not in ff:
@@ -626,7 +660,7 @@ def check_file(path: Path, report: CheckReport) -> None:
         if action == INIT:
             generation[inst] += 1
             replicas = tuple(sorted(int(r) for r in args["replicas"]))
-            lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset)
+            lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset, lso_bug)
             lso[inst].state = lso[inst].state._replace(isr=frozenset(args["isr"]))
             cf[inst] = _CfInstance(args, (max(2, max_ce - int(args["controllerEpoch"]) + 1),
                                           max_be, max_le, sends))
@@ -659,9 +693,13 @@ def check_file(path: Path, report: CheckReport) -> None:
             report.failures.append(Failure(where, int(e["seq"]), model, inst, action,
                                            "not enabled", f"unknown model {model!r}", "", ""))
             continue
-        if model == CONTROLLER_FENCING and action in ("ElectController", "ElectLeader") \
-                and inst == "*" and not targets:
-            report.steps += 1
+        if not targets:
+            if inst == "*":  # a cluster-wide event before any partition exists
+                report.stutters += 1
+                report.stutter_actions[f"{model}.{action}"] += 1
+            else:
+                report.outside[f"{model}.{action}: an event of a partition whose topic was "
+                               "deleted (the instance has ended)"] += 1
             continue
         for name, x in targets:
             _run(report, where, e, model, name, x,
@@ -692,6 +730,10 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
     else:
         if t is None:
             report.stutters += 1
+            outcome = e["args"].get("outcome")
+            label = f"{model}.{e['action']}" + (f"({outcome})" if outcome in (
+                "reject", "refused") else "")
+            report.stutter_actions[label] += 1
             return
         x.state = t
         after = t
