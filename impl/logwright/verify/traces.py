@@ -636,7 +636,7 @@ def check_file(path: Path, report: CheckReport) -> None:
     ff_partitions = max(1, sum(1 for _, e in events if e["action"] == INIT))
     del tps
     failed: set[str] = set()
-    header = next((e["args"] for _, e in events if e["action"] == HEADER), {})
+    header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
     lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
 
     def ff_instance(name: str) -> _FfInstance:
