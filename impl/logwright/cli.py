@@ -152,7 +152,8 @@ def traces() -> None:
 
 
 @traces.command("check")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...",
+                type=click.Path(exists=True))
 @click.option("--quiet", "-q", is_flag=True, help="Only the failures and the summary line.")
 def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
     """Replay traces (files, or directories of *.jsonl / *.parquet) against the model twins.
@@ -165,7 +166,7 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
     Exit codes:
       0  every event checked
       1  an event was refused: not enabled, a mismatch, or an invariant violated
-      2  usage error (no PATH)
+      2  usage error (no PATH, or a PATH that does not exist)
       5  a trace could not be read (not this schema), or an internal error
     """
     from logwright.verify.traces import TraceFormatError, check_paths

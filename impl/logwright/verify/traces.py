@@ -34,7 +34,7 @@ from logwright.model.controller_fencing import (
     ControllerFencingTwin,
     Request,
 )
-from logwright.model.core import Spec, State
+from logwright.model.core import Spec
 from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin, FFState
 from logwright.model.log_start_offset import (
     LogStartOffsetConfig,
@@ -632,9 +632,10 @@ def check_file(path: Path, report: CheckReport) -> None:
     ff: dict[str, _FfInstance] = {}
     ff_ids: dict[str, int] = {}   # "<tp>#<generation>" -> FetcherFailure partition number
     generation: Counter[str] = Counter()
-    tps = {e["instance"] for _, e in events if e["action"] == INIT}
-    ff_partitions = max(1, sum(1 for _, e in events if e["action"] == INIT))
-    del tps
+    # Every partition generation (an Init) and every partition a fetcher names gets a number.
+    ff_partitions = max(1, sum(1 for _, e in events if e["action"] == INIT)
+                        + len({e["args"].get("tp") for _, e in events
+                               if e["model"] == FETCHER_FAILURE}))
     failed: set[str] = set()
     header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
     lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
@@ -650,13 +651,11 @@ def check_file(path: Path, report: CheckReport) -> None:
             ff_ids[key] = len(ff_ids) + 1
         return ff_ids[key]
 
-    for line, e in events:
-        report.events += 1
+    def _replay(e: Event, where: str) -> None:
         model, inst, action = e["model"], e["instance"], e["action"]
         args, changed = e["args"], e["changed"]
-        where = f"{path}:{line}"
         if action == HEADER:
-            continue
+            return
         if action == INIT:
             generation[inst] += 1
             replicas = tuple(sorted(int(r) for r in args["replicas"]))
@@ -666,11 +665,11 @@ def check_file(path: Path, report: CheckReport) -> None:
                                           max_be, max_le, sends))
             failed.discard(inst)
             ff_p(inst)
-            continue
+            return
         if action == "Removed":
             lso.pop(inst, None)
             cf.pop(inst, None)
-            continue
+            return
         targets: list[tuple[str, Any]] = []
         if model == LOG_START_OFFSET:
             if inst in lso:
@@ -688,22 +687,30 @@ def check_file(path: Path, report: CheckReport) -> None:
             p = ff_p(args["tp"]) if "tp" in args else 1
             _run(report, where, e, model, inst, x,
                  lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
-            continue
+            return
         else:
             report.failures.append(Failure(where, int(e["seq"]), model, inst, action,
                                            "not enabled", f"unknown model {model!r}", "", ""))
-            continue
+            return
         if not targets:
             if inst == "*":  # a cluster-wide event before any partition exists
                 report.stutters += 1
                 report.stutter_actions[f"{model}.{action}"] += 1
             else:
-                report.outside[f"{model}.{action}: an event of a partition whose topic was "
-                               "deleted (the instance has ended)"] += 1
-            continue
+                report.outside[f"{model}.{action}: an event of a partition whose instance has "
+                               "not begun or has ended (no Init yet, or its topic deleted)"] += 1
+            return
         for name, x in targets:
             _run(report, where, e, model, name, x,
                  lambda x, a=action, g=args, c=changed: x.step(a, g, c), failed)
+
+    for line, e in events:
+        report.events += 1
+        try:
+            _replay(e, f"{path}:{line}")
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+            raise TraceFormatError(f"{path}:{line}: a malformed event ({type(exc).__name__}: "
+                                   f"{exc})") from exc
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
@@ -715,6 +722,9 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
     spec: Spec = x.spec()
     try:
         t = step(x)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise TraceFormatError(f"{where}: a malformed {model} {e['action']} event "
+                               f"({type(exc).__name__}: {exc})") from exc
     except _Outside as out:
         report.outside[f"{model}.{e['action']}: {out.reason}"] += 1
         if model == LOG_START_OFFSET:
@@ -757,11 +767,6 @@ def check_paths(paths: Iterable[str | Path]) -> CheckReport:
         check_file(path, report)
     report.seconds = time.perf_counter() - start
     return report
-
-
-def describe_state(spec: Spec, s: State) -> str:
-    """The twin's rendering of one abstract state."""
-    return spec.describe(s)
 
 
 __all__ = ["CheckReport", "Failure", "TraceFormatError", "check_file", "check_paths",
