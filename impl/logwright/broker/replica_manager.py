@@ -282,6 +282,7 @@ class ReplicaManager:
             if partition.make_follower(state):
                 changed.append(partition)
             results[partition.tp] = Errors.NONE
+        followed = {p.tp for p in changed if self._trace_followed(p.tp)}
         self.replica_fetcher_manager.remove_fetcher_for_partitions(p.tp for p in changed)
         for partition in changed:
             self._complete_delayed(partition.tp)
@@ -289,6 +290,12 @@ class ReplicaManager:
             p.tp: InitialFetchState(p.leader_id, p.leader_epoch, p.log_end_offset)
             for p in changed
             if p.leader_id not in (NO_LEADER, self.broker_id) and not p.offline}
+        if self.trace.enabled:
+            for tp in sorted(followed - initial.keys(), key=str):
+                # No leader to fetch from (or the replica is offline): fetched no more.
+                tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
+                                {"reason": "no leader to fetch from"},
+                                {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
         if initial:
             self.replica_fetcher_manager.add_fetcher_for_partitions(initial)
             if self.trace.enabled:
@@ -735,7 +742,9 @@ class ReplicaManager:
                              "replicas": sorted(partition.replicas)},
                             {"isr": list(now)})
         elif previous[1] != now:
-            tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause)
+            known = {r: f.log_end_offset for r, f in partition.followers.items()}
+            known[self.broker_id] = partition.log_end_offset
+            tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause, known)
         self._trace_isr[key] = (self.broker_id, now)
 
 __all__ = ["ReplicaManager", "TopicIdMismatch"]

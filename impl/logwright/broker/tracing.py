@@ -48,18 +48,23 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
 
 
 def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tuple[int, ...],
-        after: tuple[int, ...], cause: str) -> None:
+        after: tuple[int, ...], cause: str, known: Mapping[int, int]) -> None:
     """The leader's ISR of ``tp`` went from ``before`` to ``after``: one ShrinkIsr per member
-    dropped, one ExpandIsr per member added."""
+    dropped, one ExpandIsr per member added; ``known`` is each replica's LEO as the leader last
+    heard it (its own included)."""
     node, inst = f"broker-{broker_id}", instance(tp)
     members = set(before)
     for r in sorted(members - set(after)):
         members.discard(r)
-        recorder.emit(node, LOG_START_OFFSET, inst, "ShrinkIsr", {"r": r, "cause": cause},
+        recorder.emit(node, LOG_START_OFFSET, inst, "ShrinkIsr",
+                      {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
+                       "leaderLeo": known.get(broker_id, -1)},
                       {"isr": sorted(members)})
     for r in sorted(set(after) - members):
         members.add(r)
-        recorder.emit(node, LOG_START_OFFSET, inst, "ExpandIsr", {"r": r, "cause": cause},
+        recorder.emit(node, LOG_START_OFFSET, inst, "ExpandIsr",
+                      {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
+                       "leaderLeo": known.get(broker_id, -1)},
                       {"isr": sorted(members)})
 
 

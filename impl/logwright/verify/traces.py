@@ -126,9 +126,12 @@ class _Refused(Exception):
 
 
 class _Outside(Exception):
-    def __init__(self, reason: str) -> None:
+    """A step the model cannot express; ``resync``: the recorded values become the state (else
+    the instance has set its state itself)."""
+
+    def __init__(self, reason: str, resync: bool = True) -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.resync = reason, resync
 
 
 def read_events(path: Path) -> Iterator[tuple[int, Event]]:
@@ -188,6 +191,7 @@ behaviour), which the model calls a bug."""
 
 
 _LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart")
+_LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
 
 
 class _LsoInstance:
@@ -231,9 +235,16 @@ class _LsoInstance:
         L = self.replicas.index(self.leader)
         return t._replace(committed=max(t.committed, t.hw[L]))
 
-    def step(self, action: str, args: Mapping[str, Any],
-             changed: Mapping[str, Any]) -> LogStartOffsetState | None:
+    def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
+             node: str = "") -> LogStartOffsetState | None:
         s, twin = self.state, self.twin()
+        actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
+        if action in _LEADER_ACTIONS and actor != self.leader:
+            # Its own log's values are true of its replica; the ISR is the current leader's.
+            self.state = self._after_outside(self.recorded(
+                {k: v for k, v in changed.items() if k != "isr"}))
+            raise _Outside("a step of a deposed leader that has not yet heard of its successor "
+                           "(the model has one leader)", resync=False)
         want = self.recorded(changed)
         r = int(args["replica"]) if "replica" in args else None
         t: LogStartOffsetState | None
@@ -259,9 +270,18 @@ class _LsoInstance:
                 raise _Outside("the HW advanced to the followers' LEOs as the leader last heard "
                                "them, below their present LEOs (the model's leader sees them)")
         elif action in ("ShrinkIsr", "ExpandIsr"):
-            t = getattr(twin, action)(s, int(args["r"]))
+            member = int(args["r"])
+            t = getattr(twin, action)(s, member)
             if t is None and args.get("cause", "").startswith("AlterPartition refused"):
                 raise _Outside("an ISR change the controller refused was withdrawn")
+            if (t is None and action == "ShrinkIsr" and member in s.isr
+                    and member != self.leader and want.isr == s.isr - {member}):
+                # Kafka drops a follower that has not caught up within replica.lag.time.max.ms,
+                # judged on what the leader last heard; the model only one behind the leader's
+                # LEO. Dropping a member is safe either way: it never lowers an HW.
+                raise _Outside("the leader dropped a follower that had not caught up within "
+                               "replica.lag.time.max.ms as far as it heard (the model drops "
+                               "only a follower behind the leader's LEO)")
         elif action == "DeleteRecords":
             t = twin.DeleteRecords(s, int(args["o"]))
         elif action == "DeleteOldestSegment":
@@ -391,8 +411,8 @@ class _CfInstance:
                            "requests carry one)")
         return Request(kind, c, b, self.be(b, int(args["e"])), le)
 
-    def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any]
-             ) -> CFState | None:
+    def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
+             node: str = "") -> CFState | None:
         s, twin = self.state, self.twin()
         idx = {b: i for i, b in enumerate(self.brokers)}
         if action == "ElectController":
@@ -702,7 +722,8 @@ def check_file(path: Path, report: CheckReport) -> None:
             return
         for name, x in targets:
             _run(report, where, e, model, name, x,
-                 lambda x, a=action, g=args, c=changed: x.step(a, g, c), failed)
+                 lambda x, a=action, g=args, c=changed, n=e["node"]: x.step(a, g, c, n),
+                 failed)
 
     for line, e in events:
         report.events += 1
@@ -727,7 +748,7 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
                                f"({type(exc).__name__}: {exc})") from exc
     except _Outside as out:
         report.outside[f"{model}.{e['action']}: {out.reason}"] += 1
-        if model == LOG_START_OFFSET:
+        if model == LOG_START_OFFSET and out.resync:
             x.state = x._after_outside(x.recorded(e["changed"]))
         t = None
         after = x.state
