@@ -157,12 +157,25 @@ def test_a_broken_invariant_is_reported_with_its_name(tmp_path: Path) -> None:
     assert "BecomeLeader: invariant: TypeOK is violated after this step" in out
 
 
-@pytest.mark.parametrize("text", ["not json\n", '{"v": 99}\n', '{"v": 1, "seq": 0}\n'])
-def test_an_unreadable_trace_is_a_tool_error(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize("text", [
+    "not json\n", '{"v": 99}\n', '{"v": 1, "seq": 0}\n', "[1]\n",
+    '{"v":1,"seq":0,"model":"-","instance":"t-0","action":"Init","args":{},"changed":{}}\n',
+    '{"v":1,"seq":0,"model":"LogStartOffset","instance":"t-0","action":"Init",'
+    '"args":{"replicas":[1],"leader":1,"isr":[1],"controllerEpoch":1,"brokerEpochs":{"1":1}},'
+    '"changed":{}}\n{"v":1,"seq":1,"model":"LogStartOffset","instance":"t-0",'
+    '"action":"Append","args":{"replica":1,"records":"many"},"changed":{}}\n',
+])
+def test_an_unreadable_trace_is_one_error_line(tmp_path: Path, text: str) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
-    code, out = _check(path)
-    assert code == 5 and "error:" in out
+    result = CliRunner().invoke(main, ["traces", "check", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {path}:") and result.stderr.count("\n") == 1
+
+
+def test_a_directory_without_traces_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["traces", "check", str(tmp_path)])
+    assert result.exit_code == 1 and "no trace" in result.stderr
 
 
 def test_a_parquet_trace_checks_like_its_json_lines(tmp_path: Path) -> None:

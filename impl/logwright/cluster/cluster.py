@@ -140,6 +140,7 @@ class Cluster:
         validate.simulated(brokers, log_dirs_per_broker, seed, drop_rate, duplicate_rate,
                            min_delay_ms, max_delay_ms, broker_config, controller_config)
         validate.client_config(client_config)
+        trace = validate.trace_path(trace)
         world = SimWorld(seed, min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                          drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         recorder = NO_TRACE

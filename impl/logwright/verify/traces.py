@@ -167,7 +167,10 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out += sorted(q for q in p.rglob("*") if q.suffix in (".jsonl", ".parquet"))
+            found = sorted(q for q in p.rglob("*") if q.suffix in (".jsonl", ".parquet"))
+            if not found:
+                raise TraceFormatError(f"{p}: no trace (*.jsonl, *.parquet) in this directory")
+            out += found
         elif p.is_file():
             out.append(p)
         else:
