@@ -33,18 +33,13 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
     """Replica ``broker_id`` of ``log.tp`` after ``action``: its offsets now. A raised start
     offset is durable at once when the log writes its dir's checkpoint with every raise; else
     ``ckpt`` says what a periodic checkpoint wrote."""
-    inst = instance(log.tp)
-    before = recorder._replicas.get((inst, broker_id))
-    start = log.log_start_offset
-    if ckpt is None and log.start_offset_checkpoint is not None and (
-            before is None or before[2] != start):
-        ckpt = start
     a: dict[str, Json] = {"replica": broker_id}
     if args:
         a.update(args)
-    recorder.replica_step(f"broker-{broker_id}", inst, broker_id, action, a,
-                          (log.log_end_offset, log.high_watermark, start,
-                           log.segments[0].base_offset, ckpt), always=always)
+    recorder.replica_step(f"broker-{broker_id}", instance(log.tp), broker_id, action, a,
+                          (log.log_end_offset, log.high_watermark, log.log_start_offset,
+                           log.segments[0].base_offset, ckpt),
+                          durable=log.start_offset_checkpoint is not None, always=always)
 
 
 def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tuple[int, ...],

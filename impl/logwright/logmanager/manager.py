@@ -664,15 +664,11 @@ class LogManager:
                    ckpt: int | None = None) -> None:
         """Record LogStartOffset's ``action`` on this broker's replica of ``log``."""
         r = self.trace_replica
-        start = log.log_start_offset
-        before = self.trace._replicas.get((partition_instance(log.tp.topic, log.tp.partition), r))
-        if ckpt is None and log.start_offset_checkpoint is not None and (
-                before is None or before[2] != start):
-            ckpt = start
         self.trace.replica_step(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition),
                                 r, action, {"replica": r, **args},
-                                (log.log_end_offset, log.high_watermark, start,
-                                 log.segments[0].base_offset, ckpt))
+                                (log.log_end_offset, log.high_watermark, log.log_start_offset,
+                                 log.segments[0].base_offset, ckpt),
+                                durable=log.start_offset_checkpoint is not None)
 
     def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
         """What a log of ``state`` writes a raised start offset to: the dir's checkpoint, or

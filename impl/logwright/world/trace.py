@@ -71,16 +71,19 @@ class TraceRecorder:
 
     def replica_step(self, node: str, instance: str, replica: int, action: str,
                      args: Mapping[str, Json], values: tuple[int, int, int, int, int | None],
-                     always: bool = False) -> None:
+                     durable: bool = False, always: bool = False) -> None:
         """LogStartOffset: replica ``replica`` of ``instance`` now has ``values`` (leo, hw,
-        logStart, segStart, ckptStart; ckptStart None when the action left it unchanged).
-        Records ``action`` with the variables that changed since the replica's last event;
-        nothing if none did, unless ``always``."""
+        logStart, segStart, ckptStart; ckptStart None when the action did not write the
+        checkpoint). ``durable``: the log writes its start offset's checkpoint with every raise,
+        so a raised logStart is its ckptStart too. Records ``action`` with the variables that
+        changed since the replica's last event; nothing if none did, unless ``always``."""
         if not self.enabled:
             return
         key = (instance, replica)
         before = self._replicas.get(key)
         now: list[int | None] = list(values)
+        if now[4] is None and durable and (before is None or before[2] != now[2]):
+            now[4] = now[2]
         if now[4] is None:
             now[4] = before[4] if before is not None else None
         changed: dict[str, Json] = {}
