@@ -61,7 +61,13 @@ from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler
-from logwright.world.trace import CONTROLLER_FENCING, FETCHER_FAILURE, NO_TRACE, TraceRecorder
+from logwright.world.trace import (
+    CONTROLLER_FENCING,
+    FETCHER_FAILURE,
+    NO_TRACE,
+    TraceRecorder,
+    first_of_each,
+)
 
 ControllerLocator = Callable[[], str | None]
 
@@ -456,7 +462,7 @@ class Broker:
             kind, parts = "StopReplica", [(p.tp, p.leader_epoch) for p in request.partitions]
         else:
             kind, parts = "UpdateMetadata", []
-        for tp, leader_epoch in dict(parts).items():
+        for tp, leader_epoch in first_of_each(parts).items():
             args = {"type": kind, "c": request.controller_epoch, "b": self.broker_id,
                     "e": request.broker_epoch, "le": leader_epoch,
                     "outcome": "accept" if error is None else "reject"}
@@ -487,4 +493,3 @@ class Broker:
                                 {"h": log.high_watermark}, always=True)
         self.trace.emit(self.node_id, FETCHER_FAILURE, self.node_id, "Restart", {}, {})
         self.log_manager.trace_live = True
-

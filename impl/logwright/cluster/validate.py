@@ -429,4 +429,3 @@ def trace_path(value: object) -> str | None:
     if not fs.is_dir(parent):
         raise InvalidArgument(f"trace {path}: its directory {parent} does not exist")
     return path
-

@@ -53,6 +53,7 @@ from logwright.world.trace import (
     INIT,
     NO_TRACE,
     TraceRecorder,
+    first_of_each,
     partition_instance,
 )
 
@@ -301,9 +302,8 @@ class Controller:
             kind, parts = "SendStopReplica", [(p.tp, p.leader_epoch) for p in request.partitions]
         else:
             return
-        for tp, le in dict(parts).items():
+        for tp, le in first_of_each(parts).items():
             self.trace.emit(self.node_id, CONTROLLER_FENCING,
                             partition_instance(tp.topic, tp.partition), kind,
                             {"c": request.controller_epoch, "b": b,
                              "e": request.broker_epoch, "le": le}, {})
-

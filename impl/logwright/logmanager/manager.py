@@ -610,7 +610,7 @@ class LogManager:
         for log in self._online_logs():
             if not self._configured(log.tp.topic):
                 continue  # its topic's retention settings are not known yet
-            bases = [seg.base_offset for seg in log.segments]
+            bases = [seg.base_offset for seg in log.segments] if self.trace.enabled else []
             try:
                 gone = log.delete_old_segments()
             except KafkaStorageError:

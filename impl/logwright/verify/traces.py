@@ -138,7 +138,7 @@ def read_events(path: Path) -> Iterator[tuple[int, Event]]:
     """(line number, event) of a JSON Lines or Parquet trace."""
     if path.suffix == ".parquet":
         try:
-            import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
+            import pyarrow.parquet as pq
         except ImportError as exc:
             raise TraceFormatError(f"{path}: reading Parquet needs pyarrow") from exc
         for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):

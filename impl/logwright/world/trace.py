@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Mapping
-from typing import IO, Any
+from collections.abc import Iterable, Mapping
+from typing import IO, Any, TypeVar
 
 from logwright.errors import LogwrightError
 from logwright.world.clock import Clock
@@ -42,10 +42,21 @@ REPLICA_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart")
 """LogStartOffset's per-replica variables, in the order :meth:`replica_step` takes them."""
 
 Json = Any
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class TraceError(LogwrightError):
     """A trace cannot be written (an unknown format, a path that cannot be opened)."""
+
+
+def first_of_each(pairs: Iterable[tuple[K, V]]) -> dict[K, V]:
+    """The first value of each key, in order (a partition named twice in a request: its first
+    state stands, as the broker applies it)."""
+    first: dict[K, V] = {}
+    for key, value in pairs:
+        first.setdefault(key, value)
+    return first
 
 
 def partition_instance(topic: str, partition: int) -> str:
@@ -162,7 +173,7 @@ class ParquetTrace(_Recording):
     def __init__(self, path: str | os.PathLike[str], clock: Clock, trace_id: str | None = None,
                  header: Mapping[str, Json] | None = None) -> None:
         try:
-            import pyarrow  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+            import pyarrow  # noqa: F401
         except ImportError as exc:
             raise TraceError("a Parquet trace needs pyarrow (pip install 'logwright[traces]'); "
                              "a .jsonl path needs nothing") from exc
@@ -181,8 +192,8 @@ class ParquetTrace(_Recording):
         if self._closed:
             return
         self._closed = True
-        import pyarrow as pa  # type: ignore[import-not-found,unused-ignore]
-        import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
         try:
             pq.write_table(pa.Table.from_pylist(self._rows), self.path)
         except OSError as exc:
@@ -210,6 +221,7 @@ __all__ = [
     "ParquetTrace",
     "TraceError",
     "TraceRecorder",
+    "first_of_each",
     "open_trace",
     "partition_instance",
 ]
