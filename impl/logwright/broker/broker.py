@@ -50,6 +50,7 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
+    PartitionError,
     ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -344,13 +345,13 @@ class Broker:
         if isinstance(request, LeaderAndIsrRequest):
             results = rm.become_leader_or_follower(request)
             if self.trace.enabled:
-                self._trace_delivery(request, None)
+                self._trace_delivery(request, None, results)
             return [Send(src, LeaderAndIsrResponse(request.correlation_id, Errors.NONE,
                                                    tuple(results)))]
         if isinstance(request, StopReplicaRequest):
             results = rm.stop_replicas(request)
             if self.trace.enabled:
-                self._trace_delivery(request, None)
+                self._trace_delivery(request, None, results)
             return [Send(src, StopReplicaResponse(request.correlation_id, Errors.NONE,
                                                   tuple(results)))]
         if self.trace.enabled:
@@ -449,10 +450,12 @@ class Broker:
 
     # ---- trace (world/trace.py) ----------------------------------------------------------------
 
-    def _trace_delivery(self, request: ControlRequest, error: Errors | None) -> None:
-        """ControllerFencing: ``request`` was applied (``error`` None) or rejected, per partition
-        it names; any applied request also sets the broker's controller epoch for every
-        partition's instance (``"*"``)."""
+    def _trace_delivery(self, request: ControlRequest, error: Errors | None,
+                        results: Iterable[PartitionError] = ()) -> None:
+        """ControllerFencing: ``request`` was applied (``error`` None; ``results``: each
+        partition's outcome) or rejected, per partition it names; any applied request also sets
+        the broker's controller epoch for every partition's instance (``"*"``)."""
+        outcome = {r.tp: r.error for r in results}
         b = str(self.broker_id)
         rm = self.replica_manager
         if isinstance(request, LeaderAndIsrRequest):
@@ -468,6 +471,7 @@ class Broker:
                     "outcome": "accept" if error is None else "reject"}
             changed: dict[str, object] = {}
             if error is None:
+                args["result"] = outcome.get(tp, Errors.NONE).name
                 partition = rm.partitions.get(tp)
                 hosted = partition is not None and partition.role is not Role.NONE
                 changed = {"brokerControllerEpoch": {b: self.controller_epoch},

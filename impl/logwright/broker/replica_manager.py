@@ -77,7 +77,7 @@ from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSE
 from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler
-from logwright.world.trace import LOG_START_OFFSET, NO_TRACE, TraceRecorder
+from logwright.world.trace import LOG_START_OFFSET, NO_TRACE, REPLICA_VARIABLES, TraceRecorder
 
 
 class ReplicaManager:
@@ -201,6 +201,11 @@ class ReplicaManager:
             return self._create_partition(state)
         if partition.offline:
             return Errors.KAFKA_STORAGE_ERROR
+        if (state.topic_id != Uuid.ZERO and partition.topic_id is not None
+                and partition.topic_id != state.topic_id):
+            # Another generation of the topic (deleted and re-created under the same name):
+            # judged by its id before any epoch, as Kafka does; its epochs are not comparable.
+            return Errors.INCONSISTENT_TOPIC_ID
         if state.leader_epoch < partition.leader_epoch:
             return Errors.STALE_CONTROLLER_EPOCH
         if state.leader_epoch == partition.leader_epoch:
@@ -261,13 +266,17 @@ class ReplicaManager:
             return
         followed = {p.tp for p, _ in items if self._trace_followed(p.tp)}
         self.replica_fetcher_manager.remove_fetcher_for_partitions(p.tp for p, _ in items)
+        for tp in sorted(followed, key=str):
+            tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
+                            {"reason": "became leader"},
+                            {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
         now = self.clock.now_ms()
         for partition, state in items:
             try:
                 partition.make_leader(state, now)
                 results[partition.tp] = Errors.NONE
                 if self.trace.enabled:
-                    self._trace_leader(partition, "LeaderAndIsr", partition.tp in followed)
+                    self._trace_leader(partition, "LeaderAndIsr")
                 self._maybe_increment_hw(partition)
             except KafkaStorageError:
                 results[partition.tp] = Errors.KAFKA_STORAGE_ERROR
@@ -367,6 +376,9 @@ class ReplicaManager:
                     self.log_manager.delete_log(sp.tp)
                 except KafkaStorageError:
                     results[sp.tp] = Errors.KAFKA_STORAGE_ERROR
+                else:
+                    if self.trace.enabled:
+                        self._trace_replica_deleted(sp.tp)
             elif partition is not None:
                 partition.stop()
             self._complete_delayed(sp.tp)
@@ -718,6 +730,14 @@ class ReplicaManager:
                             {"o": found.log.log_start_offset})
         return found.log_start_offset
 
+    def _trace_replica_deleted(self, tp: TopicPartition) -> None:
+        """LogStartOffset: this broker's replica of ``tp`` and its log are gone; a replica
+        created here again starts empty."""
+        inst, b = tracing.instance(tp), self.broker_id
+        self.trace.emit(f"broker-{b}", LOG_START_OFFSET, inst, "DeleteReplica", {"replica": b},
+                        {name: {str(b): 0} for name in REPLICA_VARIABLES})
+        self.trace.forget_replica(inst, b)
+
     def _trace_followed(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` is in this broker's fetchers or failed set (FetcherFailure hosts it)."""
         if not self.trace.enabled:
@@ -725,18 +745,13 @@ class ReplicaManager:
         fm = self.replica_fetcher_manager
         return fm.fetch_state(tp) is not None or tp in fm.failed_partitions
 
-    def _trace_leader(self, partition: Partition, cause: str, followed: bool = False) -> None:
-        """This broker leads ``partition``: record a change of leader or of its maximal ISR (and,
-        for FetcherFailure, that it no longer fetches it)."""
+    def _trace_leader(self, partition: Partition, cause: str) -> None:
+        """This broker leads ``partition``: record a change of leader or of its maximal ISR."""
         inst = tracing.instance(partition.tp)
         key = ("isr", inst)
         previous = self._trace_isr.get(key)
         now = tuple(sorted(partition.maximal_isr))
         if previous is None or previous[0] != self.broker_id or cause == "LeaderAndIsr":
-            if followed:
-                tracing.fetcher(self.trace, self.broker_id, partition.tp, "StopReplica",
-                                {"reason": "became leader"},
-                                {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
             self.trace.emit(f"broker-{self.broker_id}", LOG_START_OFFSET, inst, "BecomeLeader",
                             {"leader": self.broker_id, "leaderEpoch": partition.leader_epoch,
                              "replicas": sorted(partition.replicas)},

@@ -258,9 +258,23 @@ class _LsoInstance:
         elif action == "FollowerFetch":
             assert r is not None
             t = twin.FollowerFetch(s, r)
+            i = self.replicas.index(r)
             if t is not None and not _same(t, want):
+                # Offsets in the model are records; in a log they come in batches. A follower
+                # restarted at a start offset inside a batch takes the whole batch, so its first
+                # segment begins at the batch's base offset, below its start.
+                batch = want.segStart[i] < s.segStart[i] <= want.logStart[i]
+                seg = want.segStart[i]
+
+                def rebased(x: LogStartOffsetState) -> LogStartOffsetState:
+                    return x._replace(segStart=_put(x.segStart, i, seg)) if batch else x
+
                 stale = self._stale_fetch(s, r, args)
-                if stale is not None and _same(stale, want):
+                if _same(rebased(t), want) and batch:
+                    raise _Outside("a follower's first fetch into a log restarted at the "
+                                   "leader's start offset took the whole batch around it (the "
+                                   "model's offsets are records, not batches)")
+                if stale is not None and _same(rebased(stale), want):
                     raise _Outside("a fetch answered from the leader's earlier state (the "
                                    "model's fetch reads the leader's present state)")
         elif action == "AdvanceHW":
@@ -313,6 +327,9 @@ class _LsoInstance:
             if want.isr == s.isr:
                 return None
             raise _Outside("the controller set the ISR in a LeaderAndIsr")
+        elif action == "DeleteReplica":
+            raise _Outside("a reassignment deleted a replica and its log (the model's replicas "
+                           "are fixed)")
         elif action == "Truncate":
             raise _Outside("a follower truncated to its leader's epoch end offset (the model "
                            "has no divergent logs)")
@@ -433,6 +450,10 @@ class _CfInstance:
                                    "write, which the model's conditional write accepts")
                 return None
             t = self._enabled(t, action, args, s)
+            # One decision may write several leader epochs (a reassignment's steps): one
+            # ElectLeader each.
+            while t is not None and t.leaderEpoch < int(changed["leaderEpoch"]):
+                t = self._enabled(twin.ElectLeader(t, c), action, args, t)
             if t.leaderEpoch != int(changed["leaderEpoch"]):
                 raise _Refused("mismatch", f"leader epoch {changed['leaderEpoch']} recorded, "
                                f"the twin writes {t.leaderEpoch}", twin.describe(t))
@@ -491,6 +512,14 @@ class _CfInstance:
             t = twin.Deliver(s, m)
             bce = self.ce(changed["brokerControllerEpoch"][str(m.broker)])
             replica = int(changed["replicaEpoch"][str(m.broker)])
+            result = args.get("result", "NONE")
+            if result in _UNAPPLIED:
+                self.state = s._replace(
+                    brokerControllerEpoch=_put(s.brokerControllerEpoch, i, max(0, bce)),
+                    replicaEpoch=_put(s.replicaEpoch, i, replica))
+                raise _Outside(f"the broker accepted the request but could not apply it to this "
+                               f"partition ({result}: its replica's log dir is offline, or the "
+                               "replica cannot be created); the model's replica always can")
             if t is None:
                 if bce == s.brokerControllerEpoch[i] and replica == s.replicaEpoch[i]:
                     return None
@@ -509,6 +538,12 @@ class _CfInstance:
             raise _Refused("not enabled", f"{action}{_args(args)} is not enabled here",
                            self.twin().describe(s))
         return t
+
+
+_UNAPPLIED = frozenset({"KAFKA_STORAGE_ERROR", "UNKNOWN_TOPIC_OR_PARTITION",
+                        "INCONSISTENT_TOPIC_ID", "LOG_DIR_NOT_FOUND"})
+"""A partition's result in an accepted LeaderAndIsr or StopReplica that means the broker could
+not act on it (no fencing involved)."""
 
 
 # ---- FetcherFailure ----------------------------------------------------------------------------
@@ -540,6 +575,8 @@ class _FfInstance:
                            "restart)")
         if action == "ElectLeader":
             t = twin.ElectLeader(s, p)
+            while t is not None and t.leaderEpoch[i] < int(changed.get("leaderEpoch", 0)):
+                t = twin.ElectLeader(t, p)
         elif action == "LeaderAndIsr":
             epoch = int(args["epoch"])
             t = twin.LeaderAndIsr(s, p)
@@ -704,7 +741,8 @@ def check_file(path: Path, report: CheckReport) -> None:
                 p = ff_p(inst)
                 for name in list(ff):
                     _run(report, where, e, FETCHER_FAILURE, name, ff[name],
-                         lambda x, p=p, i=inst: x.step("ElectLeader", p, {"tp": i}, {}), failed)
+                         lambda x, p=p, i=inst, c=changed: x.step("ElectLeader", p, {"tp": i},
+                                                                  c), failed)
         elif model == FETCHER_FAILURE:
             x = ff_instance(inst)
             p = ff_p(args["tp"]) if "tp" in args else 1

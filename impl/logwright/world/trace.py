@@ -105,6 +105,10 @@ class TraceRecorder:
         if changed or always:
             self.emit(node, LOG_START_OFFSET, instance, action, args, changed)
 
+    def forget_replica(self, instance: str, replica: int) -> None:
+        """A replica's log was deleted: its next event records every variable again."""
+        self._replicas.pop((instance, replica), None)
+
     def forget_instance(self, instance: str) -> None:
         """A model instance ended (its topic deleted): forget the replicas' last values."""
         for key in [k for k in self._replicas if k[0] == instance]:
