@@ -68,6 +68,7 @@ from logwright.world.trace import (
     NO_TRACE,
     TraceRecorder,
     first_of_each,
+    topic_id_text,
 )
 
 ControllerLocator = Callable[[], str | None]
@@ -130,6 +131,8 @@ class Broker:
             self.replica_manager.trace = trace
             self.replica_manager.replica_fetcher_manager.trace = trace
             self.replica_manager.replica_fetcher_manager.trace_broker = broker_id
+            self.replica_manager.replica_fetcher_manager.trace_topic_id = (
+                self.replica_manager.topic_id_of)
             self.log_manager.trace = trace
             self.log_manager.trace_replica = broker_id
         self._deferred: deque[tuple[str, ControlRequest]] = deque()
@@ -458,22 +461,29 @@ class Broker:
         outcome = {r.tp: r.error for r in results}
         b = str(self.broker_id)
         rm = self.replica_manager
+        parts: list[tuple[TopicPartition, tuple[int, Uuid]]] = []
         if isinstance(request, LeaderAndIsrRequest):
-            kind, parts = "LeaderAndIsr", [(s.tp, s.leader_epoch)
+            kind, parts = "LeaderAndIsr", [(s.tp, (s.leader_epoch, s.topic_id))
                                            for s in request.partition_states]
         elif isinstance(request, StopReplicaRequest):
-            kind, parts = "StopReplica", [(p.tp, p.leader_epoch) for p in request.partitions]
+            kind, parts = "StopReplica", [(p.tp, (p.leader_epoch, p.topic_id))
+                                          for p in request.partitions]
         else:
-            kind, parts = "UpdateMetadata", []
-        for tp, leader_epoch in first_of_each(parts).items():
-            args = {"type": kind, "c": request.controller_epoch, "b": self.broker_id,
-                    "e": request.broker_epoch, "le": leader_epoch,
-                    "outcome": "accept" if error is None else "reject"}
+            kind = "UpdateMetadata"
+        for tp, (leader_epoch, topic_id) in first_of_each(parts).items():
+            args: dict[str, object] = {
+                "type": kind, "c": request.controller_epoch, "b": self.broker_id,
+                "e": request.broker_epoch, "le": leader_epoch,
+                "outcome": "accept" if error is None else "reject",
+                "topicId": topic_id_text(topic_id)}
             changed: dict[str, object] = {}
             if error is None:
                 args["result"] = outcome.get(tp, Errors.NONE).name
                 partition = rm.partitions.get(tp)
-                hosted = partition is not None and partition.role is not Role.NONE
+                # The replica of this generation of the topic (another generation's, under the
+                # same name, is not hosted as far as this one is concerned).
+                hosted = (partition is not None and partition.role is not Role.NONE
+                          and (topic_id == Uuid.ZERO or partition.topic_id in (None, topic_id)))
                 changed = {"brokerControllerEpoch": {b: self.controller_epoch},
                            "replicaEpoch": {b: partition.leader_epoch
                                             if hosted and partition is not None else -1}}

@@ -42,7 +42,7 @@ from logwright.protocol import (
 )
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
-from logwright.world.trace import FETCHER_FAILURE, NO_TRACE, TraceRecorder
+from logwright.world.trace import FETCHER_FAILURE, NO_TRACE, TraceRecorder, topic_id_text
 
 UNDEFINED_EPOCH_OFFSET = -1
 
@@ -506,6 +506,8 @@ class FetcherManager:
         #: The trace recorder (``world/trace.py``) and the broker it reports for.
         self.trace: TraceRecorder = NO_TRACE
         self.trace_broker = -1
+        #: The topic id of this broker's replica of a partition, for the trace's events.
+        self.trace_topic_id: Callable[[TopicPartition], object | None] = lambda tp: None
         self._trace_alive = False
 
     def fetcher_id(self, tp: TopicPartition) -> int:
@@ -584,7 +586,8 @@ class FetcherManager:
     def trace_fetcher(self, tp: TopicPartition, action: str, args: Mapping[str, object],
                       changed: Mapping[str, object]) -> None:
         """Record a FetcherFailure event of ``tp`` (trace on only)."""
-        a: dict[str, object] = {"tp": f"{tp.topic}-{tp.partition}"}
+        a: dict[str, object] = {"tp": f"{tp.topic}-{tp.partition}",
+                                "topicId": topic_id_text(self.trace_topic_id(tp))}
         a.update(args)
         self.trace.emit(f"broker-{self.trace_broker}", FETCHER_FAILURE,
                         f"broker-{self.trace_broker}", action, a, changed)

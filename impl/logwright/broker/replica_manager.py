@@ -77,7 +77,13 @@ from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSE
 from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler
-from logwright.world.trace import LOG_START_OFFSET, NO_TRACE, REPLICA_VARIABLES, TraceRecorder
+from logwright.world.trace import (
+    LOG_START_OFFSET,
+    NO_TRACE,
+    REPLICA_VARIABLES,
+    TraceRecorder,
+    topic_id_text,
+)
 
 
 class ReplicaManager:
@@ -269,7 +275,8 @@ class ReplicaManager:
         for tp in sorted(followed, key=str):
             tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
                             {"reason": "became leader"},
-                            {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
+                            {"knownEpoch": -1, "fetching": False, "failedEpoch": -1},
+                            self.topic_id_of(tp))
         now = self.clock.now_ms()
         for partition, state in items:
             try:
@@ -304,7 +311,8 @@ class ReplicaManager:
                 # No leader to fetch from (or the replica is offline): fetched no more.
                 tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
                                 {"reason": "no leader to fetch from"},
-                                {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
+                                {"knownEpoch": -1, "fetching": False, "failedEpoch": -1},
+                                self.topic_id_of(tp))
         if initial:
             self.replica_fetcher_manager.add_fetcher_for_partitions(initial)
             if self.trace.enabled:
@@ -312,7 +320,8 @@ class ReplicaManager:
                     tracing.fetcher(self.trace, self.broker_id, tp, "LeaderAndIsr",
                                     {"epoch": init.current_leader_epoch},
                                     {"knownEpoch": init.current_leader_epoch, "fetching": True,
-                                     "failedEpoch": -1, "alive": True})
+                                     "failedEpoch": -1, "alive": True},
+                                    self.topic_id_of(tp))
 
     # ---- topic configs ------------------------------------------------------------------------
 
@@ -366,19 +375,20 @@ class ReplicaManager:
             for sp in accepted:
                 if self._trace_followed(sp.tp):
                     tracing.fetcher(self.trace, self.broker_id, sp.tp, "StopReplica", {},
-                                    {"knownEpoch": -1, "fetching": False, "failedEpoch": -1})
+                                    {"knownEpoch": -1, "fetching": False, "failedEpoch": -1},
+                                    self.topic_id_of(sp.tp))
         self.replica_fetcher_manager.remove_fetcher_for_partitions(sp.tp for sp in accepted)
         for sp in accepted:
             partition = self.partitions.get(sp.tp)
             if sp.delete_partition:
-                self.partitions.pop(sp.tp, None)
+                gone = self.partitions.pop(sp.tp, None)
                 try:
                     self.log_manager.delete_log(sp.tp)
                 except KafkaStorageError:
                     results[sp.tp] = Errors.KAFKA_STORAGE_ERROR
                 else:
                     if self.trace.enabled:
-                        self._trace_replica_deleted(sp.tp)
+                        self._trace_replica_deleted(sp.tp, gone.topic_id if gone else None)
             elif partition is not None:
                 partition.stop()
             self._complete_delayed(sp.tp)
@@ -730,13 +740,19 @@ class ReplicaManager:
                             {"o": found.log.log_start_offset})
         return found.log_start_offset
 
-    def _trace_replica_deleted(self, tp: TopicPartition) -> None:
+    def _trace_replica_deleted(self, tp: TopicPartition, topic_id: Uuid | None) -> None:
         """LogStartOffset: this broker's replica of ``tp`` and its log are gone; a replica
         created here again starts empty."""
         inst, b = tracing.instance(tp), self.broker_id
-        self.trace.emit(f"broker-{b}", LOG_START_OFFSET, inst, "DeleteReplica", {"replica": b},
+        self.trace.emit(f"broker-{b}", LOG_START_OFFSET, inst, "DeleteReplica",
+                        {"replica": b, "topicId": topic_id_text(topic_id)},
                         {name: {str(b): 0} for name in REPLICA_VARIABLES})
         self.trace.forget_replica(inst, b)
+
+    def topic_id_of(self, tp: TopicPartition) -> Uuid | None:
+        """The topic id of this broker's replica of ``tp`` (None: none here, or unknown)."""
+        partition = self.partitions.get(tp)
+        return partition.topic_id if partition is not None else None
 
     def _trace_followed(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` is in this broker's fetchers or failed set (FetcherFailure hosts it)."""
@@ -754,12 +770,14 @@ class ReplicaManager:
         if previous is None or previous[0] != self.broker_id or cause == "LeaderAndIsr":
             self.trace.emit(f"broker-{self.broker_id}", LOG_START_OFFSET, inst, "BecomeLeader",
                             {"leader": self.broker_id, "leaderEpoch": partition.leader_epoch,
-                             "replicas": sorted(partition.replicas)},
+                             "replicas": sorted(partition.replicas),
+                             "topicId": topic_id_text(partition.topic_id)},
                             {"isr": list(now)})
         elif previous[1] != now:
             known = {r: f.log_end_offset for r, f in partition.followers.items()}
             known[self.broker_id] = partition.log_end_offset
-            tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause, known)
+            tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause, known,
+                        topic_id_text(partition.topic_id))
         self._trace_isr[key] = (self.broker_id, now)
 
 __all__ = ["ReplicaManager", "TopicIdMismatch"]

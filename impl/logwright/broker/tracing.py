@@ -19,6 +19,7 @@ from logwright.world.trace import (
     Json,
     TraceRecorder,
     partition_instance,
+    topic_id_text,
 )
 
 
@@ -33,7 +34,7 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
     """Replica ``broker_id`` of ``log.tp`` after ``action``: its offsets now. A raised start
     offset is durable at once when the log writes its dir's checkpoint with every raise; else
     ``ckpt`` says what a periodic checkpoint wrote."""
-    a: dict[str, Json] = {"replica": broker_id}
+    a: dict[str, Json] = {"replica": broker_id, "topicId": topic_id_text(log.topic_id)}
     if args:
         a.update(args)
     recorder.replica_step(f"broker-{broker_id}", instance(log.tp), broker_id, action, a,
@@ -43,7 +44,7 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
 
 
 def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tuple[int, ...],
-        after: tuple[int, ...], cause: str, known: Mapping[int, int]) -> None:
+        after: tuple[int, ...], cause: str, known: Mapping[int, int], topic_id: str) -> None:
     """The leader's ISR of ``tp`` went from ``before`` to ``after``: one ShrinkIsr per member
     dropped, one ExpandIsr per member added; ``known`` is each replica's LEO as the leader last
     heard it (its own included)."""
@@ -53,20 +54,22 @@ def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tup
         members.discard(r)
         recorder.emit(node, LOG_START_OFFSET, inst, "ShrinkIsr",
                       {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
-                       "leaderLeo": known.get(broker_id, -1)},
+                       "leaderLeo": known.get(broker_id, -1), "topicId": topic_id},
                       {"isr": sorted(members)})
     for r in sorted(set(after) - members):
         members.add(r)
         recorder.emit(node, LOG_START_OFFSET, inst, "ExpandIsr",
                       {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
-                       "leaderLeo": known.get(broker_id, -1)},
+                       "leaderLeo": known.get(broker_id, -1), "topicId": topic_id},
                       {"isr": sorted(members)})
 
 
 def fetcher(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action: str,
-            args: Mapping[str, Json], changed: Mapping[str, Json]) -> None:
-    """FetcherFailure on broker ``broker_id``: ``action`` on partition ``tp``."""
-    a = {"tp": instance(tp)}
+            args: Mapping[str, Json], changed: Mapping[str, Json],
+            topic_id: object | None = None) -> None:
+    """FetcherFailure on broker ``broker_id``: ``action`` on partition ``tp`` (of the topic
+    generation ``topic_id``, when known)."""
+    a = {"tp": instance(tp), "topicId": topic_id_text(topic_id)}
     a.update(args)
     recorder.emit(f"broker-{broker_id}", FETCHER_FAILURE, f"broker-{broker_id}", action, a,
                   changed)

@@ -55,6 +55,7 @@ from logwright.world.trace import (
     TraceRecorder,
     first_of_each,
     partition_instance,
+    topic_id_text,
 )
 
 __all__ = [
@@ -283,27 +284,31 @@ class Controller:
             if inst not in known:
                 known[inst] = p.leader_epoch
                 trace.emit(node, "-", inst, INIT, {
+                    "topicId": topic_id_text(p.topic_id),
                     "replicas": sorted(p.replicas), "leader": p.leader,
                     "isr": sorted(p.isr), "leaderEpoch": p.leader_epoch,
                     "controllerEpoch": epoch, "brokerEpochs": brokers}, {})
             elif p.leader_epoch != known[inst]:
                 known[inst] = p.leader_epoch
                 trace.emit(node, CONTROLLER_FENCING, inst, "ElectLeader",
-                           {"c": self.epoch, "outcome": "written", "leader": p.leader},
+                           {"c": self.epoch, "outcome": "written", "leader": p.leader,
+                            "topicId": topic_id_text(p.topic_id)},
                            {"leaderEpoch": p.leader_epoch})
 
     def _trace_send(self, dst: str, request: Message) -> None:
         """A LeaderAndIsr or StopReplica put on the network: one Send per partition."""
         b = int(dst.rsplit("-", 1)[1])
         if isinstance(request, LeaderAndIsrRequest):
-            kind, parts = "SendLeaderAndIsr", [(s.tp, s.leader_epoch)
+            kind, parts = "SendLeaderAndIsr", [(s.tp, (s.leader_epoch, s.topic_id))
                                                for s in request.partition_states]
         elif isinstance(request, StopReplicaRequest):
-            kind, parts = "SendStopReplica", [(p.tp, p.leader_epoch) for p in request.partitions]
+            kind, parts = "SendStopReplica", [(p.tp, (p.leader_epoch, p.topic_id))
+                                              for p in request.partitions]
         else:
             return
-        for tp, le in first_of_each(parts).items():
+        for tp, (le, topic_id) in first_of_each(parts).items():
             self.trace.emit(self.node_id, CONTROLLER_FENCING,
                             partition_instance(tp.topic, tp.partition), kind,
                             {"c": request.controller_epoch, "b": b,
-                             "e": request.broker_epoch, "le": le}, {})
+                             "e": request.broker_epoch, "le": le,
+                             "topicId": topic_id_text(topic_id)}, {})

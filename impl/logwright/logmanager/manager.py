@@ -82,7 +82,7 @@ from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileLock, FileSystem, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
-from logwright.world.trace import NO_TRACE, TraceRecorder, partition_instance
+from logwright.world.trace import NO_TRACE, TraceRecorder, partition_instance, topic_id_text
 
 _logger = logging.getLogger(__name__)
 
@@ -665,7 +665,8 @@ class LogManager:
         """Record LogStartOffset's ``action`` on this broker's replica of ``log``."""
         r = self.trace_replica
         self.trace.replica_step(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition),
-                                r, action, {"replica": r, **args},
+                                r, action,
+                                {"replica": r, "topicId": topic_id_text(log.topic_id), **args},
                                 (log.log_end_offset, log.high_watermark, log.log_start_offset,
                                  log.segments[0].base_offset, ckpt),
                                 durable=log.start_offset_checkpoint is not None)

@@ -518,8 +518,8 @@ class _CfInstance:
                     brokerControllerEpoch=_put(s.brokerControllerEpoch, i, max(0, bce)),
                     replicaEpoch=_put(s.replicaEpoch, i, replica))
                 raise _Outside(f"the broker accepted the request but could not apply it to this "
-                               f"partition ({result}: its replica's log dir is offline, or the "
-                               "replica cannot be created); the model's replica always can")
+                               f"partition ({result}: {_UNAPPLIED[result]}); the model's replica "
+                               "always can")
             if t is None:
                 if bce == s.brokerControllerEpoch[i] and replica == s.replicaEpoch[i]:
                     return None
@@ -540,10 +540,14 @@ class _CfInstance:
         return t
 
 
-_UNAPPLIED = frozenset({"KAFKA_STORAGE_ERROR", "UNKNOWN_TOPIC_OR_PARTITION",
-                        "INCONSISTENT_TOPIC_ID", "LOG_DIR_NOT_FOUND"})
+_UNAPPLIED = {
+    "KAFKA_STORAGE_ERROR": "its replica's log dir is offline",
+    "UNKNOWN_TOPIC_OR_PARTITION": "the broker is not among its replicas",
+    "INCONSISTENT_TOPIC_ID": "the broker still holds another generation of the topic",
+    "LOG_DIR_NOT_FOUND": "it names a log dir the broker does not have",
+}
 """A partition's result in an accepted LeaderAndIsr or StopReplica that means the broker could
-not act on it (no fencing involved)."""
+not act on it (no fencing involved), and why."""
 
 
 # ---- FetcherFailure ----------------------------------------------------------------------------
@@ -690,12 +694,13 @@ def check_file(path: Path, report: CheckReport) -> None:
     lso: dict[str, _LsoInstance] = {}
     cf: dict[str, _CfInstance] = {}
     ff: dict[str, _FfInstance] = {}
-    ff_ids: dict[str, int] = {}   # "<tp>#<generation>" -> FetcherFailure partition number
-    generation: Counter[str] = Counter()
+    ff_ids: dict[str, int] = {}   # "<tp>#<topic id>" -> FetcherFailure partition number
+    generation: dict[str, str] = {}  # instance -> the topic id of its current generation
     # Every partition generation (an Init) and every partition a fetcher names gets a number.
-    ff_partitions = max(1, sum(1 for _, e in events if e["action"] == INIT)
-                        + len({e["args"].get("tp") for _, e in events
-                               if e["model"] == FETCHER_FAILURE}))
+    ff_partitions = max(1, len({f"{e['instance']}#{e['args'].get('topicId', '')}"
+                                for _, e in events if e["action"] == INIT}
+                               | {f"{e['args'].get('tp')}#{e['args'].get('topicId', '')}"
+                                  for _, e in events if e["model"] == FETCHER_FAILURE}))
     failed: set[str] = set()
     header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
     lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
@@ -705,11 +710,17 @@ def check_file(path: Path, report: CheckReport) -> None:
             ff[name] = _FfInstance(ff_partitions, max_le)
         return ff[name]
 
-    def ff_p(tp: str) -> int:
-        key = f"{tp}#{generation[tp]}"
+    def ff_p(tp: str, topic_id: str = "") -> int:
+        key = f"{tp}#{topic_id or generation.get(tp, '')}"
         if key not in ff_ids:
             ff_ids[key] = len(ff_ids) + 1
         return ff_ids[key]
+
+    def other_generation(inst: str, args: Mapping[str, Any]) -> bool:
+        """The event names a topic id that is not the instance's current generation's."""
+        tid = args.get("topicId") or ""
+        return bool(tid) and inst in generation and bool(generation[inst]) \
+            and tid != generation[inst]
 
     def _replay(e: Event, where: str) -> None:
         model, inst, action = e["model"], e["instance"], e["action"]
@@ -717,7 +728,7 @@ def check_file(path: Path, report: CheckReport) -> None:
         if action == HEADER:
             return
         if action == INIT:
-            generation[inst] += 1
+            generation[inst] = str(args.get("topicId", ""))
             replicas = tuple(sorted(int(r) for r in args["replicas"]))
             lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset, lso_bug)
             lso[inst].state = lso[inst].state._replace(isr=frozenset(args["isr"]))
@@ -738,20 +749,25 @@ def check_file(path: Path, report: CheckReport) -> None:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
-                p = ff_p(inst)
+                p = ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
                     _run(report, where, e, FETCHER_FAILURE, name, ff[name],
                          lambda x, p=p, i=inst, c=changed: x.step("ElectLeader", p, {"tp": i},
                                                                   c), failed)
         elif model == FETCHER_FAILURE:
             x = ff_instance(inst)
-            p = ff_p(args["tp"]) if "tp" in args else 1
+            p = ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
             _run(report, where, e, model, inst, x,
                  lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
             return
         else:
             report.failures.append(Failure(where, int(e["seq"]), model, inst, action,
                                            "not enabled", f"unknown model {model!r}", "", ""))
+            return
+        if targets and inst != "*" and other_generation(inst, args):
+            report.outside[f"{model}.{action}: an event of another generation of the topic "
+                           "(deleted and re-created under its name; each is its own "
+                           "instance)"] += 1
             return
         if not targets:
             if inst == "*":  # a cluster-wide event before any partition exists

@@ -59,6 +59,12 @@ def first_of_each(pairs: Iterable[tuple[K, V]]) -> dict[K, V]:
     return first
 
 
+def topic_id_text(topic_id: object | None) -> str:
+    """A topic id as events carry it: its text, or "" when unknown (None or all zeros)."""
+    text = "" if topic_id is None else str(topic_id)
+    return "" if text.strip("A") == "" else text
+
+
 def partition_instance(topic: str, partition: int) -> str:
     """The instance name of one partition's model (``"<topic>-<partition>"``)."""
     return f"{topic}-{partition}"
@@ -228,4 +234,5 @@ __all__ = [
     "first_of_each",
     "open_trace",
     "partition_instance",
+    "topic_id_text",
 ]
