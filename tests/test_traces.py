@@ -41,7 +41,7 @@ def _write(tmp_path: Path, events: list[dict[str, object]]) -> Path:
 def test_the_corpus_checks() -> None:
     code, out = _check(CORPUS)
     assert code == 0, out
-    assert "5 trace(s)" in out and ": ok" in out
+    assert "6 trace(s)" in out and ": ok" in out
     steps = {line.split()[2] for line in out.splitlines() if line.startswith("  step ")}
     stutters = {line.split()[2] for line in out.splitlines() if line.startswith("  stutter ")}
     # Every action of the three models that the implementation performs today, as a step the

@@ -60,6 +60,27 @@ def retention_and_restart(out: Path) -> None:
     c.close()
 
 
+def retention_while_the_hw_lags(out: Path) -> None:
+    """The leader is cut off from its followers: acks=1 appends go on, the HW stays, and
+    retention by size, running meanwhile, may delete only segments wholly below the HW
+    (NoNewDataDeleted); once the network heals the followers catch up."""
+    config = replace(_config(), replica_lag_time_max_ms=60_000)
+    c = Cluster.simulated(seed=15, broker_config=config, trace=out)
+    c.create_topic("h", 1, 3, configs={"segment.bytes": 200, "retention.bytes": 300})
+    _produce(c, "h", 2, "replicated")
+    c.advance_time(1_000)
+    leader = c.partition_state("h", 0).leader
+    for follower in (b for b in (1, 2, 3) if b != leader):
+        c.partition_network(leader, follower)
+    for i in range(6):
+        c.produce("h", 0, [f"unreplicated-{i:02d}".encode() * 6], acks=1)
+        c.advance_time(100)
+    c.advance_time(5_000)
+    c.heal_network()
+    c.advance_time(5_000)
+    c.close()
+
+
 def lazy_checkpoint(out: Path) -> None:
     """Kafka's own behaviour (``durable_log_start_offset=False``): a raised start offset is
     written by the periodic checkpoint (CheckpointStartOffset), which the model calls the bug
@@ -131,6 +152,7 @@ def demo(out: Path) -> None:
 
 SCENARIOS: dict[str, Callable[[Path], None]] = {
     "retention-and-restart": retention_and_restart,
+    "retention-while-the-hw-lags": retention_while_the_hw_lags,
     "lazy-checkpoint": lazy_checkpoint,
     "zombie-controller": zombie_controller,
     "fetcher-failure": fetcher_failure,
