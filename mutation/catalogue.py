@@ -68,7 +68,7 @@ MUTANTS: tuple[Mutant, ...] = (
         name="a fetcher dies on one partition's storage error",
         file="impl/logwright/broker/fetcher.py",
         anchor='except KafkaStorageError as exc:\n            self._mark_failed(tp, '
-               'f"storage error: {exc}")',
+               'f"storage error: {exc}", "StorageError")',
         replacement="except KafkaStorageError:\n            raise",
         loss="One partition's disk error would stop replication of every partition sharing "
              "its fetcher (KIP-461's containment gone).",

@@ -132,14 +132,16 @@ BAD: dict[str, Bad] = {
     "simulated": Bad(
         dict(brokers=1, log_dirs_per_broker=1, seed=0, drop_rate=0.0, duplicate_rate=0.0,
              min_delay_ms=1, max_delay_ms=5, broker_config=None, controller_config=None,
-             client_config=None),
+             client_config=None, trace=None),
         dict(brokers=st.one_of(st.integers(max_value=0), not_int, st.none()),
              log_dirs_per_broker=st.one_of(st.integers(max_value=0), not_int, st.none()),
              seed=st.one_of(not_int, st.none()), drop_rate=bad_rate, duplicate_rate=bad_rate,
              min_delay_ms=st.one_of(st.integers(max_value=-1), not_int),
              max_delay_ms=st.one_of(st.integers(max_value=0), not_int),
              broker_config=not_a_config, controller_config=not_a_config,
-             client_config=not_a_client_config),
+             client_config=not_a_client_config,
+             trace=st.one_of(st.integers(), st.binary(max_size=3), st.lists(st.text(), max_size=1),
+                             st.sampled_from(["", "x\0y", ".", "/", "no-such-dir/run.jsonl"]))),
         classmethod_=True),
     "real": Bad(  # "{...}" paths are filled in by the test; see also test_real_data_path_problems
         dict(path="{fresh}", brokers=1, log_dirs_per_broker=1, seed=0, broker_config=None,
@@ -514,6 +516,10 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
     "verify": st.one_of(
         st.text(alphabet="xyz", min_size=1, max_size=6).map(lambda s: ["--suite", s]),
         st.sampled_from([["--nope"], ["--suite"], ["extra"]]),
+    ),
+    "traces": st.one_of(
+        st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["check", "{" + p + "}"]),
+        st.sampled_from([["check"], ["check", "--nope", "{file}"], ["nope"]]),
     ),
 }
 

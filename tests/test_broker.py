@@ -4,11 +4,13 @@ StopReplica's leader epoch check, and authorization of every handler."""
 from __future__ import annotations
 
 from dataclasses import replace
+from random import Random
 
 from logwright.broker import AclAuthorizer, AclBinding, BrokerState, Operation, ResourceType
 from logwright.broker.authorizer import CLUSTER_NAME, Permission
 from logwright.broker.partition import Role
 from logwright.errors import Errors
+from logwright.identity import Uuid
 from logwright.protocol import (
     EARLIEST_TIMESTAMP,
     EPOCH_DURING_DELETE,
@@ -18,7 +20,7 @@ from logwright.protocol import (
 )
 from logwright.storage.naming import TopicPartition
 from logwright.world import Fault
-from tests.test_broker_harness import T0, T1, World, state
+from tests.test_broker_harness import T0, T1, TOPIC_ID, World, state
 
 
 def snapshot_state(w: World, broker_id: int) -> tuple[object, ...]:
@@ -355,3 +357,22 @@ def test_metrics_have_kafkas_names_and_one_registry_per_broker() -> None:
     assert ('kafka_server_replicafetchermanager_failedpartitionscount'
             '{broker="2",clientId="Replica"} 0.0') in text
     assert "kafka.server:type=ReplicaFetcherManager,name=FailedPartitionsCount" in text
+
+
+def test_a_partition_of_another_topic_generation_is_judged_by_its_id_first() -> None:
+    """Regression (found by the trace checker): a topic deleted and re-created under the same
+    name, whose StopReplica has not reached a broker yet. The new generation's LeaderAndIsr
+    (leader epoch 0) met the old partition (epoch 2) and was answered STALE_CONTROLLER_EPOCH,
+    comparing epochs of two different topics; Kafka compares the topic ids first and answers
+    INCONSISTENT_TOPIC_ID, and nothing changes either way."""
+    w = World(broker_ids=(1,))
+    w.assign(T0, 1, 2, [1])
+    new_generation = replace(state(T0, 1, 0, [1]), topic_id=Uuid.from_random(Random(8)))
+    for leader_epoch in (0, 2, 5):  # older, equal and newer than the old generation's
+        response = w.lair(1, [replace(new_generation, leader_epoch=leader_epoch)])
+        assert [e.error for e in response.partition_errors] == [Errors.INCONSISTENT_TOPIC_ID]
+        partition = w.brokers[1].replica_manager.partitions[T0]
+        assert (partition.leader_epoch, partition.topic_id) == (2, TOPIC_ID)
+    # The same generation still moves on.
+    w.assign(T0, 1, 3, [1])
+    assert w.brokers[1].replica_manager.partitions[T0].leader_epoch == 3

@@ -127,7 +127,10 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool, quiet: bool)
 @click.option("--real", "real_path", metavar="DIR", default=None,
               help="Run on the real file system under DIR (a new or empty directory) instead "
                    "of in simulation.")
-def demo(seed: int, real_path: str | None) -> None:
+@click.option("--trace", "trace_path", metavar="PATH", default=None,
+              help="Record the run's model events to PATH (JSON Lines; simulation only), for "
+                   "'logwright traces check'.")
+def demo(seed: int, real_path: str | None, trace_path: str | None) -> None:
     """Run a small 3-broker cluster: produce, crash the leader, fail the controller over.
 
     With --real, DIR must not exist yet or be empty: the demo refuses a directory that already
@@ -136,8 +139,51 @@ def demo(seed: int, real_path: str | None) -> None:
     from logwright.cluster.demo import run_demo
 
     console = Console()
-    cluster = run_demo(lambda line: console.print(line, highlight=False), seed, real_path)
+    if trace_path is not None and real_path is not None:
+        raise click.UsageError("--trace records simulated runs only; drop --real")
+    cluster = run_demo(lambda line: console.print(line, highlight=False), seed, real_path,
+                       trace=trace_path)
     cluster.close()
+
+
+@main.group()
+def traces() -> None:
+    """Recorded traces of the implementation (traces/SCHEMA.md)."""
+
+
+@traces.command("check")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...",
+                type=click.Path(exists=True))
+@click.option("--quiet", "-q", is_flag=True, help="Only the failures and the summary line.")
+def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
+    """Replay traces (files, or directories of *.jsonl / *.parquet) against the model twins.
+
+    Every event must be an enabled action of its model instance whose result equals the
+    recorded values, and every invariant must hold after it. Events the models cannot express
+    are counted as "outside the model", by reason, and are not failures.
+
+    \b
+    Exit codes:
+      0  every event checked
+      1  an event was refused (not enabled, a mismatch, an invariant violated), or a
+         trace cannot be read (not JSON Lines or Parquet of this schema; one error line)
+      2  usage error (no PATH, or a PATH that does not exist)
+      5  internal error (rerun with --debug)
+    """
+    from logwright.verify.traces import check_paths
+
+    report = check_paths(paths)  # an unreadable trace: one "error:" line, exit 1 (bad input)
+    for failure in report.failures:
+        click.echo(failure.format())
+    if not quiet:
+        for name, n in sorted(report.actions.items()):
+            click.echo(f"  step     {n:>7,}  {name}")
+        for name, n in sorted(report.stutter_actions.items()):
+            click.echo(f"  stutter  {n:>7,}  {name}")
+        for reason, n in sorted(report.outside.items()):
+            click.echo(f"  outside  {n:>7,}  {reason}")
+    click.echo(report.summary())
+    sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
 if __name__ == "__main__":

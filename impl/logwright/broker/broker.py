@@ -22,12 +22,14 @@ import random
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from logwright.broker import tracing
 from logwright.broker.authorizer import AclAuthorizer, Operation
 from logwright.broker.config import BrokerConfig
 from logwright.broker.driver import BrokerDriver
 from logwright.broker.effects import ArmTask, Call, Effect, Notify, Send
 from logwright.broker.fencing import ControlRequest, fence, fenced_response
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
+from logwright.broker.partition import Role
 from logwright.broker.replica_manager import ReplicaManager
 from logwright.errors import Errors
 from logwright.identity import TopicPartition, Uuid
@@ -48,6 +50,7 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
+    PartitionError,
     ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -59,6 +62,14 @@ from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler
+from logwright.world.trace import (
+    CONTROLLER_FENCING,
+    FETCHER_FAILURE,
+    NO_TRACE,
+    TraceRecorder,
+    first_of_each,
+    topic_id_text,
+)
 
 ControllerLocator = Callable[[], str | None]
 
@@ -81,10 +92,12 @@ class Broker:
                  config: BrokerConfig | None = None,
                  controller_locator: ControllerLocator | None = None,
                  authorizer: AclAuthorizer | None = None,
-                 identity: DataDirIdentity | None = None) -> None:
+                 identity: DataDirIdentity | None = None,
+                 trace: TraceRecorder = NO_TRACE) -> None:
         """``identity`` (cluster id and this broker's id as node id) turns on the data-dir
         checks: each log dir's ``.lock`` held while running and its ``meta.properties``
-        checked or written at start-up (``Cluster`` always passes one)."""
+        checked or written at start-up (``Cluster`` always passes one). ``trace`` records the
+        broker's model events (``world/trace.py``; off by default)."""
         assert broker_id >= 0, "broker ids are non-negative"
         assert identity is None or identity.node_id == broker_id, "node.id is the broker id"
         self.broker_id = broker_id
@@ -113,6 +126,15 @@ class Broker:
             broker_epoch=lambda: self.broker_epoch, controller_node=self.controller_node,
             emit=self.driver.emit, on_offline_dirs=self._on_offline_dirs)
         self.metrics = BrokerMetrics(broker_id, self._metric_sources())
+        self.trace = trace
+        if trace.enabled:
+            self.replica_manager.trace = trace
+            self.replica_manager.replica_fetcher_manager.trace = trace
+            self.replica_manager.replica_fetcher_manager.trace_broker = broker_id
+            self.replica_manager.replica_fetcher_manager.trace_topic_id = (
+                self.replica_manager.topic_id_of)
+            self.log_manager.trace = trace
+            self.log_manager.trace_replica = broker_id
         self._deferred: deque[tuple[str, ControlRequest]] = deque()
         self.startup_report: StartupReport | None = None
         # Counters for tests, the facade and the trace.
@@ -135,6 +157,8 @@ class Broker:
         running."""
         assert self.state is BrokerState.NOT_RUNNING, f"{self.node_id} already started"
         self.startup_report = self.log_manager.startup()
+        if self.trace.enabled:
+            self._trace_restart()
         self.replica_manager.known_offline_dirs = set(self.log_manager.offline_dirs)
         self.network.register(self)
         self.state = BrokerState.REGISTERING
@@ -223,6 +247,12 @@ class Broker:
         assert response.broker_epoch > self.broker_epoch
         self.broker_epoch = response.broker_epoch
         self.controller_epoch = max(self.controller_epoch, response.controller_epoch)
+        if self.trace.enabled:
+            b = str(self.broker_id)
+            self.trace.emit(self.node_id, CONTROLLER_FENCING, "*", "ControllerEpochSeen",
+                            {"b": self.broker_id, "type": "BrokerRegistration",
+                             "c": self.controller_epoch},
+                            {"brokerControllerEpoch": {b: self.controller_epoch}})
         self.state = BrokerState.RUNNING
         self._emit(ArmTask("heartbeat", 0, self._heartbeat,
                             self.config.broker_heartbeat_interval_ms))
@@ -309,18 +339,26 @@ class Broker:
         if error is not None:
             self.fenced_requests += 1
             self.last_fence = (type(request).__name__, error)
+            if self.trace.enabled:
+                self._trace_delivery(request, error)
             return [Send(src, fenced_response(request, error))]
         self.controller_epoch = request.controller_epoch
         self.active_controller = f"controller-{request.controller_id}"
         rm = self.replica_manager
         if isinstance(request, LeaderAndIsrRequest):
             results = rm.become_leader_or_follower(request)
+            if self.trace.enabled:
+                self._trace_delivery(request, None, results)
             return [Send(src, LeaderAndIsrResponse(request.correlation_id, Errors.NONE,
                                                    tuple(results)))]
         if isinstance(request, StopReplicaRequest):
             results = rm.stop_replicas(request)
+            if self.trace.enabled:
+                self._trace_delivery(request, None, results)
             return [Send(src, StopReplicaResponse(request.correlation_id, Errors.NONE,
                                                   tuple(results)))]
+        if self.trace.enabled:
+            self._trace_delivery(request, None)
         rm.update_metadata(request)
         return [Send(src, UpdateMetadataResponse(request.correlation_id, Errors.NONE))]
 
@@ -412,3 +450,60 @@ class Broker:
     def snapshot(self) -> dict[str, float]:
         """Every metric's value, keyed by Kafka's MBean name."""
         return self.metrics.snapshot()
+
+    # ---- trace (world/trace.py) ----------------------------------------------------------------
+
+    def _trace_delivery(self, request: ControlRequest, error: Errors | None,
+                        results: Iterable[PartitionError] = ()) -> None:
+        """ControllerFencing: ``request`` was applied (``error`` None; ``results``: each
+        partition's outcome) or rejected, per partition it names; any applied request also sets
+        the broker's controller epoch for every partition's instance (``"*"``)."""
+        outcome = {r.tp: r.error for r in results}
+        b = str(self.broker_id)
+        rm = self.replica_manager
+        parts: list[tuple[TopicPartition, tuple[int, Uuid]]] = []
+        if isinstance(request, LeaderAndIsrRequest):
+            kind, parts = "LeaderAndIsr", [(s.tp, (s.leader_epoch, s.topic_id))
+                                           for s in request.partition_states]
+        elif isinstance(request, StopReplicaRequest):
+            kind, parts = "StopReplica", [(p.tp, (p.leader_epoch, p.topic_id))
+                                          for p in request.partitions]
+        else:
+            kind = "UpdateMetadata"
+        for tp, (leader_epoch, topic_id) in first_of_each(parts).items():
+            args: dict[str, object] = {
+                "type": kind, "c": request.controller_epoch, "b": self.broker_id,
+                "e": request.broker_epoch, "le": leader_epoch,
+                "outcome": "accept" if error is None else "reject",
+                "topicId": topic_id_text(topic_id)}
+            changed: dict[str, object] = {}
+            if error is None:
+                args["result"] = outcome.get(tp, Errors.NONE).name
+                partition = rm.partitions.get(tp)
+                # The replica of this generation of the topic (another generation's, under the
+                # same name, is not hosted as far as this one is concerned).
+                hosted = (partition is not None and partition.role is not Role.NONE
+                          and (topic_id == Uuid.ZERO or partition.topic_id in (None, topic_id)))
+                changed = {"brokerControllerEpoch": {b: self.controller_epoch},
+                           "replicaEpoch": {b: partition.leader_epoch
+                                            if hosted and partition is not None else -1}}
+            else:
+                args["error"] = error.name
+            self.trace.emit(self.node_id, CONTROLLER_FENCING, tracing.instance(tp), "Deliver",
+                            args, changed)
+        if error is None:
+            self.trace.emit(self.node_id, CONTROLLER_FENCING, "*", "ControllerEpochSeen",
+                            {"b": self.broker_id, "type": kind, "c": request.controller_epoch},
+                            {"brokerControllerEpoch": {b: self.controller_epoch}})
+
+    def _trace_restart(self) -> None:
+        """This broker (re)started: each loaded log is a CrashRestart of its replica, and its
+        fetchers start empty."""
+        for state in self.log_manager.dirs.values():
+            if not state.online:
+                continue
+            for log in state.logs.values():
+                tracing.replica(self.trace, self.broker_id, log, "CrashRestart",
+                                {"h": log.high_watermark}, always=True)
+        self.trace.emit(self.node_id, FETCHER_FAILURE, self.node_id, "Restart", {}, {})
+        self.log_manager.trace_live = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from logwright.broker import tracing
 from logwright.broker.config import BrokerConfig
 from logwright.broker.effects import Call, Emit
 from logwright.broker.fetcher import EpochCallback, FetchCallback
@@ -31,6 +32,7 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
+from logwright.world.trace import TraceRecorder
 
 
 class NotFollowing(LogwrightError):
@@ -46,6 +48,7 @@ class ReplicaHost(Protocol):
     emit: Emit
     partitions: dict[TopicPartition, Partition]
     truncations: int
+    trace: TraceRecorder
 
     def broker_epoch(self) -> int:
         """This broker's current broker epoch."""
@@ -153,6 +156,9 @@ class ReplicaFetchTarget:
             return 0
         self._storage(run)
         self.rm.truncations += 1
+        if self.rm.trace.enabled:
+            tracing.replica(self.rm.trace, self.rm.broker_id, partition.log, "Truncate",
+                            {"offset": offset})
 
     def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
         partition = self._follower(tp)
@@ -162,6 +168,9 @@ class ReplicaFetchTarget:
             partition.check_offsets()
             return 0
         self._storage(run)
+        if self.rm.trace.enabled:
+            tracing.replica(self.rm.trace, self.rm.broker_id, partition.log, "FollowerFetch",
+                            {"outOfRange": True, "leaderLogStart": offset})
 
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:
@@ -183,7 +192,12 @@ class ReplicaFetchTarget:
                 log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
             partition.check_offsets()
             return log.log_end_offset
-        return self._storage(run)
+        end = self._storage(run)
+        if self.rm.trace.enabled:
+            tracing.replica(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
+                            {"leaderHw": data.high_watermark,
+                             "leaderLogStart": data.log_start_offset, "fetchedTo": end})
+        return end
 
 
 __all__ = ["LeaderSource", "NotFollowing", "ReplicaFetchTarget", "ReplicaHost"]

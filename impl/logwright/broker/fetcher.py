@@ -42,6 +42,7 @@ from logwright.protocol import (
 )
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler, Task
+from logwright.world.trace import FETCHER_FAILURE, NO_TRACE, TraceRecorder, topic_id_text
 
 UNDEFINED_EPOCH_OFFSET = -1
 
@@ -298,9 +299,9 @@ class Fetcher:
         except CorruptRecordError as exc:
             self._back_off(tp, f"invalid records: {exc}")
         except KafkaStorageError as exc:
-            self._mark_failed(tp, f"storage error: {exc}")
+            self._mark_failed(tp, f"storage error: {exc}", "StorageError")
         except Exception as exc:  # KIP-461: fails one partition
-            self._mark_failed(tp, f"unexpected {type(exc).__name__}: {exc}")
+            self._mark_failed(tp, f"unexpected {type(exc).__name__}: {exc}", "StorageError")
         return False, None
 
     def _back_off(self, tp: TopicPartition, reason: str) -> None:
@@ -310,19 +311,24 @@ class Fetcher:
             self.manager.backoffs += 1
             self.manager.last_backoff_reason[tp] = reason
 
-    def _mark_failed(self, tp: TopicPartition, reason: str) -> None:
+    def _mark_failed(self, tp: TopicPartition, reason: str, action: str = "") -> None:
         st = self.partitions.pop(tp, None)
         if st is None:
             return
+        if action and self.manager.trace.enabled:
+            self.manager.trace_fetcher(tp, action, {"epoch": st.current_leader_epoch},
+                                       {"failedEpoch": st.current_leader_epoch, "fetching": False})
         self.manager.partition_failed(tp, FailedPartition(st.current_leader_epoch, reason))
 
     def _on_fenced(self, tp: TopicPartition, request_epoch: int) -> None:
         st = self.partitions.get(tp)
         if st is not None and st.current_leader_epoch == request_epoch:
-            self._mark_failed(tp, f"fenced at leader epoch {request_epoch}")
+            self._mark_failed(tp, f"fenced at leader epoch {request_epoch}", "FetchFenced")
         else:
             # A newer epoch is already known here: the fence answered an old request (hazard 6).
             self.manager.stale_fences += 1
+            if self.manager.trace.enabled:
+                self.manager.trace_fetcher(tp, "FetchFenced", {"epoch": request_epoch}, {})
 
     # ---- truncation ----------------------------------------------------------------------------
 
@@ -422,6 +428,8 @@ class Fetcher:
                 st.state = FetchState.TRUNCATING
             elif data.error is Errors.NONE:
                 self._process(tp, st, fetch_offset, data)
+                if self.manager.trace.enabled and tp in self.partitions:
+                    self.manager.trace_fetcher(tp, "FetchOk", {"epoch": request_epoch}, {})
             elif data.error is Errors.OFFSET_OUT_OF_RANGE:
                 self._partition_op(tp, partial(self._out_of_range, tp, st, data))
             else:
@@ -495,6 +503,12 @@ class FetcherManager:
         self.stale_fences = 0
         self.last_backoff_reason: dict[TopicPartition, str] = {}
         self.running = True
+        #: The trace recorder (``world/trace.py``) and the broker it reports for.
+        self.trace: TraceRecorder = NO_TRACE
+        self.trace_broker = -1
+        #: The topic id of this broker's replica of a partition, for the trace's events.
+        self.trace_topic_id: Callable[[TopicPartition], object | None] = lambda tp: None
+        self._trace_alive = False
 
     def fetcher_id(self, tp: TopicPartition) -> int:
         """Which of the ``num.replica.fetchers`` fetchers per source ``tp`` belongs to."""
@@ -545,7 +559,7 @@ class FetcherManager:
         for tp in tps:
             for fetcher in list(self.fetchers.values()):
                 if tp in fetcher.partitions:
-                    fetcher._mark_failed(tp, reason)
+                    fetcher._mark_failed(tp, reason, "StorageError")
         self.shutdown_idle_fetchers()
 
     def partition_failed(self, tp: TopicPartition, failure: FailedPartition) -> None:
@@ -559,6 +573,24 @@ class FetcherManager:
             if not fetcher.partitions and not fetcher.dead:
                 fetcher.shutdown()
                 del self.fetchers[key]
+        if self.trace.enabled:
+            alive = any(f.partitions for f in self.fetchers.values() if not f.dead)
+            if alive:
+                self._trace_alive = True
+            elif self._trace_alive:
+                self._trace_alive = False
+                self.trace.emit(f"broker-{self.trace_broker}", FETCHER_FAILURE,
+                                f"broker-{self.trace_broker}", "ShutdownIdle", {"f": 1},
+                                {"alive": False})
+
+    def trace_fetcher(self, tp: TopicPartition, action: str, args: Mapping[str, object],
+                      changed: Mapping[str, object]) -> None:
+        """Record a FetcherFailure event of ``tp`` (trace on only)."""
+        a: dict[str, object] = {"tp": f"{tp.topic}-{tp.partition}",
+                                "topicId": topic_id_text(self.trace_topic_id(tp))}
+        a.update(args)
+        self.trace.emit(f"broker-{self.trace_broker}", FETCHER_FAILURE,
+                        f"broker-{self.trace_broker}", action, a, changed)
 
     def shutdown(self) -> None:
         """Stop every fetcher."""

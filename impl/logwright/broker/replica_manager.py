@@ -24,6 +24,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 
+from logwright.broker import tracing
 from logwright.broker.config import BrokerConfig
 from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
 from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
@@ -76,6 +77,13 @@ from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSE
 from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler
+from logwright.world.trace import (
+    LOG_START_OFFSET,
+    NO_TRACE,
+    REPLICA_VARIABLES,
+    TraceRecorder,
+    topic_id_text,
+)
 
 
 class ReplicaManager:
@@ -115,6 +123,9 @@ class ReplicaManager:
         # Per topic: (controller epoch, correlation id) of the message whose topic configs were
         # applied last; an older message's configs are stale and ignored.
         self.topic_config_versions: dict[str, tuple[int, int]] = {}
+        #: The trace recorder (``world/trace.py``); off unless the broker is given one.
+        self.trace: TraceRecorder = NO_TRACE
+        self._trace_isr: dict[tuple[str, str], tuple[int, tuple[int, ...]]] = {}
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -196,6 +207,11 @@ class ReplicaManager:
             return self._create_partition(state)
         if partition.offline:
             return Errors.KAFKA_STORAGE_ERROR
+        if (state.topic_id != Uuid.ZERO and partition.topic_id is not None
+                and partition.topic_id != state.topic_id):
+            # Another generation of the topic (deleted and re-created under the same name):
+            # judged by its id before any epoch, as Kafka does; its epochs are not comparable.
+            return Errors.INCONSISTENT_TOPIC_ID
         if state.leader_epoch < partition.leader_epoch:
             return Errors.STALE_CONTROLLER_EPOCH
         if state.leader_epoch == partition.leader_epoch:
@@ -203,6 +219,8 @@ class ReplicaManager:
             # set (the FULL request a new controller sends repeats the rest).
             if state.partition_epoch > partition.partition_epoch:
                 partition.update_assignment(state, now)
+                if self.trace.enabled and partition.is_leader:
+                    self._trace_leader(partition, "LeaderAndIsr update")
                 self._maybe_increment_hw(partition)
             return Errors.NONE
         return partition
@@ -252,12 +270,20 @@ class ReplicaManager:
                       results: dict[TopicPartition, Errors]) -> None:
         if not items:
             return
+        followed = {p.tp for p, _ in items if self._trace_followed(p.tp)}
         self.replica_fetcher_manager.remove_fetcher_for_partitions(p.tp for p, _ in items)
+        for tp in sorted(followed, key=str):
+            tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
+                            {"reason": "became leader"},
+                            {"knownEpoch": -1, "fetching": False, "failedEpoch": -1},
+                            self.topic_id_of(tp))
         now = self.clock.now_ms()
         for partition, state in items:
             try:
                 partition.make_leader(state, now)
                 results[partition.tp] = Errors.NONE
+                if self.trace.enabled:
+                    self._trace_leader(partition, "LeaderAndIsr")
                 self._maybe_increment_hw(partition)
             except KafkaStorageError:
                 results[partition.tp] = Errors.KAFKA_STORAGE_ERROR
@@ -272,6 +298,7 @@ class ReplicaManager:
             if partition.make_follower(state):
                 changed.append(partition)
             results[partition.tp] = Errors.NONE
+        followed = {p.tp for p in changed if self._trace_followed(p.tp)}
         self.replica_fetcher_manager.remove_fetcher_for_partitions(p.tp for p in changed)
         for partition in changed:
             self._complete_delayed(partition.tp)
@@ -279,8 +306,22 @@ class ReplicaManager:
             p.tp: InitialFetchState(p.leader_id, p.leader_epoch, p.log_end_offset)
             for p in changed
             if p.leader_id not in (NO_LEADER, self.broker_id) and not p.offline}
+        if self.trace.enabled:
+            for tp in sorted(followed - initial.keys(), key=str):
+                # No leader to fetch from (or the replica is offline): fetched no more.
+                tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
+                                {"reason": "no leader to fetch from"},
+                                {"knownEpoch": -1, "fetching": False, "failedEpoch": -1},
+                                self.topic_id_of(tp))
         if initial:
             self.replica_fetcher_manager.add_fetcher_for_partitions(initial)
+            if self.trace.enabled:
+                for tp, init in initial.items():
+                    tracing.fetcher(self.trace, self.broker_id, tp, "LeaderAndIsr",
+                                    {"epoch": init.current_leader_epoch},
+                                    {"knownEpoch": init.current_leader_epoch, "fetching": True,
+                                     "failedEpoch": -1, "alive": True},
+                                    self.topic_id_of(tp))
 
     # ---- topic configs ------------------------------------------------------------------------
 
@@ -330,15 +371,24 @@ class ReplicaManager:
             else:
                 results[sp.tp] = Errors.NONE
                 accepted.append(sp)
+        if self.trace.enabled:
+            for sp in accepted:
+                if self._trace_followed(sp.tp):
+                    tracing.fetcher(self.trace, self.broker_id, sp.tp, "StopReplica", {},
+                                    {"knownEpoch": -1, "fetching": False, "failedEpoch": -1},
+                                    self.topic_id_of(sp.tp))
         self.replica_fetcher_manager.remove_fetcher_for_partitions(sp.tp for sp in accepted)
         for sp in accepted:
             partition = self.partitions.get(sp.tp)
             if sp.delete_partition:
-                self.partitions.pop(sp.tp, None)
+                gone = self.partitions.pop(sp.tp, None)
                 try:
                     self.log_manager.delete_log(sp.tp)
                 except KafkaStorageError:
                     results[sp.tp] = Errors.KAFKA_STORAGE_ERROR
+                else:
+                    if self.trace.enabled:
+                        self._trace_replica_deleted(sp.tp, gone.topic_id if gone else None)
             elif partition is not None:
                 partition.stop()
             self._complete_delayed(sp.tp)
@@ -412,6 +462,9 @@ class ReplicaManager:
             self.check_offline_dirs()
             return ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR,
                                           error_message=exc.message), -1
+        if self.trace.enabled:
+            tracing.replica(self.trace, self.broker_id, partition.log, "Append",
+                            {"records": info.last_offset + 1 - info.first_offset})
         # Followers parked on this partition have data now; a single-replica ISR commits at once.
         self.fetch_purgatory.check_and_complete(tp)
         self._maybe_increment_hw(partition)
@@ -554,6 +607,11 @@ class ReplicaManager:
 
     def _maybe_increment_hw(self, partition: Partition) -> None:
         if partition.maybe_increment_high_watermark():
+            if self.trace.enabled:
+                tracing.replica(self.trace, self.broker_id, partition.log, "AdvanceHW", {
+                    "known": {str(r): (partition.log_end_offset if r == self.broker_id
+                                       else partition.followers[r].log_end_offset)
+                              for r in partition.maximal_isr}})
             self._complete_delayed(partition.tp)
 
     def _complete_delayed(self, tp: TopicPartition) -> None:
@@ -586,6 +644,8 @@ class ReplicaManager:
         assert self.broker_id in new_isr, "a leader never removes itself from the ISR"
         pending = PendingIsrChange(new_isr, partition.leader_epoch, partition.partition_epoch)
         partition.pending_isr = pending
+        if self.trace.enabled:
+            self._trace_leader(partition, "AlterPartition proposed")
         broker_epoch = self.broker_epoch()
         self.emit(Call(
             controller,
@@ -611,9 +671,13 @@ class ReplicaManager:
         if (not isinstance(response, AlterPartitionResponse) or response.error is not Errors.NONE
                 or not partition.is_leader or response.leader_epoch != partition.leader_epoch
                 or response.partition_epoch <= partition.partition_epoch):
+            if self.trace.enabled and partition.is_leader:
+                self._trace_leader(partition, "AlterPartition refused")
             return  # refused or stale: a LeaderAndIsr brings the state, or the next check asks
         partition.isr = tuple(response.isr)
         partition.partition_epoch = response.partition_epoch
+        if self.trace.enabled:
+            self._trace_leader(partition, "AlterPartition committed")
         self._maybe_increment_hw(partition)
 
     # ---- offline dirs ------------------------------------------------------------------------
@@ -658,5 +722,62 @@ class ReplicaManager:
         """The partitions of ``tps`` hosted here."""
         return [self.partitions[tp] for tp in tps if tp in self.partitions]
 
+
+
+    # ---- trace (world/trace.py) ----------------------------------------------------------------
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """DeleteRecords on the leader of ``tp``: raise its log start offset to ``offset`` (at
+        most the high watermark, OFFSET_OUT_OF_RANGE above it), durably; returns the new log
+        start offset. The request that carries it from a client comes with the DeleteRecords
+        issue; this is the leader's effect."""
+        found = self._leader_partition(tp)
+        if isinstance(found, Errors):
+            raise KafkaError.of(found, f"{tp}: not the leader here")
+        found.log.increment_log_start_offset(offset)
+        if self.trace.enabled:
+            tracing.replica(self.trace, self.broker_id, found.log, "DeleteRecords",
+                            {"o": found.log.log_start_offset})
+        return found.log_start_offset
+
+    def _trace_replica_deleted(self, tp: TopicPartition, topic_id: Uuid | None) -> None:
+        """LogStartOffset: this broker's replica of ``tp`` and its log are gone; a replica
+        created here again starts empty."""
+        inst, b = tracing.instance(tp), self.broker_id
+        self.trace.emit(f"broker-{b}", LOG_START_OFFSET, inst, "DeleteReplica",
+                        {"replica": b, "topicId": topic_id_text(topic_id)},
+                        {name: {str(b): 0} for name in REPLICA_VARIABLES})
+        self.trace.forget_replica(inst, b)
+
+    def topic_id_of(self, tp: TopicPartition) -> Uuid | None:
+        """The topic id of this broker's replica of ``tp`` (None: none here, or unknown)."""
+        partition = self.partitions.get(tp)
+        return partition.topic_id if partition is not None else None
+
+    def _trace_followed(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is in this broker's fetchers or failed set (FetcherFailure hosts it)."""
+        if not self.trace.enabled:
+            return False
+        fm = self.replica_fetcher_manager
+        return fm.fetch_state(tp) is not None or tp in fm.failed_partitions
+
+    def _trace_leader(self, partition: Partition, cause: str) -> None:
+        """This broker leads ``partition``: record a change of leader or of its maximal ISR."""
+        inst = tracing.instance(partition.tp)
+        key = ("isr", inst)
+        previous = self._trace_isr.get(key)
+        now = tuple(sorted(partition.maximal_isr))
+        if previous is None or previous[0] != self.broker_id or cause == "LeaderAndIsr":
+            self.trace.emit(f"broker-{self.broker_id}", LOG_START_OFFSET, inst, "BecomeLeader",
+                            {"leader": self.broker_id, "leaderEpoch": partition.leader_epoch,
+                             "replicas": sorted(partition.replicas),
+                             "topicId": topic_id_text(partition.topic_id)},
+                            {"isr": list(now)})
+        elif previous[1] != now:
+            known = {r: f.log_end_offset for r, f in partition.followers.items()}
+            known[self.broker_id] = partition.log_end_offset
+            tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause, known,
+                        topic_id_text(partition.topic_id))
+        self._trace_isr[key] = (self.broker_id, now)
 
 __all__ = ["ReplicaManager", "TopicIdMismatch"]

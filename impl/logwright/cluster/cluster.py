@@ -59,6 +59,7 @@ from logwright.storage.meta_properties import (
     identity_mismatch,
 )
 from logwright.world import FileLock, FileSystem, RealFileSystem, RealRuntime, SimWorld
+from logwright.world.trace import NO_TRACE, TraceRecorder, open_trace
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
 
@@ -72,13 +73,16 @@ class Cluster:
     def __init__(self, runtime: Runtime, store: MetadataStore, root: str, brokers: int,
                  log_dirs_per_broker: int, broker_config: BrokerConfig | None = None,
                  controller_config: ControllerConfig | None = None,
-                 client_config: ClientConfig | None = None) -> None:
+                 client_config: ClientConfig | None = None,
+                 trace: TraceRecorder = NO_TRACE) -> None:
         if brokers < 1:
             raise ClusterError(f"a cluster needs at least one broker, not {brokers}")
         if log_dirs_per_broker < 1:
             raise ClusterError(f"a broker needs at least one log dir, not {log_dirs_per_broker}")
         self.runtime = runtime
         self.store = store
+        #: The trace recorder every node reports to (``world/trace.py``); off by default.
+        self.trace = trace
         self.root = root
         self.broker_config = broker_config or BrokerConfig()
         self.controller_config = controller_config or ControllerConfig()
@@ -126,15 +130,31 @@ class Cluster:
                   drop_rate: float = 0.0, duplicate_rate: float = 0.0, min_delay_ms: int = 1,
                   max_delay_ms: int = 5, broker_config: BrokerConfig | None = None,
                   controller_config: ControllerConfig | None = None,
-                  client_config: ClientConfig | None = None) -> Cluster:
-        """A cluster in a seeded simulated world: virtual time, simulated disks and network."""
+                  client_config: ClientConfig | None = None,
+                  trace: str | os.PathLike[str] | None = None) -> Cluster:
+        """A cluster in a seeded simulated world: virtual time, simulated disks and network.
+
+        ``trace`` (a path; default none) records every model event of the run there, in JSON
+        Lines (Parquet if the path ends in ``.parquet`` and pyarrow is installed), for
+        ``logwright traces check`` (traces/SCHEMA.md); ``close()`` finishes the file."""
         validate.simulated(brokers, log_dirs_per_broker, seed, drop_rate, duplicate_rate,
                            min_delay_ms, max_delay_ms, broker_config, controller_config)
         validate.client_config(client_config)
+        trace = validate.trace_path(trace)
         world = SimWorld(seed, min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                          drop_rate=drop_rate, duplicate_rate=duplicate_rate)
-        return cls(world, MemoryStore(), "/cluster", brokers, log_dirs_per_broker,
-                   broker_config, controller_config, client_config)
+        recorder = NO_TRACE
+        if trace is not None:
+            log_config = (broker_config or BrokerConfig()).log
+            recorder = open_trace(trace, world.clock, trace_id=f"sim-seed-{seed}", header={
+                "seed": seed, "brokers": list(range(1, brokers + 1)), "runtime": "simulated",
+                "durable_log_start_offset": log_config.durable_log_start_offset})
+        try:
+            return cls(world, MemoryStore(), "/cluster", brokers, log_dirs_per_broker,
+                       broker_config, controller_config, client_config, trace=recorder)
+        except BaseException:
+            recorder.close()
+            raise
 
     @classmethod
     def real(cls, path: str, brokers: int = 3, log_dirs_per_broker: int = 2, seed: int = 0,
@@ -222,7 +242,7 @@ class Cluster:
         self._next_controller_id += 1
         rt = self.runtime
         controller = Controller(cid, rt.network, rt.scheduler, rt.clock, self.store,
-                                rt.fork_rng(), self.controller_config)
+                                rt.fork_rng(), self.controller_config, trace=self.trace)
         rt.network.register(controller)
         controller.activate()
         self.controllers.append(controller)
@@ -269,7 +289,8 @@ class Cluster:
         self._broker_starts += 1
         broker = Broker(broker_id, fs, self.log_dirs[broker_id], rt.clock, rt.scheduler,
                         rt.network, rt.fork_rng(), self.broker_config,
-                        controller_locator=self._locate_controller, identity=identity)
+                        controller_locator=self._locate_controller, identity=identity,
+                        trace=self.trace)
         self.brokers[broker_id] = broker
         broker.start()
         return broker
@@ -562,6 +583,7 @@ class Cluster:
             b.shutdown()
         for c in self.controllers:
             c.shutdown()
+        self.trace.close()
         if isinstance(self.store, SqliteStore):
             self.store.close()
         server, self._metrics_server = self._metrics_server, None

@@ -9,7 +9,8 @@ from logwright.errors import ClusterError, KafkaError
 from logwright.world import RealFileSystem
 
 
-def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None) -> Cluster:
+def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None,
+             trace: str | None = None) -> Cluster:
     """Create a 3-broker cluster, produce, crash the leader, fail the controller over, and show
     that every acknowledged record is still there. Returns the cluster.
 
@@ -22,7 +23,7 @@ def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None
         raise ClusterError(f"{real_path} is not empty (a previous run's data?); the demo needs "
                            "a new or empty directory: remove it or pass another --real DIR")
     if real_path is None:
-        cluster = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=seed)
+        cluster = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=seed, trace=trace)
         say(f"A simulated 3-broker cluster, seed {seed} (virtual time; one seed, one run).")
     else:
         cluster = Cluster.real(real_path, brokers=3, log_dirs_per_broker=2, seed=seed)

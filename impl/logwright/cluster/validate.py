@@ -410,3 +410,22 @@ def run_until_idle(cluster: Cluster, max_ms: object) -> None:
     """``Cluster.run_until_idle``: a positive bound."""
     usable(cluster)
     timeout("max_ms", max_ms)
+
+
+def trace_path(value: object) -> str | None:
+    """``Cluster.simulated(trace=...)``: None, or the path of a file to write (its directory
+    must exist; the file itself is replaced)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidArgument(f"trace must be a path (str), not {_kind(value)} {_show(value)}")
+    path = os.fspath(value)
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise InvalidArgument(f"trace must be a non-empty path, not {_show(value)}")
+    fs = RealFileSystem()
+    if fs.is_dir(path):
+        raise InvalidArgument(f"trace {path} is a directory; give a file name in it")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not fs.is_dir(parent):
+        raise InvalidArgument(f"trace {path}: its directory {parent} does not exist")
+    return path

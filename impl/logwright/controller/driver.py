@@ -31,6 +31,7 @@ from logwright.controller.control import (
 )
 from logwright.controller.core import Outcome
 from logwright.controller.decisions import ControlError, ControllerDecisions
+from logwright.controller.errors import StaleControllerEpoch
 from logwright.controller.reassigning import ReassignmentStatus
 from logwright.controller.store import MetadataStore, PartitionState, TopicRecord
 from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
@@ -43,10 +44,19 @@ from logwright.protocol.effects import (
     Send,
     TimerKey,
 )
-from logwright.protocol.messages import Message
+from logwright.protocol.messages import LeaderAndIsrRequest, Message, StopReplicaRequest
 from logwright.world.clock import Clock
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler, Task
+from logwright.world.trace import (
+    CONTROLLER_FENCING,
+    INIT,
+    NO_TRACE,
+    TraceRecorder,
+    first_of_each,
+    partition_instance,
+    topic_id_text,
+)
 
 __all__ = [
     "LEADER_DURING_DELETE",
@@ -65,8 +75,12 @@ class Controller:
 
     def __init__(self, controller_id: int, network: Network, scheduler: Scheduler, clock: Clock,
                  store: MetadataStore, rng: random.Random,
-                 config: ControllerConfig | None = None) -> None:
+                 config: ControllerConfig | None = None,
+                 trace: TraceRecorder = NO_TRACE) -> None:
+        """``trace`` records the controller's model events (``world/trace.py``; off by
+        default)."""
         config = config or ControllerConfig()
+        self.trace = trace
         self.node_id = controller_node_id(controller_id)
         self.network = network
         self.scheduler = scheduler
@@ -84,9 +98,13 @@ class Controller:
         """Take one decision and perform its effects (those decided before an error, too)."""
         try:
             outcome = decide()
-        except BaseException:
+        except BaseException as exc:
+            if self.trace.enabled:
+                self._trace_store(exc)
             self._perform(self.decisions.take_effects())
             raise
+        if self.trace.enabled:
+            self._trace_store(None)
         self._perform(outcome.effects)
         return outcome.value
 
@@ -108,6 +126,8 @@ class Controller:
     def _request(self, effect: Request) -> None:
         dst, request = effect.dst, effect.message
         assert isinstance(request, CONTROL_REQUESTS), f"{self.node_id}: only control requests"
+        if self.trace.enabled:
+            self._trace_send(dst, request)
 
         def answered(answer: Message | None) -> None:
             assert answer is None or isinstance(answer, CONTROL_RESPONSES)
@@ -226,3 +246,69 @@ class Controller:
     def reassignment_status(self, json_text: str | None = None) -> list[ReassignmentStatus]:
         """Progress of the pending reassignments, or of the partitions named in ``json_text``."""
         return self.decisions.reassignment_status(json_text)
+
+    # ---- trace (world/trace.py) ----------------------------------------------------------------
+
+    def _trace_store(self, error: BaseException | None) -> None:
+        """After a decision: record what it changed in the store that a model knows about
+        (a claimed controller epoch, a new leader epoch, a new or removed partition), or a
+        write the store refused."""
+        trace, store, node = self.trace, self.store, self.node_id
+        memo = trace.memo.setdefault("controller", {"epoch": 0, "partitions": {}})
+        record = store.controller()
+        epoch = record.epoch if record is not None else 0
+        if isinstance(error, StaleControllerEpoch):
+            trace.emit(node, CONTROLLER_FENCING, "*", "ElectLeader",
+                       {"c": self.epoch, "outcome": "refused"}, {})
+        if epoch != memo["epoch"]:
+            memo["epoch"] = epoch
+            trace.emit(node, CONTROLLER_FENCING, "*", "ElectController", {"c": epoch},
+                       {"controllerEpoch": epoch})
+        registered: dict[str, int] = memo.setdefault("brokers", {})
+        for r in store.brokers():
+            b = str(r.broker_id)
+            if registered.get(b) != r.broker_epoch:
+                registered[b] = r.broker_epoch
+                trace.emit(node, CONTROLLER_FENCING, "*", "Register",
+                           {"b": r.broker_id, "e": r.broker_epoch},
+                           {"brokerEpoch": {b: r.broker_epoch}, "brokerControllerEpoch": {b: 0}})
+        known: dict[str, int] = memo["partitions"]
+        current = {partition_instance(p.tp.topic, p.tp.partition): p
+                   for p in store.partitions()}
+        brokers = {str(r.broker_id): r.broker_epoch for r in store.brokers()}
+        for inst in [i for i in known if i not in current]:
+            del known[inst]
+            trace.emit(node, "-", inst, "Removed", {}, {})
+            trace.forget_instance(inst)
+        for inst, p in current.items():
+            if inst not in known:
+                known[inst] = p.leader_epoch
+                trace.emit(node, "-", inst, INIT, {
+                    "topicId": topic_id_text(p.topic_id),
+                    "replicas": sorted(p.replicas), "leader": p.leader,
+                    "isr": sorted(p.isr), "leaderEpoch": p.leader_epoch,
+                    "controllerEpoch": epoch, "brokerEpochs": brokers}, {})
+            elif p.leader_epoch != known[inst]:
+                known[inst] = p.leader_epoch
+                trace.emit(node, CONTROLLER_FENCING, inst, "ElectLeader",
+                           {"c": self.epoch, "outcome": "written", "leader": p.leader,
+                            "topicId": topic_id_text(p.topic_id)},
+                           {"leaderEpoch": p.leader_epoch})
+
+    def _trace_send(self, dst: str, request: Message) -> None:
+        """A LeaderAndIsr or StopReplica put on the network: one Send per partition."""
+        b = int(dst.rsplit("-", 1)[1])
+        if isinstance(request, LeaderAndIsrRequest):
+            kind, parts = "SendLeaderAndIsr", [(s.tp, (s.leader_epoch, s.topic_id))
+                                               for s in request.partition_states]
+        elif isinstance(request, StopReplicaRequest):
+            kind, parts = "SendStopReplica", [(p.tp, (p.leader_epoch, p.topic_id))
+                                              for p in request.partitions]
+        else:
+            return
+        for tp, (le, topic_id) in first_of_each(parts).items():
+            self.trace.emit(self.node_id, CONTROLLER_FENCING,
+                            partition_instance(tp.topic, tp.partition), kind,
+                            {"c": request.controller_epoch, "b": b,
+                             "e": request.broker_epoch, "le": le,
+                             "topicId": topic_id_text(topic_id)}, {})

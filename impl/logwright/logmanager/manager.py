@@ -82,6 +82,7 @@ from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileLock, FileSystem, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
+from logwright.world.trace import NO_TRACE, TraceRecorder, partition_instance, topic_id_text
 
 _logger = logging.getLogger(__name__)
 
@@ -194,6 +195,11 @@ class LogManager:
         self.clock = clock
         self.scheduler = scheduler
         self.config = config if config is not None else LogManagerConfig()
+        #: The trace recorder (``world/trace.py``), the replica id it reports as, and whether
+        #: start-up is over (the broker reports the loaded logs first).
+        self.trace: TraceRecorder = NO_TRACE
+        self.trace_replica = -1
+        self.trace_live = False
         self.rng = rng  # passed in (seeded by the world), never defaulted
         self.dirs: dict[str, LogDirState] = {}
         for path in log_dirs:
@@ -604,10 +610,17 @@ class LogManager:
         for log in self._online_logs():
             if not self._configured(log.tp.topic):
                 continue  # its topic's retention settings are not known yet
+            bases = [seg.base_offset for seg in log.segments] if self.trace.enabled else []
             try:
-                deleted += log.delete_old_segments()
+                gone = log.delete_old_segments()
             except KafkaStorageError:
                 continue  # that dir is offline now; the others go on
+            deleted += gone
+            if gone and self.trace.enabled and self.trace_live:
+                first = log.segments[0].base_offset
+                ends = [*bases[1:gone], first]
+                sizes = [end - base for base, end in zip(bases[:gone], ends, strict=True)]
+                self._trace_log(log, "DeleteOldestSegment", {"segments": sizes})
         return deleted
 
     def flush_all(self) -> None:
@@ -642,6 +655,21 @@ class LogManager:
             state.start_offset_checkpoint.write()
         except OSError as exc:
             self._take_offline(state, f"writing checkpoints: {exc}")
+            return
+        if self.trace.enabled and self.trace_live:
+            for log in state.logs.values():
+                self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset)
+
+    def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
+                   ckpt: int | None = None) -> None:
+        """Record LogStartOffset's ``action`` on this broker's replica of ``log``."""
+        r = self.trace_replica
+        self.trace.replica_step(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition),
+                                r, action,
+                                {"replica": r, "topicId": topic_id_text(log.topic_id), **args},
+                                (log.log_end_offset, log.high_watermark, log.log_start_offset,
+                                 log.segments[0].base_offset, ckpt),
+                                durable=log.start_offset_checkpoint is not None)
 
     def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
         """What a log of ``state`` writes a raised start offset to: the dir's checkpoint, or

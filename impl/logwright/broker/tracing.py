@@ -1,0 +1,78 @@
+"""What a broker reports to its trace recorder (``world/trace.py``), in the models' terms.
+
+Each function is called only when ``recorder.enabled``; it reads the state a decision just
+changed and hands the recorder the model variables: a replica's offsets for LogStartOffset
+(leo, HW, log start, first segment's base, durable start), a partition's ISR as its leader sees
+it (the maximal ISR: members being added count at once, as for the HW), and a fetcher's
+partition for FetcherFailure. Nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from logwright.identity import TopicPartition
+from logwright.storage.log import PartitionLog
+from logwright.world.trace import (
+    FETCHER_FAILURE,
+    LOG_START_OFFSET,
+    Json,
+    TraceRecorder,
+    partition_instance,
+    topic_id_text,
+)
+
+
+def instance(tp: TopicPartition) -> str:
+    """The model instance of ``tp``."""
+    return partition_instance(tp.topic, tp.partition)
+
+
+def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: str,
+            args: Mapping[str, Json] | None = None, ckpt: int | None = None,
+            always: bool = False) -> None:
+    """Replica ``broker_id`` of ``log.tp`` after ``action``: its offsets now. A raised start
+    offset is durable at once when the log writes its dir's checkpoint with every raise; else
+    ``ckpt`` says what a periodic checkpoint wrote."""
+    a: dict[str, Json] = {"replica": broker_id, "topicId": topic_id_text(log.topic_id)}
+    if args:
+        a.update(args)
+    recorder.replica_step(f"broker-{broker_id}", instance(log.tp), broker_id, action, a,
+                          (log.log_end_offset, log.high_watermark, log.log_start_offset,
+                           log.segments[0].base_offset, ckpt),
+                          durable=log.start_offset_checkpoint is not None, always=always)
+
+
+def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tuple[int, ...],
+        after: tuple[int, ...], cause: str, known: Mapping[int, int], topic_id: str) -> None:
+    """The leader's ISR of ``tp`` went from ``before`` to ``after``: one ShrinkIsr per member
+    dropped, one ExpandIsr per member added; ``known`` is each replica's LEO as the leader last
+    heard it (its own included)."""
+    node, inst = f"broker-{broker_id}", instance(tp)
+    members = set(before)
+    for r in sorted(members - set(after)):
+        members.discard(r)
+        recorder.emit(node, LOG_START_OFFSET, inst, "ShrinkIsr",
+                      {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
+                       "leaderLeo": known.get(broker_id, -1), "topicId": topic_id},
+                      {"isr": sorted(members)})
+    for r in sorted(set(after) - members):
+        members.add(r)
+        recorder.emit(node, LOG_START_OFFSET, inst, "ExpandIsr",
+                      {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
+                       "leaderLeo": known.get(broker_id, -1), "topicId": topic_id},
+                      {"isr": sorted(members)})
+
+
+def fetcher(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action: str,
+            args: Mapping[str, Json], changed: Mapping[str, Json],
+            topic_id: object | None = None) -> None:
+    """FetcherFailure on broker ``broker_id``: ``action`` on partition ``tp`` (of the topic
+    generation ``topic_id``, when known)."""
+    a = {"tp": instance(tp), "topicId": topic_id_text(topic_id)}
+    a.update(args)
+    recorder.emit(f"broker-{broker_id}", FETCHER_FAILURE, f"broker-{broker_id}", action, a,
+                  changed)
+
+
+__all__ = ["fetcher", "instance", "isr", "replica"]

@@ -1,0 +1,851 @@
+"""``logwright traces check``: recorded traces replayed against the Python twins.
+
+Each event of a trace (traces/SCHEMA.md) is a step of one model instance: a partition for
+LogStartOffset and ControllerFencing, a broker for FetcherFailure. The checker keeps each
+instance's abstract state, starting from the instance's ``Init`` event (its constants: replicas,
+leader, epochs), and for every event calls the twin's action of the same name with the event's
+arguments. The step must be enabled, its result must equal the recorded new values of the model
+variables, and every invariant must hold after it. A step the model cannot express (a leader
+change, a registration that carries the controller epoch, records lost by a crash, a fetch
+answer older than the leader's present state) is counted as *outside the model*, with its
+reason, and the recorded values become the abstract state; the invariants are still checked.
+
+Constants the twins fix are taken from the trace: the offset and epoch bounds are the largest
+the trace reaches, a deleted segment's length is the SegmentSize of that one step.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from logwright.errors import LogwrightError
+from logwright.model.controller_fencing import (
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    CFState,
+    ControllerFencingConfig,
+    ControllerFencingTwin,
+    Request,
+)
+from logwright.model.core import Spec
+from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin, FFState
+from logwright.model.log_start_offset import (
+    LogStartOffsetConfig,
+    LogStartOffsetState,
+    LogStartOffsetTwin,
+)
+from logwright.world.trace import (
+    CONTROLLER_FENCING,
+    FETCHER_FAILURE,
+    HEADER,
+    INIT,
+    LOG_START_OFFSET,
+    SCHEMA_VERSION,
+)
+
+Event = dict[str, Any]
+
+
+class TraceFormatError(LogwrightError):
+    """A trace file cannot be read: not JSON Lines (or Parquet), or not this schema."""
+
+
+@dataclass
+class Failure:
+    """One event the models refuse: where it is, why, and the abstract states around it."""
+
+    where: str
+    seq: int
+    model: str
+    instance: str
+    action: str
+    kind: str
+    """``not enabled``, ``mismatch`` or ``invariant``."""
+    message: str
+    before: str
+    after: str
+
+    def format(self) -> str:
+        """The failure, then the states before and after (twin.describe)."""
+        lines = [f"{self.where} (seq {self.seq}) {self.model} {self.instance} {self.action}: "
+                 f"{self.kind}: {self.message}", "  state before:"]
+        lines += ["    " + ln for ln in self.before.splitlines()]
+        lines.append("  state after:")
+        lines += ["    " + ln for ln in self.after.splitlines()]
+        return "\n".join(lines)
+
+
+@dataclass
+class CheckReport:
+    """What ``check_paths`` found over every file."""
+
+    files: int = 0
+    events: int = 0
+    steps: int = 0
+    """Events checked as steps of a twin (enabled, result equal, invariants held)."""
+    stutters: int = 0
+    outside: Counter[str] = field(default_factory=Counter)
+    actions: Counter[str] = field(default_factory=Counter)
+    """Model actions checked, as ``Model.Action``."""
+    stutter_actions: Counter[str] = field(default_factory=Counter)
+    """Events checked as stutters (no change, e.g. a rejected request the model also fences),
+    as ``Model.Action`` or ``Model.Action(outcome)``."""
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """No event was refused."""
+        return not self.failures
+
+    @property
+    def events_per_second(self) -> float:
+        """Events replayed per second."""
+        return self.events / self.seconds if self.seconds > 0 else float(self.events)
+
+    def summary(self) -> str:
+        """One line of figures and the verdict."""
+        outside = sum(self.outside.values())
+        verdict = "ok" if self.ok else f"{len(self.failures)} VIOLATED"
+        return (f"{self.files} trace(s), {self.events:,} events: {self.steps:,} model steps, "
+                f"{self.stutters:,} stutters, {outside:,} outside the model (per instance); "
+                f"{self.seconds:.2f}s ({self.events_per_second:,.0f} events/s): {verdict}")
+
+
+class _Refused(Exception):
+    def __init__(self, kind: str, message: str, after: str = "") -> None:
+        super().__init__(message)
+        self.kind, self.message, self.after = kind, message, after
+
+
+class _Outside(Exception):
+    """A step the model cannot express; ``resync``: the recorded values become the state (else
+    the instance has set its state itself)."""
+
+    def __init__(self, reason: str, resync: bool = True) -> None:
+        super().__init__(reason)
+        self.reason, self.resync = reason, resync
+
+
+def read_events(path: Path) -> Iterator[tuple[int, Event]]:
+    """(line number, event) of a JSON Lines or Parquet trace."""
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise TraceFormatError(f"{path}: reading Parquet needs pyarrow") from exc
+        for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
+            row["args"] = json.loads(row["args"])
+            row["changed"] = json.loads(row["changed"])
+            yield i, row
+        return
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TraceFormatError(f"{path}:{i}: not JSON: {exc.msg}") from exc
+            if not isinstance(event, dict) or event.get("v") != SCHEMA_VERSION:
+                raise TraceFormatError(f"{path}:{i}: not a version {SCHEMA_VERSION} trace event")
+            for key in ("seq", "model", "instance", "action", "args", "changed"):
+                if key not in event:
+                    raise TraceFormatError(f"{path}:{i}: the event has no {key!r}")
+            yield i, event
+
+
+def trace_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The trace files named, directories searched for ``*.jsonl`` and ``*.parquet``."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.suffix in (".jsonl", ".parquet"))
+            if not found:
+                raise TraceFormatError(f"{p}: no trace (*.jsonl, *.parquet) in this directory")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise TraceFormatError(f"{p}: no such file or directory")
+    return out
+
+
+# ---- LogStartOffset ----------------------------------------------------------------------------
+
+@cache
+def _lso_twin(replicas: tuple[int, ...], leader: int, max_offset: int, segment_size: int,
+              bug: str) -> LogStartOffsetTwin:
+    return LogStartOffsetTwin(LogStartOffsetConfig(replicas, leader, max_offset, segment_size,
+                                                   bug))
+
+
+LAZY_CHECKPOINT = "StartOffsetCheckpointLazy"
+"""The LogStartOffset configuration of a run whose raised start offsets are written only by
+the periodic checkpoint (``durable_log_start_offset: false`` in the header: Kafka's own
+behaviour), which the model calls a bug."""
+
+
+_LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart")
+_LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
+
+
+class _LsoInstance:
+    def __init__(self, replicas: tuple[int, ...], leader: int, max_offset: int,
+                 bug: str = "none") -> None:
+        self.replicas, self.leader, self.max_offset = replicas, leader, max_offset
+        self.bug = bug
+        self.state: LogStartOffsetState = next(iter(self.twin().init_states()))  # type: ignore
+
+    def twin(self, segment_size: int = 1) -> LogStartOffsetTwin:
+        return _lso_twin(self.replicas, self.leader, self.max_offset, segment_size, self.bug)
+
+    def spec(self) -> Spec:
+        return self.twin()
+
+    def recorded(self, changed: Mapping[str, Any]) -> LogStartOffsetState:
+        s = self.state
+        for name in _LSO_VARS:
+            values = list(getattr(s, name))
+            for r, v in changed.get(name, {}).items():
+                if int(r) not in self.replicas:
+                    self._add_replica(int(r))
+                    raise _Outside("a reassignment added a replica (the model's replicas are "
+                                   "fixed)")
+                values[self.replicas.index(int(r))] = v
+            s = s._replace(**{name: tuple(values)})  # type: ignore[arg-type]
+        if "isr" in changed:
+            s = s._replace(isr=frozenset(changed["isr"]))
+        return s
+
+    def _add_replica(self, r: int) -> None:
+        """Re-base on a replica set with ``r`` added, its log empty at offset 0."""
+        replicas = tuple(sorted((*self.replicas, r)))
+        i = replicas.index(r)
+        s = self.state
+        self.state = s._replace(**{name: (*getattr(s, name)[:i], 0, *getattr(s, name)[i:])
+                                   for name in _LSO_VARS})  # type: ignore[arg-type]
+        self.replicas = replicas
+
+    def _after_outside(self, t: LogStartOffsetState) -> LogStartOffsetState:
+        L = self.replicas.index(self.leader)
+        return t._replace(committed=max(t.committed, t.hw[L]))
+
+    def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
+             node: str = "") -> LogStartOffsetState | None:
+        s, twin = self.state, self.twin()
+        actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
+        if action in _LEADER_ACTIONS and actor != self.leader:
+            # Its own log's values are true of its replica; the ISR is the current leader's.
+            self.state = self._after_outside(self.recorded(
+                {k: v for k, v in changed.items() if k != "isr"}))
+            raise _Outside("a step of a deposed leader that has not yet heard of its successor "
+                           "(the model has one leader)", resync=False)
+        want = self.recorded(changed)
+        r = int(args["replica"]) if "replica" in args else None
+        t: LogStartOffsetState | None
+        if action == "Append":
+            t = s
+            for _ in range(int(args.get("records", 1))):
+                t = twin.Append(t) if t is not None else None
+        elif action == "FollowerFetch":
+            assert r is not None
+            t = twin.FollowerFetch(s, r)
+            i = self.replicas.index(r)
+            if t is not None and not _same(t, want):
+                # Offsets in the model are records; in a log they come in batches. A follower
+                # restarted at a start offset inside a batch takes the whole batch, so its first
+                # segment begins at the batch's base offset, below its start.
+                batch = want.segStart[i] < s.segStart[i] <= want.logStart[i]
+                seg = want.segStart[i]
+
+                def rebased(x: LogStartOffsetState) -> LogStartOffsetState:
+                    return x._replace(segStart=_put(x.segStart, i, seg)) if batch else x
+
+                stale = self._stale_fetch(s, r, args)
+                if _same(rebased(t), want) and batch:
+                    raise _Outside("a follower's first fetch into a log restarted at the "
+                                   "leader's start offset took the whole batch around it (the "
+                                   "model's offsets are records, not batches)")
+                if stale is not None and _same(rebased(stale), want):
+                    raise _Outside("a fetch answered from the leader's earlier state (the "
+                                   "model's fetch reads the leader's present state)")
+        elif action == "AdvanceHW":
+            t = twin.AdvanceHW(s)
+            known = {int(k): int(v) for k, v in args.get("known", {}).items()}
+            L = self.replicas.index(self.leader)
+            if (not _same_or_none(t, want) and known
+                    and want.hw[L] == min(known.values()) > s.hw[L]
+                    and all(v <= s.leo[self.replicas.index(k)] for k, v in known.items())):
+                raise _Outside("the HW advanced to the followers' LEOs as the leader last heard "
+                               "them, below their present LEOs (the model's leader sees them)")
+        elif action in ("ShrinkIsr", "ExpandIsr"):
+            member = int(args["r"])
+            t = getattr(twin, action)(s, member)
+            if t is None and args.get("cause", "").startswith("AlterPartition refused"):
+                raise _Outside("an ISR change the controller refused was withdrawn")
+            if (t is None and action == "ShrinkIsr" and member in s.isr
+                    and member != self.leader and want.isr == s.isr - {member}):
+                # Kafka drops a follower that has not caught up within replica.lag.time.max.ms,
+                # judged on what the leader last heard; the model only one behind the leader's
+                # LEO. Dropping a member is safe either way: it never lowers an HW.
+                raise _Outside("the leader dropped a follower that had not caught up within "
+                               "replica.lag.time.max.ms as far as it heard (the model drops "
+                               "only a follower behind the leader's LEO)")
+        elif action == "DeleteRecords":
+            t = twin.DeleteRecords(s, int(args["o"]))
+        elif action == "DeleteOldestSegment":
+            assert r is not None
+            t = s
+            for size in args["segments"]:
+                t = (self.twin(int(size)).DeleteOldestSegment(t, r) if t is not None and size > 0
+                     else None)
+        elif action == "CheckpointStartOffset":
+            assert r is not None
+            t = twin.CheckpointStartOffset(s, r)
+        elif action == "CrashRestart":
+            assert r is not None
+            i = self.replicas.index(r)
+            if want.leo[i] != s.leo[i] or want.segStart[i] != s.segStart[i]:
+                raise _Outside("a restart lost unflushed records (the model's crash keeps the "
+                               "log)")
+            t = twin.CrashRestart(s, r, int(args["h"]))
+            if t is not None and _same(t, s) and _same(want, s):
+                return None
+        elif action == "BecomeLeader":
+            leader = int(args["leader"])
+            if leader != self.leader:
+                self.leader = leader
+                raise _Outside("a leader change (the model's leader is fixed)")
+            if want.isr == s.isr:
+                return None
+            raise _Outside("the controller set the ISR in a LeaderAndIsr")
+        elif action == "DeleteReplica":
+            raise _Outside("a reassignment deleted a replica and its log (the model's replicas "
+                           "are fixed)")
+        elif action == "Truncate":
+            raise _Outside("a follower truncated to its leader's epoch end offset (the model "
+                           "has no divergent logs)")
+        else:
+            raise _Refused("not enabled", f"{action} is no action of LogStartOffset")
+        if t is None and _same(want, s):
+            return None  # the event records no change: a stutter
+        if t is None:
+            raise _Refused("not enabled", f"{action}{_args(args)} is not enabled here",
+                           twin.describe(want))
+        if not _same(t, want):
+            raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin's step gives "
+                           f"{_diff(s, t)}", twin.describe(want))
+        return t
+
+    def _stale_fetch(self, s: LogStartOffsetState, r: int,
+                     args: Mapping[str, Any]) -> LogStartOffsetState | None:
+        L = self.replicas.index(self.leader)
+        hw = int(args.get("leaderHw", s.hw[L]))
+        start = int(args.get("leaderLogStart", s.logStart[L]))
+        leo = int(args.get("fetchedTo", s.leo[L]))
+        if not (hw <= s.hw[L] and start <= s.logStart[L] and leo <= s.leo[L]):
+            return None
+        snap = s._replace(hw=_put(s.hw, L, max(0, hw)), logStart=_put(s.logStart, L, start),
+                          leo=_put(s.leo, L, leo))
+        t = self.twin().FollowerFetch(snap, r)
+        if t is None:
+            return None
+        return t._replace(hw=_put(t.hw, L, s.hw[L]), logStart=_put(t.logStart, L, s.logStart[L]),
+                          leo=_put(t.leo, L, s.leo[L]))
+
+
+def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
+    return (*t[:i], v, *t[i + 1:])
+
+
+def _same(a: LogStartOffsetState, b: LogStartOffsetState) -> bool:
+    """Equal on the implementation's variables (the ghosts committed and acked aside)."""
+    return a[:6] == b[:6]
+
+
+def _same_or_none(a: LogStartOffsetState | None, b: LogStartOffsetState) -> bool:
+    return a is not None and _same(a, b)
+
+
+def _diff(s: LogStartOffsetState, t: LogStartOffsetState) -> str:
+    parts = [f"{name}={list(getattr(t, name)) if name != 'isr' else sorted(t.isr)}"
+             for name in (*_LSO_VARS, "isr") if getattr(s, name) != getattr(t, name)]
+    return ", ".join(parts) or "no change"
+
+
+# ---- ControllerFencing -------------------------------------------------------------------------
+
+@cache
+def _cf_twin(brokers: tuple[int, ...], max_ce: int, max_be: int, max_le: int,
+             max_in_flight: int) -> ControllerFencingTwin:
+    return ControllerFencingTwin(ControllerFencingConfig(brokers, max_ce, max_be, max_le,
+                                                         max_in_flight))
+
+
+class _CfInstance:
+    def __init__(self, init: Mapping[str, Any], bounds: tuple[int, int, int, int]) -> None:
+        self.brokers = tuple(sorted(int(b) for b in init["brokerEpochs"]))
+        self.base = int(init["controllerEpoch"]) - 1
+        self.epochs = {int(b): [int(e)] for b, e in init["brokerEpochs"].items()}
+        self.bounds = bounds
+        twin = self.twin()
+        s: CFState = next(iter(twin.init_states()))  # type: ignore[assignment]
+        self.state = s._replace(controllerEpoch=1, leaderEpoch=int(init.get("leaderEpoch", 0)))
+
+    def twin(self) -> ControllerFencingTwin:
+        return _cf_twin(self.brokers, *self.bounds)
+
+    def spec(self) -> Spec:
+        return self.twin()
+
+    def ce(self, c: int) -> int:
+        return int(c) - self.base
+
+    def be(self, b: int, e: int) -> int:
+        if e < 0:
+            return -1
+        known = self.epochs.get(b, [])
+        if e in known:
+            return known.index(e) + 1
+        raise _Outside(f"a request addressed to broker {b}'s epoch {e}, an incarnation from "
+                       "before this instance began")
+
+    def request(self, kind: str, args: Mapping[str, Any]) -> Request:
+        b = int(args["b"])
+        if b not in self.brokers:
+            raise _Outside(f"broker {b} registered after this partition was created")
+        c, le = self.ce(args["c"]), int(args["le"])
+        if c < 1:
+            raise _Outside(f"a request from controller epoch {args['c']}, before this "
+                           "partition existed")
+        if le < 0:
+            raise _Outside("a StopReplica during topic deletion (no leader epoch; the model's "
+                           "requests carry one)")
+        return Request(kind, c, b, self.be(b, int(args["e"])), le)
+
+    def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
+             node: str = "") -> CFState | None:
+        s, twin = self.state, self.twin()
+        idx = {b: i for i, b in enumerate(self.brokers)}
+        if action == "ElectController":
+            t = twin.ElectController(s)
+            if t is not None and t.controllerEpoch != self.ce(changed["controllerEpoch"]):
+                raise _Refused("mismatch", f"controller epoch {changed['controllerEpoch']} is "
+                               "not the next one")
+            return self._enabled(t, action, args, s)
+        if action == "ElectLeader":
+            c = self.ce(args["c"])
+            t = twin.ElectLeader(s, c) if c >= 1 else None
+            if args.get("outcome") == "refused":
+                if t is not None:
+                    raise _Refused("mismatch", f"the store refused controller epoch {args['c']}'s "
+                                   "write, which the model's conditional write accepts")
+                return None
+            t = self._enabled(t, action, args, s)
+            # One decision may write several leader epochs (a reassignment's steps): one
+            # ElectLeader each.
+            while t is not None and t.leaderEpoch < int(changed["leaderEpoch"]):
+                t = self._enabled(twin.ElectLeader(t, c), action, args, t)
+            if t.leaderEpoch != int(changed["leaderEpoch"]):
+                raise _Refused("mismatch", f"leader epoch {changed['leaderEpoch']} recorded, "
+                               f"the twin writes {t.leaderEpoch}", twin.describe(t))
+            return t
+        if action == "Register":
+            b = int(args["b"])
+            if b not in idx:
+                raise _Outside(f"broker {b} registered after this partition was created")
+            t = self._enabled(twin.Register(s, b), action, args, s)
+            self.epochs.setdefault(b, []).append(int(args["e"]))
+            return t
+        if action == "ControllerEpochSeen":
+            b = int(args["b"])
+            if b not in idx:
+                return None
+            seen = max(0, self.ce(changed["brokerControllerEpoch"][str(b)]))
+            had = s.brokerControllerEpoch[idx[b]]
+            if args["type"] != "BrokerRegistration" and self.ce(args["c"]) < had:
+                raise _Refused("not enabled", f"broker {b} applied a {args['type']} from "
+                               f"controller epoch {args['c']} after accepting epoch "
+                               f"{had + self.base}: the model fences it (StaleControllerFenced)",
+                               twin.describe(s))
+            if seen < had:
+                raise _Refused("mismatch", f"broker {b}'s controller epoch went down from "
+                               f"{had + self.base} to {seen + self.base}", twin.describe(s))
+            if seen == had:
+                return None
+            self.state = s._replace(brokerControllerEpoch=_put(s.brokerControllerEpoch, idx[b],
+                                                               seen))
+            raise _Outside(f"the broker's controller epoch was set by {args['type']}, not by "
+                           "a request for this partition (the model's only way)")
+        if action in ("SendLeaderAndIsr", "SendStopReplica"):
+            m = self.request(LEADER_AND_ISR if action == "SendLeaderAndIsr" else STOP_REPLICA,
+                             args)
+            if m in s.network:
+                return None  # the same request again: the set already holds it
+            if not (m.controllerEpoch <= s.controllerEpoch and m.leaderEpoch <= s.leaderEpoch
+                    and 1 <= m.brokerEpoch <= s.brokerEpoch[idx[m.broker]]):
+                raise _Refused("not enabled", f"{action}{_args(args)}: Next sends only epochs "
+                               "that exist", twin.describe(s))
+            return self._enabled(twin.Send(s, m.type, m.controllerEpoch, m.broker,
+                                           m.brokerEpoch, m.leaderEpoch), action, args, s)
+        if action == "Deliver":
+            m = self.request(args["type"], args)
+            if m not in s.network:
+                raise _Refused("not enabled", f"Deliver{_args(args)}: no such request was sent")
+            i = idx[m.broker]
+            if args.get("outcome") == "reject":
+                if twin.Accepts(s, m.broker, m):
+                    raise _Refused("mismatch", f"the broker rejected ({args.get('error')}) a "
+                                   "request the model accepts", twin.describe(s))
+                return None
+            if not twin.Accepts(s, m.broker, m):
+                raise _Refused("not enabled", f"the broker applied {m.type}{_args(args)}, which "
+                               "the model fences", twin.describe(s))
+            t = twin.Deliver(s, m)
+            bce = self.ce(changed["brokerControllerEpoch"][str(m.broker)])
+            replica = int(changed["replicaEpoch"][str(m.broker)])
+            result = args.get("result", "NONE")
+            if result in _UNAPPLIED:
+                self.state = s._replace(
+                    brokerControllerEpoch=_put(s.brokerControllerEpoch, i, max(0, bce)),
+                    replicaEpoch=_put(s.replicaEpoch, i, replica))
+                raise _Outside(f"the broker accepted the request but could not apply it to this "
+                               f"partition ({result}: {_UNAPPLIED[result]}); the model's replica "
+                               "always can")
+            if t is None:
+                if bce == s.brokerControllerEpoch[i] and replica == s.replicaEpoch[i]:
+                    return None
+                raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin changes nothing")
+            if (bce, replica) != (t.brokerControllerEpoch[i], t.replicaEpoch[i]):
+                raise _Refused("mismatch", f"recorded controller epoch {bce} and replica epoch "
+                               f"{replica} (model numbering), the twin gives "
+                               f"{t.brokerControllerEpoch[i]} and {t.replicaEpoch[i]}",
+                               twin.describe(t))
+            return t
+        raise _Refused("not enabled", f"{action} is no action of ControllerFencing")
+
+    def _enabled(self, t: CFState | None, action: str, args: Mapping[str, Any],
+                 s: CFState) -> CFState:
+        if t is None:
+            raise _Refused("not enabled", f"{action}{_args(args)} is not enabled here",
+                           self.twin().describe(s))
+        return t
+
+
+_UNAPPLIED = {
+    "KAFKA_STORAGE_ERROR": "its replica's log dir is offline",
+    "UNKNOWN_TOPIC_OR_PARTITION": "the broker is not among its replicas",
+    "INCONSISTENT_TOPIC_ID": "the broker still holds another generation of the topic",
+    "LOG_DIR_NOT_FOUND": "it names a log dir the broker does not have",
+}
+"""A partition's result in an accepted LeaderAndIsr or StopReplica that means the broker could
+not act on it (no fencing involved), and why."""
+
+
+# ---- FetcherFailure ----------------------------------------------------------------------------
+
+@cache
+def _ff_twin(partitions: int, max_le: int) -> FetcherFailureTwin:
+    return FetcherFailureTwin(FetcherFailureConfig(partitions, 1, max_le))
+
+
+class _FfInstance:
+    def __init__(self, partitions: int, max_le: int) -> None:
+        self.twin_ = _ff_twin(partitions, max_le)
+        self.state: FFState = next(iter(self.twin_.init_states()))  # type: ignore[assignment]
+
+    def spec(self) -> Spec:
+        return self.twin_
+
+    def step(self, action: str, p: int, args: Mapping[str, Any],
+             changed: Mapping[str, Any]) -> FFState | None:
+        s, twin, i = self.state, self.twin_, p - 1
+        t: FFState | None
+        if action == "Restart":
+            fresh: FFState = next(iter(twin.init_states()))  # type: ignore[assignment]
+            fresh = fresh._replace(leaderEpoch=s.leaderEpoch)
+            if fresh == s:
+                return None
+            self.state = fresh
+            raise _Outside("a broker restart: its fetchers start empty (the model has no "
+                           "restart)")
+        if action == "ElectLeader":
+            t = twin.ElectLeader(s, p)
+            while t is not None and t.leaderEpoch[i] < int(changed.get("leaderEpoch", 0)):
+                t = twin.ElectLeader(t, p)
+        elif action == "LeaderAndIsr":
+            epoch = int(args["epoch"])
+            t = twin.LeaderAndIsr(s, p)
+            if ((t is None or t.knownEpoch[i] != epoch)
+                    and s.knownEpoch[i] <= epoch <= s.leaderEpoch[i]):
+                self.state = s._replace(
+                    knownEpoch=_put(s.knownEpoch, i, epoch),
+                    fetching=_setb(s.fetching, i, True), alive=_setb(s.alive, 0, True),
+                    failedEpoch=_put(s.failedEpoch, i, -1))
+                if self.state == s:
+                    return None
+                raise _Outside("a LeaderAndIsr overtaken by a newer election, or repeating "
+                               "the epoch the broker knows (the model's carries the latest)")
+        elif action == "FetchOk":
+            epoch = int(args["epoch"])
+            sent = twin.FetchRequest(s, p)
+            if sent is None or sent.inflight[i] != epoch:
+                raise _Refused("not enabled", f"FetchOk{_args(args)}: no fetch at epoch {epoch} "
+                               "could have been sent", twin.describe(s))
+            t = twin.FetchOk(sent, p)
+            if t is None:
+                raise _Outside("a fetch answered by a leader that had not yet heard of the "
+                               "newer leader epoch (the model's leader knows it at once)")
+        elif action == "FetchFenced":
+            epoch = int(args["epoch"])
+            if not 0 <= epoch <= s.knownEpoch[i]:
+                raise _Refused("not enabled", f"FetchFenced{_args(args)}: the broker never "
+                               f"fetched at epoch {epoch}", twin.describe(s))
+            t = twin.FetchFenced(s._replace(inflight=_put(s.inflight, i, epoch)), p)
+        elif action == "StorageError":
+            t = twin.StorageError(s, p)
+        elif action == "StopReplica":
+            t = twin.StopReplica(s, p)
+        elif action == "ShutdownIdle":
+            t = twin.ShutdownIdle(s, int(args.get("f", 1)))
+        else:
+            raise _Refused("not enabled", f"{action} is no action of FetcherFailure")
+        if t is None:
+            raise _Refused("not enabled", f"{action}{_args(args)} is not enabled here",
+                           twin.describe(s))
+        want = t
+        for name, value in changed.items():
+            if name == "alive":
+                want = want._replace(alive=_setb(want.alive, 0, bool(value)))
+            else:
+                current = getattr(want, name)
+                want = want._replace(**{name: (*current[:i], value, *current[i + 1:])})
+        if want != t:
+            raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin gives another "
+                           "state", twin.describe(t))
+        return t
+
+
+def _setb(t: tuple[bool, ...], i: int, v: bool) -> tuple[bool, ...]:
+    return (*t[:i], v, *t[i + 1:])
+
+
+# ---- the replay --------------------------------------------------------------------------------
+
+def _args(args: Mapping[str, Any]) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in sorted(args.items())) + ")"
+
+
+def _fmt(changed: Mapping[str, Any]) -> str:
+    return json.dumps(changed, sort_keys=True, separators=(",", ":"))
+
+
+def _bounds(events: list[tuple[int, Event]]) -> tuple[int, int, int, int, int]:
+    """(max offset, max controller epoch, max broker epochs per broker, max leader epoch,
+    sends) over a whole trace, for the twins' constants."""
+    offsets, ce, le, sends = 0, 1, 0, 0
+    regs: Counter[int] = Counter()
+
+    def ints(v: Any) -> Iterator[int]:
+        if isinstance(v, bool):
+            return
+        if isinstance(v, int):
+            yield v
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from ints(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from ints(x)
+
+    for _, e in events:
+        a, c = e["args"], e["changed"]
+        if e["model"] == LOG_START_OFFSET:
+            offsets = max(offsets, *ints(c), *ints({k: v for k, v in a.items()
+                                                   if k not in ("replica", "r")}), 0)
+        elif e["action"] == "ElectController":
+            ce = max(ce, int(a["c"]))
+        elif e["action"] == "Register":
+            regs[int(a["b"])] += 1
+        elif e["action"].startswith("Send"):
+            sends += 1
+        if "le" in a:
+            le = max(le, int(a["le"]))
+        if "leaderEpoch" in c:
+            le = max(le, int(c["leaderEpoch"]))
+        if "epoch" in a:
+            le = max(le, int(a["epoch"]))
+    return offsets + 1, ce, max(regs.values(), default=0) + 1, le + 1, sends + 1
+
+
+def check_file(path: Path, report: CheckReport) -> None:
+    """Replay one trace file into ``report``."""
+    events = list(read_events(path))
+    report.files += 1
+    max_offset, max_ce, max_be, max_le, sends = _bounds(events)
+    lso: dict[str, _LsoInstance] = {}
+    cf: dict[str, _CfInstance] = {}
+    ff: dict[str, _FfInstance] = {}
+    ff_ids: dict[str, int] = {}   # "<tp>#<topic id>" -> FetcherFailure partition number
+    generation: dict[str, str] = {}  # instance -> the topic id of its current generation
+    # Every partition generation (an Init) and every partition a fetcher names gets a number.
+    ff_partitions = max(1, len({f"{e['instance']}#{e['args'].get('topicId', '')}"
+                                for _, e in events if e["action"] == INIT}
+                               | {f"{e['args'].get('tp')}#{e['args'].get('topicId', '')}"
+                                  for _, e in events if e["model"] == FETCHER_FAILURE}))
+    failed: set[str] = set()
+    header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
+    lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
+
+    def ff_instance(name: str) -> _FfInstance:
+        if name not in ff:
+            ff[name] = _FfInstance(ff_partitions, max_le)
+        return ff[name]
+
+    def ff_p(tp: str, topic_id: str = "") -> int:
+        key = f"{tp}#{topic_id or generation.get(tp, '')}"
+        if key not in ff_ids:
+            ff_ids[key] = len(ff_ids) + 1
+        return ff_ids[key]
+
+    def other_generation(inst: str, args: Mapping[str, Any]) -> bool:
+        """The event names a topic id that is not the instance's current generation's."""
+        tid = args.get("topicId") or ""
+        return bool(tid) and inst in generation and bool(generation[inst]) \
+            and tid != generation[inst]
+
+    def _replay(e: Event, where: str) -> None:
+        model, inst, action = e["model"], e["instance"], e["action"]
+        args, changed = e["args"], e["changed"]
+        if action == HEADER:
+            return
+        if action == INIT:
+            generation[inst] = str(args.get("topicId", ""))
+            replicas = tuple(sorted(int(r) for r in args["replicas"]))
+            lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset, lso_bug)
+            lso[inst].state = lso[inst].state._replace(isr=frozenset(args["isr"]))
+            cf[inst] = _CfInstance(args, (max(2, max_ce - int(args["controllerEpoch"]) + 1),
+                                          max_be, max_le, sends))
+            failed.discard(inst)
+            ff_p(inst)
+            return
+        if action == "Removed":
+            lso.pop(inst, None)
+            cf.pop(inst, None)
+            return
+        targets: list[tuple[str, Any]] = []
+        if model == LOG_START_OFFSET:
+            if inst in lso:
+                targets = [(inst, lso[inst])]
+        elif model == CONTROLLER_FENCING:
+            targets = ([(i, c) for i, c in cf.items()] if inst == "*"
+                       else [(inst, cf[inst])] if inst in cf else [])
+            if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
+                p = ff_p(inst, str(args.get("topicId", "")))
+                for name in list(ff):
+                    _run(report, where, e, FETCHER_FAILURE, name, ff[name],
+                         lambda x, p=p, i=inst, c=changed: x.step("ElectLeader", p, {"tp": i},
+                                                                  c), failed)
+        elif model == FETCHER_FAILURE:
+            x = ff_instance(inst)
+            p = ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
+            _run(report, where, e, model, inst, x,
+                 lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
+            return
+        else:
+            report.failures.append(Failure(where, int(e["seq"]), model, inst, action,
+                                           "not enabled", f"unknown model {model!r}", "", ""))
+            return
+        if targets and inst != "*" and other_generation(inst, args):
+            report.outside[f"{model}.{action}: an event of another generation of the topic "
+                           "(deleted and re-created under its name; each is its own "
+                           "instance)"] += 1
+            return
+        if not targets:
+            if inst == "*":  # a cluster-wide event before any partition exists
+                report.stutters += 1
+                report.stutter_actions[f"{model}.{action}"] += 1
+            else:
+                report.outside[f"{model}.{action}: an event of a partition whose instance has "
+                               "not begun or has ended (no Init yet, or its topic deleted)"] += 1
+            return
+        for name, x in targets:
+            _run(report, where, e, model, name, x,
+                 lambda x, a=action, g=args, c=changed, n=e["node"]: x.step(a, g, c, n),
+                 failed)
+
+    for line, e in events:
+        report.events += 1
+        try:
+            _replay(e, f"{path}:{line}")
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+            raise TraceFormatError(f"{path}:{line}: a malformed event ({type(exc).__name__}: "
+                                   f"{exc})") from exc
+
+
+def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
+         step: Any, failed: set[str]) -> None:
+    key = f"{model}/{name}"
+    if key in failed:
+        return
+    before = x.state
+    spec: Spec = x.spec()
+    try:
+        t = step(x)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise TraceFormatError(f"{where}: a malformed {model} {e['action']} event "
+                               f"({type(exc).__name__}: {exc})") from exc
+    except _Outside as out:
+        report.outside[f"{model}.{e['action']}: {out.reason}"] += 1
+        if model == LOG_START_OFFSET and out.resync:
+            x.state = x._after_outside(x.recorded(e["changed"]))
+        t = None
+        after = x.state
+    except _Refused as ref:
+        failed.add(key)
+        report.failures.append(Failure(where, int(e["seq"]), model, name, e["action"], ref.kind,
+                                       ref.message, spec.describe(before),
+                                       ref.after or "(no successor)"))
+        return
+    else:
+        if t is None:
+            report.stutters += 1
+            outcome = e["args"].get("outcome")
+            label = f"{model}.{e['action']}" + (f"({outcome})" if outcome in (
+                "reject", "refused") else "")
+            report.stutter_actions[label] += 1
+            return
+        x.state = t
+        after = t
+        report.steps += 1
+        report.actions[f"{model}.{e['action']}"] += 1
+    spec = x.spec()  # a leader change re-bases LogStartOffset's constants
+    for inv, holds in spec.invariants():
+        if not holds(after):
+            failed.add(key)
+            report.failures.append(Failure(where, int(e["seq"]), model, name, e["action"],
+                                           "invariant", f"{inv} is violated after this step",
+                                           spec.describe(before), spec.describe(after)))
+            return
+
+
+def check_paths(paths: Iterable[str | Path]) -> CheckReport:
+    """Replay every trace under ``paths``; raises TraceFormatError for an unreadable file."""
+    report = CheckReport()
+    start = time.perf_counter()
+    for path in trace_files(paths):
+        check_file(path, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+__all__ = ["CheckReport", "Failure", "TraceFormatError", "check_file", "check_paths",
+           "read_events", "trace_files"]
