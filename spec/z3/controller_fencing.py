@@ -19,8 +19,12 @@ Two abstractions, both exact for the invariant:
 Strengthening: none stated by hand. Spacer finds the inductive invariant itself (reported in the
 proof's detail): the ghost records satisfy the fence conditions, which every guarded step keeps.
 
-``prove(bug)`` returns one ProofResult per invariant; with a bug switched on, StaleControllerFenced
-comes back ``holds=False`` with a shortest counterexample found by BMC.
+``prove("none")`` returns one ProofResult per invariant (StaleControllerFenced and the end-to-end
+BrokerFollowsLatestDecision, both proved by Spacer); with a bug switched on, the invariant the bug
+table says it breaks comes back ``holds=False`` with a shortest counterexample found by BMC. The
+ghost ``appliedEpoch`` (the highest controller epoch the broker's incarnation applied) is kept by
+the model, so NoControllerEpochRecorded (a broker that checks but never records the epoch) is
+seen by BrokerFollowsLatestDecision and not by StaleControllerFenced.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from logwright.model.core import ProofResult
 
 from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
 
-INVARIANTS = ("StaleControllerFenced",)
+INVARIANTS = ("StaleControllerFenced", "BrokerFollowsLatestDecision")
 NOT_HOSTED = -1
 NO_BROKER_EPOCH = -1
 LEADER_AND_ISR, STOP_REPLICA = 0, 1
@@ -52,6 +56,7 @@ INT_VARS = (
     "applyCE", "applyBE", "applySeenCE", "applyOwnBE",
     # ghost lastStoreWrite = <<writerCE, writeStoreCE>> when ``written``
     "writerCE", "writeStoreCE",
+    "appliedEpoch",           # ghost: highest controller epoch the incarnation applied
 )
 BOOL_VARS = ("applied", "written")
 
@@ -84,7 +89,7 @@ def system(bug: str = "none") -> TransitionSystem:
 
     def register(s: Mapping[str, Any], p: Mapping[str, Any]) -> Step:
         return z3.BoolVal(True), {"brokerEpoch": s["brokerEpoch"] + 1,
-                                  "brokerControllerEpoch": 0}
+                                  "brokerControllerEpoch": 0, "appliedEpoch": 0}
 
     def deliver(kind: int, s: Mapping[str, Any], p: Mapping[str, Any]) -> Step:
         c, e, le = p["controllerEpoch"], p["brokerEpoch"], p["leaderEpoch"]
@@ -101,10 +106,12 @@ def system(bug: str = "none") -> TransitionSystem:
         else:
             after = z3.If(z3.And(rep != NOT_HOSTED, le >= rep), NOT_HOSTED, rep)
         changed = z3.Not(z3.And(s["brokerControllerEpoch"] == c, after == rep))
+        recorded = s["brokerControllerEpoch"] if bug == "NoControllerEpochRecorded" else c
         return z3.And(in_flight, accepts, changed), {
-            "brokerControllerEpoch": c, "replicaEpoch": after, "applied": z3.BoolVal(True),
+            "brokerControllerEpoch": recorded, "replicaEpoch": after, "applied": z3.BoolVal(True),
             "applyCE": c, "applyBE": e, "applySeenCE": s["brokerControllerEpoch"],
-            "applyOwnBE": s["brokerEpoch"]}
+            "applyOwnBE": s["brokerEpoch"],
+            "appliedEpoch": z3.If(c > s["appliedEpoch"], c, s["appliedEpoch"])}
 
     def stale_controller_fenced(s: Mapping[str, Any]) -> Any:
         broker_fenced = z3.Implies(s["applied"], z3.And(
@@ -112,6 +119,14 @@ def system(bug: str = "none") -> TransitionSystem:
             z3.Or(s["applyBE"] == NO_BROKER_EPOCH, s["applyBE"] >= s["applyOwnBE"])))
         store_fenced = z3.Implies(s["written"], s["writerCE"] == s["writeStoreCE"])
         return z3.And(broker_fenced, store_fenced)
+
+    def broker_follows_latest_decision(s: Mapping[str, Any]) -> Any:
+        current = z3.And(s["applied"], s["applyOwnBE"] == s["brokerEpoch"])
+        follows = z3.Implies(current, z3.And(
+            s["applyCE"] == s["appliedEpoch"],
+            z3.Or(s["applyBE"] == NO_BROKER_EPOCH, s["applyBE"] == s["brokerEpoch"])))
+        store_fenced = z3.Implies(s["written"], s["writerCE"] == s["writeStoreCE"])
+        return z3.And(s["replicaEpoch"] <= s["leaderEpoch"], follows, store_fenced)
 
     return TransitionSystem(
         name=f"ControllerFencing_{bug}",
@@ -125,7 +140,8 @@ def system(bug: str = "none") -> TransitionSystem:
             ActionDef("Deliver[LeaderAndIsr]", partial(deliver, LEADER_AND_ISR), _REQUEST_FIELDS),
             ActionDef("Deliver[StopReplica]", partial(deliver, STOP_REPLICA), _REQUEST_FIELDS),
         ],
-        invariants=[("StaleControllerFenced", stale_controller_fenced)],
+        invariants=[("StaleControllerFenced", stale_controller_fenced),
+                    ("BrokerFollowsLatestDecision", broker_follows_latest_decision)],
     )
 
 
@@ -139,6 +155,8 @@ def describe(v: Mapping[str, str]) -> str:
         text += (f"; last change by a request of controller epoch {v['applyCE']} to broker epoch "
                  f"{v['applyBE']}, when the broker had accepted controller epoch "
                  f"{v['applySeenCE']} and was broker epoch {v['applyOwnBE']}")
+    if v["applied"] == "True":
+        text += f"; highest controller epoch applied by this incarnation {v['appliedEpoch']}"
     if v["written"] == "True":
         text += (f"; last store write by controller epoch {v['writerCE']} while the store's was "
                  f"{v['writeStoreCE']}")
@@ -146,9 +164,10 @@ def describe(v: Mapping[str, str]) -> str:
 
 
 def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
-    """Prove StaleControllerFenced unbounded (``bug="none"``), or refute it with a trace."""
+    """Prove both invariants unbounded (``bug="none"``), or refute the one the bug breaks
+    (its table's) with a trace."""
     ts = system(bug)
     if bug != "none":  # a bounded search for the shortest counterexample, within its rlimit
-        return [refute_bmc(ts, name, max_steps=16, describe=describe, **limits(rlimit))
-                for name in INVARIANTS]
+        return [refute_bmc(ts, BUG_TABLE.expected_violation[bug], max_steps=16,
+                           describe=describe, **limits(rlimit))]
     return [prove_or_refute(ts, name, describe=describe, **limits(rlimit)) for name in INVARIANTS]
