@@ -95,6 +95,8 @@ def system(bug: str = "none") -> TransitionSystem:
         guard = z3.And(request != NO_FETCH, request < s["leaderEpoch"])
         current = TRUE if bug == "FenceWithStaleEpochFails" else request == s["knownEpoch"]
         fails = z3.And(s["fetching"], current)
+        if bug == "StaleFenceStalls":  # a stale fence is never handled
+            guard = z3.And(guard, fails)
         return guard, {"inflight": NO_FETCH,
                        "failedEpoch": z3.If(fails, request, s["failedEpoch"]),
                        "fetching": z3.If(fails, FALSE, s["fetching"])}
@@ -173,9 +175,11 @@ def describe(v: Mapping[str, str]) -> str:
 
 
 def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
-    """Prove FailureContained unbounded (``bug="none"``), or refute it with a trace."""
+    """Prove FailureContained unbounded (``bug="none"``), or refute it with a trace. A bug whose
+    only symptom is lost progress (its table names a temporal property, which Z3 does not
+    check) gets the proof too: FailureContained still holds with it on."""
     ts = system(bug)
-    if bug != "none":  # a bounded search for the shortest counterexample, within its rlimit
+    if bug != "none" and BUG_TABLE.expected_violation[bug] in INVARIANTS:  # a bounded search for the shortest counterexample, within its rlimit
         return [refute_bmc(ts, name, max_steps=16, describe=describe, **limits(rlimit))
                 for name in INVARIANTS]
     return [prove_or_refute(ts, name, describe=describe, **limits(rlimit)) for name in INVARIANTS]
