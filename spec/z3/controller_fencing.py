@@ -37,7 +37,14 @@ import z3
 from logwright.model.controller_fencing.bugs import BUG_TABLE
 from logwright.model.core import ProofResult
 
-from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
+from .common import (
+    ActionDef,
+    TransitionSystem,
+    TwinView,
+    limits,
+    prove_or_refute,
+    refute_bmc,
+)
 
 INVARIANTS = ("StaleControllerFenced", "BrokerFollowsLatestDecision")
 NOT_HOSTED = -1
@@ -171,3 +178,67 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
         return [refute_bmc(ts, BUG_TABLE.expected_violation[bug], max_steps=16,
                            describe=describe, **limits(rlimit))]
     return [prove_or_refute(ts, name, describe=describe, **limits(rlimit)) for name in INVARIANTS]
+
+
+def twin_views(spec: Any) -> list[TwinView]:
+    """How this encoding sees the Python twin (one broker): every variable but the network,
+    which the encoding replaces by "any request within the bounds" (see the module docstring).
+
+    Exact pairs: ElectController, ElectLeader(c), Register, and each ``Deliver[type]`` against
+    the twin's Send-then-Deliver of every request of that type within the bounds (whether or
+    not it is in flight: the encoding's network is unbounded). The twin's Send and Lose change
+    only the network, so they stutter here.
+    """
+    from logwright.model.controller_fencing import (
+        LEADER_AND_ISR,
+        STOP_REPLICA,
+        CFState,
+        Request,
+    )
+
+    k = spec.config
+    assert len(k.brokers) == 1, "the encoding has one broker"
+    b = k.brokers[0]
+
+    def abstract(s: Any) -> dict[str, int | bool]:
+        assert isinstance(s, CFState)
+        applied, written = len(s.lastApply[0]) == 4, len(s.lastStoreWrite) == 2
+        ce, be, seen, own = s.lastApply[0] if applied else (0, 0, 0, 0)
+        writer, store = s.lastStoreWrite if written else (0, 0)
+        return {"controllerEpoch": s.controllerEpoch, "leaderEpoch": s.leaderEpoch,
+                "brokerEpoch": s.brokerEpoch[0], "brokerControllerEpoch": s.brokerControllerEpoch[0],
+                "replicaEpoch": s.replicaEpoch[0], "applyCE": ce, "applyBE": be,
+                "applySeenCE": seen, "applyOwnBE": own, "writerCE": writer,
+                "writeStoreCE": store, "appliedEpoch": s.appliedEpoch[0],
+                "applied": applied, "written": written}
+
+    def deliver_any(kind: str) -> Any:
+        def steps(s: Any) -> list[Any]:
+            out = []
+            for c in range(1, s.controllerEpoch + 1):
+                for e in range(1, s.brokerEpoch[0] + 1):
+                    for le in range(s.leaderEpoch + 1):
+                        m = Request(kind, c, b, e, le)
+                        t = spec.Deliver(s._replace(network=s.network | {m}), m)
+                        if t is not None:
+                            out.append(t)
+            return out
+        return steps
+
+    def one(method: Any) -> Any:
+        return lambda s: [t for t in [method(s)] if t is not None]
+
+    def bounds(t: Mapping[str, Any]) -> Any:
+        return z3.And(t["controllerEpoch"] <= k.max_controller_epoch,
+                      t["leaderEpoch"] <= k.max_leader_epoch,
+                      t["brokerEpoch"] <= k.max_broker_epoch)
+
+    return [TwinView(
+        "ControllerFencing", abstract,
+        [("ElectController", one(spec.ElectController)),
+         ("ElectLeader", lambda s: [t for c in range(1, s.controllerEpoch + 1)
+                                    for t in [spec.ElectLeader(s, c)] if t is not None]),
+         ("Register", one(lambda s: spec.Register(s, b))),
+         ("Deliver[LeaderAndIsr]", deliver_any(LEADER_AND_ISR)),
+         ("Deliver[StopReplica]", deliver_any(STOP_REPLICA))],
+        bounds)]
