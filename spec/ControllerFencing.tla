@@ -48,12 +48,14 @@ VARIABLES
                            \*   the last request that changed the broker, or None
     lastStoreWrite,        \* ghost: <<writer's controller epoch, store's controller epoch at the
                            \*   time>> of the last store write that landed, or None
-    appliedEpoch           \* ghost: broker -> the highest controller epoch of a request this
+    appliedEpoch,          \* ghost: broker -> the highest controller epoch of a request this
                            \*   incarnation applied (0: none yet); kept by the model, not by the
                            \*   broker, so a broker that forgets what it accepted cannot hide it
+    replicaPeak            \* ghost: broker -> the highest leader epoch its replica has held
+                           \*   since it was last created, or NotHosted while there is none
 
 vars == <<controllerEpoch, leaderEpoch, brokerEpoch, brokerControllerEpoch, replicaEpoch,
-          network, lastApply, lastStoreWrite, appliedEpoch>>
+          network, lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 RequestTypes == {"LeaderAndIsr", "StopReplica"}
 
@@ -74,6 +76,7 @@ TypeOK ==
     /\ lastStoreWrite = None \/
           lastStoreWrite \in (1..MaxControllerEpoch) \X (1..MaxControllerEpoch)
     /\ appliedEpoch \in [Brokers -> 0..MaxControllerEpoch]
+    /\ replicaPeak \in [Brokers -> {NotHosted} \cup 0..MaxLeaderEpoch]
 
 Init ==
     /\ controllerEpoch = 1
@@ -85,6 +88,7 @@ Init ==
     /\ lastApply = [b \in Brokers |-> None]
     /\ lastStoreWrite = None
     /\ appliedEpoch = [b \in Brokers |-> 0]
+    /\ replicaPeak = [b \in Brokers |-> NotHosted]
 
 (* A failover: a new controller wins the election and bumps the controller epoch in the store.    *)
 (* The previous controllers keep running with their old epochs.                                   *)
@@ -92,7 +96,7 @@ ElectController ==
     /\ controllerEpoch < MaxControllerEpoch
     /\ controllerEpoch' = controllerEpoch + 1
     /\ UNCHANGED <<leaderEpoch, brokerEpoch, brokerControllerEpoch, replicaEpoch, network,
-                   lastApply, lastStoreWrite, appliedEpoch>>
+                   lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 (* Controller c elects a new partition leader: it writes the next leader epoch to the store. The  *)
 (* write is conditional on c still being the store's controller epoch, so a deposed controller's  *)
@@ -103,7 +107,7 @@ ElectLeader(c) ==
     /\ leaderEpoch' = leaderEpoch + 1
     /\ lastStoreWrite' = <<c, controllerEpoch>>
     /\ UNCHANGED <<controllerEpoch, brokerEpoch, brokerControllerEpoch, replicaEpoch, network,
-                   lastApply, appliedEpoch>>
+                   lastApply, appliedEpoch, replicaPeak>>
 
 (* Broker b restarts and registers again: a new incarnation with a larger broker epoch. What it   *)
 (* kept in memory (the controller epoch it had accepted) is lost; its log (replicaEpoch) is kept. *)
@@ -113,7 +117,7 @@ Register(b) ==
     /\ brokerControllerEpoch' = [brokerControllerEpoch EXCEPT ![b] = 0]
     /\ appliedEpoch' = [appliedEpoch EXCEPT ![b] = 0]
     /\ UNCHANGED <<controllerEpoch, leaderEpoch, replicaEpoch, network, lastApply,
-                   lastStoreWrite>>
+                   lastStoreWrite, replicaPeak>>
 
 (* Controller c sends a request to broker b, addressed to broker epoch e and carrying leader      *)
 (* epoch le. A controller's view may be out of date (a deposed controller stops learning), so it  *)
@@ -125,7 +129,7 @@ Send(type, c, b, e, le) ==
        /\ m \notin network
        /\ network' = network \cup {m}
        /\ UNCHANGED <<controllerEpoch, leaderEpoch, brokerEpoch, brokerControllerEpoch,
-                      replicaEpoch, lastApply, lastStoreWrite, appliedEpoch>>
+                      replicaEpoch, lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 SendLeaderAndIsr(c, b, e, le) == Send("LeaderAndIsr", c, b, e, le)
 SendStopReplica(c, b, e, le) == Send("StopReplica", c, b, e, le)
@@ -170,6 +174,9 @@ Deliver(m) ==
                                                brokerControllerEpoch[b], brokerEpoch[b]>>]
     /\ appliedEpoch' = [appliedEpoch EXCEPT ![b] = IF m.controllerEpoch > @
                                                    THEN m.controllerEpoch ELSE @]
+    /\ replicaPeak' = [replicaPeak EXCEPT ![b] = IF ReplicaAfter(b, m) = NotHosted THEN NotHosted
+                                                 ELSE IF ReplicaAfter(b, m) > @
+                                                      THEN ReplicaAfter(b, m) ELSE @]
     /\ UNCHANGED <<controllerEpoch, leaderEpoch, brokerEpoch, network, lastStoreWrite>>
 
 (* The network drops m. *)
@@ -177,7 +184,7 @@ Lose(m) ==
     /\ m \in network
     /\ network' = network \ {m}
     /\ UNCHANGED <<controllerEpoch, leaderEpoch, brokerEpoch, brokerControllerEpoch,
-                   replicaEpoch, lastApply, lastStoreWrite, appliedEpoch>>
+                   replicaEpoch, lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 Next ==
     \/ ElectController
@@ -217,6 +224,8 @@ StaleControllerFenced ==
 (*   that forgets the epoch it accepted does not hide the regression.      *)
 (* - That change was addressed to the current incarnation (a request for   *)
 (*   an earlier one cannot reach the state it acts on).                    *)
+(* - The replica holds the newest leader epoch it has held since it was    *)
+(*   created (replicaPeak, a ghost): no older decision took it back.       *)
 (* - The replica never holds a leader epoch the store has not decided, and *)
 (*   the store's latest decision was written by the controller the store   *)
 (*   named at the time.                                                    *)
@@ -224,6 +233,7 @@ StaleControllerFenced ==
 BrokerFollowsLatestDecision ==
     /\ \A b \in Brokers :
           /\ replicaEpoch[b] <= leaderEpoch
+          /\ replicaEpoch[b] = replicaPeak[b]
           /\ lastApply[b] # None /\ lastApply[b][4] = brokerEpoch[b] =>
                 /\ lastApply[b][1] = appliedEpoch[b]
                 /\ lastApply[b][2] \in {NoBrokerEpoch, brokerEpoch[b]}

@@ -208,7 +208,8 @@ def test_the_end_to_end_invariant_alone_catches_every_bug(bug: str, packed: bool
 
 
 def test_the_ghost_is_the_broker_memory_in_the_correct_model() -> None:
-    """appliedEpoch adds no state to the correct model: it equals what the broker records."""
+    """The ghosts add no state to the correct model: appliedEpoch equals what the broker
+    records, and replicaPeak the replica's leader epoch."""
     spec = ControllerFencingSpec.from_cfg(SPEC / "ControllerFencing.cfg")
     seen = 0
     frontier = list(spec.init_states())
@@ -217,6 +218,7 @@ def test_the_ghost_is_the_broker_memory_in_the_correct_model() -> None:
         s = frontier.pop()
         assert isinstance(s, CFState)
         assert s.appliedEpoch == s.brokerControllerEpoch
+        assert s.replicaPeak == s.replicaEpoch
         seen += 1
         for _, fn in spec.actions():
             for t in fn(s):
@@ -228,7 +230,8 @@ def test_the_ghost_is_the_broker_memory_in_the_correct_model() -> None:
 
 def test_the_end_to_end_invariant_judges_single_states() -> None:
     spec = ControllerFencingSpec()
-    s = broker_state(spec, broker_epoch=2, accepted=2)._replace(appliedEpoch=(2,))
+    s = broker_state(spec, broker_epoch=2, accepted=2)._replace(appliedEpoch=(2,),
+                                                                replicaPeak=(1,))
     ok = s._replace(lastApply=((2, 2, 1, 2),))
     assert spec.BrokerFollowsLatestDecision(ok)
     assert not spec.BrokerFollowsLatestDecision(ok._replace(lastApply=((1, 2, 0, 2),)))
@@ -236,6 +239,7 @@ def test_the_end_to_end_invariant_judges_single_states() -> None:
     # a change made by an earlier incarnation is not this one's to answer for
     assert spec.BrokerFollowsLatestDecision(ok._replace(lastApply=((1, 1, 0, 1),)))
     assert not spec.BrokerFollowsLatestDecision(ok._replace(leaderEpoch=0))  # replica ahead
+    assert not spec.BrokerFollowsLatestDecision(ok._replace(replicaEpoch=(0,)))  # taken back
     assert not spec.BrokerFollowsLatestDecision(ok._replace(lastStoreWrite=(1, 2)))
     packed = spec.packed_invariants(np.array([spec.encode(ok),
                                               spec.encode(ok._replace(lastApply=((1, 2, 0, 2),)))],

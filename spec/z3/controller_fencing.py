@@ -64,6 +64,7 @@ INT_VARS = (
     # ghost lastStoreWrite = <<writerCE, writeStoreCE>> when ``written``
     "writerCE", "writeStoreCE",
     "appliedEpoch",           # ghost: highest controller epoch the incarnation applied
+    "replicaPeak",            # ghost: highest leader epoch the replica held since created
 )
 BOOL_VARS = ("applied", "written")
 
@@ -80,7 +81,7 @@ def system(bug: str = "none") -> TransitionSystem:
     def init(s: Mapping[str, Any]) -> Any:
         return z3.And(s["controllerEpoch"] == 1, s["leaderEpoch"] == 0, s["brokerEpoch"] == 1,
                       s["brokerControllerEpoch"] == 0, s["replicaEpoch"] == NOT_HOSTED,
-                      *[s[n] == 0 for n in INT_VARS[5:]],
+                      *[s[n] == 0 for n in INT_VARS[5:-1]], s["replicaPeak"] == NOT_HOSTED,
                       z3.Not(s["applied"]), z3.Not(s["written"]))
 
     def elect_controller(s: Mapping[str, Any], p: Mapping[str, Any]) -> Step:
@@ -118,7 +119,9 @@ def system(bug: str = "none") -> TransitionSystem:
             "brokerControllerEpoch": recorded, "replicaEpoch": after, "applied": z3.BoolVal(True),
             "applyCE": c, "applyBE": e, "applySeenCE": s["brokerControllerEpoch"],
             "applyOwnBE": s["brokerEpoch"],
-            "appliedEpoch": z3.If(c > s["appliedEpoch"], c, s["appliedEpoch"])}
+            "appliedEpoch": z3.If(c > s["appliedEpoch"], c, s["appliedEpoch"]),
+            "replicaPeak": z3.If(after == NOT_HOSTED, NOT_HOSTED,
+                                 z3.If(after > s["replicaPeak"], after, s["replicaPeak"]))}
 
     def stale_controller_fenced(s: Mapping[str, Any]) -> Any:
         broker_fenced = z3.Implies(s["applied"], z3.And(
@@ -133,7 +136,8 @@ def system(bug: str = "none") -> TransitionSystem:
             s["applyCE"] == s["appliedEpoch"],
             z3.Or(s["applyBE"] == NO_BROKER_EPOCH, s["applyBE"] == s["brokerEpoch"])))
         store_fenced = z3.Implies(s["written"], s["writerCE"] == s["writeStoreCE"])
-        return z3.And(s["replicaEpoch"] <= s["leaderEpoch"], follows, store_fenced)
+        return z3.And(s["replicaEpoch"] <= s["leaderEpoch"],
+                      s["replicaEpoch"] == s["replicaPeak"], follows, store_fenced)
 
     return TransitionSystem(
         name=f"ControllerFencing_{bug}",
@@ -210,6 +214,7 @@ def twin_views(spec: Any) -> list[TwinView]:
                 "replicaEpoch": s.replicaEpoch[0], "applyCE": ce, "applyBE": be,
                 "applySeenCE": seen, "applyOwnBE": own, "writerCE": writer,
                 "writeStoreCE": store, "appliedEpoch": s.appliedEpoch[0],
+                "replicaPeak": s.replicaPeak[0],
                 "applied": applied, "written": written}
 
     def deliver_any(kind: str) -> Any:

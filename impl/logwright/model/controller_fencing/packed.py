@@ -47,6 +47,7 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
                        (f"lastApply{i}", 1 + ce * be * (ce + 1) * be)]
         fields += [("network", 2 ** len(self.requests)), ("lastStoreWrite", 1 + ce * ce)]
         fields += [(f"appliedEpoch{i}", ce + 1) for i in range(len(k.brokers))]
+        fields += [(f"replicaPeak{i}", k.max_leader_epoch + 2) for i in range(len(k.brokers))]
         self.use_layout(fields)
 
     # -- the packed fast path ----------------------------------------------------------------
@@ -91,7 +92,8 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
                            f"brokerControllerEpoch{i}": s.brokerControllerEpoch[i],
                            f"replicaEpoch{i}": s.replicaEpoch[i] + 1,
                            f"lastApply{i}": self._apply_digit(s.lastApply[i]),
-                           f"appliedEpoch{i}": s.appliedEpoch[i]})
+                           f"appliedEpoch{i}": s.appliedEpoch[i],
+                           f"replicaPeak{i}": s.replicaPeak[i] + 1})
         return self.layout.pack(values)
 
     def decode(self, code: int) -> State:
@@ -105,7 +107,8 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
                        frozenset(m for m, bit in self._bit.items() if v["network"] >> bit & 1),
                        tuple(self._apply_record(v[f"lastApply{i}"]) for i in n),
                        self._write_record(v["lastStoreWrite"]),
-                       tuple(v[f"appliedEpoch{i}"] for i in n))
+                       tuple(v[f"appliedEpoch{i}"] for i in n),
+                       tuple(v[f"replicaPeak{i}"] - 1 for i in n))
 
     def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
         """Vectorized twins of the actions, in the order of :meth:`actions`; each branch is one
@@ -179,6 +182,9 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
                      + (record - col[f"lastApply{i}"]) * w[f"lastApply{i}"]
                      + (np.maximum(applied, m.controllerEpoch) - applied)
                      * w[f"appliedEpoch{i}"])
+            peak = col[f"replicaPeak{i}"] - 1
+            peak_after = np.where(after == NOT_HOSTED, NOT_HOSTED, np.maximum(peak, after))
+            delta = delta + (peak_after - peak) * w[f"replicaPeak{i}"]
             yield branch(5, bit, present & accepts & changed, delta)
         for bit in range(len(self.requests)):
             yield branch(6, bit, (net >> bit) & 1 == 1, -(1 << bit) * w["network"])
@@ -215,6 +221,7 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
             request_ce, request_be = np.divmod(rest, be)
             current = (digit != 0) & (own + 1 == own_now)
             follows &= col[f"replicaEpoch{i}"] - 1 <= col["leaderEpoch"]
+            follows &= col[f"replicaEpoch{i}"] == col[f"replicaPeak{i}"]
             follows &= ~current | ((request_ce + 1 == col[f"appliedEpoch{i}"])
                                    & (request_be + 1 == own_now))
         table = {"TypeOK": type_ok, "StaleControllerFenced": fenced,

@@ -5,7 +5,8 @@ controller epoch below the highest one a broker has accepted, nor addressed to a
 incarnation of the broker (an older broker epoch), changes anything on that broker; and no
 write by a deposed controller lands in the metadata store (kafka-compatibility.md "Fencing",
 hazards 3 and 4). Stated end to end, on what
-each broker holds now: the change its current incarnation acts on came from the latest
+each broker holds now: its replica holds the newest leader epoch it has held since it was
+created; the change its current incarnation acts on came from the latest
 controller that incarnation took a decision from (a ghost the model keeps, not the broker) and
 was addressed to that incarnation; its replica's leader epoch is one the store decided, and the
 store's latest decision was written by the controller the store named then.
@@ -69,6 +70,7 @@ class CFState(NamedTuple):
     lastApply: tuple[ApplyRecord, ...]
     lastStoreWrite: StoreWriteRecord
     appliedEpoch: tuple[int, ...]
+    replicaPeak: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class ControllerFencingTwin(Spec):
     def init_states(self) -> Iterable[State]:
         n = len(self.config.brokers)
         return [CFState(1, 0, (1,) * n, (0,) * n, (NOT_HOSTED,) * n, frozenset(), ((),) * n, (),
-                        (0,) * n)]
+                        (0,) * n, (NOT_HOSTED,) * n)]
 
     # -- actions, one method per TLA+ operator ---------------------------------------------
 
@@ -225,7 +227,10 @@ class ControllerFencingTwin(Spec):
                           replicaEpoch=_set(s.replicaEpoch, i, replica),
                           lastApply=_set(s.lastApply, i, record),
                           appliedEpoch=_set(s.appliedEpoch, i,
-                                            max(s.appliedEpoch[i], m.controllerEpoch)))
+                                            max(s.appliedEpoch[i], m.controllerEpoch)),
+                          replicaPeak=_set(s.replicaPeak, i,
+                                           NOT_HOSTED if replica == NOT_HOSTED
+                                           else max(s.replicaPeak[i], replica)))
 
     def Lose(self, s: CFState, m: Request) -> CFState | None:
         """The network drops ``m``."""
@@ -304,6 +309,8 @@ class ControllerFencingTwin(Spec):
                                             and all(e in ce for e in s.lastStoreWrite)))
             and len(s.appliedEpoch) == len(k.brokers)
             and all(0 <= e <= k.max_controller_epoch for e in s.appliedEpoch)
+            and len(s.replicaPeak) == len(k.brokers)
+            and all(e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch for e in s.replicaPeak)
         )
 
     def StaleControllerFenced(self, s: State) -> bool:
@@ -327,6 +334,8 @@ class ControllerFencingTwin(Spec):
         for i, r in enumerate(s.lastApply):
             if s.replicaEpoch[i] > s.leaderEpoch:
                 return False  # a leader epoch the store never decided
+            if s.replicaEpoch[i] != s.replicaPeak[i]:
+                return False  # an older leader epoch took the replica back
             if len(r) != 4 or r[3] != s.brokerEpoch[i]:
                 continue  # nothing applied by the current incarnation
             if r[0] != s.appliedEpoch[i]:
@@ -351,7 +360,7 @@ class ControllerFencingTwin(Spec):
             replica = "not hosted" if e == NOT_HOSTED else f"leaderEpoch {e}"
             line = (f"broker {b}: brokerEpoch={s.brokerEpoch[i]} "
                     f"brokerControllerEpoch={s.brokerControllerEpoch[i]} replica={replica} "
-                    f"appliedEpoch={s.appliedEpoch[i]}")
+                    f"appliedEpoch={s.appliedEpoch[i]} replicaPeak={s.replicaPeak[i]}")
             r = s.lastApply[i]
             if r:
                 line += (f"; last change by a request (controllerEpoch {r[0]}, brokerEpoch {r[1]})"
