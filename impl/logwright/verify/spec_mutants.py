@@ -202,26 +202,29 @@ def run_mutant(mutant: SpecMutant, root: Path | None = None,
 
 
 _ACTION = re.compile(r"^<(\w+) line (\d+), col \d+ to line \d+, col \d+ of module (\w+)"
-                     r"(?: \((\d+) \d+ \d+ \d+\))?>: (\d+):(\d+)$")
+                     r"(?: \((\d+) (\d+) (\d+) (\d+)\))?>: (\d+):(\d+)$")
 
 
 def parse_coverage(output: str, tla_text: str) -> dict[str, tuple[int, int]]:
     """Per action, (distinct states it found, states it generated), from TLC's ``-coverage``
     report. An action TLC reports as a disjunct of ``Next`` (``<Next ... (L C L C)>``) is named
-    by the first operator called on line L of the module."""
+    by the operator its text (from line L col C to line L' col C') calls last."""
     lines = tla_text.splitlines()
     found: dict[str, tuple[int, int]] = {}
     for line in output.splitlines():
         m = _ACTION.match(line.strip())
         if m is None:
             continue
-        name, _, _, disjunct, distinct, generated = m.groups()
+        name, _, _, l1, c1, l2, c2, distinct, generated = m.groups()
         if name == "Init":
             continue
-        if disjunct is not None:
-            text = lines[int(disjunct) - 1]
-            called = re.findall(r"\b([A-Z]\w*)\(", text.split(":", 1)[-1])
-            plain = re.findall(r"\\/\s*([A-Z]\w*)\s*$", text)
+        if l1 is not None:
+            first, last = int(l1) - 1, int(l2) - 1
+            text = "\n".join(lines[first:last + 1])
+            text = text[int(c1) - 1:len(text) - len(lines[last]) + int(c2)]
+            body = text.rsplit(":", 1)[-1] if "\\E" in text else text
+            called = re.findall(r"\b([A-Z]\w*)\(", body)
+            plain = re.findall(r"\b([A-Z]\w*)\b", body.replace("\\/", " "))
             name = (called or plain or [name])[0]
         d, g = found.get(name, (0, 0))
         found[name] = (d + int(distinct), g + int(generated))
