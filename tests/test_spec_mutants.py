@@ -59,9 +59,10 @@ def test_coverage_names_the_actions_tlc_reports_as_disjuncts_of_next() -> None:
         "<Init line 5, col 1 to line 5, col 4 of module M>: 1:1",
         "<Tick line 9, col 1 to line 9, col 4 of module M>: 3:10",
         "<Next line 2, col 1 to line 2, col 4 of module M (4 8 4 30)>: 0:7",
+        "<Shrink line 20, col 1 to line 20, col 6 of module M (22 5 25 9)>: 2:4",
         "<TypeOK line 12, col 1 to line 12, col 6 of module M>",
     ])
-    assert parse_coverage(output, tla) == {"Tick": (3, 10), "Grow": (0, 7)}
+    assert parse_coverage(output, tla) == {"Tick": (3, 10), "Grow": (0, 7), "Shrink": (2, 4)}
 
 
 @pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")

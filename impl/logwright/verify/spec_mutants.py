@@ -218,7 +218,7 @@ def parse_coverage(output: str, tla_text: str) -> dict[str, tuple[int, int]]:
         name, _, _, l1, c1, l2, c2, distinct, generated = m.groups()
         if name == "Init":
             continue
-        if l1 is not None:
+        if l1 is not None and name == "Next":  # (elsewhere: a part of the action's own body)
             first, last = int(l1) - 1, int(l2) - 1
             text = "\n".join(lines[first:last + 1])
             text = text[int(c1) - 1:len(text) - len(lines[last]) + int(c2)]

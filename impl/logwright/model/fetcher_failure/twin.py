@@ -4,7 +4,9 @@ What it upholds: FailureContained. A failure (a storage error, or a fence at the
 current leader epoch) stays with its partition: every hosted partition that is not failed is in
 its fetcher's partition states and that fetcher runs; a failed partition is not fetched; and a
 failed partition failed at the leader epoch the broker now knows, so a newer leader epoch always
-un-fails it and a stale fence never fails it (hazards 5 and 6).
+un-fails it and a stale fence never fails it (hazards 5 and 6). And, as a liveness property
+(HealthyPartitionsFetch, checked by :mod:`logwright.model.liveness`), a partition that stays
+healthy keeps completing fetches under weak fairness of each partition's fetch actions.
 
 Each TLA+ action operator has a method of the same name that returns the successor state, or None
 when the action is disabled; :meth:`FetcherFailureSpec.actions` enumerates their parameters as
