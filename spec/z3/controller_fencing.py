@@ -210,7 +210,8 @@ def twin_views(spec: Any) -> list[TwinView]:
         ce, be, seen, own = s.lastApply[0] if applied else (0, 0, 0, 0)
         writer, store = s.lastStoreWrite if written else (0, 0)
         return {"controllerEpoch": s.controllerEpoch, "leaderEpoch": s.leaderEpoch,
-                "brokerEpoch": s.brokerEpoch[0], "brokerControllerEpoch": s.brokerControllerEpoch[0],
+                "brokerEpoch": s.brokerEpoch[0],
+                "brokerControllerEpoch": s.brokerControllerEpoch[0],
                 "replicaEpoch": s.replicaEpoch[0], "applyCE": ce, "applyBE": be,
                 "applySeenCE": seen, "applyOwnBE": own, "writerCE": writer,
                 "writeStoreCE": store, "appliedEpoch": s.appliedEpoch[0],

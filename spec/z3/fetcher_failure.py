@@ -186,7 +186,8 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
     only symptom is lost progress (its table names a temporal property, which Z3 does not
     check) gets the proof too: FailureContained still holds with it on."""
     ts = system(bug)
-    if bug != "none" and BUG_TABLE.expected_violation[bug] in INVARIANTS:  # a bounded search for the shortest counterexample, within its rlimit
+    if bug != "none" and BUG_TABLE.expected_violation[bug] in INVARIANTS:
+        # a bounded search for the shortest counterexample, within its rlimit
         return [refute_bmc(ts, name, max_steps=16, describe=describe, **limits(rlimit))
                 for name in INVARIANTS]
     return [prove_or_refute(ts, name, describe=describe, **limits(rlimit)) for name in INVARIANTS]
