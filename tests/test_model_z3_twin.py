@@ -6,10 +6,9 @@ blocking clauses, each z3 check under an rlimit) equal the abstract states of th
 successors; and every twin step is a Z3 step or leaves the abstract state unchanged. So a Z3
 proof is a proof about the machine the twin (and TLC) explores, not about a drifted copy.
 
-Modules: ControllerFencing, FetcherFailure, ReplicaMove. StrayCleanup's encoding keeps the
-network in z3 arrays, which the comparison does not read yet (its row below says so), and
-LogStartOffset's model is being changed on another branch: enable its row after that merge
-(add ``twin_views`` to spec/z3/log_start_offset.py, as in the three modules here).
+Modules: ControllerFencing, FetcherFailure, StrayCleanup, ReplicaMove. LogStartOffset's model
+is being changed on another branch: enable its row after that merge (add ``twin_views`` to
+spec/z3/log_start_offset.py, as in the four modules here).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from logwright.model import Spec, State
 from logwright.model.controller_fencing import ControllerFencingConfig, ControllerFencingSpec
 from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureSpec
 from logwright.model.replica_move import ReplicaMoveConfig, ReplicaMoveSpec
+from logwright.model.stray_cleanup import StrayCleanupConfig, StrayCleanupSpec
 from logwright.verify.formal import load_z3_module
 
 SPEC = Path(__file__).resolve().parents[1] / "spec"
@@ -39,6 +39,12 @@ SMALL: dict[str, Callable[[], Spec]] = {
         num_partitions=2, num_fetchers=1, max_leader_epoch=1)),
     # two records: 75 states, every crash point of the swap
     "ReplicaMove": lambda: ReplicaMoveSpec(ReplicaMoveConfig(max_records=2)),
+    # one broker, one partition, two topic ids, one failover, no time (retention and delay 0,
+    # so strays are deleted at once): 401 states; Tick is never enabled, the one action left
+    # unexercised (with MaxTime = 1 it is, in 1,386 states and a minute: too slow for a test)
+    "StrayCleanup": lambda: StrayCleanupSpec(StrayCleanupConfig(
+        max_topic_id=2, max_controller_epoch=2, max_time=0, retention_period=0,
+        stray_deletion_delay=0)),
 }
 
 
@@ -80,7 +86,7 @@ def test_z3_relation_equals_the_twin_on_its_reachable_states(module: str) -> Non
     assert result.steps_covered > len(states)  # and every twin step besides
 
 
-@pytest.mark.parametrize("module", ["StrayCleanup", "LogStartOffset"])
+@pytest.mark.parametrize("module", ["LogStartOffset"])
 def test_modules_not_compared_yet_say_why(module: str) -> None:
     z, _ = encoding(module)
     assert not hasattr(z, "twin_views"), f"{module} has views now: add it to SMALL"
