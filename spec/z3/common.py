@@ -454,7 +454,8 @@ def _pin(state: Mapping[str, Any], values: Mapping[str, Value],
     return out
 
 
-def _value(v: Any) -> int | bool:
+def _scalar(v: Any) -> int | bool:
+    """A z3 value of a model as a Python int or bool."""
     return z3.is_true(v) if z3.is_bool(v) else v.as_long()
 
 
@@ -463,10 +464,10 @@ def _read(ts: TransitionSystem, model: z3.ModelRef, state: Mapping[str, Any],
     out: dict[str, Value] = {}
     for n in ts.var_names:
         if z3.is_array(state[n]):
-            out[n] = tuple(_value(model.eval(z3.Select(state[n], i), model_completion=True))
+            out[n] = tuple(_scalar(model.eval(z3.Select(state[n], i), model_completion=True))
                            for i in indices)
         else:
-            out[n] = _value(model.eval(state[n], model_completion=True))
+            out[n] = _scalar(model.eval(state[n], model_completion=True))
     return out
 
 
