@@ -28,6 +28,8 @@ CONSTANTS
                          \*   "NoControllerEpochCheck"  brokers skip the controller epoch check
                          \*   "NoBrokerEpochCheck"      brokers skip the broker epoch check (hazard 3)
                          \*   "UnconditionalStoreWrite" store writes ignore the controller epoch (hazard 4)
+                         \*   "NoControllerEpochRecorded" brokers check the controller epoch but
+                         \*                               never record the one they accept
 
 NotHosted == -1            \* replicaEpoch of a broker that holds no replica of the partition
 NoBrokerEpoch == -1        \* a request's broker epoch when the sender does not know it (never rejected)
@@ -44,11 +46,16 @@ VARIABLES
     lastApply,             \* ghost: broker -> <<request's controller epoch, request's broker epoch,
                            \*   broker's controller epoch before, broker's own epoch before>> of
                            \*   the last request that changed the broker, or None
-    lastStoreWrite         \* ghost: <<writer's controller epoch, store's controller epoch at the
+    lastStoreWrite,        \* ghost: <<writer's controller epoch, store's controller epoch at the
                            \*   time>> of the last store write that landed, or None
+    appliedEpoch,          \* ghost: broker -> the highest controller epoch of a request this
+                           \*   incarnation applied (0: none yet); kept by the model, not by the
+                           \*   broker, so a broker that forgets what it accepted cannot hide it
+    replicaPeak            \* ghost: broker -> the highest leader epoch its replica has held
+                           \*   since it was last created, or NotHosted while there is none
 
 vars == <<controllerEpoch, leaderEpoch, brokerEpoch, brokerControllerEpoch, replicaEpoch,
-          network, lastApply, lastStoreWrite>>
+          network, lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 RequestTypes == {"LeaderAndIsr", "StopReplica"}
 
@@ -68,6 +75,8 @@ TypeOK ==
                            \X (0..MaxControllerEpoch) \X (1..MaxBrokerEpoch)
     /\ lastStoreWrite = None \/
           lastStoreWrite \in (1..MaxControllerEpoch) \X (1..MaxControllerEpoch)
+    /\ appliedEpoch \in [Brokers -> 0..MaxControllerEpoch]
+    /\ replicaPeak \in [Brokers -> {NotHosted} \cup 0..MaxLeaderEpoch]
 
 Init ==
     /\ controllerEpoch = 1
@@ -78,6 +87,8 @@ Init ==
     /\ network = {}
     /\ lastApply = [b \in Brokers |-> None]
     /\ lastStoreWrite = None
+    /\ appliedEpoch = [b \in Brokers |-> 0]
+    /\ replicaPeak = [b \in Brokers |-> NotHosted]
 
 (* A failover: a new controller wins the election and bumps the controller epoch in the store.    *)
 (* The previous controllers keep running with their old epochs.                                   *)
@@ -85,7 +96,7 @@ ElectController ==
     /\ controllerEpoch < MaxControllerEpoch
     /\ controllerEpoch' = controllerEpoch + 1
     /\ UNCHANGED <<leaderEpoch, brokerEpoch, brokerControllerEpoch, replicaEpoch, network,
-                   lastApply, lastStoreWrite>>
+                   lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 (* Controller c elects a new partition leader: it writes the next leader epoch to the store. The  *)
 (* write is conditional on c still being the store's controller epoch, so a deposed controller's  *)
@@ -96,7 +107,7 @@ ElectLeader(c) ==
     /\ leaderEpoch' = leaderEpoch + 1
     /\ lastStoreWrite' = <<c, controllerEpoch>>
     /\ UNCHANGED <<controllerEpoch, brokerEpoch, brokerControllerEpoch, replicaEpoch, network,
-                   lastApply>>
+                   lastApply, appliedEpoch, replicaPeak>>
 
 (* Broker b restarts and registers again: a new incarnation with a larger broker epoch. What it   *)
 (* kept in memory (the controller epoch it had accepted) is lost; its log (replicaEpoch) is kept. *)
@@ -104,8 +115,9 @@ Register(b) ==
     /\ brokerEpoch[b] < MaxBrokerEpoch
     /\ brokerEpoch' = [brokerEpoch EXCEPT ![b] = @ + 1]
     /\ brokerControllerEpoch' = [brokerControllerEpoch EXCEPT ![b] = 0]
+    /\ appliedEpoch' = [appliedEpoch EXCEPT ![b] = 0]
     /\ UNCHANGED <<controllerEpoch, leaderEpoch, replicaEpoch, network, lastApply,
-                   lastStoreWrite>>
+                   lastStoreWrite, replicaPeak>>
 
 (* Controller c sends a request to broker b, addressed to broker epoch e and carrying leader      *)
 (* epoch le. A controller's view may be out of date (a deposed controller stops learning), so it  *)
@@ -117,7 +129,7 @@ Send(type, c, b, e, le) ==
        /\ m \notin network
        /\ network' = network \cup {m}
        /\ UNCHANGED <<controllerEpoch, leaderEpoch, brokerEpoch, brokerControllerEpoch,
-                      replicaEpoch, lastApply, lastStoreWrite>>
+                      replicaEpoch, lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 SendLeaderAndIsr(c, b, e, le) == Send("LeaderAndIsr", c, b, e, le)
 SendStopReplica(c, b, e, le) == Send("StopReplica", c, b, e, le)
@@ -143,6 +155,11 @@ ReplicaAfter(b, m) ==
     ELSE IF replicaEpoch[b] # NotHosted /\ m.leaderEpoch >= replicaEpoch[b]
          THEN NotHosted ELSE replicaEpoch[b]
 
+(* The controller epoch broker b remembers after accepting m: m's (with NoControllerEpochRecorded *)
+(* the broker checks the epoch but never records it, so it keeps what it had).                     *)
+RecordedEpoch(b, m) ==
+    IF Bug = "NoControllerEpochRecorded" THEN brokerControllerEpoch[b] ELSE m.controllerEpoch
+
 (* Broker m.broker receives m and applies it. The request stays in the network, so it may be      *)
 (* delivered again (duplication). A rejected request, or one that changes nothing, is a           *)
 (* stuttering step and is not modelled.                                                           *)
@@ -151,10 +168,15 @@ Deliver(m) ==
     /\ m \in network
     /\ Accepts(b, m)
     /\ ~(brokerControllerEpoch[b] = m.controllerEpoch /\ ReplicaAfter(b, m) = replicaEpoch[b])
-    /\ brokerControllerEpoch' = [brokerControllerEpoch EXCEPT ![b] = m.controllerEpoch]
+    /\ brokerControllerEpoch' = [brokerControllerEpoch EXCEPT ![b] = RecordedEpoch(b, m)]
     /\ replicaEpoch' = [replicaEpoch EXCEPT ![b] = ReplicaAfter(b, m)]
     /\ lastApply' = [lastApply EXCEPT ![b] = <<m.controllerEpoch, m.brokerEpoch,
                                                brokerControllerEpoch[b], brokerEpoch[b]>>]
+    /\ appliedEpoch' = [appliedEpoch EXCEPT ![b] = IF m.controllerEpoch > @
+                                                   THEN m.controllerEpoch ELSE @]
+    /\ replicaPeak' = [replicaPeak EXCEPT ![b] = IF ReplicaAfter(b, m) = NotHosted THEN NotHosted
+                                                 ELSE IF ReplicaAfter(b, m) > @
+                                                      THEN ReplicaAfter(b, m) ELSE @]
     /\ UNCHANGED <<controllerEpoch, leaderEpoch, brokerEpoch, network, lastStoreWrite>>
 
 (* The network drops m. *)
@@ -162,7 +184,7 @@ Lose(m) ==
     /\ m \in network
     /\ network' = network \ {m}
     /\ UNCHANGED <<controllerEpoch, leaderEpoch, brokerEpoch, brokerControllerEpoch,
-                   replicaEpoch, lastApply, lastStoreWrite>>
+                   replicaEpoch, lastApply, lastStoreWrite, appliedEpoch, replicaPeak>>
 
 Next ==
     \/ ElectController
@@ -189,6 +211,32 @@ StaleControllerFenced ==
           lastApply[b] = None
           \/ /\ lastApply[b][1] >= lastApply[b][3]
              /\ lastApply[b][2] = NoBrokerEpoch \/ lastApply[b][2] >= lastApply[b][4]
+    /\ lastStoreWrite = None \/ lastStoreWrite[1] = lastStoreWrite[2]
+
+(***************************************************************************)
+(* BrokerFollowsLatestDecision: the same fences stated end to end, on what *)
+(* each broker holds now rather than on what it knew when it checked.      *)
+(* - The change the broker's current incarnation acts on (its replica's    *)
+(*   leader epoch and the controller epoch it last took) came from the     *)
+(*   latest controller this incarnation has taken a decision from: no      *)
+(*   decision older than one it already applied overrides it. The model    *)
+(*   keeps that latest epoch (appliedEpoch), not the broker, so a broker   *)
+(*   that forgets the epoch it accepted does not hide the regression.      *)
+(* - That change was addressed to the current incarnation (a request for   *)
+(*   an earlier one cannot reach the state it acts on).                    *)
+(* - The replica holds the newest leader epoch it has held since it was    *)
+(*   created (replicaPeak, a ghost): no older decision took it back.       *)
+(* - The replica never holds a leader epoch the store has not decided, and *)
+(*   the store's latest decision was written by the controller the store   *)
+(*   named at the time.                                                    *)
+(***************************************************************************)
+BrokerFollowsLatestDecision ==
+    /\ \A b \in Brokers :
+          /\ replicaEpoch[b] <= leaderEpoch
+          /\ replicaEpoch[b] = replicaPeak[b]
+          /\ lastApply[b] # None /\ lastApply[b][4] = brokerEpoch[b] =>
+                /\ lastApply[b][1] = appliedEpoch[b]
+                /\ lastApply[b][2] \in {NoBrokerEpoch, brokerEpoch[b]}
     /\ lastStoreWrite = None \/ lastStoreWrite[1] = lastStoreWrite[2]
 
 =============================================================================

@@ -24,6 +24,8 @@ CONSTANTS
                      \*   "FenceWithStaleEpochFails"  a fence fails the partition whatever the
                      \*                               request's epoch (hazard 6)
                      \*   "NoUnfailOnNewEpoch"        a newer leader epoch leaves it failed
+                     \*   "StaleFenceStalls"          a stale fence is dropped with the fetch
+                     \*                               still outstanding: no fetch is sent again
 
 Partitions == 1..NumPartitions
 Fetchers == 1..NumFetchers
@@ -104,6 +106,7 @@ FetchOk(p) ==
 FetchFenced(p) ==
     /\ inflight[p] # NoFetch
     /\ inflight[p] < leaderEpoch[p]
+    /\ Bug = "StaleFenceStalls" => fetching[p] /\ inflight[p] = knownEpoch[p]
     /\ inflight' = [inflight EXCEPT ![p] = NoFetch]
     /\ IF fetching[p] /\ (inflight[p] = knownEpoch[p] \/ Bug = "FenceWithStaleEpochFails")
        THEN /\ failedEpoch' = [failedEpoch EXCEPT ![p] = inflight[p]]
@@ -149,7 +152,15 @@ Next ==
     \/ \E p \in Partitions : StopReplica(p)
     \/ \E f \in Fetchers : ShutdownIdle(f)
 
-Spec == Init /\ [][Next]_vars
+(* What p's fetcher does for p: send its fetch, or handle the answer. *)
+FetcherStep(p) == FetchRequest(p) \/ FetchOk(p) \/ FetchFenced(p)
+
+(* A running fetcher keeps serving each of its partitions: weak fairness of each partition's    *)
+(* fetch actions. Nothing else is fair: elections, LeaderAndIsr, StopReplica, storage errors and *)
+(* shutdowns may or may not happen.                                                             *)
+Fairness == \A p \in Partitions : WF_vars(FetcherStep(p))
+
+Spec == Init /\ [][Next]_vars /\ Fairness
 
 (***************************************************************************)
 (* FailureContained: a failure stays with its partition.                   *)
@@ -166,5 +177,15 @@ FailureContained ==
         /\ fetching[p] => alive[FetcherOf(p)]
         /\ failedEpoch[p] # NotFailed => ~fetching[p]
         /\ failedEpoch[p] # NotFailed => failedEpoch[p] = knownEpoch[p]
+
+(***************************************************************************)
+(* HealthyPartitionsFetch (liveness, KIP-461's goal): a partition hosted   *)
+(* here that stays not failed keeps completing fetches, whatever happens   *)
+(* to the other partitions, under the fairness of Spec.                    *)
+(***************************************************************************)
+Healthy(p) == knownEpoch[p] # NotHosted /\ failedEpoch[p] = NotFailed
+
+HealthyPartitionsFetch ==
+    \A p \in Partitions : <>[]Healthy(p) => []<><<FetchOk(p)>>_vars
 
 =============================================================================

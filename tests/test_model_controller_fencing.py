@@ -6,6 +6,7 @@ checks the module's own protocol, its fast path and its Z3 encoding.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import ModuleType
 
@@ -45,7 +46,8 @@ def test_registered_and_reads_the_cfg_tlc_reads() -> None:
     config = ControllerFencingConfig.from_cfg(SPEC / "ControllerFencing.cfg")
     assert config == ControllerFencingConfig(
         brokers=(1,), max_controller_epoch=3, max_broker_epoch=2, max_leader_epoch=1,
-        max_in_flight=2, bug="none", invariants=("TypeOK", "StaleControllerFenced"))
+        max_in_flight=2, bug="none",
+        invariants=("TypeOK", "StaleControllerFenced", "BrokerFollowsLatestDecision"))
     for bug in BUGS:
         assert spec_of(f"ControllerFencing_bug_{bug}.cfg").config.bug == bug
 
@@ -132,7 +134,8 @@ def test_unknown_bug_is_refused() -> None:
 
 def test_z3_proves_stale_controller_fenced_unbounded() -> None:
     results = load_z3().prove("none")
-    assert [r.invariant for r in results] == ["StaleControllerFenced"]
+    assert [r.invariant for r in results] == ["StaleControllerFenced",
+                                              "BrokerFollowsLatestDecision"]
     assert all(r.holds for r in results), [r.detail for r in results]
     assert "inductive invariant" in results[0].detail
 
@@ -146,7 +149,9 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     assert len(steps) >= 3  # the initial state and at least two actions
     story = {"NoControllerEpochCheck": "when the broker had accepted controller epoch 2",
              "NoBrokerEpochCheck": "and was broker epoch 2",
-             "UnconditionalStoreWrite": "last store write by controller epoch 1"}[bug]
+             "UnconditionalStoreWrite": "last store write by controller epoch 1",
+             "NoControllerEpochRecorded": "of controller epoch 1 to broker epoch 1, when the "
+                                          "broker had accepted controller epoch 0"}[bug]
     assert story in steps[-1]
 
 
@@ -166,3 +171,77 @@ def test_packed_encoding_and_invariants_agree_with_the_generic_ones() -> None:
         assert name == packed_name
         assert [holds(t) for t in states] == mask.tolist()
     assert [spec.StaleControllerFenced(t) for t in states] == [False, False, False, True]
+
+
+# -- the end-to-end invariant sees what the restated guard cannot ------------------------------
+
+def with_invariants(cfg: str, *invariants: str) -> ControllerFencingSpec:
+    config = ControllerFencingConfig.from_cfg(SPEC / cfg)
+    return ControllerFencingSpec(dataclasses.replace(config, invariants=invariants))
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_a_broker_that_never_records_the_epoch_passes_the_old_invariant_only(
+        packed: bool) -> None:
+    cfg = "ControllerFencing_bug_NoControllerEpochRecorded.cfg"
+    old = check(with_invariants(cfg, "TypeOK", "StaleControllerFenced"), packed=packed)
+    assert old.complete and old.violation is None  # the guard's restatement sees nothing
+    new = check(with_invariants(cfg, "TypeOK", "BrokerFollowsLatestDecision"), packed=packed)
+    assert new.violation is not None
+    assert new.violation.invariant == "BrokerFollowsLatestDecision"
+    assert len(new.violation) == 6  # the shortest: elect, two sends, two deliveries
+    # The story: the newer controller's request applied, then an older one's over it.
+    last = new.violation.steps[-1][1]
+    assert isinstance(last, CFState)
+    assert last.brokerControllerEpoch == (0,) and last.appliedEpoch == (2,)
+    assert last.lastApply[0][:1] == (1,)
+
+
+@pytest.mark.parametrize("bug", BUGS)
+@pytest.mark.parametrize("packed", [True, False])
+def test_the_end_to_end_invariant_alone_catches_every_bug(bug: str, packed: bool) -> None:
+    spec = with_invariants(f"ControllerFencing_bug_{bug}.cfg", "TypeOK",
+                           "BrokerFollowsLatestDecision")
+    result = check(spec, packed=packed)
+    assert result.violation is not None, bug
+    assert result.violation.invariant == "BrokerFollowsLatestDecision"
+
+
+def test_the_ghost_is_the_broker_memory_in_the_correct_model() -> None:
+    """The ghosts add no state to the correct model: appliedEpoch equals what the broker
+    records, and replicaPeak the replica's leader epoch."""
+    spec = ControllerFencingSpec.from_cfg(SPEC / "ControllerFencing.cfg")
+    seen = 0
+    frontier = list(spec.init_states())
+    visited = set(frontier)
+    while frontier:
+        s = frontier.pop()
+        assert isinstance(s, CFState)
+        assert s.appliedEpoch == s.brokerControllerEpoch
+        assert s.replicaPeak == s.replicaEpoch
+        seen += 1
+        for _, fn in spec.actions():
+            for t in fn(s):
+                if t not in visited:
+                    visited.add(t)
+                    frontier.append(t)
+    assert seen == 70_895
+
+
+def test_the_end_to_end_invariant_judges_single_states() -> None:
+    spec = ControllerFencingSpec()
+    s = broker_state(spec, broker_epoch=2, accepted=2)._replace(appliedEpoch=(2,),
+                                                                replicaPeak=(1,))
+    ok = s._replace(lastApply=((2, 2, 1, 2),))
+    assert spec.BrokerFollowsLatestDecision(ok)
+    assert not spec.BrokerFollowsLatestDecision(ok._replace(lastApply=((1, 2, 0, 2),)))
+    assert not spec.BrokerFollowsLatestDecision(ok._replace(lastApply=((2, 1, 1, 2),)))
+    # a change made by an earlier incarnation is not this one's to answer for
+    assert spec.BrokerFollowsLatestDecision(ok._replace(lastApply=((1, 1, 0, 1),)))
+    assert not spec.BrokerFollowsLatestDecision(ok._replace(leaderEpoch=0))  # replica ahead
+    assert not spec.BrokerFollowsLatestDecision(ok._replace(replicaEpoch=(0,)))  # taken back
+    assert not spec.BrokerFollowsLatestDecision(ok._replace(lastStoreWrite=(1, 2)))
+    packed = spec.packed_invariants(np.array([spec.encode(ok),
+                                              spec.encode(ok._replace(lastApply=((1, 2, 0, 2),)))],
+                                             dtype=np.int64))
+    assert list(dict(packed)["BrokerFollowsLatestDecision"]) == [True, False]

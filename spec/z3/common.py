@@ -384,3 +384,198 @@ def max_of(terms: Sequence[Any]) -> Any:
     for t in terms[1:]:
         out = z3.If(t > out, t, out)
     return out
+
+
+# -- the Z3 transition relation against the Python twin -------------------------------------
+
+Value = int | bool | tuple[int | bool, ...]
+"""One Z3 variable's value in a concrete state (an array: its values at the view's indices)."""
+
+Abstract = Callable[[Any], Mapping[str, Value]]
+"""A twin state seen by a Z3 encoding: every Z3 variable (constants too) -> its value."""
+
+
+@dataclass(frozen=True)
+class TwinView:
+    """How one Z3 encoding sees its Python twin, for one twin configuration.
+
+    ``abstract`` maps a twin state to the Z3 variables (the abstraction function; an encoding
+    that abstracts, one partition of many say, has one view per choice). ``exact`` pairs a Z3
+    action with the twin steps it stands for: from every reachable twin state the two give the
+    same successors. ``bounds`` restricts a Z3 successor to the twin's constants (Z3 has no bound
+    on epochs or records; the twin stops at its .cfg's). Every other twin step must be a Z3 step
+    or leave the abstract state unchanged (:func:`compare_with_twin` checks both).
+    """
+
+    name: str
+    abstract: Abstract
+    exact: Sequence[tuple[str, Callable[[Any], Any]]]
+    bounds: Callable[[Vars], Guard] = field(default=lambda _v: z3.BoolVal(True))
+    array_indices: Sequence[int] = ()
+    """Where an array variable's values are read (elsewhere it holds its sort's default)."""
+    normalize: Callable[[dict[str, Value]], dict[str, Value]] = field(default=lambda v: v)
+    """Canonical values for what no action reads (a ghost's fields while it is empty, say):
+    applied to every Z3 successor read, so it compares with the twin's abstraction."""
+
+
+@dataclass
+class TwinComparison:
+    """What :func:`compare_with_twin` found: counts, and every disagreement (none: equal)."""
+
+    states: int = 0
+    abstract_states: int = 0
+    z3_checks: int = 0
+    exact_pairs: int = 0
+    steps_covered: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    undecided: str | None = None
+
+
+def _key(values: Mapping[str, Value]) -> tuple[tuple[str, Value], ...]:
+    return tuple(sorted(values.items()))
+
+
+def _const(v: int | bool) -> Any:
+    return z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v)
+
+
+def _pin(state: Mapping[str, Any], values: Mapping[str, Value],
+         indices: Sequence[int] = ()) -> list[Any]:
+    out = []
+    for n, v in values.items():
+        if isinstance(v, tuple):  # an array: its sort's default, but for the given indices
+            sort = state[n].sort().range()
+            arr = z3.K(z3.IntSort(), z3.BoolVal(False) if sort == z3.BoolSort() else z3.IntVal(0))
+            for i, x in zip(indices, v, strict=True):
+                arr = z3.Store(arr, i, _const(x))
+            out.append(state[n] == arr)
+        else:
+            out.append(state[n] == _const(v))
+    return out
+
+
+def _scalar(v: Any) -> int | bool:
+    """A z3 value of a model as a Python int or bool."""
+    return z3.is_true(v) if z3.is_bool(v) else v.as_long()
+
+
+def _read(ts: TransitionSystem, model: z3.ModelRef, state: Mapping[str, Any],
+          indices: Sequence[int] = ()) -> dict[str, Value]:
+    out: dict[str, Value] = {}
+    for n in ts.var_names:
+        if z3.is_array(state[n]):
+            out[n] = tuple(_scalar(model.eval(z3.Select(state[n], i), model_completion=True))
+                           for i in indices)
+        else:
+            out[n] = _scalar(model.eval(state[n], model_completion=True))
+    return out
+
+
+def _differs(state: Mapping[str, Any], values: Mapping[str, Value],
+             indices: Sequence[int]) -> Any:
+    """Some variable of ``state`` is not as in ``values`` (a blocking clause)."""
+    terms = []
+    for n, v in values.items():
+        if isinstance(v, tuple):
+            terms += [z3.Select(state[n], i) != _const(x) for i, x in zip(indices, v, strict=True)]
+        else:
+            terms.append(state[n] != _const(v))
+    return z3.Or(*terms)
+
+
+def compare_with_twin(ts: TransitionSystem, views: Sequence[TwinView],
+                      states: Sequence[Any], twin_steps: Callable[[Any], Any],
+                      rlimit: int = RLIMIT_INDUCTION, max_models: int = 64) -> TwinComparison:
+    """Check the Z3 transition relation ``ts`` against the twin on the twin's ``states``.
+
+    For every state, every view and every exact pair (Z3 action, twin steps): the Z3 action's
+    successors from the abstract state, within the view's bounds (enumerated with blocking
+    clauses, at most ``max_models``), equal the abstract states of the twin's successors. And
+    every twin step (``twin_steps(s)``: all of ``Next``) maps to a Z3 step of some action, or to
+    the same abstract state (a step the encoding abstracts away). Z3 work is cached per abstract
+    state; each z3 check runs within ``rlimit`` of z3's resource count, and running out is
+    undecided (``TwinComparison.undecided``), never a verdict.
+    """
+    result = TwinComparison(states=len(states))
+    by_name = {a.name: a for a in ts.actions}
+    s_vars, t_vars = ts.state("s"), ts.state("t")
+
+    def solver_of(*constraints: Any) -> z3.Solver:
+        solver = z3.Solver()
+        solver.set("rlimit", rlimit)
+        solver.add(*constraints)
+        return solver
+
+    try:
+        for view in views:
+            abstract = [view.abstract(s) for s in states]
+            keys = [_key(a) for a in abstract]
+            result.abstract_states = max(result.abstract_states, len(set(keys)))
+            known: dict[Any, set[Any]] = {}  # abstract state -> Z3 successors found so far
+            # each exact pair: the same successors
+            for action_name, twin_fn in view.exact:
+                action = by_name[action_name]
+                solver = solver_of(ts.step(action, s_vars, t_vars, ts.params(action, "p")),
+                                   view.bounds(t_vars))
+                cache: dict[Any, frozenset[Any]] = {}
+                for s, a, ka in zip(states, abstract, keys, strict=True):
+                    if ka not in cache:
+                        cache[ka] = _successors(ts, solver, s_vars, t_vars, a, view,
+                                                f"{view.name}: {action_name}", max_models)
+                        known.setdefault(ka, set()).update(cache[ka])
+                        result.z3_checks += len(cache[ka]) + 1
+                    twin = frozenset(_key(view.abstract(t)) for t in twin_fn(s))
+                    result.exact_pairs += 1
+                    if twin != cache[ka]:
+                        only_z3 = [dict(x) for x in cache[ka] - twin][:2]
+                        only_twin = [dict(x) for x in twin - cache[ka]][:2]
+                        result.mismatches.append(
+                            f"{view.name}: {action_name} from {dict(a)}: Z3 alone gives "
+                            f"{only_z3}, the twin alone {only_twin}")
+            # every twin step is a Z3 step (or a stutter of the abstraction)
+            nxt = solver_of(ts.next(s_vars, t_vars, "p"), view.bounds(t_vars))
+            every: dict[Any, frozenset[Any]] = {}  # abstract state -> all its Z3 successors
+            for s, a, ka in zip(states, abstract, keys, strict=True):
+                for t in twin_steps(s):
+                    kb = _key(view.abstract(t))
+                    result.steps_covered += 1
+                    if kb == ka or kb in known.setdefault(ka, set()):
+                        continue
+                    if ka not in every:
+                        every[ka] = _successors(ts, nxt, s_vars, t_vars, a, view,
+                                                f"{view.name}: Next", max_models)
+                        result.z3_checks += len(every[ka]) + 1
+                        known[ka] |= every[ka]
+                    if kb not in every[ka]:
+                        result.mismatches.append(
+                            f"{view.name}: the twin steps from {dict(a)} to "
+                            f"{dict(view.abstract(t))}, which no Z3 action allows")
+    except Undecided as exc:
+        result.undecided = str(exc)
+    return result
+
+
+def _check(solver: z3.Solver, what: str) -> Any:
+    answer = solver.check()
+    if answer == z3.unknown:
+        raise Undecided(f"undecided: z3 unknown ({solver.reason_unknown()}) in {what}")
+    return answer
+
+
+def _successors(ts: TransitionSystem, solver: z3.Solver, s_vars: Mapping[str, Any],
+                t_vars: Mapping[str, Any], values: Mapping[str, Value], view: TwinView,
+                what: str, max_models: int) -> frozenset[Any]:
+    """Every successor of the state ``values`` that ``solver``'s relation allows."""
+    found: set[Any] = set()
+    solver.push()
+    solver.add(*_pin(s_vars, values, view.array_indices))
+    try:
+        while _check(solver, what) == z3.sat:
+            t = _read(ts, solver.model(), t_vars, view.array_indices)
+            found.add(_key(view.normalize(dict(t))))
+            if len(found) > max_models:
+                raise Undecided(f"{what}: more than {max_models} successors (a missing bound?)")
+            solver.add(_differs(t_vars, t, view.array_indices))
+    finally:
+        solver.pop()
+    return frozenset(found)

@@ -20,7 +20,14 @@ import z3
 from logwright.model.core import ProofResult
 from logwright.model.replica_move.bugs import BUG_TABLE
 
-from .common import ActionDef, TransitionSystem, limits, prove_or_refute, refute_bmc
+from .common import (
+    ActionDef,
+    TransitionSystem,
+    TwinView,
+    limits,
+    prove_or_refute,
+    refute_bmc,
+)
 
 INVARIANTS = ("AtomicMoveSwap",)
 SRC, FUT, NO_LOG = 0, 1, -1
@@ -169,3 +176,38 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
                 for name in INVARIANTS]
     return [prove_or_refute(ts, name, max_steps=10, describe=describe, **limits(rlimit))
             for name in INVARIANTS]
+
+
+def twin_views(spec: Any) -> list[TwinView]:
+    """How this encoding sees the Python twin: the same variables, names as numbers. Every
+    action is an exact pair (``Flush``/``FsyncDir`` per log); Z3 has no MaxRecords, so its
+    successors are bounded by the twin's."""
+    from logwright.model.replica_move.twin import RMState
+
+    code = {"src": SRC, "fut": FUT, "none": NO_LOG}
+    name = {"live": LIVE, "future": FUTURE, "delete": DELETE, "none": GONE}
+    k = spec.config
+
+    def abstract(s: Any) -> dict[str, int | bool]:
+        assert isinstance(s, RMState)
+        out: dict[str, int | bool] = {"current": code[s.current], "acked": s.acked,
+                                      "up": s.up, "locked": s.locked,
+                                      "lateAppend": s.lateAppend}
+        for i, log in enumerate(LOGS):
+            out[f"vol_{log}"], out[f"dur_{log}"] = s.vol[i], s.dur[i]
+            out[f"name_{log}"], out[f"durName_{log}"] = name[s.name[i]], name[s.durName[i]]
+        return out
+
+    def one(method: Any, *args: str) -> Any:
+        return lambda s: [t for t in [method(s, *args)] if t is not None]
+
+    def bounds(t: Mapping[str, Any]) -> Any:
+        return z3.And(*[t[f"vol_{log}"] <= k.max_records for log in LOGS])
+
+    exact = [("Append", one(spec.Append)), ("Copy", one(spec.Copy))]
+    exact += [(f"Flush[{log}]", one(spec.Flush, log)) for log in LOGS]
+    exact += [(f"FsyncDir[{log}]", one(spec.FsyncDir, log)) for log in LOGS]
+    exact += [(n, one(getattr(spec, n))) for n in (
+        "BeginSwap", "RenameFutureLive", "RenameSourceDelete", "EndSwap", "DeleteSource",
+        "Crash", "Recover")]
+    return [TwinView("ReplicaMove", abstract, exact, bounds)]

@@ -32,7 +32,14 @@ import z3
 from logwright.model.core import ProofResult
 from logwright.model.stray_cleanup.bugs import BUG_TABLE
 
-from .common import ActionDef, TransitionSystem, limits, prove_inductive, refute_bmc
+from .common import (
+    ActionDef,
+    TransitionSystem,
+    TwinView,
+    limits,
+    prove_inductive,
+    refute_bmc,
+)
 
 INVARIANTS = ("NoNewDataDeleted",)
 NONE, LIVE, STRAY = 0, 1, 2
@@ -336,3 +343,88 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
     return [refute_bmc(ts, name, max_steps=10, describe=describe, **limits(rlimit))
             for name in INVARIANTS]
 
+
+
+def twin_views(spec: Any) -> list[TwinView]:
+    """How this encoding sees the Python twin (one broker, one partition): one view per choice
+    of the two tracked topic ids F < G among the twin's; the network as the arrays, read at
+    epochs 1..MaxControllerEpoch (a delivered request's ``netTopic`` entry is stale in Z3 and
+    absent in the twin, so both read 0 where ``netValid`` is false; the ghost's fields of a log
+    not deleted by the last step, and the times of an absent log, likewise: no action reads
+    them). Every action is an exact pair; RecreateTopic's
+    ``inS`` is the twin's S, empty or the broker.
+    """
+    from logwright.model.stray_cleanup.twin import SCState
+
+    k = spec.config
+    assert len(k.brokers) == 1 and len(k.partitions) == 1, "the encoding has one of each"
+    b, p = k.brokers[0], k.partitions[0]
+    code = {"none": NONE, "live": LIVE, "stray": STRAY}
+    epochs = list(range(1, k.max_controller_epoch + 1))
+    ids = range(1, k.max_topic_id + 1)
+
+    def normalize(v: dict[str, Any]) -> dict[str, Any]:
+        for x in TRACKED:
+            if not v[f"gone_{x}"]:
+                v[f"goneAssigned_{x}"], v[f"goneAge_{x}"] = False, 0
+            if v[f"state_{x}"] == NONE:  # the twin's NoLog; no action reads an absent log's times
+                v[f"lastWrite_{x}"], v[f"strayAt_{x}"] = 0, 0
+        v["netTopic"] = tuple(t if ok else 0 for t, ok in zip(v["netTopic"], v["netValid"],
+                                                               strict=True))
+        return v
+
+    def view(f: int, g: int) -> TwinView:
+        tracked = {"F": f, "G": g}
+
+        def abstract(s: Any) -> dict[str, Any]:
+            assert isinstance(s, SCState)
+            out: dict[str, Any] = {
+                "F": f, "G": g, "RetentionPeriod": k.retention_period,
+                "StrayDeletionDelay": k.stray_deletion_delay, "now": s.now,
+                "controllerEpoch": s.controllerEpoch, "topicId": s.topicId[0],
+                "brokerControllerEpoch": s.brokerControllerEpoch[0],
+                "assigned": b in s.replicas[0], "online": s.online[0],
+                "sawFullRequest": s.sawFullRequest[0]}
+            for x, u in tracked.items():
+                log = s.disk[0][0][u - 1]
+                out[f"state_{x}"], out[f"lastWrite_{x}"] = code[log.state], log.lastWrite
+                out[f"strayAt_{x}"] = log.strayAt
+                gone = [d for d in s.lastStrayDeletion if d[2] == u]
+                out[f"gone_{x}"] = bool(gone)
+                out[f"goneAssigned_{x}"] = gone[0][3] if gone else False
+                out[f"goneAge_{x}"] = gone[0][4] if gone else 0
+            valid = {m.epoch: m for m in s.network if m.broker == b}
+            out["netValid"] = tuple(e in valid for e in epochs)
+            out["netTopic"] = tuple(next((t for q, t in valid[e].hosted if q == p), 0)
+                                    if e in valid else 0 for e in epochs)
+            return out
+
+        def some(*results: Any) -> list[Any]:
+            return [r for r in results if r is not None]
+
+        exact = [
+            ("Tick", lambda s: some(spec.Tick(s))),
+            ("Assign", lambda s: some(spec.Assign(s, p, b))),
+            ("Unassign", lambda s: some(spec.Unassign(s, p, b))),
+            ("RecreateTopic", lambda s: some(spec.RecreateTopic(s, p, frozenset()),
+                                             spec.RecreateTopic(s, p, frozenset({b})))),
+            ("StopBroker", lambda s: some(spec.StopBroker(s, b))),
+            ("StartBroker", lambda s: some(spec.StartBroker(s, b))),
+            ("SendFullLeaderAndIsr", lambda s: some(spec.SendFullLeaderAndIsr(s, b))),
+            ("ControllerFailover", lambda s: some(spec.ControllerFailover(s))),
+            ("DeliverDelayedLeaderAndIsr",
+             lambda s: some(*[spec.DeliverDelayedLeaderAndIsr(s, m) for m in sorted(s.network)])),
+        ]
+        for x, u in tracked.items():
+            exact.append((f"Append[{x}]", lambda s, u=u: some(spec.Append(s, b, p))
+                          if s.topicId[0] == u else []))
+            exact.append((f"DeleteStray[{x}]", lambda s, u=u: some(spec.DeleteStray(s, b, p, u))))
+
+        def bounds(t: Mapping[str, Any]) -> Any:
+            return z3.And(t["now"] <= k.max_time, t["controllerEpoch"] <= k.max_controller_epoch,
+                          t["topicId"] <= k.max_topic_id)
+
+        return TwinView(f"StrayCleanup, F={f} G={g}", abstract, exact, bounds, epochs, normalize)
+
+    # F < G: the encoding is symmetric in its two tracked ids, so (G, F) would check the same
+    return [view(f, g) for f in ids for g in ids if f < g]

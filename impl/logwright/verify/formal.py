@@ -160,9 +160,13 @@ def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
                         f"depth {result.depth}, {result.states_per_second:,.0f} distinct/s "
                         f"({result.engine}), {note}",
                         {"generated": result.generated, "depth": result.depth}))
+        rows += liveness_rows(spec, correct, figures.get(correct.name))
     for cfg in bugs:
         spec = spec_class.from_cfg(cfg)  # type: ignore[attr-defined]
         expected = figures.get(cfg.name, {})
+        if expected.get("violation") in _properties(spec):
+            rows += liveness_rows(spec, cfg, expected, bug=bug_of(cfg))
+            continue
         result = check(spec, _max_states(expected))
         want = expected.get("violation")
         v = result.violation
@@ -187,6 +191,49 @@ def model_checker_rows(module: str, root: Path | None = None) -> list[Row]:
     return rows
 
 
+def _properties(spec: Any) -> tuple[str, ...]:
+    """The temporal properties a twin's .cfg lists (none for a twin without any)."""
+    config = getattr(spec, "config", None)
+    return tuple(getattr(config, "properties", ()))
+
+
+def liveness_rows(spec: Any, cfg: Path, expected: dict[str, Any] | None,
+                  bug: str | None = None) -> list[Row]:
+    """The twin's temporal properties on ``cfg`` by the Python lasso check
+    (:mod:`logwright.model.liveness`): HOLDS / VIOLATED on a correct model, CAUGHT / MISSED
+    on a bug's. No rows for a .cfg that lists no property."""
+    from logwright.model.liveness import check_liveness
+
+    names = _properties(spec)
+    if not names or not hasattr(spec, "temporal_properties"):
+        return []
+    budget = _max_states(expected)
+    result = check_liveness(spec, spec.temporal_properties(), max_states=budget)
+    label = ", ".join(names)
+    v = result.violation
+    method = (f"python lasso check ({cfg.name})" if bug is None
+              else f"python lasso check ({spec.name}, bug {bug})")
+    figures = f"{result.distinct:,} states, {result.edges:,} steps, {result.components:,} SCCs"
+    if not result.complete:
+        return [Row(label, method, Verdict.UNDECIDED, result.distinct, result.seconds,
+                    f"stopped at its budget of {result.distinct:,} distinct states")]
+    if bug is None:
+        same, note = _figures_note(  # TLC's depth is a BFS figure; a lasso check has none
+            {"distinct": result.distinct},
+            None if expected is None else {"distinct": expected.get("distinct")})
+        verdict = (Verdict.VIOLATED if v is not None else
+                   Verdict.HOLDS if same else Verdict.ERROR)
+        detail = v.format(spec) if v is not None else f"{figures}, no fair lasso; {note}"
+        return [Row(label, method, verdict, result.distinct, result.seconds, detail)]
+    want = (expected or {}).get("violation")
+    caught = v is not None and (want is None or v.property == want)
+    detail = (f"{v.property} ({v.instance}) violated by a lasso of {len(v)} states; {figures}"
+              if v is not None else f"no fair lasso; {figures}")
+    return [Row(v.property if v is not None else (want or label), method,
+                Verdict.CAUGHT if caught else Verdict.MISSED, result.distinct, result.seconds,
+                detail, {"trace": v.format(spec)} if v is not None else {})]
+
+
 def z3_rows(module: str, root: Path | None = None, rlimit: int | None = None) -> list[Row]:
     """The module's Z3 proofs, and a counterexample for each bug switch.
 
@@ -209,9 +256,28 @@ def z3_rows(module: str, root: Path | None = None, rlimit: int | None = None) ->
             verdict = Verdict.ERROR  # decided, but the stated strengthening is too weak
         rows.append(Row(p.invariant, f"{p.method} ({module})", verdict, 1, p.seconds, p.detail,
                         {"counterexample": p.counterexample} if p.counterexample else {}))
+    from logwright.model import BUG_TABLES
+
     _, bugs = configs(module, root)
+    safety = set(getattr(z3_module, "INVARIANTS", ()))
+    table = BUG_TABLES.get(module)
     for cfg in bugs:
         bug = bug_of(cfg)
+        breaks = table.expected_violation.get(bug) if table is not None else None
+        if safety and breaks is not None and breaks not in safety:
+            # Lost progress only: Z3 checks safety, so it shows the bug is otherwise safe.
+            started = time.perf_counter()
+            results = prove(bug, **limits)
+            safe = all(p.holds for p in results)
+            rows.append(Row(", ".join(p.invariant for p in results),
+                            f"z3 ({module}, bug {bug})",
+                            Verdict.HOLDS if safe else Verdict.UNDECIDED, len(results),
+                            time.perf_counter() - started,
+                            f"{'holds' if safe else 'not proved'} with the bug on: it breaks "
+                            f"{breaks}, a temporal property (TLC and the python lasso check "
+                            "catch it; Z3 checks safety only); "
+                            + "; ".join(p.detail for p in results)))
+            continue
         started = time.perf_counter()
         results = prove(bug, **limits)
         refuted = [p for p in results if not p.holds and p.counterexample]

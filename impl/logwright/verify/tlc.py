@@ -135,6 +135,10 @@ _COUNTS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found
                      r"([\d,]+) states left on queue")
 _DEPTH = re.compile(r"The depth of the complete state graph search is (\d+)")
 _VIOLATED = re.compile(r"^Error: Invariant (\S+) is violated", re.MULTILINE)
+_TEMPORAL = re.compile(r"^Error: Temporal properties were violated", re.MULTILINE)
+TEMPORAL = "temporal properties"
+"""``violation`` when TLC reports a temporal property violated and the .cfg lists several (TLC
+does not say which); with one, ``violation`` is its name."""
 _STATE = re.compile(r"^State (\d+): (.*)$")
 _VAR = re.compile(r"^(?:/\\ )?([A-Za-z_][A-Za-z0-9_]*) = (.*)$")
 
@@ -178,8 +182,12 @@ def parse_trace(output: str) -> list[TlcState]:
 
 
 def parse_tlc_output(output: str, module: str = "", cfg: str = "",
-                     seconds: float = 0.0) -> TlcResult:
-    """Read TLC's figures, violated invariant and counterexample from its standard output."""
+                     seconds: float = 0.0, properties: tuple[str, ...] = ()) -> TlcResult:
+    """Read TLC's figures, violated invariant or property and counterexample from its output.
+
+    A temporal violation is named after the .cfg's property when it lists one (``properties``),
+    else :data:`TEMPORAL`; its trace is TLC's lasso (a witness, not the shortest), so ``depth``
+    stays the depth of the state graph."""
     result = TlcResult(module, cfg, ok=True, seconds=seconds, output=output)
     counts = _COUNTS.findall(output)
     if counts:
@@ -194,6 +202,9 @@ def parse_tlc_output(output: str, module: str = "", cfg: str = "",
         result.violation = violated.group(1)
         result.trace = parse_trace(output)
         result.depth = len(result.trace) or result.depth
+    elif _TEMPORAL.search(output):
+        result.violation = properties[0] if len(properties) == 1 else TEMPORAL
+        result.trace = parse_trace(output)
     elif "Model checking completed. No error has been found." not in output:
         errors = [ln for ln in output.splitlines()
                   if ln.startswith("Error:") or "***Parse Error***" in ln or "Exception" in ln]
@@ -208,7 +219,11 @@ def run_tlc(tla: str | Path, cfg: str | Path | None = None, *, workers: int = 1,
     """Model-check ``tla`` with ``cfg`` (default: the .cfg of the same name) in a subprocess.
 
     Runs from the module's directory, with a private temporary metadir that is removed after.
+    Temporal properties are checked once, on the complete state graph (``-lncheck final``), so
+    the figures of a run that violates one do not depend on when TLC's periodic check ran.
     """
+    from logwright.model.cfg import parse_cfg
+
     path = Path(tla)
     cfg_path = Path(cfg) if cfg is not None else path.with_suffix(".cfg")
     tools = tools or find_tools()
@@ -217,7 +232,8 @@ def run_tlc(tla: str | Path, cfg: str | Path | None = None, *, workers: int = 1,
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="logwright-tlc-") as metadir:
         args = [tools.java, "-XX:+UseParallelGC", "-cp", str(tools.jar), "tlc2.TLC",
-                "-workers", str(workers), "-noGenerateSpecTE", "-metadir", metadir,
+                "-workers", str(workers), "-noGenerateSpecTE", "-lncheck", "final",
+                "-metadir", metadir,
                 "-config", str(cfg_path.resolve()), path.name]
         if not check_deadlock:
             args.insert(args.index("-workers"), "-deadlock")
@@ -228,8 +244,9 @@ def run_tlc(tla: str | Path, cfg: str | Path | None = None, *, workers: int = 1,
             return TlcResult(path.stem, cfg_path.name, ok=False,
                              seconds=time.perf_counter() - started,
                              error=f"TLC did not finish within {timeout_s:.0f}s")
+    properties = tuple(parse_cfg(cfg_path)["properties"]) if cfg_path.is_file() else ()
     return parse_tlc_output(proc.stdout + proc.stderr, path.stem, cfg_path.name,
-                            time.perf_counter() - started)
+                            time.perf_counter() - started, properties)
 
 
 def module_of(cfg: str | Path) -> Path:

@@ -12,6 +12,8 @@ BUG_TABLE = BugTable("ControllerFencing", (
         "brokers skip the broker epoch check (hazard 3)"),
     Bug("UnconditionalStoreWrite", "StaleControllerFenced",
         "store writes ignore the controller epoch (hazard 4)"),
+    Bug("NoControllerEpochRecorded", "BrokerFollowsLatestDecision",
+        "brokers check the controller epoch but never record the one they accept"),
 ))
 """Every bug ``Bug`` can switch on in ControllerFencing, and the invariant each breaks."""
 

@@ -46,6 +46,8 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
                        (f"replicaEpoch{i}", k.max_leader_epoch + 2),
                        (f"lastApply{i}", 1 + ce * be * (ce + 1) * be)]
         fields += [("network", 2 ** len(self.requests)), ("lastStoreWrite", 1 + ce * ce)]
+        fields += [(f"appliedEpoch{i}", ce + 1) for i in range(len(k.brokers))]
+        fields += [(f"replicaPeak{i}", k.max_leader_epoch + 2) for i in range(len(k.brokers))]
         self.use_layout(fields)
 
     # -- the packed fast path ----------------------------------------------------------------
@@ -89,7 +91,9 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
             values.update({f"brokerEpoch{i}": s.brokerEpoch[i],
                            f"brokerControllerEpoch{i}": s.brokerControllerEpoch[i],
                            f"replicaEpoch{i}": s.replicaEpoch[i] + 1,
-                           f"lastApply{i}": self._apply_digit(s.lastApply[i])})
+                           f"lastApply{i}": self._apply_digit(s.lastApply[i]),
+                           f"appliedEpoch{i}": s.appliedEpoch[i],
+                           f"replicaPeak{i}": s.replicaPeak[i] + 1})
         return self.layout.pack(values)
 
     def decode(self, code: int) -> State:
@@ -102,7 +106,9 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
                        tuple(v[f"replicaEpoch{i}"] - 1 for i in n),
                        frozenset(m for m, bit in self._bit.items() if v["network"] >> bit & 1),
                        tuple(self._apply_record(v[f"lastApply{i}"]) for i in n),
-                       self._write_record(v["lastStoreWrite"]))
+                       self._write_record(v["lastStoreWrite"]),
+                       tuple(v[f"appliedEpoch{i}"] for i in n),
+                       tuple(v[f"replicaPeak{i}"] - 1 for i in n))
 
     def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
         """Vectorized twins of the actions, in the order of :meth:`actions`; each branch is one
@@ -133,7 +139,8 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
         for i in range(len(k.brokers)):
             be = col[f"brokerEpoch{i}"]
             yield branch(2, i, be < k.max_broker_epoch, w[f"brokerEpoch{i}"]
-                         - col[f"brokerControllerEpoch{i}"] * w[f"brokerControllerEpoch{i}"])
+                         - col[f"brokerControllerEpoch{i}"] * w[f"brokerControllerEpoch{i}"]
+                         - col[f"appliedEpoch{i}"] * w[f"appliedEpoch{i}"])
         # SendLeaderAndIsr, SendStopReplica: branches numbered over (c, b, le, e), the order in
         # which the generic action enumerates its parameters.
         room = np.bitwise_count(net.astype(np.uint64)).astype(np.int64) < k.max_in_flight
@@ -168,9 +175,16 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
             changed = ~((seen == m.controllerEpoch) & (after == replica))
             record = 1 + (((m.controllerEpoch - 1) * be_max + m.brokerEpoch - 1) * (ce_max + 1)
                           + seen) * be_max + own - 1
-            delta = ((m.controllerEpoch - seen) * w[f"brokerControllerEpoch{i}"]
+            recorded = seen if bug == "NoControllerEpochRecorded" else m.controllerEpoch
+            applied = col[f"appliedEpoch{i}"]
+            delta = ((recorded - seen) * w[f"brokerControllerEpoch{i}"]
                      + (after - replica) * w[f"replicaEpoch{i}"]
-                     + (record - col[f"lastApply{i}"]) * w[f"lastApply{i}"])
+                     + (record - col[f"lastApply{i}"]) * w[f"lastApply{i}"]
+                     + (np.maximum(applied, m.controllerEpoch) - applied)
+                     * w[f"appliedEpoch{i}"])
+            peak = col[f"replicaPeak{i}"] - 1
+            peak_after = np.where(after == NOT_HOSTED, NOT_HOSTED, np.maximum(peak, after))
+            delta = delta + (peak_after - peak) * w[f"replicaPeak{i}"]
             yield branch(5, bit, present & accepts & changed, delta)
         for bit in range(len(self.requests)):
             yield branch(6, bit, (net >> bit) & 1 == 1, -(1 << bit) * w["network"])
@@ -197,8 +211,21 @@ class ControllerFencingSpec(ControllerFencingTwin, PackedSpec):
             fenced &= (digit == 0) | ok
         writes = col["lastStoreWrite"]
         writer, store = np.divmod(writes - 1, ce)
-        fenced &= (writes == 0) | (writer == store)
-        table = {"TypeOK": type_ok, "StaleControllerFenced": fenced}
+        store_ok = (writes == 0) | (writer == store)
+        fenced &= store_ok
+        follows = store_ok.copy()
+        for i in range(len(k.brokers)):
+            digit, own_now = col[f"lastApply{i}"], col[f"brokerEpoch{i}"]
+            rest, own = np.divmod(digit - 1, be)
+            rest, _seen = np.divmod(rest, ce + 1)
+            request_ce, request_be = np.divmod(rest, be)
+            current = (digit != 0) & (own + 1 == own_now)
+            follows &= col[f"replicaEpoch{i}"] - 1 <= col["leaderEpoch"]
+            follows &= col[f"replicaEpoch{i}"] == col[f"replicaPeak{i}"]
+            follows &= ~current | ((request_ce + 1 == col[f"appliedEpoch{i}"])
+                                   & (request_be + 1 == own_now))
+        table = {"TypeOK": type_ok, "StaleControllerFenced": fenced,
+                 "BrokerFollowsLatestDecision": follows}
         return [(name, table[name]) for name in k.invariants]
 
 

@@ -1,9 +1,15 @@
 """The Python twin of spec/ControllerFencing.tla: control requests fenced by epochs.
 
-What it upholds: StaleControllerFenced. No control request from a controller epoch below the
-highest one a broker has accepted, nor addressed to an earlier incarnation of the broker (an older
-broker epoch), changes anything on that broker; and no write by a deposed controller lands in the
-metadata store (kafka-compatibility.md "Fencing", hazards 3 and 4).
+What it upholds: StaleControllerFenced and BrokerFollowsLatestDecision. No control request from a
+controller epoch below the highest one a broker has accepted, nor addressed to an earlier
+incarnation of the broker (an older broker epoch), changes anything on that broker; and no
+write by a deposed controller lands in the metadata store (kafka-compatibility.md "Fencing",
+hazards 3 and 4). Stated end to end, on what
+each broker holds now: its replica holds the newest leader epoch it has held since it was
+created; the change its current incarnation acts on came from the latest
+controller that incarnation took a decision from (a ghost the model keeps, not the broker) and
+was addressed to that incarnation; its replica's leader epoch is one the store decided, and the
+store's latest decision was written by the controller the store named then.
 
 Each TLA+ action operator has a method of the same name that returns the successor state, or None
 when the action is disabled; :meth:`ControllerFencingSpec.actions` enumerates their parameters as
@@ -63,6 +69,8 @@ class CFState(NamedTuple):
     network: frozenset[Request]
     lastApply: tuple[ApplyRecord, ...]
     lastStoreWrite: StoreWriteRecord
+    appliedEpoch: tuple[int, ...]
+    replicaPeak: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ class ControllerFencingConfig:
     max_leader_epoch: int = 2
     max_in_flight: int = 2
     bug: str = "none"
-    invariants: tuple[str, ...] = ("TypeOK", "StaleControllerFenced")
+    invariants: tuple[str, ...] = ("TypeOK", "StaleControllerFenced",
+                                   "BrokerFollowsLatestDecision")
 
     def __post_init__(self) -> None:
         BUG_TABLE.check(self.bug)
@@ -126,7 +135,8 @@ class ControllerFencingTwin(Spec):
 
     def init_states(self) -> Iterable[State]:
         n = len(self.config.brokers)
-        return [CFState(1, 0, (1,) * n, (0,) * n, (NOT_HOSTED,) * n, frozenset(), ((),) * n, ())]
+        return [CFState(1, 0, (1,) * n, (0,) * n, (NOT_HOSTED,) * n, frozenset(), ((),) * n, (),
+                        (0,) * n, (NOT_HOSTED,) * n)]
 
     # -- actions, one method per TLA+ operator ---------------------------------------------
 
@@ -150,7 +160,8 @@ class ControllerFencingTwin(Spec):
         if s.brokerEpoch[i] >= self.config.max_broker_epoch:
             return None
         return s._replace(brokerEpoch=_set(s.brokerEpoch, i, s.brokerEpoch[i] + 1),
-                          brokerControllerEpoch=_set(s.brokerControllerEpoch, i, 0))
+                          brokerControllerEpoch=_set(s.brokerControllerEpoch, i, 0),
+                          appliedEpoch=_set(s.appliedEpoch, i, 0))
 
     def Send(self, s: CFState, type: str, c: int, b: int, e: int,
              le: int) -> CFState | None:
@@ -195,6 +206,13 @@ class ControllerFencingTwin(Spec):
             return NOT_HOSTED
         return current
 
+    def RecordedEpoch(self, s: CFState, b: int, m: Request) -> int:
+        """The controller epoch ``b`` remembers after accepting ``m``: ``m``'s, or with
+        NoControllerEpochRecorded what it had (it checks the epoch but never records it)."""
+        if self.config.bug == "NoControllerEpochRecorded":
+            return s.brokerControllerEpoch[self._index[b]]
+        return m.controllerEpoch
+
     def Deliver(self, s: CFState, m: Request) -> CFState | None:
         """Broker ``m.broker`` applies ``m``; ``m`` stays in flight and may come again."""
         if m not in s.network or not self.Accepts(s, m.broker, m):
@@ -204,9 +222,15 @@ class ControllerFencingTwin(Spec):
         if s.brokerControllerEpoch[i] == m.controllerEpoch and replica == s.replicaEpoch[i]:
             return None  # nothing would change: a stuttering step
         record = (m.controllerEpoch, m.brokerEpoch, s.brokerControllerEpoch[i], s.brokerEpoch[i])
-        return s._replace(brokerControllerEpoch=_set(s.brokerControllerEpoch, i, m.controllerEpoch),
+        recorded = self.RecordedEpoch(s, m.broker, m)
+        return s._replace(brokerControllerEpoch=_set(s.brokerControllerEpoch, i, recorded),
                           replicaEpoch=_set(s.replicaEpoch, i, replica),
-                          lastApply=_set(s.lastApply, i, record))
+                          lastApply=_set(s.lastApply, i, record),
+                          appliedEpoch=_set(s.appliedEpoch, i,
+                                            max(s.appliedEpoch[i], m.controllerEpoch)),
+                          replicaPeak=_set(s.replicaPeak, i,
+                                           NOT_HOSTED if replica == NOT_HOSTED
+                                           else max(s.replicaPeak[i], replica)))
 
     def Lose(self, s: CFState, m: Request) -> CFState | None:
         """The network drops ``m``."""
@@ -283,6 +307,10 @@ class ControllerFencingTwin(Spec):
                     for r in s.lastApply)
             and (s.lastStoreWrite == () or (len(s.lastStoreWrite) == 2
                                             and all(e in ce for e in s.lastStoreWrite)))
+            and len(s.appliedEpoch) == len(k.brokers)
+            and all(0 <= e <= k.max_controller_epoch for e in s.appliedEpoch)
+            and len(s.replicaPeak) == len(k.brokers)
+            and all(e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch for e in s.replicaPeak)
         )
 
     def StaleControllerFenced(self, s: State) -> bool:
@@ -299,8 +327,27 @@ class ControllerFencingTwin(Spec):
         w = s.lastStoreWrite
         return len(w) != 2 or w[0] == w[1]
 
+    def BrokerFollowsLatestDecision(self, s: State) -> bool:
+        """What each broker holds now follows the latest decision it took, addressed to it; its
+        replica's leader epoch is one the store decided, written by the store's controller."""
+        assert isinstance(s, CFState)
+        for i, r in enumerate(s.lastApply):
+            if s.replicaEpoch[i] > s.leaderEpoch:
+                return False  # a leader epoch the store never decided
+            if s.replicaEpoch[i] != s.replicaPeak[i]:
+                return False  # an older leader epoch took the replica back
+            if len(r) != 4 or r[3] != s.brokerEpoch[i]:
+                continue  # nothing applied by the current incarnation
+            if r[0] != s.appliedEpoch[i]:
+                return False  # an older decision overrode a newer one it had applied
+            if r[1] not in (NO_BROKER_EPOCH, s.brokerEpoch[i]):
+                return False  # a request for an earlier incarnation changed this one
+        w = s.lastStoreWrite
+        return len(w) != 2 or w[0] == w[1]
+
     def invariants(self) -> Sequence[Invariant]:
-        table = {"TypeOK": self.TypeOK, "StaleControllerFenced": self.StaleControllerFenced}
+        table = {"TypeOK": self.TypeOK, "StaleControllerFenced": self.StaleControllerFenced,
+                 "BrokerFollowsLatestDecision": self.BrokerFollowsLatestDecision}
         return [(name, table[name]) for name in self.config.invariants]
 
     def describe(self, s: State) -> str:
@@ -312,7 +359,8 @@ class ControllerFencingTwin(Spec):
             e = s.replicaEpoch[i]
             replica = "not hosted" if e == NOT_HOSTED else f"leaderEpoch {e}"
             line = (f"broker {b}: brokerEpoch={s.brokerEpoch[i]} "
-                    f"brokerControllerEpoch={s.brokerControllerEpoch[i]} replica={replica}")
+                    f"brokerControllerEpoch={s.brokerControllerEpoch[i]} replica={replica} "
+                    f"appliedEpoch={s.appliedEpoch[i]} replicaPeak={s.replicaPeak[i]}")
             r = s.lastApply[i]
             if r:
                 line += (f"; last change by a request (controllerEpoch {r[0]}, brokerEpoch {r[1]})"

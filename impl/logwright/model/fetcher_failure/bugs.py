@@ -12,6 +12,9 @@ BUG_TABLE = BugTable("FetcherFailure", (
         "a fence fails the partition whatever the request's epoch (hazard 6)"),
     Bug("NoUnfailOnNewEpoch", "FailureContained",
         "a newer leader epoch leaves the partition failed"),
+    Bug("StaleFenceStalls", "HealthyPartitionsFetch",
+        "a stale fence is dropped with the fetch still outstanding: progress stops, and "
+        "every state is still safe"),
 ))
 """Every bug ``Bug`` can switch on in FetcherFailure, and the invariant each breaks."""
 

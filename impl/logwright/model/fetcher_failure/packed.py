@@ -119,6 +119,8 @@ class FetcherFailureSpec(FetcherFailureTwin, PackedSpec):
             current = (np.ones(frontier.size, dtype=bool) if bug == "FenceWithStaleEpochFails"
                        else inflight == c[f"knownEpoch{i}"])
             fails = (fetching == 1) & current
+            if bug == "StaleFenceStalls":
+                mask = mask & fails  # a stale fence is never handled
             delta = ((NO_FETCH - inflight) * w[f"inflight{i}"]
                      + np.where(fails, (inflight - c[f"failedEpoch{i}"]) * w[f"failedEpoch{i}"]
                                 - w[f"fetching{i}"], 0))

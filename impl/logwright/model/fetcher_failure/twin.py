@@ -4,7 +4,9 @@ What it upholds: FailureContained. A failure (a storage error, or a fence at the
 current leader epoch) stays with its partition: every hosted partition that is not failed is in
 its fetcher's partition states and that fetcher runs; a failed partition is not fetched; and a
 failed partition failed at the leader epoch the broker now knows, so a newer leader epoch always
-un-fails it and a stale fence never fails it (hazards 5 and 6).
+un-fails it and a stale fence never fails it (hazards 5 and 6). And, as a liveness property
+(HealthyPartitionsFetch, checked by :mod:`logwright.model.liveness`), a partition that stays
+healthy keeps completing fetches under weak fairness of each partition's fetch actions.
 
 Each TLA+ action operator has a method of the same name that returns the successor state, or None
 when the action is disabled; :meth:`FetcherFailureSpec.actions` enumerates their parameters as
@@ -22,6 +24,7 @@ from typing import NamedTuple, Self, TypeVar
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, Spec, State
 from logwright.model.fetcher_failure.bugs import BUG_TABLE
+from logwright.model.liveness import Progress
 
 T = TypeVar("T")
 
@@ -56,6 +59,9 @@ class FetcherFailureConfig:
     max_leader_epoch: int = 2
     bug: str = "none"
     invariants: tuple[str, ...] = ("TypeOK", "FailureContained")
+    properties: tuple[str, ...] = ()
+    """The temporal properties the .cfg lists (TLC checks them under ``Spec``'s fairness; the
+    Python checker's :func:`logwright.model.liveness.check_liveness` on the twin)."""
 
     def __post_init__(self) -> None:
         BUG_TABLE.check(self.bug)
@@ -73,6 +79,7 @@ class FetcherFailureConfig:
             max_leader_epoch=int(k["MaxLeaderEpoch"]),
             bug=str(k["Bug"]),
             invariants=tuple(cfg["invariants"]),
+            properties=tuple(cfg["properties"]),
         )
 
 
@@ -145,8 +152,10 @@ class FetcherFailureTwin(Spec):
         request_epoch = s.inflight[i]
         if request_epoch == NO_FETCH or request_epoch >= s.leaderEpoch[i]:
             return None
-        t = s._replace(inflight=_set(s.inflight, i, NO_FETCH))
         current = request_epoch == s.knownEpoch[i]
+        if self.config.bug == "StaleFenceStalls" and not (s.fetching[i] and current):
+            return None  # the stale fence is dropped and the fetch stays outstanding
+        t = s._replace(inflight=_set(s.inflight, i, NO_FETCH))
         if s.fetching[i] and (current or self.config.bug == "FenceWithStaleEpochFails"):
             return t._replace(failedEpoch=_set(s.failedEpoch, i, request_epoch),
                               fetching=_set(s.fetching, i, False))
@@ -239,6 +248,45 @@ class FetcherFailureTwin(Spec):
     def invariants(self) -> Sequence[Invariant]:
         table = {"TypeOK": self.TypeOK, "FailureContained": self.FailureContained}
         return [(name, table[name]) for name in self.config.invariants]
+
+    # -- liveness (TLC checks it under Spec's fairness; logwright.model.liveness on the twin) --
+
+    def Healthy(self, s: State, p: int) -> bool:
+        """``p`` is hosted here and not failed."""
+        assert isinstance(s, FFState)
+        return s.knownEpoch[p - 1] != NOT_HOSTED and s.failedEpoch[p - 1] == NOT_FAILED
+
+    def FetcherStep(self, s: State, p: int) -> list[State]:
+        """What ``p``'s fetcher does for ``p`` (the disjunction Fairness is weakly fair to)."""
+        assert isinstance(s, FFState)
+        out = (self.FetchRequest(s, p), self.FetchOk(s, p), self.FetchFenced(s, p))
+        return [t for t in out if t is not None]
+
+    def HealthyPartitionsFetch(self) -> list[Progress]:
+        """``\\A p : <>[]Healthy(p) => []<><<FetchOk(p)>>_vars`` under ``WF_vars(FetcherStep(p))``
+        for every p: one :class:`Progress` instance per partition."""
+        fairness = [(f"WF_vars(FetcherStep({q}))", self._fetcher_step(q))
+                    for q in self.partitions]
+        return [Progress("HealthyPartitionsFetch", f"p={p}", self._healthy(p),
+                         self._fetch_ok(p), fairness) for p in self.partitions]
+
+    def temporal_properties(self) -> list[Progress]:
+        """The instances of every property the .cfg lists, in its order."""
+        table = {"HealthyPartitionsFetch": self.HealthyPartitionsFetch}
+        return [q for name in self.config.properties for q in table[name]()]
+
+    def _healthy(self, p: int) -> Callable[[State], bool]:
+        return lambda s: self.Healthy(s, p)
+
+    def _fetcher_step(self, p: int) -> Callable[[State], list[State]]:
+        return lambda s: self.FetcherStep(s, p)
+
+    def _fetch_ok(self, p: int) -> Callable[[State], list[State]]:
+        def steps(s: State) -> list[State]:
+            assert isinstance(s, FFState)
+            t = self.FetchOk(s, p)
+            return [] if t is None else [t]
+        return steps
 
     def describe(self, s: State) -> str:
         assert isinstance(s, FFState)

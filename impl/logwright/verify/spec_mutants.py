@@ -1,0 +1,290 @@
+"""The spec mutation suite: plausible mistakes in the TLA+ modules, each of which TLC must catch.
+
+What it upholds: the models can see the bugs they are for. Each :class:`SpecMutant` is one
+plausible slip in the text of one module of spec/ (a guard conjunct dropped, a bound weakened, an
+update skipped, the fairness left out), written as ``(find, replace)`` on the module's text: the
+``find`` text occurs exactly once (a test checks it, without TLC). The runner copies the module
+and its correct .cfg into a temporary directory, applies one mutation, and runs TLC there: the
+mutant is *caught* when TLC reports an invariant or a temporal property violated. A mutant TLC
+does not catch is *survived*; spec/README.md argues each survivor equivalent (it changes nothing
+an invariant should see) or names the change that kills it.
+
+``python -m logwright.verify.spec_mutants [MODULE...]`` runs the suite (about a minute per
+module on one core) and prints one line per mutant; without ``TLA2TOOLS_JAR`` it says so and exits
+0. ``--coverage`` instead runs each correct .cfg with TLC's ``-coverage`` and prints, per action,
+the distinct states it found and the states it generated (:func:`coverage`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from logwright.verify.tlc import TlaTools, find_tools, run_tlc, tlc_missing
+
+
+@dataclass(frozen=True)
+class SpecMutant:
+    """One mutation of one TLA+ module: replace the one occurrence of ``find`` by ``replace``."""
+
+    module: str
+    name: str
+    find: str
+    replace: str
+    why: str
+    """The mistake it stands for, in a line."""
+
+    def apply(self, text: str) -> str:
+        """``text`` with the mutation applied; ValueError unless ``find`` occurs exactly once."""
+        count = text.count(self.find)
+        if count != 1:
+            raise ValueError(f"{self.module}/{self.name}: the text to mutate occurs {count} "
+                             "times, not once")
+        return text.replace(self.find, self.replace)
+
+
+def _m(module: str, name: str, find: str, replace: str, why: str) -> SpecMutant:
+    return SpecMutant(module, name, find, replace, why)
+
+
+MUTANTS: tuple[SpecMutant, ...] = (
+    # -- ControllerFencing -------------------------------------------------------------------
+    _m("ControllerFencing", "StoreWriteUnconditional",
+       '    /\\ Bug # "UnconditionalStoreWrite" => c = controllerEpoch\n', "",
+       "drop the store's conditional-write guard"),
+    _m("ControllerFencing", "ControllerEpochOffByOne",
+       "StaleControllerEpoch(b, m) == m.controllerEpoch < brokerControllerEpoch[b]",
+       "StaleControllerEpoch(b, m) == m.controllerEpoch + 1 < brokerControllerEpoch[b]",
+       "accept a request one controller epoch behind"),
+    _m("ControllerFencing", "BrokerEpochOffByOne",
+       "m.brokerEpoch # NoBrokerEpoch /\\ m.brokerEpoch < brokerEpoch[b]",
+       "m.brokerEpoch # NoBrokerEpoch /\\ m.brokerEpoch + 1 < brokerEpoch[b]",
+       "accept a request for the previous incarnation"),
+    _m("ControllerFencing", "EpochNotRecorded",
+       "    /\\ brokerControllerEpoch' = [brokerControllerEpoch EXCEPT ![b] = RecordedEpoch(b, m)]",
+       "    /\\ brokerControllerEpoch' = brokerControllerEpoch",
+       "skip the update of the accepted controller epoch"),
+    _m("ControllerFencing", "RestartKeepsEpoch",
+       "    /\\ brokerControllerEpoch' = [brokerControllerEpoch EXCEPT ![b] = 0]",
+       "    /\\ brokerControllerEpoch' = brokerControllerEpoch",
+       "a restart keeps the accepted controller epoch (skip the reset)"),
+    _m("ControllerFencing", "LeaderAndIsrTakesOlderEpoch",
+       "    THEN IF m.leaderEpoch > replicaEpoch[b] THEN m.leaderEpoch ELSE replicaEpoch[b]",
+       "    THEN m.leaderEpoch",
+       "LeaderAndIsr takes an older leader epoch (drop the leader-epoch comparison)"),
+    # -- FetcherFailure ----------------------------------------------------------------------
+    _m("FetcherFailure", "AddWithoutStartingFetcher",
+       "            /\\ alive' = [alive EXCEPT ![FetcherOf(p)] = TRUE]",
+       "            /\\ alive' = alive",
+       "LeaderAndIsr adds the partition but does not start its fetcher"),
+    _m("FetcherFailure", "AnyFenceFails",
+       "    /\\ IF fetching[p] /\\ (inflight[p] = knownEpoch[p] \\/ "
+       'Bug = "FenceWithStaleEpochFails")',
+       "    /\\ IF fetching[p]",
+       "drop the stale-fence conjunct: every fence fails the partition"),
+    _m("FetcherFailure", "StorageErrorStopsFetcher",
+       "       ELSE UNCHANGED alive",
+       "       ELSE alive' = [alive EXCEPT ![FetcherOf(p)] = FALSE]",
+       "a storage error stops the whole fetcher"),
+    _m("FetcherFailure", "ShutdownBusyFetcher",
+       "    /\\ \\A p \\in Partitions : FetcherOf(p) = f => ~fetching[p]\n", "",
+       "drop the idle guard of ShutdownIdle"),
+    _m("FetcherFailure", "FetchOnlyWhenCurrent",
+       "    /\\ inflight[p] = NoFetch\n    /\\ inflight' = [inflight EXCEPT ![p] = knownEpoch[p]]",
+       "    /\\ inflight[p] = NoFetch /\\ knownEpoch[p] = leaderEpoch[p]\n"
+       "    /\\ inflight' = [inflight EXCEPT ![p] = knownEpoch[p]]",
+       "fetch only when the epoch is current: a partition behind waits (lost progress)"),
+    _m("FetcherFailure", "NoFairness",
+       "Fairness == \\A p \\in Partitions : WF_vars(FetcherStep(p))",
+       "Fairness == TRUE",
+       "leave the fairness out: nothing makes a fetcher serve its partitions"),
+    # -- LogStartOffset ----------------------------------------------------------------------
+    _m("LogStartOffset", "HWIgnoresIsr",
+       "    LET newHW == Min({leo[r] : r \\in isr}) IN",
+       "    LET newHW == leo[Leader] IN",
+       "the HW advances to the leader's LEO, ignoring the ISR"),
+    _m("LogStartOffset", "DeleteRecordsBeyondHW",
+       "    /\\ logStart[Leader] < o /\\ o <= hw[Leader]",
+       "    /\\ logStart[Leader] < o /\\ o <= leo[Leader]",
+       "DeleteRecords bounded by the LEO instead of the HW"),
+    _m("LogStartOffset", "RetentionBoundByLEO",
+       '        limit == IF Bug = "RetentionIgnoresHW" THEN leo[r] ELSE hw[r]',
+       "        limit == leo[r]",
+       "retention bounded by the LEO instead of the HW"),
+    _m("LogStartOffset", "RestartIgnoresCheckpoint",
+       "    LET start == Max(ckptStart[r], segStart[r]) IN",
+       "    LET start == segStart[r] IN",
+       "a restart loads the start offset from the first segment alone"),
+    _m("LogStartOffset", "FollowerStartAboveHW",
+       "                newStart == Max(logStart[r], Min({logStart[Leader], newHW}))",
+       "                newStart == Max(logStart[r], logStart[Leader])",
+       "a follower raises its start offset without bounding it by its HW"),
+    # -- StrayCleanup ------------------------------------------------------------------------
+    _m("StrayCleanup", "NoRetentionGuard",
+       '    /\\ Bug # "NoAgeGuard" => now - l.lastWrite >= RetentionPeriod\n', "",
+       "drop the age guard of DeleteStray"),
+    _m("StrayCleanup", "StaleRequestApplied",
+       '    /\\ IF m.epoch >= brokerControllerEpoch[b] \\/ Bug = "StaleEpochStrayDeletion"',
+       "    /\\ IF TRUE",
+       "a delayed full LeaderAndIsr from a deposed controller is applied"),
+    _m("StrayCleanup", "DeleteBeforeFullRequest",
+       '    /\\ online[b] /\\ sawFullRequest[b]\n    /\\ l.state = "stray"',
+       '    /\\ online[b]\n    /\\ l.state = "stray"',
+       "delete strays before this incarnation applied a full request"),
+    _m("StrayCleanup", "MatchByPartitionOnly",
+       "                ELSE {t}",
+       '                ELSE {u \\in TopicIds : disk[b][p][u].state # "none"}',
+       "delete every topic id's dir of the partition, not the stray's"),
+    # -- ReplicaMove -------------------------------------------------------------------------
+    _m("ReplicaMove", "SwapBeforeFutureFlushed",
+       '    /\\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]\n', "",
+       "rename the future log live before it is flushed"),
+    _m("ReplicaMove", "SwapBeforeCopyDone",
+       '    /\\ vol["fut"] = dur["src"]\n    /\\ locked\' = TRUE',
+       "    /\\ locked' = TRUE",
+       "begin the swap before the copy caught up"),
+    _m("ReplicaMove", "AppendWhileLocked",
+       '    /\\ locked => Bug = "AppendDuringSwap"\n', "",
+       "append during the swap"),
+    _m("ReplicaMove", "EndSwapBeforeDirFsync",
+       '    /\\ durName["fut"] = "live" /\\ durName["src"] = "delete"',
+       '    /\\ name["fut"] = "live" /\\ name["src"] = "delete"',
+       "end the swap before the renames are made durable"),
+)
+"""Every mutant of every module, in module order."""
+
+
+@dataclass
+class MutantResult:
+    """What TLC said about one mutant."""
+
+    mutant: SpecMutant
+    verdict: str
+    """``caught`` (a violation), ``survived`` (none) or ``error`` (TLC could not check it)."""
+    violation: str | None
+    seconds: float
+    detail: str = ""
+
+
+def spec_root() -> Path:
+    """spec/ of this source tree (or $LOGWRIGHT_SPEC_DIR, as verify reads it)."""
+    from logwright.verify.formal import spec_dir
+
+    return spec_dir()
+
+
+def run_mutant(mutant: SpecMutant, root: Path | None = None,
+               tools: TlaTools | None = None, timeout_s: float = 900) -> MutantResult:
+    """Apply ``mutant`` to a temporary copy of its module and run TLC on the correct .cfg."""
+    base = root or spec_root()
+    with tempfile.TemporaryDirectory(prefix="logwright-spec-mutant-") as tmp:
+        work = Path(tmp)
+        tla = work / f"{mutant.module}.tla"
+        tla.write_text(mutant.apply((base / f"{mutant.module}.tla").read_text(encoding="utf-8")),
+                       encoding="utf-8")
+        cfg = work / f"{mutant.module}.cfg"
+        shutil.copyfile(base / f"{mutant.module}.cfg", cfg)
+        r = run_tlc(tla, cfg, tools=tools, timeout_s=timeout_s)
+    if not r.ok:
+        return MutantResult(mutant, "error", None, r.seconds, r.error or "")
+    if r.violation is not None:
+        return MutantResult(mutant, "caught", r.violation, r.seconds,
+                            f"{r.violation} violated after {len(r.trace)} states")
+    return MutantResult(mutant, "survived", None, r.seconds,
+                        f"no violation in {r.distinct or 0:,} distinct states")
+
+
+_ACTION = re.compile(r"^<(\w+) line (\d+), col \d+ to line \d+, col \d+ of module (\w+)"
+                     r"(?: \((\d+) (\d+) (\d+) (\d+)\))?>: (\d+):(\d+)$")
+
+
+def parse_coverage(output: str, tla_text: str) -> dict[str, tuple[int, int]]:
+    """Per action, (distinct states it found, states it generated), from TLC's ``-coverage``
+    report. An action TLC reports as a disjunct of ``Next`` (``<Next ... (L C L C)>``) is named
+    by the operator its text (from line L col C to line L' col C') calls last."""
+    lines = tla_text.splitlines()
+    found: dict[str, tuple[int, int]] = {}
+    for line in output.splitlines():
+        m = _ACTION.match(line.strip())
+        if m is None:
+            continue
+        name, _, _, l1, c1, l2, c2, distinct, generated = m.groups()
+        if name == "Init":
+            continue
+        if l1 is not None and name == "Next":  # (elsewhere: a part of the action's own body)
+            first, last = int(l1) - 1, int(l2) - 1
+            text = "\n".join(lines[first:last + 1])
+            text = text[int(c1) - 1:len(text) - len(lines[last]) + int(c2)]
+            body = text.rsplit(":", 1)[-1] if "\\E" in text else text
+            called = re.findall(r"\b([A-Z]\w*)\(", body)
+            plain = re.findall(r"\b([A-Z]\w*)\b", body.replace("\\/", " "))
+            name = (called or plain or [name])[0]
+        d, g = found.get(name, (0, 0))
+        found[name] = (d + int(distinct), g + int(generated))
+    return found
+
+
+def coverage(module: str, root: Path | None = None,
+             tools: TlaTools | None = None) -> dict[str, tuple[int, int]]:
+    """Run TLC with ``-coverage`` on the module's correct .cfg: per action, (distinct states it
+    found, states it generated). Empty when TLC cannot run."""
+    tools = tools or find_tools()
+    if tools is None:
+        return {}
+    base = root or spec_root()
+    tla = base / f"{module}.tla"
+    with tempfile.TemporaryDirectory(prefix="logwright-tlc-coverage-") as metadir:
+        proc = subprocess.run(
+            [tools.java, "-XX:+UseParallelGC", "-cp", str(tools.jar), "tlc2.TLC", "-workers", "1",
+             "-deadlock", "-noGenerateSpecTE", "-lncheck", "final", "-coverage", "60",
+             "-metadir", metadir, "-config", f"{module}.cfg", tla.name],
+            cwd=base, capture_output=True, text=True, timeout=1800, check=False)
+    return parse_coverage(proc.stdout + proc.stderr, tla.read_text(encoding="utf-8"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the spec mutation suite (or ``--coverage``) on the named modules, or on all."""
+    parser = argparse.ArgumentParser(prog="python -m logwright.verify.spec_mutants",
+                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("modules", nargs="*", help="TLA+ modules (default: all five)")
+    parser.add_argument("--coverage", action="store_true",
+                        help="report TLC's per-action coverage of each correct .cfg instead")
+    args = parser.parse_args(argv)
+    missing = tlc_missing()
+    if missing is not None:
+        print(f"spec mutants: skipped, {missing}")
+        return 0
+    modules = args.modules or sorted({m.module for m in MUTANTS})
+    unknown = set(modules) - {m.module for m in MUTANTS}
+    if unknown:
+        parser.error(f"unknown module(s): {', '.join(sorted(unknown))}")
+    if args.coverage:
+        for module in modules:
+            started = time.perf_counter()
+            table = coverage(module)
+            print(f"{module} ({time.perf_counter() - started:.0f}s):")
+            for action, (distinct, generated) in table.items():
+                print(f"  {action:<28} {distinct:>9,} distinct {generated:>11,} generated"
+                      + ("   NEVER A NEW STATE" if distinct == 0 else ""))
+        return 0
+    survived = 0
+    for mutant in MUTANTS:
+        if mutant.module not in modules:
+            continue
+        r = run_mutant(mutant)
+        survived += r.verdict != "caught"
+        print(f"{r.verdict:<8} {mutant.module}/{mutant.name}: {r.detail} ({r.seconds:.0f}s)"
+              f" -- {mutant.why}", flush=True)
+    print(f"{survived} not caught" if survived else "every mutant caught")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
