@@ -28,6 +28,7 @@ from typing import Any
 from logwright.errors import LogwrightError
 from logwright.model.controller_fencing import (
     LEADER_AND_ISR,
+    NOT_HOSTED,
     STOP_REPLICA,
     CFState,
     ControllerFencingConfig,
@@ -514,9 +515,13 @@ class _CfInstance:
             replica = int(changed["replicaEpoch"][str(m.broker)])
             result = args.get("result", "NONE")
             if result in _UNAPPLIED:
+                # The ghost replicaPeak follows the replica as the twin's Deliver keeps it.
+                peak = (NOT_HOSTED if replica == NOT_HOSTED
+                        else max(s.replicaPeak[i], replica))
                 self.state = s._replace(
                     brokerControllerEpoch=_put(s.brokerControllerEpoch, i, max(0, bce)),
-                    replicaEpoch=_put(s.replicaEpoch, i, replica))
+                    replicaEpoch=_put(s.replicaEpoch, i, replica),
+                    replicaPeak=_put(s.replicaPeak, i, peak))
                 raise _Outside(f"the broker accepted the request but could not apply it to this "
                                f"partition ({result}: {_UNAPPLIED[result]}); the model's replica "
                                "always can")
