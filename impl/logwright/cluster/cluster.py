@@ -107,6 +107,8 @@ class Cluster:
         self._metrics_server: WSGIServer | None = None
         self._data_lock: tuple[RealFileSystem, FileLock] | None = None
         self._check_data_dirs()
+        if isinstance(runtime, SimWorld):
+            runtime.crash_listeners.append(self._machine_crashed)
         self._start_controller()
         try:
             for b in self.log_dirs:
@@ -427,6 +429,13 @@ class Cluster:
         new = self._start_controller()
         self.runtime.run_for(50)
         return new
+
+    def _machine_crashed(self, host: str) -> None:
+        """Simulation: machine ``host`` lost power in the middle of a task (its disk's
+        ``crash_after`` fired); its broker process stops at once, with no further I/O."""
+        for broker in self.brokers.values():
+            if broker.node_id == host:
+                broker.halt()
 
     def partition_network(self, a: int | str, b: int | str) -> None:
         """Cut two nodes apart (broker ids or node ids such as "controller-1")."""
