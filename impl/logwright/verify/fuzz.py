@@ -123,18 +123,22 @@ def run_campaign(seed: int, *, max_examples: int | None = None, duration_s: floa
         @invariant()
         def count_step(self) -> None:
             counts["steps"] += 1
+            if progress is not None and clock() - shown[0] >= 1.0:
+                show()
 
     seen: set[str] = set()
     start = clock()
+    shown = [start]
     batch = 0
 
     def show(final: bool = False) -> None:
         if progress is None:
             return
-        result.elapsed_s = clock() - start
+        shown[0] = clock()
+        result.elapsed_s = shown[0] - start
         result.examples, result.steps = counts["examples"], counts["steps"]
         per_min, per_s = result.rates()
-        line = (f"fuzz: seed {seed + batch - 1}  examples {counts['examples']}  "
+        line = (f"fuzz: seed {seed + batch}  examples {counts['examples']}  "
                 f"steps {counts['steps']}  failures {len(result.found)}  "
                 f"{per_min:.0f} examples/min  {per_s:.0f} steps/s")
         progress.write(("\r" if progress.isatty() else "") + line
@@ -159,13 +163,14 @@ def run_campaign(seed: int, *, max_examples: int | None = None, duration_s: floa
                 run_state_machine_as_test(Campaign, settings=config)
             except Exception as exc:  # a property failed, or the cluster raised: a finding
                 result.found.append(_record(exc, seed + batch, out_dir, seen))
+            show()
             batch += 1
             result.batches = batch
-            show()
     except KeyboardInterrupt:
         pass
     result.examples, result.steps = counts["examples"], counts["steps"]
     result.elapsed_s = clock() - start
+    batch = max(0, batch - 1)
     show(final=True)
     return result
 
