@@ -66,7 +66,8 @@ def _signature(message: str) -> str:
 
 
 def _slug(message: str) -> str:
-    words = re.findall(r"[a-z]+", _signature(message).lower())
+    text = message.split(": ", 1)[-1]  # without the exception's type
+    words = re.findall(r"[a-z]+", _signature(text).lower())
     return "-".join(words[:8]) or "failure"
 
 
