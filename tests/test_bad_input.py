@@ -515,6 +515,14 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.text(alphabet="xyz", min_size=1, max_size=6).map(lambda s: ["--suite", s]),
         st.sampled_from([["--nope"], ["--suite"], ["extra"]]),
     ),
+    "fuzz": st.one_of(
+        st.tuples(st.sampled_from(["--max-examples", "--steps"]),
+                  st.sampled_from(["0", "-3", "x", "1.5", ""])).map(list),
+        st.tuples(st.sampled_from(["--duration", "--seed"]),
+                  st.sampled_from(["x", "-1x", ""])).map(list),
+        st.just(["--out", "{file}"]),
+        st.sampled_from([["--nope"], ["--seed"], ["extra"]]),
+    ),
 }
 
 

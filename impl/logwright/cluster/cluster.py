@@ -468,7 +468,9 @@ class Cluster:
                 if leader is None or not leader.alive:
                     continue  # no live leader: nothing can make progress until one returns
                 part = leader.replica_manager.describe().get(tp)
-                if part is None or part.offline:
+                if part is None:
+                    return False  # the live leader elected has not created its replica yet
+                if part.offline:
                     continue
                 if not part.is_leader or part.leader_epoch != state.leader_epoch:
                     return False  # the elected leader has not taken over yet
