@@ -19,6 +19,7 @@ from logwright.identity import TopicPartition
 from logwright.verify.cluster_run import ClusterRun, PropertyViolated, replay
 from logwright.verify.fuzz import failure_of, run_campaign
 from logwright.verify.stateful_cluster import KNOWN_DEFECT_RULES, ClusterMachine
+from logwright.world import SimFileSystem, SimulatedCrash, SimWorld
 
 
 def _fingerprint(run: ClusterRun) -> list[Any]:
@@ -162,3 +163,31 @@ def test_the_tracked_partition_helper_sees_every_topic() -> None:
     run.apply({"op": "create_topic", "topic": "b", "partitions": 1, "replication_factor": 3})
     assert run.partitions() == [TopicPartition("a", 0), TopicPartition("a", 1),
                                 TopicPartition("b", 0)]
+
+
+def test_the_world_absorbs_only_its_own_disks_crashes() -> None:
+    """A task's SimulatedCrash from one of the world's disks stops that machine and the run goes
+    on; any other exception (or a crash of a disk the world does not own) propagates."""
+    world = SimWorld(seed=1)
+    disk = world.new_fs("host-a")
+    stopped: list[str] = []
+    world.crash_listeners.append(stopped.append)
+    disk.mkdir("/d")
+    disk.fsync_dir("/")
+    disk.crash_after(1)
+    world.scheduler.schedule("write", lambda: (disk.mkdir("/d/x"), disk.mkdir("/d/y")))
+    world.scheduler.schedule("after", lambda: stopped.append("ran on"), 5)
+    world.run_for(10)
+    assert stopped == ["host-a", "ran on"]
+    assert disk.listdir("/d") == []  # the unsynced entry went with the power
+    stranger = SimFileSystem()
+    stranger.crash_after(1)
+    world.scheduler.schedule("foreign", lambda: stranger.mkdir("/z"))
+    with pytest.raises(SimulatedCrash):
+        world.run_for(1)
+
+    def boom() -> None:
+        raise RuntimeError("a bug")
+    world.scheduler.schedule("boom", boom)
+    with pytest.raises(RuntimeError):
+        world.run_for(1)
