@@ -466,6 +466,8 @@ class Cluster:
                 state = self.controller.partition_state(tp)
                 leader = self.brokers.get(state.leader)
                 if leader is None or not leader.alive:
+                    if any(self._may_lead(tp, r) for r in state.isr):
+                        return False  # a live in-sync replica is about to be elected
                     continue  # no live leader: nothing can make progress until one returns
                 part = leader.replica_manager.describe().get(tp)
                 if part is None:
@@ -488,6 +490,18 @@ class Cluster:
                     if other.log_end_offset != part.log_end_offset or r not in part.isr:
                         return False
         return True
+
+    def _may_lead(self, tp: TopicPartition, broker_id: int) -> bool:
+        """Whether ``broker_id`` runs, hosts ``tp`` online and can reach the controller: the
+        controller elects it once it hears from it (a heartbeat after a partition healed)."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            return False
+        if isinstance(self.runtime, SimWorld) and not self.runtime.network.connected(
+                broker.node_id, self.controller.node_id):
+            return False
+        part = broker.replica_manager.describe().get(tp)
+        return part is not None and not part.offline
 
     def reassign(self, json_text: str, wait: bool = True, timeout_ms: int = 120_000) -> None:
         """Carry out a reassignment given as Kafka's reassignment JSON."""
