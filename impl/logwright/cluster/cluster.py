@@ -455,7 +455,9 @@ class Cluster:
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
         """Run until every live leader has its records committed, and every live replica of its
         partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
-        happened."""
+        happened. An elected leader that has not created its replica yet, and a partition
+        without a live leader but with a live in-sync replica that hosts it and reaches the
+        controller (it is elected on its next heartbeat), are waited for."""
         validate.run_until_idle(self, max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
