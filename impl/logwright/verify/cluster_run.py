@@ -92,15 +92,16 @@ class ClusterRun:
         # Values sent under an earlier incarnation of a name: never to be served under it again.
         self.retired: dict[str, set[bytes]] = {}
         self.faulted: set[tuple[int, int]] = set()  # (broker, dir number from 1)
-        self.lost_power: set[int] = set()  # brokers whose lost data may not be detected yet
+        # Replicas whose data was destroyed (power loss, a failed dir) and that the controller
+        # may still count in sync: (broker, partition).
+        self.damaged: set[tuple[int, TopicPartition]] = set()
         self.machine_crashes = 0
         self.world.crash_listeners.append(self._machine_crashed)
 
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
     def _machine_crashed(self, host: str) -> None:
-        broker_id = int(host.rsplit("-", 1)[1])
-        self.lost_power.add(broker_id)
+        self._damage_all(int(host.rsplit("-", 1)[1]))
         self.machine_crashes += 1
         self.event("machine lost power in the middle of a task")
 
@@ -119,13 +120,18 @@ class ClusterRun:
             out.extend(TopicPartition(record.name, p) for p in range(record.partition_count))
         return out
 
+    def _damage_all(self, b: int) -> None:
+        self.damaged |= {(b, tp) for tp in self.partitions()}
+
     def detection_pending(self) -> bool:
-        """Whether a broker whose data was destroyed is still an in-sync replica in the
-        controller's view (the controller drops it when it notices, or when the broker
-        registers again as a new incarnation)."""
-        states = [self.cluster.controller.partition_state(tp) for tp in self.partitions()]
-        self.lost_power = {b for b in self.lost_power if any(b in s.isr for s in states)}
-        return bool(self.lost_power)
+        """Whether a replica whose data was destroyed is still in sync in the controller's view
+        (the controller drops it when it notices, or when its broker registers again as a new
+        incarnation)."""
+        def still_in_sync(b: int, tp: TopicPartition) -> bool:
+            state = self.cluster.store.partition(tp)
+            return state is not None and b in state.isr
+        self.damaged = {(b, tp) for b, tp in self.damaged if still_in_sync(b, tp)}
+        return bool(self.damaged)
 
     def dir_faulted(self, b: int, tp: TopicPartition) -> bool:
         """Whether broker ``b``'s replica of ``tp`` is missing or offline."""
@@ -287,7 +293,7 @@ class ClusterRun:
         b, power = step["broker"], step["power_loss"]
         self.cluster.crash_broker(b, power_loss=power)
         if power:
-            self.lost_power.add(b)
+            self._damage_all(b)
 
     def _op_crash_during(self, step: Step) -> None:
         """Broker ``broker``'s machine loses power right after its ``after_ops``-th file system
@@ -319,9 +325,14 @@ class ClusterRun:
 
     def _op_fail_dir(self, step: Step) -> None:
         b, j = step["broker"], step["dir"]
-        self.world.new_fs(f"broker-{b}").inject_fault(self.cluster.log_dirs[b][j - 1], Fault.EIO)
+        path = self.cluster.log_dirs[b][j - 1]
+        self.world.new_fs(f"broker-{b}").inject_fault(path, Fault.EIO)
         self.faulted.add((b, j))
-        self.lost_power.add(b)
+        broker = self.cluster.broker(b)
+        for tp in self.partitions():
+            held = broker.log_manager.dir_of(tp) if broker.alive else None
+            if held is None or held.path == path:  # not located: counted as damaged
+                self.damaged.add((b, tp))
 
     def _op_fail_controller(self, step: Step) -> None:
         self.cluster.fail_controller(zombie=step["zombie"])

@@ -114,6 +114,12 @@ class ClusterMachine(RuleBasedStateMachine):
                       "values": self._values(n), "acks": acks})
 
     @precondition(_ready)
+    @rule(data=st.data(), n=st.integers(1, 3))
+    def produce_acks_all(self, data: st.DataObject, n: int) -> None:
+        """More traffic: records acknowledged with acks=all are what the properties guard."""
+        self.produce(data, n, -1)
+
+    @precondition(_ready)
     @rule(data=st.data())
     def fetch(self, data: st.DataObject) -> None:
         where = self._partition(data)
