@@ -3,8 +3,8 @@ properties are :class:`logwright.verify.stateful_cluster.ClusterMachine` (shared
 ``logwright fuzz`` and bench/).
 
 ``TestCluster`` is CI's bounded campaign (derandomized under the ``ci`` profile): the whole
-alphabet except what known open defects of issue 10 make fail (topic re-creation, restart with a
-dir still failed); it must pass. ``test_whole_alphabet_meets_the_known_defects`` runs the whole
+alphabet except what known open defects of issue 10 make fail (re-creating a deleted topic's
+name); it must pass. ``test_whole_alphabet_meets_the_known_defects`` runs the whole
 alphabet and is a strict expected failure until those defects are fixed: the day it passes, the
 marker goes and the whole alphabet becomes CI's campaign.
 """
@@ -31,9 +31,9 @@ TestCluster = WithoutKnownDefects.TestCase
 
 
 @pytest.mark.xfail(strict=True, raises=PropertyViolated, reason=(
-    "issue 10, open defects: a topic deleted and re-created at once is served from the old "
-    "topic's log, and a broker restarted with a dir still failed creates an empty replica "
-    "elsewhere (traces/regressions/ holds each case)"))
+    "issue 10, open defects of topic identity: a topic deleted and re-created is served from "
+    "the old topic's log, or its assigned replicas are never created (traces/regressions/ "
+    "holds each case)"))
 def test_whole_alphabet_meets_the_known_defects() -> None:
     run_state_machine_as_test(ClusterMachine, settings=settings(
         settings(), max_examples=100, stateful_step_count=40, derandomize=True, database=None,

@@ -45,12 +45,13 @@ CONFIG_CHANGES: tuple[dict[str, Any], ...] = (
     {"max.message.bytes": 40}, {"cleanup.policy": "compact"}, {"retention.ms": -1},
 )
 
-#: What known open defects make fail (issue 10, topic identity and offline dirs): deleting a
-#: topic and re-creating it at once (``recreate_topic``), creating a name that was deleted before
-#: (``reuse_name``), restarting a broker with a dir still failed
-#: (``restart_with_failed_dirs``). A campaign may leave them out by naming them in ``avoid``;
-#: the full alphabet is the default.
-KNOWN_DEFECT_RULES = frozenset({"recreate_topic", "reuse_name", "restart_with_failed_dirs"})
+#: What known open defects make fail (issue 10, topic identity): deleting a topic and
+#: re-creating it at once (``recreate_topic``), creating a name that was deleted before
+#: (``reuse_name``). A campaign may leave them out by naming them in ``avoid``; the full
+#: alphabet is the default. (Restarting with a dir still failed, the other defect issue 10
+#: names, failed in no campaign: the broker already refuses to create a replica that is not new
+#: while a dir is offline, so ``restart_with_failed_dirs`` runs in CI.)
+KNOWN_DEFECT_RULES = frozenset({"recreate_topic", "reuse_name"})
 
 
 def _ready(self: ClusterMachine) -> bool:
@@ -236,8 +237,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def restart_with_failed_dirs(self, b: int) -> None:
         """Restart a broker that is down while its failed dirs are still failed: faults are
         not cleared before a restart."""
-        if not self.run.running(b) and any(x == b for x, _ in self.run.faulted) \
-                and self._allowed("restart_with_failed_dirs"):
+        if not self.run.running(b) and any(x == b for x, _ in self.run.faulted):
             self._do({"op": "restart", "broker": b, "repair": False})
 
     @precondition(_ready)
