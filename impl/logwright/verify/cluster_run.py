@@ -341,10 +341,18 @@ class ClusterRun:
         self.cluster.partition_network(step["broker"], self.cluster.controller.node_id)
 
     def _node(self, name: int | str) -> int | str:
-        return self.cluster.controller.node_id if name == "controller" else name
+        """``"controller"`` is the active controller, ``"client"`` the facade's client."""
+        if name == "controller":
+            return self.cluster.controller.node_id
+        return self.cluster.client.node.node_id if name == "client" else name
 
     def _op_cut(self, step: Step) -> None:
-        self.cluster.partition_network(self._node(step["a"]), self._node(step["b"]))
+        a, b = self._node(step["a"]), self._node(step["b"])
+        if "client" in (step["a"], step["b"]):  # the facade names brokers and controllers only
+            ids = [f"broker-{n}" if isinstance(n, int) else n for n in (a, b)]
+            self.world.network.partition(ids[0], ids[1])
+        else:
+            self.cluster.partition_network(a, b)
 
     def network_disturbed(self) -> bool:
         """Whether a link is cut or the network loses, duplicates or reorders more than the

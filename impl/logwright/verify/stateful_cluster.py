@@ -254,10 +254,11 @@ class ClusterMachine(RuleBasedStateMachine):
 
     @precondition(_ready)
     @rule(pair=st.sampled_from([(1, 2), (1, 3), (2, 3), (1, "controller"), (2, "controller"),
-                                (3, "controller")]))
+                                (3, "controller"), (1, "client"), (2, "client"),
+                                (3, "client")]))
     def cut(self, pair: tuple[int, int | str]) -> None:
-        """A network partition between two nodes (two brokers, or a broker and the active
-        controller)."""
+        """A network partition between two nodes (two brokers, a broker and the active
+        controller, or a broker and the client)."""
         if self._quiet_faults():
             self._do({"op": "cut", "a": pair[0], "b": pair[1]})
 
