@@ -199,15 +199,13 @@ class ClusterMachine(RuleBasedStateMachine):
         """Broker ``b``'s machine loses power right after its ``after_ops``-th file system
         operation of the next action (its own restart and recovery, a produce, a topic
         change, time passing)."""
-        if not self._quiet_faults():
-            return
+        if not self._quiet_faults() or not self.run.may_lose_disk(b):
+            return  # a broker that is down may still hold unsynced data in its page cache
         if not self.run.running(b):
             if any(x == b for x, _ in self.run.faulted):
                 return  # the restart rules decide about failed dirs
             nested: Step = {"op": "restart", "broker": b, "repair": True}
         else:
-            if not self.run.may_lose_disk(b):
-                return
             kind = data.draw(st.sampled_from(["advance", "produce", "alter_configs",
                                               "delete_topic"]), label="during")
             where = self._partition(data)
