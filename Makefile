@@ -5,7 +5,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test verify lint bench demo clean mutants
+.PHONY: venv test verify lint bench demo clean mutants fuzz
 
 venv: $(STAMP)
 
@@ -28,6 +28,11 @@ lint: $(STAMP)
 # Each named fault of mutation/catalogue.py, planted in a copy, must fail the CI campaign.
 mutants: $(STAMP)
 	$(VPY) mutation/run.py $(MUTANTS_ARGS)
+
+# An unbounded seeded campaign of the cluster state machine (Ctrl-C to stop); each failure is
+# saved, shrunk, in traces/regressions/. E.g. FUZZ_ARGS="--seed 7 --duration 600".
+fuzz: $(STAMP)
+	$(VENV)/bin/logwright fuzz $(FUZZ_ARGS)
 
 bench: $(STAMP)
 	$(VPY) bench/run.py

@@ -521,6 +521,14 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["check", "{" + p + "}"]),
         st.sampled_from([["check"], ["check", "--nope", "{file}"], ["nope"]]),
     ),
+    "fuzz": st.one_of(
+        st.tuples(st.sampled_from(["--max-examples", "--steps"]),
+                  st.sampled_from(["0", "-3", "x", "1.5", ""])).map(list),
+        st.tuples(st.sampled_from(["--duration", "--seed"]),
+                  st.sampled_from(["x", "-1x", ""])).map(list),
+        st.just(["--out", "{file}"]),
+        st.sampled_from([["--nope"], ["--seed"], ["extra"]]),
+    ),
 }
 
 

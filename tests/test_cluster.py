@@ -8,6 +8,7 @@ import pytest
 
 from logwright import Cluster, KafkaError
 from logwright.cluster import ClusterError
+from logwright.identity import TopicPartition
 
 
 @pytest.fixture
@@ -144,3 +145,48 @@ def test_real_cluster_on_disk_survives_a_restart(tmp_path: object) -> None:
         assert [r.value for r in again.fetch("t", 0, 0)] == [b"durable"]
     finally:
         again.close()
+
+
+def test_run_until_idle_waits_for_an_elected_leader_to_create_its_replica() -> None:
+    """Found by the fuzzer (traces/regressions/0005-...): a topic created while both of its
+    replicas' brokers were down (not yet noticed) has no replica anywhere; when they come back
+    the controller elects one and sends it a FULL LeaderAndIsr. run_until_idle used to count a
+    live leader without the replica as "nothing can progress" and returned before that request
+    arrived, so a settled cluster lacked an assigned replica."""
+    c = Cluster.simulated(seed=1761, max_delay_ms=10)
+    c.create_topic("s", partitions=3, replication_factor=3)
+    c.crash_broker(1, power_loss=False)
+    c.delete_topic("s")
+    c.crash_broker(3, power_loss=False)
+    with pytest.raises(KafkaError):
+        c.create_topic("t", partitions=1, replication_factor=2)
+    c.restart_broker(1)
+    c.restart_broker(3)
+    assert c.run_until_idle(max_ms=120_000)
+    state = c.partition_state("t", 0)
+    for r in state.replicas:
+        assert TopicPartition("t", 0) in c.broker(r).replica_manager.describe(), r
+    assert c.list_offsets("t", 0, "latest") == 0
+
+
+def test_run_until_idle_waits_for_a_leader_once_the_brokers_reach_the_controller() -> None:
+    """Found by the fuzzer (traces/regressions/0006-...): every broker cut off from the
+    controller loses its session and every partition its leader; once the network heals, the
+    brokers' next heartbeats get leaders elected. run_until_idle counted a partition without a
+    live leader as unable to progress even with a live, reachable in-sync replica hosting it,
+    and returned True with every partition still leaderless."""
+    c = Cluster.simulated(seed=0, max_delay_ms=10)
+    c.create_topic("s", partitions=3, replication_factor=3)
+    for b in (1, 2, 3):
+        c.partition_network(b, c.controller.node_id)
+    with pytest.raises(KafkaError):
+        c.create_topic("t", partitions=1, replication_factor=2)
+    assert {c.partition_state("s", p).leader for p in range(3)} == {-1}
+    c.heal_network()
+    assert c.run_until_idle(max_ms=120_000)
+    for topic, partitions in (("s", 3), ("t", 1)):
+        for p in range(partitions):
+            state = c.partition_state(topic, p)
+            assert state.leader != -1, (topic, p)
+            for r in state.replicas:
+                assert TopicPartition(topic, p) in c.broker(r).replica_manager.describe()

@@ -15,51 +15,18 @@ from typing import Any
 
 import pytest
 
-from logwright import Cluster, KafkaError
-from logwright.world import Fault
+from logwright import Cluster
+from logwright.verify import cluster_run
 
 TRACES = sorted((Path(__file__).parents[1] / "traces" / "cluster").glob("*.json"))
 
 
 def replay(trace: dict[str, Any]) -> tuple[Cluster, int, dict[int, bytes]]:
-    """Run a cluster trace; returns the cluster, the partition produced to and its acknowledged
-    records."""
-    c = Cluster.simulated(**trace["cluster"])
-    acked: dict[int, bytes] = {}
-    partition = 0
-    for step in trace["steps"]:
-        op = step["op"]
-        if op == "create_topic":
-            c.create_topic(step["topic"], step["partitions"], step["replication_factor"])
-        elif op == "produce":
-            values = [v.encode() for v in step["values"]]
-            partition = step["partition"]
-            try:
-                base = c.produce("s", partition, values, acks=-1, timeout_ms=5_000)
-            except KafkaError:
-                continue
-            acked.update({base + i: v for i, v in enumerate(values)})
-        elif op == "fail_dir":
-            d = c.log_dirs[step["broker"]][step["dir"] - 1]
-            c.simulated_world.new_fs(f"broker-{step['broker']}").inject_fault(d, Fault.EIO)
-        elif op == "crash":
-            c.crash_broker(step["broker"], power_loss=step["power_loss"])
-        elif op == "restart":
-            c.restart_broker(step["broker"])
-        elif op == "isolate":
-            c.partition_network(step["broker"], c.controller.node_id)
-        elif op == "reassign":
-            c.reassign(json.dumps({"version": 1, "partitions": [
-                {"topic": "s", "partition": step["partition"], "replicas": step["replicas"]}]}),
-                wait=False)
-        elif op == "advance":
-            c.advance_time(step["ms"])
-        elif op == "settle":
-            c.heal_network()
-            c.run_until_idle(max_ms=60_000)
-        else:
-            raise ValueError(f"unknown trace op {op!r}")
-    return c, partition, acked
+    """Run a cluster trace with the fuzzer's replay (no property checked on the way); returns
+    the cluster, the partition produced to and its acknowledged records."""
+    run = cluster_run.replay(trace, check=False)
+    partition = next(s["partition"] for s in trace["steps"] if s["op"] == "produce")
+    return run.cluster, partition, run.topics["s"].acked[partition]
 
 
 def test_there_are_cluster_traces() -> None:

@@ -111,6 +111,8 @@ class Cluster:
         self._metrics_server: WSGIServer | None = None
         self._data_lock: tuple[RealFileSystem, FileLock] | None = None
         self._check_data_dirs()
+        if isinstance(runtime, SimWorld):
+            runtime.crash_listeners.append(self._machine_crashed)
         self._start_controller()
         try:
             for b in self.log_dirs:
@@ -449,6 +451,13 @@ class Cluster:
         self.runtime.run_for(50)
         return new
 
+    def _machine_crashed(self, host: str) -> None:
+        """Simulation: machine ``host`` lost power in the middle of a task (its disk's
+        ``crash_after`` fired); its broker process stops at once, with no further I/O."""
+        for broker in self.brokers.values():
+            if broker.node_id == host:
+                broker.halt()
+
     def partition_network(self, a: int | str, b: int | str) -> None:
         """Cut two nodes apart (broker ids or node ids such as "controller-1")."""
         world, (node_a, node_b) = self.simulated_world, validate.node_pair(self, a, b)
@@ -467,7 +476,9 @@ class Cluster:
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
         """Run until every live leader has its records committed, and every live replica of its
         partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
-        happened."""
+        happened. An elected leader that has not created its replica yet, and a partition
+        without a live leader but with a live in-sync replica that hosts it and reaches the
+        controller (it is elected on its next heartbeat), are waited for."""
         validate.run_until_idle(self, max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
@@ -478,9 +489,13 @@ class Cluster:
                 state = self.controller.partition_state(tp)
                 leader = self.brokers.get(state.leader)
                 if leader is None or not leader.alive:
+                    if any(self._may_lead(tp, r) for r in state.isr):
+                        return False  # a live in-sync replica is about to be elected
                     continue  # no live leader: nothing can make progress until one returns
                 part = leader.replica_manager.describe().get(tp)
-                if part is None or part.offline:
+                if part is None:
+                    return False  # the live leader elected has not created its replica yet
+                if part.offline:
                     continue
                 if not part.is_leader or part.leader_epoch != state.leader_epoch:
                     return False  # the elected leader has not taken over yet
@@ -498,6 +513,18 @@ class Cluster:
                     if other.log_end_offset != part.log_end_offset or r not in part.isr:
                         return False
         return True
+
+    def _may_lead(self, tp: TopicPartition, broker_id: int) -> bool:
+        """Whether ``broker_id`` runs, hosts ``tp`` online and can reach the controller: the
+        controller elects it once it hears from it (a heartbeat after a partition healed)."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            return False
+        if isinstance(self.runtime, SimWorld) and not self.runtime.network.connected(
+                broker.node_id, self.controller.node_id):
+            return False
+        part = broker.replica_manager.describe().get(tp)
+        return part is not None and not part.offline
 
     def reassign(self, json_text: str, wait: bool = True, timeout_ms: int = 120_000) -> None:
         """Carry out a reassignment given as Kafka's reassignment JSON."""

@@ -173,6 +173,11 @@ class SimNetwork(Network):
         else:
             self._cut.discard(frozenset((a, b)))
 
+    @property
+    def partitioned(self) -> bool:
+        """Whether any two nodes are cut apart."""
+        return bool(self._cut)
+
     def connected(self, a: str, b: str) -> bool:
         """Whether messages between ``a`` and ``b`` can get through."""
         return frozenset((a, b)) not in self._cut

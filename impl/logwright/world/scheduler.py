@@ -42,6 +42,9 @@ class Scheduler:
         self._heap: list[tuple[int, float, int, Task]] = []
         self._seq = 0
         self._lock = threading.Lock()
+        #: Called with what a task raised; returning True absorbs it (the simulated world uses
+        #: it to turn a machine's power loss inside a task into that machine's crash).
+        self.on_task_error: Callable[[BaseException], bool] | None = None
 
     def schedule(
         self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int | None = None
@@ -82,6 +85,9 @@ class Scheduler:
             task.due_ms = now_ms + task.period_ms
         try:
             task.fn()
+        except BaseException as exc:
+            if self.on_task_error is None or not self.on_task_error(exc):
+                raise
         finally:
             if task.period_ms is not None and not task.cancelled:
                 self._push(task)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from logwright.world.clock import VirtualClock
 from logwright.world.network import SimNetwork
 from logwright.world.scheduler import SimScheduler
-from logwright.world.simfs import SimFileSystem
+from logwright.world.simfs import SimFileSystem, SimulatedCrash
 
 
 class SimWorld:
@@ -34,6 +34,29 @@ class SimWorld:
                                   drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         self.torn_crashes = torn_crashes
         self.events = 0
+        #: Told ``host`` when a machine loses power in the middle of a task (its disk's
+        #: ``crash_after`` fired): the owner stops that machine's processes.
+        self.crash_listeners: list[Callable[[str], None]] = []
+        self.scheduler.on_task_error = self._task_error
+
+    def _task_error(self, exc: BaseException) -> bool:
+        """A ``SimulatedCrash`` of one of this world's disks, raised inside a task: that
+        machine lost power there. Its processes stop (the listeners) and its disk keeps only
+        what was durable; the rest of the world runs on."""
+        if not isinstance(exc, SimulatedCrash) or exc.fs is None:
+            return False
+        host = next((h for h, fs in self.disks.items() if fs is exc.fs), None)
+        if host is None:
+            return False
+        self.machine_crashed(host)
+        return True
+
+    def machine_crashed(self, host: str) -> None:
+        """Machine ``host`` lost power in the middle of something: stop its processes (the
+        listeners), then drop its unsynced writes."""
+        for listener in list(self.crash_listeners):
+            listener(host)
+        self.power_loss(host)
 
     def new_fs(self, host: str = "") -> SimFileSystem:
         """The disk of machine ``host`` (created on first use, kept across restarts)."""

@@ -25,7 +25,13 @@ from logwright.world.fs import FileHandle, FileLock, FileSystem
 
 
 class SimulatedCrash(BaseException):
-    """The simulated machine lost power. A BaseException so no ``except Exception`` swallows it."""
+    """The simulated machine lost power. A BaseException so no ``except Exception`` swallows it.
+
+    ``fs`` is the file system whose ``crash_after`` fired (None when raised by hand)."""
+
+    def __init__(self, message: str, fs: SimFileSystem | None = None) -> None:
+        super().__init__(message)
+        self.fs = fs
 
 
 class Fault(enum.Enum):
@@ -207,7 +213,7 @@ class SimFileSystem(FileSystem):
         self.ops += 1
         if self._crash_at is not None and self.ops >= self._crash_at:
             self._crash_at = None
-            raise SimulatedCrash(f"crash after operation {self.ops}")
+            raise SimulatedCrash(f"crash after operation {self.ops}", self)
 
     # ---- lookup -----------------------------------------------------------------------------
 
