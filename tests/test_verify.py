@@ -205,4 +205,5 @@ def test_an_undecided_spacer_proof_is_reported_with_no_bounded_search_after_it()
     proofs = lso.prove("none")
     assert [(p.invariant, p.method, p.holds) for p in proofs] == [
         ("NoNewDataDeleted", "z3 induction", True),
-        ("NeverServeBelowLogStart", "z3 induction", True)]
+        ("NeverServeBelowLogStart", "z3 induction", True),
+        ("CommittedDataOnIsr", "z3 induction", True)]
