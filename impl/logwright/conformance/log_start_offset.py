@@ -35,6 +35,7 @@ import posixpath
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
     DEFAULT_MAX_STEPS,
     RefinementChecker,
@@ -222,15 +223,16 @@ class LogProjection:
             self._adopt(s)
 
     def restarted(self, log: PartitionLog, *, acked: int = 0, context: str = "") -> None:
-        """After a crash and restart: a CrashRestart step, unless the crash lost committed
-        records (outside the fault model: the behaviour restarts there)."""
+        """After a crash and restart: a CrashRestart step, unless the crash lost unflushed
+        committed records (outside the fault model: the behaviour restarts there). A loss below
+        the recovery point is checked, and no model step explains it."""
         before = self.checker.last
         self.epoch_start = log.log_end_offset
         s = self.state_of(log, acked)
         if s is None:
             return
         assert isinstance(before, LogStartOffsetState)
-        if s.leo[0] < before.committed:
+        if before.flushed[0] <= s.leo[0] < before.committed:
             self.rebase(log, acked=acked, context=f"{context}: committed records lost in a "
                         "power loss of the only replica")
             return
@@ -251,8 +253,167 @@ class LogProjection:
             self._adopt(s)
 
 
+@dataclass
+class _Watch:
+    """What the cluster projection keeps of one partition between events."""
+
+    replicas: tuple[int, ...]
+    spec: LogStartOffsetTwin
+    checker: RefinementChecker
+    views: dict[int, ReplicaView]
+    incarnations: dict[int, object]
+    fenced: dict[int, int]
+    seg_start: dict[int, int]
+    committed: int = 0
+    leader: int = -1
+    epoch_start: int = 0
+
+
+class ClusterProjection:
+    """Partitions of a simulated cluster as LogStartOffset states, checked after every event.
+
+    Per partition, the replicas are the controller's assignment (a reassignment starts the
+    twin over with the new ones, the ghosts kept), the leader and ISR the controller's. A
+    replica whose broker is dead, or whose dir failed, keeps the state last seen (the model's
+    crash is the restart, when the state it loaded appears). A replica whose broker came back
+    as a new incarnation is left out of the ISR until the controller has dropped it once (the
+    controller fences a restarted broker's replicas: a later re-admission is a genuine
+    ExpandIsr), and keeps the state last seen before its crash until then, or until the
+    controller gave the partition a new leader epoch: in the model the crash of an in-sync
+    replica that may lose data comes after the controller moved leadership away from it (the
+    fault model). The leader is never left out of the ISR.
+
+    What is checked: every twin invariant on every partition's abstract state, after every
+    event (``every`` > 1: after every ``every``-th). Not checked here, and why: that each change
+    is a step of the twin. A follower's fetch response is computed from the leader's state when
+    the leader read its log, and arrives later, so the follower takes a LEO, an HW and a start
+    offset the leader had some events ago, while the model's FollowerFetch reads the leader's
+    current state in one step; the storage harness, where each change is one call, checks steps
+    (spec/README.md, LogStartOffset, records this as a model decision left open).
+    """
+
+    def __init__(self, cluster: Cluster, topic: str, partitions: int, *, every: int = 1) -> None:
+        assert every >= 1
+        self.cluster = cluster
+        self.topic = topic
+        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
+        self.every = every
+        self.events = 0
+        self.checks = 0
+        self.watches: dict[TopicPartition, _Watch] = {}
+        self._ckpt_cache: dict[tuple[int, str], tuple[tuple[int, int], dict[TopicPartition,
+                                                                           int]]] = {}
+
+    def attach(self) -> None:
+        """Check after every event of the cluster's simulated world from now on."""
+        self.cluster.simulated_world.observe(self.on_event)
+
+    def on_event(self) -> None:
+        """The world's observer: check every ``every``-th event."""
+        self.events += 1
+        if self.events % self.every == 0:
+            self.check("after a simulated event")
+
+    def check(self, context: str = "") -> None:
+        """Abstract every partition and check the twin's invariants; raises
+        RefinementViolation naming the invariant and the state."""
+        for tp in self.tps:
+            self._check_partition(tp, context)
+
+    def _watch(self, tp: TopicPartition, replicas: tuple[int, ...], leader: int) -> _Watch:
+        w = self.watches.get(tp)
+        if w is not None and w.replicas == replicas:
+            return w
+        spec = twin_for(replicas, leader if leader in replicas else replicas[0])
+        nw = _Watch(replicas, spec, RefinementChecker(LogStartOffsetRefinement(spec)), {}, {},
+                    {}, {})
+        if w is not None:  # a reassignment: the partition's ghosts and what was seen stay
+            nw.committed, nw.leader, nw.epoch_start = w.committed, w.leader, w.epoch_start
+            nw.views = {b: v for b, v in w.views.items() if b in replicas}
+            nw.incarnations = {b: v for b, v in w.incarnations.items() if b in replicas}
+            nw.fenced = {b: e for b, e in w.fenced.items() if b in replicas}
+            nw.seg_start = {b: v for b, v in w.seg_start.items() if b in replicas}
+        self.watches[tp] = nw
+        return nw
+
+    def _view(self, b: int, tp: TopicPartition) -> tuple[ReplicaView | None, object | None]:
+        broker = self.cluster.brokers.get(b)
+        if broker is None or not broker.alive:
+            return None, None
+        log = broker.log_manager.get_log(tp)
+        if log is None or log.offline:
+            return None, broker.incarnation_id
+        ckpt = self._checkpoint(b, log)
+        if ckpt is None:
+            return None, broker.incarnation_id
+        return (ReplicaView(log.log_end_offset, log.high_watermark, log.log_start_offset,
+                            log.segments[0].base_offset, ckpt, log.recovery_point),
+                broker.incarnation_id)
+
+    def _checkpoint(self, b: int, log: PartitionLog) -> int | None:
+        """The dir's start offset checkpoint entry, reread only when the file changed."""
+        path = posixpath.join(posixpath.dirname(log.dir_path), LOG_START_OFFSET_CHECKPOINT)
+        try:
+            if not log.fs.exists(path):
+                return 0
+            stamp = (log.fs.mtime_ms(path), log.fs.file_size(path))
+            cached = self._ckpt_cache.get((b, path))
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, OffsetCheckpointFile(log.fs, path).read())
+                self._ckpt_cache[(b, path)] = cached
+            return cached[1].get(log.tp, 0)
+        except (OSError, LogwrightError):
+            return None
+
+    def _check_partition(self, tp: TopicPartition, context: str) -> None:
+        state = self.cluster.controller.partition_state(tp)
+        replicas = tuple(sorted(set(state.replicas)))
+        if not replicas:
+            return
+        w = self._watch(tp, replicas, state.leader)
+        if state.leader in replicas:
+            w.leader = state.leader
+        elif w.leader not in replicas:
+            w.leader = replicas[0]
+        zero = ReplicaView(0, 0, 0, 0, 0, 0)
+        for b in replicas:
+            view, incarnation = self._view(b, tp)
+            if incarnation is not None:
+                seen = w.incarnations.setdefault(b, incarnation)
+                if seen != incarnation:
+                    w.incarnations[b] = incarnation
+                    if b in state.isr:
+                        w.fenced[b] = state.leader_epoch
+            # Fenced until the controller dropped it from the ISR or gave the partition a new
+            # leader epoch since (which reaches the new incarnation as a LeaderAndIsr).
+            if b in w.fenced and (b not in state.isr or state.leader_epoch > w.fenced[b]):
+                del w.fenced[b]
+            if view is not None and b not in w.fenced:
+                w.views[b] = view
+        views = [w.views.get(b, zero) for b in replicas]
+        segs = []
+        for b, v in zip(replicas, views, strict=True):
+            w.seg_start[b] = max(w.seg_start.get(b, 0), v.seg_start)
+            segs.append(w.seg_start[b])
+        w.committed = max(w.committed, *(v.hw for v in views))
+        isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
+        leader_broker = self.cluster.brokers.get(w.leader)
+        if leader_broker is not None and leader_broker.alive:
+            part = leader_broker.replica_manager.describe().get(tp)
+            if part is not None and part.is_leader and part.leader_epoch_start_offset >= 0:
+                w.epoch_start = part.leader_epoch_start_offset
+        s = S(tuple(v.leo for v in views), tuple(v.hw for v in views),
+              tuple(v.log_start for v in views), tuple(segs),
+              tuple(v.ckpt_start for v in views), tuple(v.flushed for v in views), isr,
+              w.leader, w.epoch_start, w.committed, 0)
+        self.checks += 1
+        w.checker.check_invariants(s, w.checker.last, f"{tp}, {context}")
+        w.checker.last = s
+
+
 __all__ = [
     "MAX_OFFSET",
+    "ClusterProjection",
     "LogProjection",
     "LogStartOffsetRefinement",
     "RefinementViolation",

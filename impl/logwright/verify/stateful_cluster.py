@@ -16,7 +16,11 @@ Invariants after every step:
   "Limits");
 - 0 <= logStart <= HW <= LEO on every replica of every running broker;
 - a failed partition never stops the others: once the network heals and faults are repaired, every
-  partition's live replicas catch up.
+  partition's live replicas catch up;
+- the LogStartOffset twin's invariants on every partition's abstract state, after every event of
+  the simulated world and after every step (``logwright.conformance.log_start_offset.
+  ClusterProjection``: NoNewDataDeleted, NeverServeBelowLogStart and CommittedDataOnIsr, every
+  in-sync replica holding every committed offset).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from logwright import Cluster, KafkaError
+from logwright.conformance.log_start_offset import ClusterProjection
 from logwright.errors import KafkaStorageError
 from logwright.identity import TopicPartition
 from logwright.world import Fault
@@ -47,6 +52,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.cluster = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=seed,
                                          max_delay_ms=10)
         self.cluster.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3)
+        self.projection = ClusterProjection(self.cluster, TOPIC, PARTITIONS)
+        self.projection.attach()
         self.acked: dict[int, dict[int, bytes]] = {p: {} for p in range(PARTITIONS)}
         self.counter = 0
         self.faulted: set[tuple[int, str]] = set()
@@ -197,6 +204,12 @@ class ClusterMachine(RuleBasedStateMachine):
                     continue
                 lso, hw, leo = part.log_start_offset, part.high_watermark, part.log_end_offset
                 assert 0 <= lso <= hw <= leo, f"broker {b} {part}"
+
+    @invariant()
+    def refines_the_log_start_offset_model(self) -> None:
+        """The twin's invariants hold on every partition (also checked after every event)."""
+        if hasattr(self, "projection"):
+            self.projection.check("after a step")
 
     @invariant()
     def no_broker_is_ahead_of_the_controller(self) -> None:
