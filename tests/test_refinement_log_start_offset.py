@@ -286,3 +286,27 @@ def test_storage_violation_names_the_refinement_invariant() -> None:
     exc = RefinementViolation("LogStartOffset", NO_STEP, "a", "b")
     assert InvariantViolation.of_refinement(StorageHarness(seed=0).tps[0], exc).invariant \
         == REFINEMENT
+
+
+def test_a_segment_deleted_before_a_power_loss_may_come_back_below_the_start_offset() -> None:
+    """Decision recorded in spec/README.md: segment files are deleted without a dir fsync (as in
+    Kafka), so a power loss may bring one back; it lies below the durable start offset, the
+    abstraction counts it deleted, and nothing in it is served."""
+    h = StorageHarness(seed=0, partitions=1, torn_crashes=False)
+    tp = h.tps[0]
+    for _ in range(6):
+        h.produce(tp, 5)
+    h.flush(tp)
+    h.advance_high_watermark(tp, 30)
+    h.pass_time(400_000)  # retention deletes whole segments below the HW
+    log = h.log(tp)
+    assert log is not None and log.log_start_offset > 0
+    start, first = log.log_start_offset, log.segments[0].base_offset
+    h.crash_and_restart()  # the deletions were not fsynced
+    h.check()
+    log = h.log(tp)
+    assert log is not None and log.log_start_offset == start
+    assert log.segments[0].base_offset < first  # deleted segments are back ...
+    projected = h.projections[tp].checker.last
+    assert isinstance(projected, LogStartOffsetState)
+    assert projected.segStart == (first,)  # ... and counts as deleted
