@@ -137,6 +137,35 @@ MUTANTS: tuple[Mutant, ...] = (
         loss="A dir whose checkpoints failed to write during shutdown would look clean at the "
              "next start, so its logs would be trusted without recovery.",
     ),
+    Mutant(
+        name="the HW ignores the ISR",
+        file="impl/logwright/broker/partition.py",
+        anchor="            candidate = min(candidate, follower.log_end_offset)",
+        replacement="            candidate = max(candidate, self.log_end_offset)",
+        loss="The leader would commit (and acknowledge with acks=all) records its in-sync "
+             "followers do not have; electing one of them would lose those records.",
+    ),
+    Mutant(
+        name="the recovery point raised past what was fsynced",
+        file="impl/logwright/storage/log.py",
+        anchor="                if seg.next_offset > self.recovery_point or seg is "
+               "self._segments[-1]:",
+        replacement="                if False:",
+        loss="A flush would claim records durable that are only in the page cache; a power "
+             "loss would lose records a restart trusts without recovery.",
+    ),
+    Mutant(
+        name="a raised start offset not made durable",
+        file="impl/logwright/storage/log.py",
+        anchor="        if self.start_offset_checkpoint is not None:\n"
+               "            try:\n"
+               "                self.start_offset_checkpoint.persist(self.tp)",
+        replacement="        if False:\n"
+                    "            try:\n"
+                    "                self.start_offset_checkpoint.persist(self.tp)",
+        loss="A DeleteRecords would be acknowledged before its start offset is on disk; a crash "
+             "would bring the deleted records back (hazard 12).",
+    ),
 )
 
 

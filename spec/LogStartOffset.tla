@@ -1,32 +1,42 @@
 ---------------------------- MODULE LogStartOffset ----------------------------
 (***************************************************************************)
-(* The log start offset of one partition's replicas (KIP-107 DeleteRecords *)
-(* and segment retention), across crashes.                                 *)
+(* The log start offset and the committed records of one partition's      *)
+(* replicas (KIP-107 DeleteRecords, segment retention), across crashes,   *)
+(* loss of unflushed records and leader changes.                          *)
 (*                                                                         *)
-(* One fixed leader takes appends one record at a time; followers fetch     *)
-(* from it. Each replica has a log end offset (LEO), a high watermark (HW), *)
-(* a log start offset and a first segment; records are kept in segments of *)
-(* SegmentSize offsets. The leader's HW is the least LEO of the in-sync     *)
-(* replicas (ISR); a follower takes min(leader's HW, own LEO) from each     *)
-(* fetch, THEN raises its start offset to the leader's (never above its     *)
-(* own HW). A follower below the leader's start offset truncates fully and *)
-(* restarts its log at the leader's start offset (hazard 8).              *)
+(* A leader takes appends one record at a time; followers fetch from it.  *)
+(* Each replica has a log end offset (LEO), a high watermark (HW), a log  *)
+(* start offset, a first segment and a flushed offset; records are kept in *)
+(* segments of SegmentSize offsets. The leader raises its HW to any value *)
+(* up to the least LEO of the in-sync replicas (ISR): its knowledge of the *)
+(* followers' LEOs lags, so it may stop short. A follower takes            *)
+(* min(leader's HW, own LEO) from each fetch, THEN raises its start offset *)
+(* to the leader's (never above its own HW). A follower below the leader's *)
+(* start offset truncates fully and restarts its log there (hazard 8); a  *)
+(* follower above the leader's LEO (an old leader) truncates to it.       *)
+(* The controller may elect any other in-sync replica leader (a clean     *)
+(* election: the new leader truncates nothing of its own).                *)
 (*                                                                         *)
-(* Durability: records are durable once appended (this module is about    *)
-(* offsets, not about losing unflushed records); the log start offset     *)
-(* survives a crash only through its checkpoint and through the segments *)
+(* Durability: records are durable once flushed; a crash may lose any     *)
+(* suffix above the flushed offset, but an in-sync replica never loses a  *)
+(* committed record (the fault model: a fault that destroys data strikes  *)
+(* a replica that holds committed data only while another in-sync replica *)
+(* keeps it, and the controller drops the damaged one from the ISR first; *)
+(* Kafka makes the same assumption, see spec/README.md). The log start    *)
+(* offset survives a crash only through its checkpoint and the segments   *)
 (* that were physically deleted; the HW survives through a periodic       *)
 (* checkpoint, so after a restart it is any value between the start offset *)
-(* and the HW before the crash. A crash restarts the replica at once.      *)
+(* and the HW before the crash, at most the LEO that remains. A crash     *)
+(* restarts the replica at once, in the role it had.                      *)
 (*                                                                         *)
-(* Invariants: NoNewDataDeleted (hazard 1) and NeverServeBelowLogStart    *)
-(* (hazards 8 and 12).                                                     *)
+(* Invariants: NoNewDataDeleted (hazard 1), NeverServeBelowLogStart       *)
+(* (hazards 8 and 12) and CommittedDataOnIsr (an HW that ignores the ISR). *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets
 
 CONSTANTS
     Replicas,       \* replica (broker) ids, e.g. {1, 2}
-    Leader,         \* the replica that leads the partition throughout, e.g. 1
+    Leader,         \* the replica that leads the partition at first, e.g. 1
     MaxOffset,      \* appends stop when the leader's LEO reaches this offset
     SegmentSize,    \* offsets per segment; retention deletes whole segments
     Bug             \* "none", or the injected bug:
@@ -36,6 +46,8 @@ CONSTANTS
                     \*                                 its start offset but not its HW (hazard 8)
                     \*   "StartOffsetCheckpointLazy"   the start offset is checkpointed later,
                     \*                                 not when it is raised (hazard 12)
+                    \*   "HWIgnoresIsr"                the leader advances its HW to its own
+                    \*                                 LEO, not the least LEO of the ISR
 
 VARIABLES
     leo,            \* replica -> log end offset: the offset the next record will get
@@ -44,16 +56,20 @@ VARIABLES
     segStart,       \* replica -> base offset of its first segment (offsets below it are gone
                     \*   from disk)
     ckptStart,      \* replica -> log start offset in its durable checkpoint file
+    flushed,        \* replica -> offsets below it are on disk (Kafka's recovery point)
     isr,            \* the in-sync replicas, the leader always among them
-    committed,      \* ghost: the highest HW the leader ever had (the partition's HW; a restart
-                    \*   can lower the leader's own HW, but offsets below this were committed)
+    leader,         \* the replica that leads the partition now
+    epochStart,     \* the leader's LEO when it became leader (its leader epoch's start offset)
+    committed,      \* ghost: the highest HW a leader ever had (the partition's HW; a restart
+                    \*   or an election can lower the leader's own HW, but offsets below this
+                    \*   were committed)
     acked           \* ghost: the highest low watermark a DeleteRecords response reported (the
                     \*   response reports it once it reaches the requested offset, and a
                     \*   request may be waiting for any offset, so every value may be reported)
 
-vars == <<leo, hw, logStart, segStart, ckptStart, isr, committed, acked>>
+vars == <<leo, hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart, committed,
+          acked>>
 
-Followers == Replicas \ {Leader}
 Offsets == 0..MaxOffset
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Max(a, b) == IF a >= b THEN a ELSE b
@@ -67,13 +83,19 @@ LowWatermark == Min({logStart[r] : r \in Replicas})
 CkptAfterRaise(r, new) ==
     IF Bug = "StartOffsetCheckpointLazy" THEN ckptStart ELSE [ckptStart EXCEPT ![r] = new]
 
+\* How far the leader may raise its HW: the least LEO in the ISR (the bug: its own LEO).
+HWLimit ==
+    IF Bug = "HWIgnoresIsr" THEN leo[leader] ELSE Min({leo[r] : r \in isr})
+
 TypeOK ==
     /\ leo \in [Replicas -> Offsets]
     /\ hw \in [Replicas -> Offsets]
     /\ logStart \in [Replicas -> Offsets]
     /\ segStart \in [Replicas -> Offsets]
     /\ ckptStart \in [Replicas -> Offsets]
-    /\ isr \subseteq Replicas /\ Leader \in isr
+    /\ flushed \in [Replicas -> Offsets]
+    /\ isr \subseteq Replicas /\ leader \in Replicas /\ leader \in isr
+    /\ epochStart \in Offsets
     /\ committed \in Offsets
     /\ acked \in Offsets
 
@@ -83,75 +105,91 @@ Init ==
     /\ logStart = [r \in Replicas |-> 0]
     /\ segStart = [r \in Replicas |-> 0]
     /\ ckptStart = [r \in Replicas |-> 0]
+    /\ flushed = [r \in Replicas |-> 0]
     /\ isr = Replicas
+    /\ leader = Leader
+    /\ epochStart = 0
     /\ committed = 0
     /\ acked = 0
 
 \* A producer appends one record to the leader.
 Append ==
-    /\ leo[Leader] < MaxOffset
-    /\ leo' = [leo EXCEPT ![Leader] = @ + 1]
-    /\ UNCHANGED <<hw, logStart, segStart, ckptStart, isr, committed, acked>>
+    /\ leo[leader] < MaxOffset
+    /\ leo' = [leo EXCEPT ![leader] = @ + 1]
+    /\ UNCHANGED <<hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart,
+                   committed, acked>>
 
 \* Follower r fetches from the leader. From within the leader's log it copies every record up to
-\* the leader's LEO, takes min(leader's HW, its LEO) as its HW (never lowering it), and only then
-\* raises its start offset to the leader's, bounded by that HW. Below the leader's start offset
-\* (OFFSET_OUT_OF_RANGE), it deletes its whole log and restarts it at the leader's start offset,
-\* with its HW there too (the bug leaves the HW behind).
+\* the leader's LEO (or, ahead of it after an election, truncates to it), takes min(leader's HW,
+\* its LEO) as its HW (never lowering it), and only then raises its start offset to the leader's,
+\* bounded by that HW. Below the leader's start offset (OFFSET_OUT_OF_RANGE), it deletes its whole
+\* log and restarts it at the leader's start offset, with its HW there too (the bug leaves the HW
+\* behind).
 FollowerFetch(r) ==
-    /\ r \in Followers
-    /\ IF leo[r] < logStart[Leader]
-       THEN LET new == logStart[Leader] IN
+    /\ r # leader
+    /\ IF leo[r] < logStart[leader]
+       THEN LET new == logStart[leader] IN
             /\ leo' = [leo EXCEPT ![r] = new]
             /\ hw' = IF Bug = "FollowerRaisesStartBeforeHW" THEN hw ELSE [hw EXCEPT ![r] = new]
             /\ logStart' = [logStart EXCEPT ![r] = new]
             /\ segStart' = [segStart EXCEPT ![r] = new]
             /\ ckptStart' = CkptAfterRaise(r, new)
-       ELSE LET newHW == Max(hw[r], Min({hw[Leader], leo[Leader]}))
-                newStart == Max(logStart[r], Min({logStart[Leader], newHW}))
+            /\ flushed' = [flushed EXCEPT ![r] = new]
+       ELSE LET newHW == Max(hw[r], Min({hw[leader], leo[leader]}))
+                newStart == Max(logStart[r], Min({logStart[leader], newHW}))
             IN
-            /\ leo' = [leo EXCEPT ![r] = leo[Leader]]
+            /\ leo' = [leo EXCEPT ![r] = leo[leader]]
             /\ hw' = [hw EXCEPT ![r] = newHW]
             /\ logStart' = [logStart EXCEPT ![r] = newStart]
             /\ ckptStart' = IF newStart = logStart[r] THEN ckptStart
                             ELSE CkptAfterRaise(r, newStart)
+            /\ flushed' = [flushed EXCEPT ![r] = Min({@, leo[leader]})]
             /\ UNCHANGED segStart
-    /\ UNCHANGED <<isr, committed, acked>>
+    /\ UNCHANGED <<isr, leader, epochStart, committed, acked>>
 
-\* The leader advances its HW to the least LEO in the ISR.
-AdvanceHW ==
-    LET newHW == Min({leo[r] : r \in isr}) IN
-    /\ newHW > hw[Leader]
-    /\ hw' = [hw EXCEPT ![Leader] = newHW]
-    /\ committed' = Max(committed, newHW)
-    /\ UNCHANGED <<leo, logStart, segStart, ckptStart, isr, acked>>
+\* The leader raises its HW to h, at most the least LEO in the ISR: what it knows of the
+\* followers' LEOs lags, so any value up to that least LEO may be the one it reaches.
+AdvanceHW(h) ==
+    /\ hw[leader] < h /\ h <= HWLimit
+    /\ hw' = [hw EXCEPT ![leader] = h]
+    /\ committed' = Max(committed, h)
+    /\ UNCHANGED <<leo, logStart, segStart, ckptStart, flushed, isr, leader, epochStart, acked>>
 
-\* The leader drops a follower that lags behind its LEO from the ISR.
+\* The leader (lag) or the controller (a failure) drops follower r from the ISR.
 ShrinkIsr(r) ==
-    /\ r \in isr \ {Leader}
-    /\ leo[r] < leo[Leader]
+    /\ r \in isr /\ r # leader
     /\ isr' = isr \ {r}
-    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, committed, acked>>
+    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, leader, epochStart,
+                   committed, acked>>
 
-\* The leader adds back a follower that has caught up to its HW.
+\* The leader adds back a follower that has caught up to its HW and to its epoch's start offset.
 ExpandIsr(r) ==
-    /\ r \in Followers \ isr
-    /\ leo[r] >= hw[Leader]
+    /\ r \notin isr
+    /\ leo[r] >= hw[leader] /\ leo[r] >= epochStart
     /\ isr' = isr \cup {r}
-    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, committed, acked>>
+    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, leader, epochStart,
+                   committed, acked>>
+
+\* The controller makes another in-sync replica leader; its epoch starts at its LEO.
+ElectLeader(r) ==
+    /\ r \in isr /\ r # leader
+    /\ leader' = r
+    /\ epochStart' = leo[r]
+    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, committed, acked>>
 
 \* DeleteRecords(o) on the leader: its start offset rises to o, at most its HW.
 DeleteRecords(o) ==
-    /\ logStart[Leader] < o /\ o <= hw[Leader]
-    /\ logStart' = [logStart EXCEPT ![Leader] = o]
-    /\ ckptStart' = CkptAfterRaise(Leader, o)
-    /\ UNCHANGED <<leo, hw, segStart, isr, committed, acked>>
+    /\ logStart[leader] < o /\ o <= hw[leader]
+    /\ logStart' = [logStart EXCEPT ![leader] = o]
+    /\ ckptStart' = CkptAfterRaise(leader, o)
+    /\ UNCHANGED <<leo, hw, segStart, flushed, isr, leader, epochStart, committed, acked>>
 
 \* A DeleteRecords response reports the low watermark, now higher than any reported before.
 AcknowledgeDeleteRecords ==
     /\ LowWatermark > acked
     /\ acked' = LowWatermark
-    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, isr, committed>>
+    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart,
+                   committed>>
 
 \* Retention on replica r deletes its first segment, which must be full (not the active one) and
 \* lie wholly below the HW (the bug: below the LEO). Whatever the reason (time, size, or a start
@@ -165,33 +203,56 @@ DeleteOldestSegment(r) ==
     /\ segStart' = [segStart EXCEPT ![r] = next]
     /\ logStart' = [logStart EXCEPT ![r] = newStart]
     /\ ckptStart' = IF newStart = logStart[r] THEN ckptStart ELSE CkptAfterRaise(r, newStart)
-    /\ UNCHANGED <<leo, hw, isr, committed, acked>>
+    /\ UNCHANGED <<leo, hw, flushed, isr, leader, epochStart, committed, acked>>
 
 \* The periodic checkpoint of the start offset (only ever behind with the lazy bug).
 CheckpointStartOffset(r) ==
     /\ ckptStart[r] # logStart[r]
     /\ ckptStart' = [ckptStart EXCEPT ![r] = logStart[r]]
-    /\ UNCHANGED <<leo, hw, logStart, segStart, isr, committed, acked>>
+    /\ UNCHANGED <<leo, hw, logStart, segStart, flushed, isr, leader, epochStart, committed,
+                   acked>>
 
-\* Replica r crashes and restarts with its durable state: its records and segments, the start
-\* offset max(checkpoint, first segment's base), and an HW from a checkpoint of some earlier
-\* moment (at least the start offset, which is how it is loaded).
+\* Replica r's records below f reach the disk (a flush, or a segment roll flushing the old one).
+Flush(r) ==
+    \E f \in Offsets :
+        /\ flushed[r] < f /\ f <= leo[r]
+        /\ flushed' = [flushed EXCEPT ![r] = f]
+        /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, isr, leader, epochStart,
+                       committed, acked>>
+
+\* Replica r crashes and restarts with its durable state: its records up to some e at least its
+\* flushed offset (an in-sync replica keeps every committed one: the fault model), its segments,
+\* the start offset max(checkpoint, first segment's base), and an HW from a checkpoint of some
+\* earlier moment (at least the start offset, which is how it is loaded, and at most the LEO that
+\* remains). A log that lost everything above its start offset restarts empty there. A leader
+\* restarts as leader, in a new epoch starting at its LEO.
 CrashRestart(r) ==
     LET start == Max(ckptStart[r], segStart[r]) IN
-    /\ logStart' = [logStart EXCEPT ![r] = start]
-    /\ \E h \in start..hw[r] : hw' = [hw EXCEPT ![r] = h]
-    /\ UNCHANGED <<leo, segStart, ckptStart, isr, committed, acked>>
+    \E e \in Offsets :
+        /\ flushed[r] <= e /\ e <= leo[r]
+        /\ r \in isr => e >= committed
+        /\ LET newLeo == Max(e, start) IN
+           /\ \E h \in Offsets : /\ start <= h /\ h <= hw[r] /\ h <= newLeo
+                                 /\ hw' = [hw EXCEPT ![r] = h]
+           /\ leo' = [leo EXCEPT ![r] = newLeo]
+           /\ logStart' = [logStart EXCEPT ![r] = start]
+           /\ segStart' = [segStart EXCEPT ![r] = IF e < start THEN start ELSE @]
+           /\ flushed' = [flushed EXCEPT ![r] = newLeo]
+           /\ epochStart' = IF r = leader THEN newLeo ELSE epochStart
+        /\ UNCHANGED <<ckptStart, isr, leader, committed, acked>>
 
 Next ==
     \/ Append
     \/ \E r \in Replicas : FollowerFetch(r)
-    \/ AdvanceHW
+    \/ \E h \in Offsets : AdvanceHW(h)
     \/ \E r \in Replicas : ShrinkIsr(r)
     \/ \E r \in Replicas : ExpandIsr(r)
+    \/ \E r \in Replicas : ElectLeader(r)
     \/ \E o \in Offsets : DeleteRecords(o)
     \/ AcknowledgeDeleteRecords
     \/ \E r \in Replicas : DeleteOldestSegment(r)
     \/ \E r \in Replicas : CheckpointStartOffset(r)
+    \/ \E r \in Replicas : Flush(r)
     \/ \E r \in Replicas : CrashRestart(r)
 
 Spec == Init /\ [][Next]_vars
@@ -209,4 +270,10 @@ NeverServeBelowLogStart ==
     \A r \in Replicas :
         /\ 0 <= logStart[r] /\ logStart[r] <= hw[r] /\ hw[r] <= leo[r]
         /\ acked <= logStart[r]
+
+\* Every in-sync replica holds every committed offset: its log reaches the partition's HW (and,
+\* by NoNewDataDeleted, starts at or below it). The ISR is whom the controller may elect, so this
+\* is what makes an acknowledged record survive the loss of its leader.
+CommittedDataOnIsr ==
+    \A r \in isr : leo[r] >= committed
 =============================================================================

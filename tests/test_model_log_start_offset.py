@@ -37,7 +37,7 @@ def test_every_bug_has_a_cfg_and_figures() -> None:
 
 def test_config_is_read_from_the_cfg_tlc_reads() -> None:
     config = LogStartOffsetConfig.from_cfg(SPEC / "LogStartOffset.cfg")
-    assert config == LogStartOffsetConfig(replicas=(1, 2, 3), leader=1, max_offset=4,
+    assert config == LogStartOffsetConfig(replicas=(1, 2), leader=1, max_offset=3,
                                           segment_size=2, bug="none")
     with pytest.raises(ValueError, match="unknown Bug"):
         LogStartOffsetConfig(bug="Typo")
@@ -61,7 +61,7 @@ def test_packed_actions_are_the_python_actions(bug: str) -> None:
     """On every reachable state of a small model, the vectorized successors are the Python
     actions' successors, action by action and in order."""
     spec = LogStartOffsetSpec(LogStartOffsetConfig(
-        replicas=(1, 2), max_offset=3 if bug == "none" else 2, segment_size=2, bug=bug))
+        replicas=(1, 2), max_offset=2, segment_size=1 if bug == "none" else 2, bug=bug))
     states = sorted(_reachable(spec), key=spec.encode)
     assert len(states) > 200
     codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
@@ -81,7 +81,8 @@ def test_packed_actions_are_the_python_actions(bug: str) -> None:
 
 
 def test_generic_and_packed_engines_agree_on_a_small_model() -> None:
-    spec = LogStartOffsetSpec(LogStartOffsetConfig(replicas=(1, 2), max_offset=3))
+    spec = LogStartOffsetSpec(LogStartOffsetConfig(replicas=(1, 2), max_offset=2,
+                                                   segment_size=1))
     a, b = check(spec, packed=False), check(spec, packed=True)
     assert (a.generated, a.distinct, a.depth) == (b.generated, b.distinct, b.depth)
     assert a.distinct == len(_reachable(spec))
@@ -92,12 +93,40 @@ def test_actions_guard_what_the_tla_guards() -> None:
     s0 = next(iter(spec.init_states()))
     assert isinstance(s0, LogStartOffsetState)
     assert spec.DeleteRecords(s0, 1) is None  # above the HW
-    assert spec.AdvanceHW(s0) is None  # nothing to commit
+    assert spec.AdvanceHW(s0, 1) is None  # nothing to commit
     assert spec.FollowerFetch(s0, 1) is None  # the leader does not fetch
     s1 = spec.Append(s0)
-    assert s1 is not None and s1.leo == (1, 0, 0)
+    assert s1 is not None and s1.leo == (1, 0)
+    assert spec.AdvanceHW(s1, 1) is None  # follower 2, in the ISR, has not fetched it
     assert spec.ShrinkIsr(s1, 2) is not None and spec.ShrinkIsr(s1, 1) is None
-    assert spec.CrashRestart(s1, 1, 1) is None  # the restored HW is at most the HW it had
+    assert spec.CrashRestart(s1, 1, 1, 1) is None  # the restored HW is at most the HW it had
+    lost = spec.CrashRestart(s1, 1, 0, 0)  # the unflushed record may be lost
+    assert lost is not None and lost.leo == (0, 0) and lost.epochStart == 0
+    flushed = spec.Flush(s1, 1, 1)
+    assert flushed is not None and spec.CrashRestart(flushed, 1, 0, 0) is None
+    s2 = spec.FollowerFetch(s1, 2)
+    assert s2 is not None and spec.AdvanceHW(s2, 1) is not None
+    # An election makes the follower leader at its LEO; the old leader, ahead, truncates to it.
+    s3 = spec.ElectLeader(s1, 2)
+    assert s3 is not None and s3.leader == 2 and s3.epochStart == 0
+    s4 = spec.FollowerFetch(s3, 1)
+    assert s4 is not None and s4.leo == (0, 0)
+    assert spec.ElectLeader(spec.ShrinkIsr(s1, 2), 2) is None  # only an in-sync replica
+
+
+def test_hw_ignoring_the_isr_loses_a_committed_record_on_election() -> None:
+    """The bug's end-to-end effect, not only the invariant's first violation: committed offset 0
+    is held by the leader alone, and the election of the in-sync follower loses it."""
+    spec = LogStartOffsetSpec(LogStartOffsetConfig(bug="HWIgnoresIsr"))
+    s = spec.Append(next(iter(spec.init_states())))  # type: ignore[arg-type]
+    assert s is not None
+    s = spec.AdvanceHW(s, 1)
+    assert s is not None and s.committed == 1 and not spec.CommittedDataOnIsr(s)
+    s = spec.ElectLeader(s, 2)
+    assert s is not None and s.leo[1] < s.committed  # the new leader lacks a committed record
+    correct = LogStartOffsetSpec()
+    t = correct.Append(next(iter(correct.init_states())))  # type: ignore[arg-type]
+    assert t is not None and correct.AdvanceHW(t, 1) is None
 
 
 def test_counterexample_reads_as_a_story() -> None:
@@ -106,10 +135,10 @@ def test_counterexample_reads_as_a_story() -> None:
     r = check(spec)
     assert r.violation is not None
     text = r.violation.format(spec)
-    assert "Invariant NeverServeBelowLogStart is violated after 10 states" in text
+    assert "Invariant NeverServeBelowLogStart is violated after 8 states" in text
     assert "DeleteRecords(1)" in text and "AcknowledgeDeleteRecords" in text
-    assert text.rstrip().splitlines()[-5] == "State 10: CrashRestart(1)"
-    assert "replica 1 leader  : first segment 0, log start 0 (checkpoint 0)" in text
+    assert text.rstrip().splitlines()[-4].startswith("State 8: CrashRestart(")
+    assert "(checkpoint 0)" in text
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +148,11 @@ def z3_encoding():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_z3_proves_both_invariants_by_induction(z3_encoding) -> None:  # type: ignore[no-untyped-def]
+def test_z3_proves_every_invariant_by_induction(z3_encoding) -> None:  # type: ignore[no-untyped-def]
     results = z3_encoding.prove()
     assert [(r.invariant, r.holds) for r in results] == [("NoNewDataDeleted", True),
-                                                         ("NeverServeBelowLogStart", True)]
+                                                         ("NeverServeBelowLogStart", True),
+                                                         ("CommittedDataOnIsr", True)]
 
 
 def test_z3_spacer_proves_no_new_data_deleted_alone(z3_encoding) -> None:  # type: ignore[no-untyped-def]

@@ -1,20 +1,21 @@
 """LogStartOffset (spec/LogStartOffset.tla) in Z3, over unbounded offsets.
 
-The same machine as the TLA+ module and the Python twin, with three replicas (the leader 1 and
-followers 2 and 3, as in LogStartOffset.cfg), every offset an unbounded integer (no MaxOffset:
-the leader appends forever) and the segment size any positive integer. Each action has the
-TLA+ name; variables are ``<name><replica id>`` (``logStart2`` is ``logStart[2]`` in TLA+).
+The same machine as the TLA+ module and the Python twin, with two replicas (1 and 2, as in
+LogStartOffset.cfg; the leader is a variable, 1 at first), every offset an unbounded integer (no
+MaxOffset: the leader appends forever) and the segment size any positive integer. Each action
+has the TLA+ name; variables are ``<name><replica id>`` (``logStart2`` is ``logStart[2]`` in
+TLA+), and ``leader`` is the leading replica's id.
 
 Two proofs of each invariant, both unbounded:
 
 * induction (k = 1) on the invariant joined with the strengthening stated in
-  :func:`strengthening` (each replica's offsets ordered segStart <= logStart <= HW <= LEO, the
-  checkpoint equal to the start offset, followers behind the leader, every HW at most the
-  partition's, the acknowledged low watermark at most every start offset): a handful of SMT
-  checks, well under a second;
-* Spacer (``spacer=True``), which finds a strengthening by itself (reported in the detail) but
-  takes tens of seconds for NeverServeBelowLogStart, so ``make verify`` runs it and the tests run
-  it on NoNewDataDeleted only.
+  :func:`strengthening` (the leader a replica of the ISR, each replica's offsets ordered
+  segStart <= logStart <= HW <= LEO and flushed <= LEO, the checkpoint equal to the start offset,
+  every HW at most the partition's, the acknowledged low watermark at most every start offset,
+  the partition's HW at most the leader's HW or its epoch's start offset, and the three
+  invariants themselves): a handful of SMT checks, well under a second;
+* Spacer (``spacer=True``), which finds a strengthening by itself (reported in the detail); the
+  tests run it on NoNewDataDeleted only.
 
 With a bug switched on, ``prove(bug)`` searches by BMC for the shortest behaviour violating the
 invariant the bug breaks, which comes back ``holds=False`` with readable steps.
@@ -40,77 +41,104 @@ from .common import (
     refute_bmc,
 )
 
-REPLICAS = (1, 2, 3)
-"""Replica ids, as in spec/LogStartOffset.cfg; 1 is the leader."""
-L = 1
-INVARIANTS = ("NoNewDataDeleted", "NeverServeBelowLogStart")
-PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart")
+REPLICAS = (1, 2)
+"""Replica ids, as in spec/LogStartOffset.cfg; 1 leads at first."""
+FIRST_LEADER = 1
+INVARIANTS = ("NoNewDataDeleted", "NeverServeBelowLogStart", "CommittedDataOnIsr")
+PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 
 
 def _v(name: str, i: int) -> str:
     return f"{name}{i}"
 
 
+def _of_leader(s: Mapping[str, Any], name: str) -> Any:
+    """``name[leader]``: the leader's value of a per-replica variable."""
+    term = s[_v(name, REPLICAS[-1])]
+    for i in reversed(REPLICAS[:-1]):
+        term = z3.If(s["leader"] == i, s[_v(name, i)], term)
+    return term
+
+
+def _at_leader(s: Mapping[str, Any], name: str, new: Any) -> dict[str, Any]:
+    """``[name EXCEPT ![leader] = new]`` as one update per replica."""
+    return {_v(name, i): z3.If(s["leader"] == i, new, s[_v(name, i)]) for i in REPLICAS}
+
+
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
     BUG_TABLE.check(bug)
     lazy = bug == "StartOffsetCheckpointLazy"
-    followers = [i for i in REPLICAS if i != L]
 
-    def ckpt_after_raise(s: Mapping[str, Any], i: int, new: Any) -> dict[str, Any]:
+    def ckpt_after_raise(i: int, new: Any) -> dict[str, Any]:
         return {} if lazy else {_v("ckptStart", i): new}
 
     def init(s: Mapping[str, Any]) -> Any:
         zeros = [s[_v(n, i)] == 0 for n in PER_REPLICA for i in REPLICAS]
-        return z3.And(*zeros, *[s[_v("isr", i)] for i in followers],
-                      s["committed"] == 0, s["acked"] == 0)
+        return z3.And(*zeros, *[s[_v("isr", i)] for i in REPLICAS], s["leader"] == FIRST_LEADER,
+                      s["epochStart"] == 0, s["committed"] == 0, s["acked"] == 0)
 
     def append(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-        return z3.BoolVal(True), {_v("leo", L): s[_v("leo", L)] + 1}
+        return z3.BoolVal(True), _at_leader(s, "leo", _of_leader(s, "leo") + 1)
 
     def follower_fetch(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             leo, hw, ls = s[_v("leo", i)], s[_v("hw", i)], s[_v("logStart", i)]
-            oor = leo < s[_v("logStart", L)]
-            new = s[_v("logStart", L)]
-            new_hw = max_of([hw, min_of([s[_v("hw", L)], s[_v("leo", L)]])])
-            new_start = max_of([ls, min_of([s[_v("logStart", L)], new_hw])])
+            leo_l, hw_l, ls_l = (_of_leader(s, n) for n in ("leo", "hw", "logStart"))
+            oor = leo < ls_l
+            new = ls_l
+            new_hw = max_of([hw, min_of([hw_l, leo_l])])
+            new_start = max_of([ls, min_of([ls_l, new_hw])])
             oor_hw = hw if bug == "FollowerRaisesStartBeforeHW" else new
+            fl = s[_v("flushed", i)]
             upd: dict[str, Any] = {
-                _v("leo", i): z3.If(oor, new, s[_v("leo", L)]),
+                _v("leo", i): z3.If(oor, new, leo_l),
                 _v("hw", i): z3.If(oor, oor_hw, new_hw),
                 _v("logStart", i): z3.If(oor, new, new_start),
                 _v("segStart", i): z3.If(oor, new, s[_v("segStart", i)]),
+                _v("flushed", i): z3.If(oor, new, min_of([fl, leo_l])),
             }
             if not lazy:
                 ck = s[_v("ckptStart", i)]
                 upd[_v("ckptStart", i)] = z3.If(oor, new, z3.If(new_start == ls, ck, new_start))
-            return z3.BoolVal(True), upd
+            return s["leader"] != i, upd
         return ActionDef(f"FollowerFetch({i})", fn)
 
     def advance_hw(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-        # A follower outside the ISR counts as the leader's LEO, which never lowers the minimum.
-        least = min_of([s[_v("leo", L)]] + [z3.If(s[_v("isr", i)], s[_v("leo", i)],
-                                                  s[_v("leo", L)]) for i in followers])
-        return least > s[_v("hw", L)], {_v("hw", L): least,
-                                        "committed": max_of([s["committed"], least])}
+        h = p["h"]
+        leo_l = _of_leader(s, "leo")
+        if bug == "HWIgnoresIsr":
+            limit = leo_l
+        else:  # a replica outside the ISR counts as the leader's LEO: never below the minimum
+            limit = min_of([z3.If(s[_v("isr", i)], s[_v("leo", i)], leo_l) for i in REPLICAS])
+        return (z3.And(_of_leader(s, "hw") < h, h <= limit),
+                {**_at_leader(s, "hw", h), "committed": max_of([s["committed"], h])})
 
     def shrink_isr(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-            return (z3.And(s[_v("isr", i)], s[_v("leo", i)] < s[_v("leo", L)]),
+            return (z3.And(s[_v("isr", i)], s["leader"] != i),
                     {_v("isr", i): z3.BoolVal(False)})
         return ActionDef(f"ShrinkIsr({i})", fn)
 
     def expand_isr(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-            return (z3.And(z3.Not(s[_v("isr", i)]), s[_v("leo", i)] >= s[_v("hw", L)]),
+            return (z3.And(z3.Not(s[_v("isr", i)]), s[_v("leo", i)] >= _of_leader(s, "hw"),
+                           s[_v("leo", i)] >= s["epochStart"]),
                     {_v("isr", i): z3.BoolVal(True)})
         return ActionDef(f"ExpandIsr({i})", fn)
 
+    def elect_leader(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            return (z3.And(s[_v("isr", i)], s["leader"] != i),
+                    {"leader": z3.IntVal(i), "epochStart": s[_v("leo", i)]})
+        return ActionDef(f"ElectLeader({i})", fn)
+
     def delete_records(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         o = p["o"]
-        return (z3.And(s[_v("logStart", L)] < o, o <= s[_v("hw", L)]),
-                {_v("logStart", L): o, **ckpt_after_raise(s, L, o)})
+        upd = _at_leader(s, "logStart", o)
+        if not lazy:
+            upd.update(_at_leader(s, "ckptStart", o))
+        return z3.And(_of_leader(s, "logStart") < o, o <= _of_leader(s, "hw")), upd
 
     def acknowledge(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         lw = min_of([s[_v("logStart", i)] for i in REPLICAS])
@@ -135,22 +163,38 @@ def system(bug: str = "none") -> TransitionSystem:
                     {_v("ckptStart", i): s[_v("logStart", i)]})
         return ActionDef(f"CheckpointStartOffset({i})", fn)
 
+    def flush(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            f = p["f"]
+            return (z3.And(s[_v("flushed", i)] < f, f <= s[_v("leo", i)]),
+                    {_v("flushed", i): f})
+        return ActionDef(f"Flush({i})", fn, ("f",))
+
     def crash_restart(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             start = max_of([s[_v("ckptStart", i)], s[_v("segStart", i)]])
-            h = p["h"]
-            return (z3.And(start <= h, h <= s[_v("hw", i)]),
-                    {_v("logStart", i): start, _v("hw", i): h})
-        return ActionDef(f"CrashRestart({i})", fn, ("h",))
+            e, h = p["e"], p["h"]
+            new_leo = max_of([e, start])
+            guard = z3.And(s[_v("flushed", i)] <= e, e <= s[_v("leo", i)],
+                           z3.Implies(s[_v("isr", i)], e >= s["committed"]),
+                           start <= h, h <= s[_v("hw", i)], h <= new_leo)
+            return guard, {
+                _v("leo", i): new_leo, _v("hw", i): h, _v("logStart", i): start,
+                _v("segStart", i): z3.If(e < start, start, s[_v("segStart", i)]),
+                _v("flushed", i): new_leo,
+                "epochStart": z3.If(s["leader"] == i, new_leo, s["epochStart"])}
+        return ActionDef(f"CrashRestart({i})", fn, ("e", "h"))
 
     actions = [ActionDef("Append", append)]
-    actions += [follower_fetch(i) for i in followers]
-    actions += [ActionDef("AdvanceHW", advance_hw)]
-    actions += [shrink_isr(i) for i in followers] + [expand_isr(i) for i in followers]
+    actions += [follower_fetch(i) for i in REPLICAS]
+    actions += [ActionDef("AdvanceHW", advance_hw, ("h",))]
+    actions += [shrink_isr(i) for i in REPLICAS] + [expand_isr(i) for i in REPLICAS]
+    actions += [elect_leader(i) for i in REPLICAS]
     actions += [ActionDef("DeleteRecords", delete_records, ("o",)),
                 ActionDef("AcknowledgeDeleteRecords", acknowledge)]
     actions += [delete_oldest_segment(i) for i in REPLICAS]
     actions += [checkpoint(i) for i in REPLICAS]
+    actions += [flush(i) for i in REPLICAS]
     actions += [crash_restart(i) for i in REPLICAS]
 
     def no_new_data_deleted(s: Mapping[str, Any]) -> Any:
@@ -163,14 +207,20 @@ def system(bug: str = "none") -> TransitionSystem:
                                s[_v("hw", i)] <= s[_v("leo", i)],
                                s["acked"] <= s[_v("logStart", i)]) for i in REPLICAS])
 
+    def committed_data_on_isr(s: Mapping[str, Any]) -> Any:
+        return z3.And(*[z3.Implies(s[_v("isr", i)], s[_v("leo", i)] >= s["committed"])
+                        for i in REPLICAS])
+
     return TransitionSystem(
         name="LogStartOffset",
-        int_vars=[_v(n, i) for n in PER_REPLICA for i in REPLICAS] + ["committed", "acked"],
-        bool_vars=[_v("isr", i) for i in followers],
+        int_vars=[_v(n, i) for n in PER_REPLICA for i in REPLICAS]
+        + ["leader", "epochStart", "committed", "acked"],
+        bool_vars=[_v("isr", i) for i in REPLICAS],
         init=init,
         actions=actions,
         invariants=[("NoNewDataDeleted", no_new_data_deleted),
-                    ("NeverServeBelowLogStart", never_serve_below_log_start)],
+                    ("NeverServeBelowLogStart", never_serve_below_log_start),
+                    ("CommittedDataOnIsr", committed_data_on_isr)],
         constants=["SegmentSize"],
         assumptions=lambda s: s["SegmentSize"] >= 1,
     )
@@ -180,29 +230,32 @@ def describe(values: Mapping[str, str]) -> str:
     """One state in the words of the TLA+ module: each replica's log and the ghosts."""
     parts = []
     for i in REPLICAS:
-        role = "leader" if i == L else f"follower{'' if values[_v('isr', i)] == 'True' else '*'}"
+        leads = values["leader"] == str(i)
+        role = "leader" if leads else f"follower{'' if values[_v('isr', i)] == 'True' else '*'}"
         parts.append(f"r{i} {role}: seg {values[_v('segStart', i)]}, start "
                      f"{values[_v('logStart', i)]} (ckpt {values[_v('ckptStart', i)]}), HW "
-                     f"{values[_v('hw', i)]}, LEO {values[_v('leo', i)]}")
-    return "; ".join(parts) + (f"; committed {values['committed']}, acked {values['acked']}, "
+                     f"{values[_v('hw', i)]}, LEO {values[_v('leo', i)]} (flushed "
+                     f"{values[_v('flushed', i)]})")
+    return "; ".join(parts) + (f"; epoch start {values['epochStart']}, committed "
+                               f"{values['committed']}, acked {values['acked']}, "
                                f"segment size {values['SegmentSize']}")
 
 
 def strengthening() -> list[tuple[str, Any]]:
-    """The stated strengthening invariants that make both invariants inductive (correct model)."""
-    followers = [i for i in REPLICAS if i != L]
+    """The stated strengthening invariants that make the invariants inductive (correct model)."""
+
+    def leader_in_isr(s: Mapping[str, Any]) -> Any:
+        return z3.Or(*[z3.And(s["leader"] == i, s[_v("isr", i)]) for i in REPLICAS])
 
     def ordered(s: Mapping[str, Any]) -> Any:
         return z3.And(*[z3.And(s[_v("segStart", i)] >= 0,
                                s[_v("segStart", i)] <= s[_v("logStart", i)],
                                s[_v("logStart", i)] <= s[_v("hw", i)],
-                               s[_v("hw", i)] <= s[_v("leo", i)]) for i in REPLICAS])
+                               s[_v("hw", i)] <= s[_v("leo", i)],
+                               s[_v("flushed", i)] <= s[_v("leo", i)]) for i in REPLICAS])
 
     def checkpointed(s: Mapping[str, Any]) -> Any:
         return z3.And(*[s[_v("ckptStart", i)] == s[_v("logStart", i)] for i in REPLICAS])
-
-    def followers_behind(s: Mapping[str, Any]) -> Any:
-        return z3.And(*[s[_v("leo", i)] <= s[_v("leo", L)] for i in followers])
 
     def hw_committed(s: Mapping[str, Any]) -> Any:
         return z3.And(*[s[_v("hw", i)] <= s["committed"] for i in REPLICAS])
@@ -210,9 +263,15 @@ def strengthening() -> list[tuple[str, Any]]:
     def acked_below_starts(s: Mapping[str, Any]) -> Any:
         return z3.And(*[s["acked"] <= s[_v("logStart", i)] for i in REPLICAS])
 
-    return [("OffsetsOrdered", ordered), ("StartOffsetCheckpointed", checkpointed),
-            ("FollowersBehindLeader", followers_behind), ("HWAtMostCommitted", hw_committed),
-            ("AckedAtMostEveryStart", acked_below_starts)]
+    def committed_marked(s: Mapping[str, Any]) -> Any:
+        return s["committed"] <= max_of([_of_leader(s, "hw"), s["epochStart"]])
+
+    ts = system()
+    return [("LeaderInIsr", leader_in_isr), ("OffsetsOrdered", ordered),
+            ("StartOffsetCheckpointed", checkpointed), ("HWAtMostCommitted", hw_committed),
+            ("AckedAtMostEveryStart", acked_below_starts),
+            ("CommittedAtMostLeaderHWOrEpochStart", committed_marked),
+            *[(name, ts.invariant(name)) for name in INVARIANTS]]
 
 
 def prove(bug: str = "none", *, spacer: bool = False,

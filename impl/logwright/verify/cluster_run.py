@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from logwright.cluster import Cluster
+from logwright.conformance.log_start_offset import ClusterProjection
 from logwright.errors import KafkaError, KafkaStorageError
 from logwright.identity import TopicPartition, Uuid
 from logwright.world import Fault, SimulatedCrash
@@ -97,6 +98,10 @@ class ClusterRun:
         self.damaged: set[tuple[int, TopicPartition]] = set()
         self.machine_crashes = 0
         self.world.crash_listeners.append(self._machine_crashed)
+        # Every partition's LogStartOffset state, its twin's invariants checked after every
+        # event of the world (a RefinementViolation, an AssertionError, names the invariant).
+        self.projection = ClusterProjection(self.cluster, follow=self.partitions)
+        self.projection.attach()
 
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
@@ -410,6 +415,7 @@ class ClusterRun:
         self._offsets_ordered_on_every_replica()
         self._no_broker_is_ahead_of_the_controller()
         self._leaders_hold_acknowledged_records_of_their_topic_only()
+        self.projection.check("after a step")
 
     def _offsets_ordered_on_every_replica(self) -> None:
         for b, broker in sorted(self.cluster.brokers.items()):

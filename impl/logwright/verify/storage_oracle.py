@@ -2,16 +2,21 @@
 
 ``StorageHarness`` drives a real ``LogManager`` over a ``SimFileSystem`` and keeps, per partition,
 the acknowledged batches, the offset up to which they were flushed, the acknowledged log start
-offset and the high watermark. ``check`` compares the real logs with that model and raises
-``InvariantViolation`` naming the invariant broken:
+offset and the high watermark. Two oracles check it, and ``check`` (run after every operation
+by the harness itself, and after every restart) raises ``InvariantViolation`` naming the
+invariant broken:
 
-- NeverServeBelowLogStart: 0 <= logStart <= HW <= LEO; a read below the log start offset fails;
-  the log start offset never moves backwards, across crashes too (an acknowledged DeleteRecords is
-  durable).
-- NoNewDataDeleted: every acknowledged record at or above the log start offset is readable with
-  its value, and the log start offset never passes the high watermark, so nothing at or above it
-  was deleted.
-- DurableFlush: after a crash, every record that was flushed is still there.
+- the LogStartOffset twin, by refinement (``logwright.conformance.log_start_offset``): each
+  partition's log is the one-replica projection of the model, every change of its offsets (LEO,
+  HW, start offset, first segment, checkpoint on disk, recovery point) must be a step the model
+  allows, and the model's invariants must hold: NeverServeBelowLogStart (0 <= logStart <= HW <=
+  LEO, and the start offset never below one acknowledged, across crashes too), NoNewDataDeleted
+  (nothing at or above the HW deleted), CommittedDataOnIsr. A change no model step explains is
+  ``LogStartOffsetRefinement``;
+- the record-level checks the twin does not cover, since it knows offsets, not records:
+  NeverServeBelowLogStart (a read below the log start offset fails), NoNewDataDeleted (every
+  acknowledged record at or above the log start offset is readable with its value) and
+  DurableFlush (after a crash, every record that was flushed is still there).
 
 Both the Hypothesis stateful test (model_tests/) and the crash campaign of ``logwright verify``
 use it, so the two check the same thing.
@@ -23,6 +28,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from logwright.conformance.log_start_offset import LogProjection
+from logwright.conformance.refinement import NO_STEP, RefinementViolation
 from logwright.errors import KafkaStorageError, OffsetOutOfRange
 from logwright.identity import TopicPartition
 from logwright.logmanager import LogManager, LogManagerConfig
@@ -40,6 +47,13 @@ class InvariantViolation(AssertionError):
     def __init__(self, invariant: str, detail: str) -> None:
         self.invariant = invariant
         super().__init__(f"{invariant}: {detail}")
+
+    @classmethod
+    def of_refinement(cls, tp: TopicPartition, exc: RefinementViolation) -> InvariantViolation:
+        """The twin's verdict under the name of the invariant it broke (``REFINEMENT`` when no
+        model step explains the change)."""
+        name = REFINEMENT if exc.reason == NO_STEP else exc.reason.split()[1]
+        return cls(name, f"{tp}: {exc}")
 
 
 @dataclass
@@ -62,7 +76,9 @@ class PartitionModel:
 
 
 DIRS = ("/data/d1", "/data/d2")
-STORAGE_INVARIANTS = ("NeverServeBelowLogStart", "NoNewDataDeleted", "DurableFlush")
+REFINEMENT = "LogStartOffsetRefinement"
+"""A change of a log's offsets that no step of the LogStartOffset model explains."""
+STORAGE_INVARIANTS = ("NeverServeBelowLogStart", "NoNewDataDeleted", "DurableFlush", REFINEMENT)
 
 
 class StorageHarness:
@@ -78,12 +94,15 @@ class StorageHarness:
             log=LogConfig(segment_bytes=600, index_interval_bytes=100, retention_ms=50_000,
                           retention_bytes=2_000),
             initial_task_delay_ms=0, file_delete_delay_ms=5_000)
+        twin_bug = "none"
         if bug == "PeriodicStartOffsetCheckpoint":  # Kafka's behaviour, hazard 12
             self.config = replace(self.config, durable_log_start_offset=False)
+            twin_bug = "StartOffsetCheckpointLazy"  # the same behaviour in the model
         elif bug is not None:
             raise ValueError(f"unknown storage bug switch {bug!r}")
         self.tps = [TopicPartition("t", n) for n in range(partitions)]
         self.models = {tp: PartitionModel() for tp in self.tps}
+        self.projections = {tp: LogProjection(tp, bug=twin_bug) for tp in self.tps}
         self.counter = 0
         self.crashes = 0
         self.checks = 0
@@ -164,6 +183,7 @@ class StorageHarness:
         model.in_flight = None
         assert info.first_offset == model.end, f"{tp}: offset {info.first_offset} != {model.end}"
         model.batches.append((info.first_offset, values))
+        self._observe(tp, "produce")
 
     def advance_high_watermark(self, tp: TopicPartition, step: int) -> None:
         log = self.log(tp)
@@ -172,6 +192,7 @@ class StorageHarness:
         hw = min(log.log_end_offset, log.high_watermark + step)
         log.update_high_watermark(hw)
         self.models[tp].high_watermark = hw
+        self._observe(tp, "advance the high watermark")
 
     def delete_records(self, tp: TopicPartition, fraction: float) -> None:
         log = self.log(tp)
@@ -184,6 +205,7 @@ class StorageHarness:
             return
         model = self.models[tp]
         model.log_start_offset = max(model.log_start_offset, target)
+        self._observe(tp, f"DeleteRecords({target})")
 
     def flush(self, tp: TopicPartition) -> None:
         log = self.log(tp)
@@ -194,6 +216,7 @@ class StorageHarness:
         except KafkaStorageError:
             return
         self.models[tp].flushed_end = log.log_end_offset
+        self._observe(tp, "flush")
 
     def truncate(self, tp: TopicPartition, fraction: float) -> None:
         """A follower's truncation: only above the high watermark."""
@@ -212,6 +235,12 @@ class StorageHarness:
         model.truncating_to = None
         model.batches = [b for b in model.batches if b[0] + len(b[1]) <= log.log_end_offset]
         model.flushed_end = min(model.flushed_end, log.log_end_offset)
+        # A follower's truncation: outside the one-replica projection, whose lone replica leads.
+        try:
+            self.projections[tp].rebase(log, acked=model.log_start_offset,
+                                        context=f"truncate to {target}")
+        except RefinementViolation as exc:
+            raise InvariantViolation.of_refinement(tp, exc) from exc
 
     def pass_time(self, delta_ms: int) -> None:
         """Let time pass: retention, checkpoints and delayed deletes run on the scheduler."""
@@ -221,6 +250,7 @@ class StorageHarness:
             if log is not None:
                 self.models[tp].log_start_offset = max(self.models[tp].log_start_offset,
                                                        log.log_start_offset)
+                self._observe(tp, f"{delta_ms} ms passed")
 
     def fail_dir(self, index: int, fault: Fault = Fault.EIO) -> None:
         path = DIRS[index % len(DIRS)]
@@ -236,10 +266,15 @@ class StorageHarness:
         if log is None:
             return
         lso = log.log_start_offset
-        if lso < model.log_start_offset:
-            raise InvariantViolation("NeverServeBelowLogStart",
-                                     f"{tp}: log start offset went back from "
-                                     f"{model.log_start_offset} to {lso} in a crash")
+        try:  # the twin: a CrashRestart step (acknowledged start offsets stay, hazard 12)
+            if model.truncating_to is None:
+                self.projections[tp].restarted(log, acked=model.log_start_offset,
+                                               context="crash and restart")
+            else:  # a truncation cut short: outside the projection, as a whole one is
+                self.projections[tp].rebase(log, acked=model.log_start_offset,
+                                            context="crash in a truncation, and restart")
+        except RefinementViolation as exc:
+            raise InvariantViolation.of_refinement(tp, exc) from exc
         actual = self._read_batches(log)
         expected = {base: values for base, values in model.batches}
         for base, values in actual:
@@ -278,17 +313,24 @@ class StorageHarness:
                 except KafkaStorageError:
                     continue  # its dir failed just now: offline, and the others go on
 
+    def _observe(self, tp: TopicPartition, what: str) -> None:
+        """The twin's check of the change ``what`` made to ``tp``'s log."""
+        log = self.log(tp)
+        if log is None:
+            return
+        try:
+            self.projections[tp].observe(log, acked=self.models[tp].log_start_offset,
+                                         context=what)
+        except RefinementViolation as exc:
+            raise InvariantViolation.of_refinement(tp, exc) from exc
+
     def _check_partition(self, tp: TopicPartition, log: PartitionLog) -> None:
+        """What the twin does not see: reads, and records with their values (the offsets'
+        invariants are the twin's, checked by refinement)."""
         self.checks += 1
         model = self.models[tp]
-        lso, hw, leo = log.log_start_offset, log.high_watermark, log.log_end_offset
-        if not 0 <= lso <= hw <= leo:
-            raise InvariantViolation("NeverServeBelowLogStart",
-                                     f"{tp}: start {lso} hw {hw} leo {leo}")
-        if lso < model.log_start_offset:
-            raise InvariantViolation("NeverServeBelowLogStart",
-                                     f"{tp}: start offset {lso} went back from "
-                                     f"{model.log_start_offset}")
+        lso, hw = log.log_start_offset, log.high_watermark
+        self._observe(tp, "check")
         if lso > 0:
             try:
                 log.read(lso - 1, 100)
@@ -297,9 +339,6 @@ class StorageHarness:
             else:
                 raise InvariantViolation("NeverServeBelowLogStart",
                                          f"{tp}: offset {lso - 1} below the start {lso} was served")
-        if lso > model.high_watermark and lso > hw:
-            raise InvariantViolation("NoNewDataDeleted", f"{tp}: start offset {lso} passed the "
-                                     f"high watermark {hw}")
         actual = self._read_batches(log)
         wanted = [b for b in model.batches if b[0] + len(b[1]) > lso]
         if actual != wanted:

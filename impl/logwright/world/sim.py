@@ -38,6 +38,7 @@ class SimWorld:
         #: ``crash_after`` fired): the owner stops that machine's processes.
         self.crash_listeners: list[Callable[[str], None]] = []
         self.scheduler.on_task_error = self._task_error
+        self._observers: list[Callable[[], None]] = []
 
     def _task_error(self, exc: BaseException) -> bool:
         """A ``SimulatedCrash`` of one of this world's disks, raised inside a task: that
@@ -58,6 +59,22 @@ class SimWorld:
             listener(host)
         self.power_loss(host)
 
+    def observe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` after every event the world executes from now on (a task of the
+        scheduler, message deliveries included); returns the function that stops it. With no
+        observer registered, running the world costs what it did without this hook. An
+        exception from ``callback`` propagates out of the call that ran the event."""
+        self._observers.append(callback)
+
+        def stop() -> None:
+            if callback in self._observers:
+                self._observers.remove(callback)
+        return stop
+
+    def _after_event(self) -> None:
+        for callback in list(self._observers):
+            callback()
+
     def new_fs(self, host: str = "") -> SimFileSystem:
         """The disk of machine ``host`` (created on first use, kept across restarts)."""
         if host not in self.disks:
@@ -73,11 +90,23 @@ class SimWorld:
         ran = self.scheduler.step()
         if ran:
             self.events += 1
+            if self._observers:
+                self._after_event()
         return ran
 
     def run_for(self, delta_ms: int) -> None:
         """Let ``delta_ms`` of virtual time pass."""
-        self.events += self.scheduler.advance(delta_ms)
+        if not self._observers:
+            self.events += self.scheduler.advance(delta_ms)
+            return
+        # One event at a time, as the scheduler's advance runs them, so observers see each.
+        end_ms = self.clock.now_ms() + delta_ms
+        while True:
+            due = self.scheduler.next_due_ms()
+            if due is None or due > end_ms:
+                break
+            self.step()
+        self.clock.advance_to(end_ms)
 
     def run_until(self, done: Callable[[], bool], timeout_ms: int) -> bool:
         """Run tasks until ``done()`` or ``timeout_ms`` of virtual time passed; returns done()."""

@@ -12,6 +12,8 @@ BUG_TABLE = BugTable("LogStartOffset", (
         "a follower that truncates fully raises its start offset but not its HW (hazard 8)"),
     Bug("StartOffsetCheckpointLazy", "NeverServeBelowLogStart",
         "the start offset is checkpointed later, not when it is raised (hazard 12)"),
+    Bug("HWIgnoresIsr", "CommittedDataOnIsr",
+        "the leader advances its HW to its own LEO, not the least LEO of the ISR"),
 ))
 """Every bug ``Bug`` can switch on in LogStartOffset, and the invariant each breaks."""
 

@@ -4,6 +4,8 @@ path, :mod:`logwright.model.packed`).
 
 What it upholds: the same states, counts and shortest traces as the readable twin
 (:class:`~logwright.model.log_start_offset.twin.LogStartOffsetTwin`); tests compare the two engines.
+The leader is a variable, so each per-replica field is read as a (replica, state) matrix and the
+leader's value picked from it per state.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from logwright.model.log_start_offset.twin import (
     LogStartOffsetTwin,
     S,
 )
-from logwright.model.packed import Branch, Codes, Layout, Mask, PackedSpec
+from logwright.model.packed import Branch, Codes, Mask, PackedSpec
+
+PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 
 
 class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
@@ -29,32 +33,33 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
         radix = cfg.max_offset + 1
         fields: list[tuple[str, int]] = []
         for i in range(len(cfg.replicas)):
-            fields += [(f"leo{i}", radix), (f"hw{i}", radix), (f"logStart{i}", radix),
-                       (f"segStart{i}", radix), (f"ckptStart{i}", radix), (f"isr{i}", 2)]
-        fields += [("committed", radix), ("acked", radix)]
-        self.layout = Layout(fields)
+            fields += [(f"{name}{i}", radix) for name in PER_REPLICA] + [(f"isr{i}", 2)]
+        fields += [("leader", len(cfg.replicas)), ("epochStart", radix), ("committed", radix),
+                   ("acked", radix)]
+        self.use_layout(fields)
 
     # -- the packed fast path ------------------------------------------------------------------
 
     def encode(self, s: State) -> int:
         """The mixed-radix code of a state."""
         assert isinstance(s, LogStartOffsetState)
-        values: dict[str, int] = {"committed": s.committed, "acked": s.acked}
+        values: dict[str, int] = {"leader": self.replicas.index(s.leader),
+                                  "epochStart": s.epochStart, "committed": s.committed,
+                                  "acked": s.acked}
         for i, r in enumerate(self.replicas):
-            values.update({f"leo{i}": s.leo[i], f"hw{i}": s.hw[i], f"logStart{i}": s.logStart[i],
-                           f"segStart{i}": s.segStart[i], f"ckptStart{i}": s.ckptStart[i],
-                           f"isr{i}": int(r in s.isr)})
+            for name in PER_REPLICA:
+                values[f"{name}{i}"] = getattr(s, name)[i]
+            values[f"isr{i}"] = int(r in s.isr)
         return self.layout.pack(values)
 
     def decode(self, code: int) -> State:
         """The state of a code."""
         v = self.layout.unpack(code)
         n = range(len(self.replicas))
-        return S(tuple(v[f"leo{i}"] for i in n), tuple(v[f"hw{i}"] for i in n),
-                 tuple(v[f"logStart{i}"] for i in n), tuple(v[f"segStart{i}"] for i in n),
-                 tuple(v[f"ckptStart{i}"] for i in n),
-                 frozenset(self.replicas[i] for i in n if v[f"isr{i}"]), v["committed"],
-                 v["acked"])
+        per = {name: tuple(v[f"{name}{i}"] for i in n) for name in PER_REPLICA}
+        return S(per["leo"], per["hw"], per["logStart"], per["segStart"], per["ckptStart"],
+                 per["flushed"], frozenset(self.replicas[i] for i in n if v[f"isr{i}"]),
+                 self.replicas[v["leader"]], v["epochStart"], v["committed"], v["acked"])
 
     def _columns(self, codes: Codes) -> dict[str, Codes]:
         return {name: self.layout.column(codes, name) for name in self.layout.names}
@@ -65,10 +70,24 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
 
         w = self.layout.weight
         c = self._columns(frontier)
-        L, seg_size = self.L, self.config.segment_size
+        seg_size, max_offset = self.config.segment_size, self.config.max_offset
         lazy = self.bug == "StartOffsetCheckpointLazy"
         n = len(self.replicas)
-        everyone = np.arange(frontier.size, dtype=np.int64)
+        size = frontier.size
+        everyone = np.arange(size, dtype=np.int64)
+        ld = c["leader"]
+        offsets = range(max_offset + 1)
+
+        def of_leader(name: str) -> Codes:
+            return np.stack([c[f"{name}{i}"] for i in range(n)])[ld, everyone]
+
+        def set_leader(name: str, new: Codes) -> Codes:
+            delta = np.zeros(size, dtype=np.int64)
+            for i in range(n):
+                delta += np.where(ld == i, (new - c[f"{name}{i}"]) * w[f"{name}{i}"], 0)
+            return delta
+
+        leo_l, hw_l, ls_l = of_leader("leo"), of_leader("hw"), of_leader("logStart")
         action = 0
 
         def branch(mask: Mask | None, delta: Codes, b: int = 0) -> Branch:
@@ -83,54 +102,62 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
             return np.where(raised, new_start - c[f"ckptStart{i}"], 0) * w[f"ckptStart{i}"]
 
         # Append
-        yield branch(c[f"leo{L}"] < self.config.max_offset,
-                     np.full(frontier.size, w[f"leo{L}"], dtype=np.int64))
+        yield branch(leo_l < max_offset, set_leader("leo", leo_l + 1))
         action += 1
         # FollowerFetch(r)
         for i in range(n):
-            if i != L:
-                leo, hw, ls = c[f"leo{i}"], c[f"hw{i}"], c[f"logStart{i}"]
-                oor = leo < c[f"logStart{L}"]
-                new = c[f"logStart{L}"]
-                new_hw = np.maximum(hw, np.minimum(c[f"hw{L}"], c[f"leo{L}"]))
-                new_start = np.maximum(ls, np.minimum(c[f"logStart{L}"], new_hw))
-                # Out of range: leo, logStart, segStart all become the leader's start offset.
-                oor_hw = hw if self.bug == "FollowerRaisesStartBeforeHW" else new
-                d_oor = ((new - leo) * w[f"leo{i}"] + (oor_hw - hw) * w[f"hw{i}"]
-                         + (new - ls) * w[f"logStart{i}"]
-                         + (new - c[f"segStart{i}"]) * w[f"segStart{i}"]
-                         + ckpt_delta(i, np.ones_like(oor), new))
-                d_in = ((c[f"leo{L}"] - leo) * w[f"leo{i}"] + (new_hw - hw) * w[f"hw{i}"]
-                        + (new_start - ls) * w[f"logStart{i}"]
-                        + ckpt_delta(i, new_start != ls, new_start))
-                yield branch(None, np.where(oor, d_oor, d_in))
+            leo, hw, ls = c[f"leo{i}"], c[f"hw{i}"], c[f"logStart{i}"]
+            fl = c[f"flushed{i}"]
+            oor = leo < ls_l
+            new = ls_l
+            new_hw = np.maximum(hw, np.minimum(hw_l, leo_l))
+            new_start = np.maximum(ls, np.minimum(ls_l, new_hw))
+            # Out of range: leo, logStart, segStart, flushed become the leader's start offset.
+            oor_hw = hw if self.bug == "FollowerRaisesStartBeforeHW" else new
+            d_oor = ((new - leo) * w[f"leo{i}"] + (oor_hw - hw) * w[f"hw{i}"]
+                     + (new - ls) * w[f"logStart{i}"]
+                     + (new - c[f"segStart{i}"]) * w[f"segStart{i}"]
+                     + ckpt_delta(i, np.ones_like(oor), new) + (new - fl) * w[f"flushed{i}"])
+            d_in = ((leo_l - leo) * w[f"leo{i}"] + (new_hw - hw) * w[f"hw{i}"]
+                    + (new_start - ls) * w[f"logStart{i}"]
+                    + ckpt_delta(i, new_start != ls, new_start)
+                    + (np.minimum(fl, leo_l) - fl) * w[f"flushed{i}"])
+            yield branch(ld != i, np.where(oor, d_oor, d_in))
             action += 1
-        # AdvanceHW
-        big = self.config.max_offset + 1
-        least = np.min(np.stack([np.where(c[f"isr{i}"] == 1, c[f"leo{i}"], big)
-                                 for i in range(n)]), axis=0)
-        yield branch(least > c[f"hw{L}"],
-                     (least - c[f"hw{L}"]) * w[f"hw{L}"]
-                     + (np.maximum(c["committed"], least) - c["committed"]) * w["committed"])
+        # AdvanceHW: one branch per new HW h, ascending
+        if self.bug == "HWIgnoresIsr":
+            limit = leo_l
+        else:
+            big = max_offset + 1
+            limit = np.min(np.stack([np.where(c[f"isr{i}"] == 1, c[f"leo{i}"], big)
+                                     for i in range(n)]), axis=0)
+        for h in offsets:
+            yield branch((hw_l < h) & (h <= limit),
+                         set_leader("hw", np.full(size, h, dtype=np.int64))
+                         + (np.maximum(c["committed"], h) - c["committed"]) * w["committed"], h)
         action += 1
-        # ShrinkIsr(r), ExpandIsr(r)
+        # ShrinkIsr(r), ExpandIsr(r), ElectLeader(r)
         for i in range(n):
-            if i != L:
-                yield branch((c[f"isr{i}"] == 1) & (c[f"leo{i}"] < c[f"leo{L}"]),
-                             np.full(frontier.size, -w[f"isr{i}"], dtype=np.int64))
+            yield branch((c[f"isr{i}"] == 1) & (ld != i),
+                         np.full(size, -w[f"isr{i}"], dtype=np.int64))
             action += 1
         for i in range(n):
-            if i != L:
-                yield branch((c[f"isr{i}"] == 0) & (c[f"leo{i}"] >= c[f"hw{L}"]),
-                             np.full(frontier.size, w[f"isr{i}"], dtype=np.int64))
+            yield branch((c[f"isr{i}"] == 0) & (c[f"leo{i}"] >= hw_l)
+                         & (c[f"leo{i}"] >= c["epochStart"]),
+                         np.full(size, w[f"isr{i}"], dtype=np.int64))
+            action += 1
+        for i in range(n):
+            yield branch((c[f"isr{i}"] == 1) & (ld != i),
+                         (i - ld) * w["leader"]
+                         + (c[f"leo{i}"] - c["epochStart"]) * w["epochStart"])
             action += 1
         # DeleteRecords(o)
-        for o in range(self.config.max_offset + 1):
-            ls = c[f"logStart{L}"]
-            new_o = np.full(frontier.size, o, dtype=np.int64)
-            yield branch((ls < o) & (o <= c[f"hw{L}"]),
-                         (o - ls) * w[f"logStart{L}"]
-                         + ckpt_delta(L, np.ones(frontier.size, dtype=bool), new_o))
+        for o in offsets:
+            new_o = np.full(size, o, dtype=np.int64)
+            ckpt = np.zeros(size, dtype=np.int64)
+            if not lazy:
+                ckpt = set_leader("ckptStart", new_o)
+            yield branch((ls_l < o) & (o <= hw_l), set_leader("logStart", new_o) + ckpt)
             action += 1
         # AcknowledgeDeleteRecords
         lw = np.min(np.stack([c[f"logStart{i}"] for i in range(n)]), axis=0)
@@ -150,28 +177,48 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
             ck, ls = c[f"ckptStart{i}"], c[f"logStart{i}"]
             yield branch(ck != ls, (ls - ck) * w[f"ckptStart{i}"])
             action += 1
-        # CrashRestart(r): one branch per restored HW h, ascending as TLA+ enumerates start..hw
+        # Flush(r): one branch per new flushed offset f, ascending
         for i in range(n):
+            fl = c[f"flushed{i}"]
+            for f in offsets:
+                yield branch((fl < f) & (f <= c[f"leo{i}"]), (f - fl) * w[f"flushed{i}"], f)
+            action += 1
+        # CrashRestart(r): one branch per (records kept e, restored HW h), as TLA+ enumerates
+        for i in range(n):
+            leo, hw, fl = c[f"leo{i}"], c[f"hw{i}"], c[f"flushed{i}"]
             start = np.maximum(c[f"ckptStart{i}"], c[f"segStart{i}"])
-            hw = c[f"hw{i}"]
-            base = (start - c[f"logStart{i}"]) * w[f"logStart{i}"] - hw * w[f"hw{i}"]
-            for h in range(self.config.max_offset + 1):
-                yield branch((start <= h) & (h <= hw), base + h * w[f"hw{i}"], h)
+            in_isr = c[f"isr{i}"] == 1
+            for e in offsets:
+                new_leo = np.maximum(e, start)
+                ok_e = (fl <= e) & (e <= leo) & ~(in_isr & (e < c["committed"]))
+                seg = np.where(e < start, start, c[f"segStart{i}"])
+                base = ((new_leo - leo) * w[f"leo{i}"] + (start - c[f"logStart{i}"])
+                        * w[f"logStart{i}"] + (seg - c[f"segStart{i}"]) * w[f"segStart{i}"]
+                        + (new_leo - fl) * w[f"flushed{i}"] - hw * w[f"hw{i}"]
+                        + np.where(ld == i, (new_leo - c["epochStart"]) * w["epochStart"], 0))
+                top = np.minimum(hw, new_leo)
+                for h in offsets:
+                    yield branch(ok_e & (start <= h) & (h <= top), base + h * w[f"hw{i}"],
+                                 e * (max_offset + 1) + h)
             action += 1
 
     def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
-        """The invariants on each code (TypeOK: the encoding keeps values in range by itself)."""
+        """The invariants on each code (TypeOK: the encoding keeps values in range by itself,
+        but for the leader's membership of the ISR)."""
         import numpy as np
 
         c = self._columns(codes)
         n = range(len(self.replicas))
-        type_ok = c[f"isr{self.L}"] == 1
+        everyone = np.arange(codes.size, dtype=np.int64)
+        isr = np.stack([c[f"isr{i}"] for i in n])
+        type_ok = isr[c["leader"], everyone] == 1
         no_new: Mask = np.ones(codes.size, dtype=bool)
         never: Mask = np.ones(codes.size, dtype=bool)
+        on_isr: Mask = np.ones(codes.size, dtype=bool)
         for i in n:
             ls, hw, leo = c[f"logStart{i}"], c[f"hw{i}"], c[f"leo{i}"]
             no_new &= (c[f"segStart{i}"] <= c["committed"]) & (ls <= c["committed"])
             never &= (ls <= hw) & (hw <= leo) & (c["acked"] <= ls)
+            on_isr &= (c[f"isr{i}"] == 0) | (leo >= c["committed"])
         return [("TypeOK", type_ok), ("NoNewDataDeleted", no_new),
-                ("NeverServeBelowLogStart", never)]
-
+                ("NeverServeBelowLogStart", never), ("CommittedDataOnIsr", on_isr)]

@@ -1,14 +1,17 @@
-"""The Python twin of spec/LogStartOffset.tla: log start offsets of one partition's replicas.
+"""The Python twin of spec/LogStartOffset.tla: log start offsets and committed data of one
+partition's replicas, across crashes and leader changes.
 
 What it upholds: NoNewDataDeleted (nothing at or above the partition's high watermark is
-deleted, logically or physically, hazard 1) and NeverServeBelowLogStart (0 <= logStart <= HW <=
+deleted, logically or physically, hazard 1), NeverServeBelowLogStart (0 <= logStart <= HW <=
 LEO on every replica, and an acknowledged DeleteRecords stays done across crashes, hazard 8 and
-12). Each TLA+ action has a method of the same name and parameters; read the TLA+ module for why
-each action is shaped as it is, the comments here only point out where Python differs in form.
+12) and CommittedDataOnIsr (every in-sync replica holds every committed offset, so whoever is
+elected next has them). Each TLA+ action has a method of the same name and parameters; read the
+TLA+ module for why each action is shaped as it is, the comments here only point out where
+Python differs in form.
 
 A state is a :class:`LogStartOffsetState`: per-replica tuples indexed by the replica's position in
-the sorted ``replicas`` (TLA+'s functions over ``Replicas``), the ISR as a frozenset of ids.
-Its packed numpy encoding (the checker's batched fast path) is
+the sorted ``replicas`` (TLA+'s functions over ``Replicas``), the ISR as a frozenset of ids and the
+leader as an id. Its packed numpy encoding (the checker's batched fast path) is
 :mod:`logwright.model.log_start_offset.packed`.
 """
 
@@ -27,11 +30,11 @@ from logwright.model.log_start_offset.bugs import BUG_TABLE
 
 @dataclass(frozen=True)
 class LogStartOffsetConfig:
-    """The module's CONSTANTS."""
+    """The module's CONSTANTS (``leader`` is the leader of the initial state)."""
 
-    replicas: tuple[int, ...] = (1, 2, 3)
+    replicas: tuple[int, ...] = (1, 2)
     leader: int = 1
-    max_offset: int = 4
+    max_offset: int = 3
     segment_size: int = 2
     bug: str = "none"
 
@@ -61,12 +64,17 @@ class LogStartOffsetState(NamedTuple):
     logStart: tuple[int, ...]
     segStart: tuple[int, ...]
     ckptStart: tuple[int, ...]
+    flushed: tuple[int, ...]
     isr: frozenset[int]
+    leader: int
+    epochStart: int
     committed: int
     acked: int
 
 
 S = LogStartOffsetState
+
+Params = tuple[int, ...]
 
 
 def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -82,8 +90,6 @@ class LogStartOffsetTwin(Spec):
         self.config = config if config is not None else LogStartOffsetConfig()
         cfg = self.config
         self.replicas = cfg.replicas
-        self.L = cfg.replicas.index(cfg.leader)  # position of the leader
-        self.followers = [i for i in range(len(cfg.replicas)) if i != self.L]
         self.bug = cfg.bug
 
     @classmethod
@@ -103,23 +109,30 @@ class LogStartOffsetTwin(Spec):
         """The least log start offset over all replicas."""
         return min(s.logStart)
 
+    def HWLimit(self, s: S) -> int:
+        """How far the leader may raise its HW: the least LEO in the ISR (bug: its own LEO)."""
+        if self.bug == "HWIgnoresIsr":
+            return s.leo[self.replicas.index(s.leader)]
+        return min(s.leo[self.replicas.index(r)] for r in s.isr)
+
     # -- Init and the actions, in Next's order -------------------------------------------------
 
     def init_states(self) -> Iterable[State]:
         """Init: every replica empty at offset 0, every replica in the ISR."""
         zeros = (0,) * len(self.replicas)
-        return [S(zeros, zeros, zeros, zeros, zeros, frozenset(self.replicas), 0, 0)]
+        return [S(zeros, zeros, zeros, zeros, zeros, zeros, frozenset(self.replicas),
+                  self.config.leader, 0, 0, 0)]
 
     def Append(self, s: S) -> S | None:
         """A producer appends one record to the leader."""
-        L = self.L
+        L = self.replicas.index(s.leader)
         if s.leo[L] >= self.config.max_offset:
             return None
         return s._replace(leo=_set(s.leo, L, s.leo[L] + 1))
 
     def FollowerFetch(self, s: S, r: int) -> S | None:
         """Follower r (a replica id) fetches from the leader."""
-        i, L = self.replicas.index(r), self.L
+        i, L = self.replicas.index(r), self.replicas.index(s.leader)
         if i == L:
             return None
         if s.leo[i] < s.logStart[L]:
@@ -127,39 +140,45 @@ class LogStartOffsetTwin(Spec):
             hw = s.hw if self.bug == "FollowerRaisesStartBeforeHW" else _set(s.hw, i, new)
             return s._replace(leo=_set(s.leo, i, new), hw=hw, logStart=_set(s.logStart, i, new),
                               segStart=_set(s.segStart, i, new),
-                              ckptStart=self._ckpt_after_raise(s, i, new))
+                              ckptStart=self._ckpt_after_raise(s, i, new),
+                              flushed=_set(s.flushed, i, new))
         new_hw = max(s.hw[i], min(s.hw[L], s.leo[L]))
         new_start = max(s.logStart[i], min(s.logStart[L], new_hw))
         ckpt = s.ckptStart if new_start == s.logStart[i] else self._ckpt_after_raise(s, i,
                                                                                      new_start)
         return s._replace(leo=_set(s.leo, i, s.leo[L]), hw=_set(s.hw, i, new_hw),
-                          logStart=_set(s.logStart, i, new_start), ckptStart=ckpt)
+                          logStart=_set(s.logStart, i, new_start), ckptStart=ckpt,
+                          flushed=_set(s.flushed, i, min(s.flushed[i], s.leo[L])))
 
-    def AdvanceHW(self, s: S) -> S | None:
-        """The leader advances its HW to the least LEO in the ISR."""
-        L = self.L
-        new_hw = min(s.leo[self.replicas.index(r)] for r in s.isr)
-        if new_hw <= s.hw[L]:
+    def AdvanceHW(self, s: S, h: int) -> S | None:
+        """The leader raises its HW to h, at most the least LEO in the ISR (bug: its own LEO)."""
+        L = self.replicas.index(s.leader)
+        if not s.hw[L] < h <= self.HWLimit(s):
             return None
-        return s._replace(hw=_set(s.hw, L, new_hw), committed=max(s.committed, new_hw))
+        return s._replace(hw=_set(s.hw, L, h), committed=max(s.committed, h))
 
     def ShrinkIsr(self, s: S, r: int) -> S | None:
-        """The leader drops follower r, lagging behind its LEO, from the ISR."""
-        i = self.replicas.index(r)
-        if i == self.L or r not in s.isr or s.leo[i] >= s.leo[self.L]:
+        """The leader (or the controller) drops follower r from the ISR."""
+        if r == s.leader or r not in s.isr:
             return None
         return s._replace(isr=s.isr - {r})
 
     def ExpandIsr(self, s: S, r: int) -> S | None:
-        """The leader adds back follower r, caught up to its HW."""
-        i = self.replicas.index(r)
-        if i == self.L or r in s.isr or s.leo[i] < s.hw[self.L]:
+        """The leader adds back follower r, caught up to its HW and its epoch's start offset."""
+        i, L = self.replicas.index(r), self.replicas.index(s.leader)
+        if r in s.isr or s.leo[i] < s.hw[L] or s.leo[i] < s.epochStart:
             return None
         return s._replace(isr=s.isr | {r})
 
+    def ElectLeader(self, s: S, r: int) -> S | None:
+        """The controller makes in-sync replica r the leader (a clean election)."""
+        if r == s.leader or r not in s.isr:
+            return None
+        return s._replace(leader=r, epochStart=s.leo[self.replicas.index(r)])
+
     def DeleteRecords(self, s: S, o: int) -> S | None:
         """DeleteRecords(o) on the leader: its start offset rises to o, at most its HW."""
-        L = self.L
+        L = self.replicas.index(s.leader)
         if not s.logStart[L] < o <= s.hw[L]:
             return None
         return s._replace(logStart=_set(s.logStart, L, o),
@@ -192,54 +211,73 @@ class LogStartOffsetTwin(Spec):
             return None
         return s._replace(ckptStart=_set(s.ckptStart, i, s.logStart[i]))
 
-    def CrashRestart(self, s: S, r: int, h: int) -> S | None:
-        """Replica r crashes and restarts with its durable state and HW h from a checkpoint.
+    def Flush(self, s: S, r: int, f: int) -> S | None:
+        """Replica r's records below f reach the disk (f above what was flushed, at most LEO)."""
+        i = self.replicas.index(r)
+        if not s.flushed[i] < f <= s.leo[i]:
+            return None
+        return s._replace(flushed=_set(s.flushed, i, f))
 
-        TLA+ chooses h inside the action (``\\E h \\in start..hw[r]``); here it is a parameter.
+    def CrashRestart(self, s: S, r: int, e: int, h: int) -> S | None:
+        """Replica r crashes and restarts with its durable state: its records up to e (at least
+        what was flushed; an in-sync replica keeps every committed one), and HW h from a
+        checkpoint, at most what remains.
+
+        TLA+ chooses e and h inside the action (``\\E e ...: \\E h ...``); here they are
+        parameters.
         """
         i = self.replicas.index(r)
-        start = max(s.ckptStart[i], s.segStart[i])
-        if not start <= h <= s.hw[i]:
+        if not s.flushed[i] <= e <= s.leo[i] or (r in s.isr and e < s.committed):
             return None
-        return s._replace(logStart=_set(s.logStart, i, start), hw=_set(s.hw, i, h))
+        start = max(s.ckptStart[i], s.segStart[i])
+        new_leo = max(e, start)
+        if not start <= h <= min(s.hw[i], new_leo):
+            return None
+        seg = start if e < start else s.segStart[i]
+        return s._replace(leo=_set(s.leo, i, new_leo), hw=_set(s.hw, i, h),
+                          logStart=_set(s.logStart, i, start), segStart=_set(s.segStart, i, seg),
+                          flushed=_set(s.flushed, i, new_leo),
+                          epochStart=new_leo if r == s.leader else s.epochStart)
 
-    def _crash_restart(self, r: int, s: S, h: int) -> S | None:
-        return self.CrashRestart(s, r, h)
-
-    def _named_actions(self) -> list[tuple[str, Callable[[S, int], S | None], range | list[int]]]:
-        """(label, method with its parameters but the last bound, values of the last one)."""
-        one = [0]
+    def _named_actions(self) -> list[tuple[str, Callable[..., S | None], list[Params]]]:
+        """(label, method with the replica bound, the tuples of its other parameters in TLC's
+        order of enumeration)."""
+        one: list[Params] = [()]
         rs = list(self.replicas)
         offsets = range(self.config.max_offset + 1)
-
-        def plain(m: Callable[[S], S | None]) -> Callable[[S, int], S | None]:
-            return lambda s, _: m(s)
-
-        out: list[tuple[str, Callable[[S, int], S | None], range | list[int]]] = [
-            ("Append", plain(self.Append), one)]
-        out += [(f"FollowerFetch({r})", plain(partial(self.FollowerFetch, r=r)), one)
+        by_offset: list[Params] = [(o,) for o in offsets]
+        pairs: list[Params] = [(e, h) for e in offsets for h in offsets]
+        out: list[tuple[str, Callable[..., S | None], list[Params]]] = [
+            ("Append", self.Append, one)]
+        out += [(f"FollowerFetch({r})", partial(self.FollowerFetch, r=r), one) for r in rs]
+        out += [("AdvanceHW", self.AdvanceHW, by_offset)]
+        out += [(f"ShrinkIsr({r})", partial(self.ShrinkIsr, r=r), one) for r in rs]
+        out += [(f"ExpandIsr({r})", partial(self.ExpandIsr, r=r), one) for r in rs]
+        out += [(f"ElectLeader({r})", partial(self.ElectLeader, r=r), one) for r in rs]
+        out += [(f"DeleteRecords({o})", partial(self.DeleteRecords, o=o), one) for o in offsets]
+        out += [("AcknowledgeDeleteRecords", self.AcknowledgeDeleteRecords, one)]
+        out += [(f"DeleteOldestSegment({r})", partial(self.DeleteOldestSegment, r=r), one)
                 for r in rs]
-        out += [("AdvanceHW", plain(self.AdvanceHW), one)]
-        out += [(f"ShrinkIsr({r})", plain(partial(self.ShrinkIsr, r=r)), one) for r in rs]
-        out += [(f"ExpandIsr({r})", plain(partial(self.ExpandIsr, r=r)), one) for r in rs]
-        out += [(f"DeleteRecords({o})", plain(partial(self.DeleteRecords, o=o)), one)
-                for o in offsets]
-        out += [("AcknowledgeDeleteRecords", plain(self.AcknowledgeDeleteRecords), one)]
-        out += [(f"DeleteOldestSegment({r})", plain(partial(self.DeleteOldestSegment, r=r)), one)
+        out += [(f"CheckpointStartOffset({r})", partial(self.CheckpointStartOffset, r=r), one)
                 for r in rs]
-        out += [(f"CheckpointStartOffset({r})", plain(partial(self.CheckpointStartOffset, r=r)),
-                 one) for r in rs]
-        out += [(f"CrashRestart({r})", partial(self._crash_restart, r), offsets) for r in rs]
+        out += [(f"Flush({r})", partial(self._flush, r), by_offset) for r in rs]
+        out += [(f"CrashRestart({r})", partial(self._crash_restart, r), pairs) for r in rs]
         return out
 
-    def actions(self) -> Sequence[Action]:
-        """Next's disjuncts, one per action and parameter value, labelled as TLC labels them."""
+    def _flush(self, r: int, s: S, f: int) -> S | None:
+        return self.Flush(s, r, f)
 
-        def successors(fn: Callable[[S, int], S | None], values: range | list[int],
+    def _crash_restart(self, r: int, s: S, e: int, h: int) -> S | None:
+        return self.CrashRestart(s, r, e, h)
+
+    def actions(self) -> Sequence[Action]:
+        """Next's disjuncts, one per action and replica, labelled as TLC labels them."""
+
+        def successors(fn: Callable[..., S | None], values: list[Params],
                        s: State) -> Iterator[State]:
             assert isinstance(s, LogStartOffsetState)
             for v in values:
-                t = fn(s, v)
+                t = fn(s, *v)
                 if t is not None:
                     yield t
 
@@ -252,9 +290,10 @@ class LogStartOffsetTwin(Spec):
         """Every variable within its type."""
         assert isinstance(s, LogStartOffsetState)
         n, offsets = len(self.replicas), range(self.config.max_offset + 1)
-        per_replica = (s.leo, s.hw, s.logStart, s.segStart, s.ckptStart)
+        per_replica = (s.leo, s.hw, s.logStart, s.segStart, s.ckptStart, s.flushed)
         return (all(len(f) == n and all(v in offsets for v in f) for f in per_replica)
-                and s.isr <= set(self.replicas) and self.config.leader in s.isr
+                and s.isr <= set(self.replicas) and s.leader in self.replicas
+                and s.leader in s.isr and s.epochStart in offsets
                 and s.committed in offsets and s.acked in offsets)
 
     def NoNewDataDeleted(self, s: State) -> bool:
@@ -269,22 +308,30 @@ class LogStartOffsetTwin(Spec):
         return all(0 <= ls <= hw <= leo and s.acked <= ls
                    for ls, hw, leo in zip(s.logStart, s.hw, s.leo, strict=True))
 
+    def CommittedDataOnIsr(self, s: State) -> bool:
+        """Every in-sync replica holds every committed offset: its log reaches the partition's
+        HW (and, by NoNewDataDeleted, starts at or below it), so any leader elected next has
+        every acknowledged record."""
+        assert isinstance(s, LogStartOffsetState)
+        return all(s.leo[self.replicas.index(r)] >= s.committed for r in s.isr)
+
     def invariants(self) -> Sequence[Invariant]:
-        """In the .cfg's order: TypeOK, NoNewDataDeleted, NeverServeBelowLogStart."""
+        """In the .cfg's order: TypeOK, NoNewDataDeleted, NeverServeBelowLogStart,
+        CommittedDataOnIsr."""
         return [("TypeOK", self.TypeOK), ("NoNewDataDeleted", self.NoNewDataDeleted),
-                ("NeverServeBelowLogStart", self.NeverServeBelowLogStart)]
+                ("NeverServeBelowLogStart", self.NeverServeBelowLogStart),
+                ("CommittedDataOnIsr", self.CommittedDataOnIsr)]
 
     def describe(self, s: State) -> str:
-        """One line per replica: its log as [segStart | logStart, HW, LEO) and its checkpoint."""
+        """One line per replica: its log as [segStart | logStart, HW, LEO), its checkpoint and
+        what is flushed."""
         assert isinstance(s, LogStartOffsetState)
         isr = ",".join(str(r) for r in sorted(s.isr))
-        lines = [f"ISR {{{isr}}}  partition HW (committed) {s.committed}  "
-                 f"acknowledged low watermark {s.acked}"]
+        lines = [f"leader {s.leader} (epoch start {s.epochStart})  ISR {{{isr}}}  partition HW "
+                 f"(committed) {s.committed}  acknowledged low watermark {s.acked}"]
         for i, r in enumerate(self.replicas):
-            role = "leader  " if i == self.L else "follower"
+            role = "leader  " if r == s.leader else "follower"
             lines.append(f"replica {r} {role}: first segment {s.segStart[i]}, log start "
                          f"{s.logStart[i]} (checkpoint {s.ckptStart[i]}), HW {s.hw[i]}, "
-                         f"LEO {s.leo[i]}")
+                         f"LEO {s.leo[i]} (flushed {s.flushed[i]})")
         return "\n".join(lines)
-
-

@@ -1,0 +1,29 @@
+"""Conformance: the implementation answers to the models' Python twins, by refinement.
+
+:mod:`~logwright.conformance.refinement` is generic: a twin, an abstraction function from the
+running system to the twin's state, and a check that each observed change of the abstract state
+is a stutter or a short path of twin steps, with every twin invariant holding after it.
+:mod:`~logwright.conformance.log_start_offset` is the abstraction of one partition (of a
+simulated cluster, or of one log in the storage harness) onto the LogStartOffset twin.
+
+This package sits above ``cluster/`` and below ``verify/`` (docs/architecture.md): it may read
+everything the abstraction needs, and nothing below imports it.
+"""
+
+from __future__ import annotations
+
+from logwright.conformance.refinement import (
+    DEFAULT_MAX_STEPS,
+    Refinement,
+    RefinementChecker,
+    RefinementViolation,
+    StepFound,
+)
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "Refinement",
+    "RefinementChecker",
+    "RefinementViolation",
+    "StepFound",
+]

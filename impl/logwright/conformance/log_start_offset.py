@@ -1,0 +1,439 @@
+"""The abstraction of one partition onto the LogStartOffset twin, and its refinement check.
+
+What is abstracted, per replica (a broker holding the partition, or the one log of the storage
+harness): its log end offset, high watermark and log start offset; ``segStart``, the base offset
+of its first segment; ``ckptStart``, the partition's entry in its dir's
+``log-start-offset-checkpoint`` file as it is on disk (0 when there is none); ``flushed``, the
+log's recovery point (every record below it was fsynced). The partition: the ISR and the leader
+(the controller's, for a cluster) and ``epochStart``, the leader's LEO when its leadership began.
+
+Ghosts, kept by the projection from what it has seen, since the implementation holds no such
+value: ``committed`` is the highest HW any leader reached (the partition's HW); ``acked`` the
+highest low watermark acknowledged to a client (the storage harness's acknowledged
+DeleteRecords); for a single log, ``epochStart`` is its LEO when it last (re)started.
+
+One abstraction is not a plain read: ``segStart`` is the highest first-segment base seen for the
+replica, not the first base on disk now. Deleting a segment's files is not fsynced (nor is it in
+Kafka), so a power loss may bring a deleted segment back; it is always wholly below the start
+offset, made durable before any file went (hazard 12), so nothing in it is served (the storage
+oracle checks that a read below the start offset is refused) and the next retention pass deletes
+it again. The model's segments, deleted for good, are the logical view of that.
+
+Offsets of the implementation are unbounded: the twin is configured with ``MaxOffset`` 2**62,
+so that no append is refused and TypeOK bounds nothing, and its segment size is 1: a segment of
+the implementation holding n offsets is n segments of the model, and retention deleting it is n
+``DeleteOldestSegment`` steps. So that one search stays cheap, :meth:`LogStartOffsetRefinement.
+successors` tries a run of the same action as one move (``Append×5``: a produce of five
+records; ``DeleteOldestSegment(1)×8``: one deleted segment of eight offsets) and takes parameter
+values only from the offsets present in the two states it links; every move is still a sequence
+of genuine twin steps.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from logwright.cluster import Cluster
+from logwright.conformance.refinement import (
+    DEFAULT_MAX_STEPS,
+    RefinementChecker,
+    RefinementViolation,
+)
+from logwright.errors import KafkaError, LogwrightError
+from logwright.identity import TopicPartition, Uuid
+from logwright.model.core import State
+from logwright.model.log_start_offset import (
+    LogStartOffsetConfig,
+    LogStartOffsetState,
+    LogStartOffsetTwin,
+)
+from logwright.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile
+from logwright.storage.log import PartitionLog
+
+MAX_OFFSET = 2**62
+"""The twin's MaxOffset for refinement: far beyond any offset a test reaches."""
+
+S = LogStartOffsetState
+
+
+def twin_for(replicas: tuple[int, ...], leader: int, bug: str = "none") -> LogStartOffsetTwin:
+    """The twin a run of the implementation is checked against (see the module docstring)."""
+    return LogStartOffsetTwin(LogStartOffsetConfig(
+        replicas=replicas, leader=leader, max_offset=MAX_OFFSET, segment_size=1, bug=bug))
+
+
+def _values(s: S) -> set[int]:
+    out = {s.epochStart, s.committed, s.acked}
+    for t in (s.leo, s.hw, s.logStart, s.segStart, s.ckptStart, s.flushed):
+        out.update(t)
+    return out
+
+
+class LogStartOffsetRefinement:
+    """The LogStartOffset twin's steps for the refinement search (a :class:`Refinement`)."""
+
+    def __init__(self, spec: LogStartOffsetTwin) -> None:
+        self._spec = spec
+
+    @property
+    def spec(self) -> LogStartOffsetTwin:
+        """The twin."""
+        return self._spec
+
+    def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
+        """Every twin move from ``state`` with parameters among the offsets of ``state`` and
+        ``target``; runs of Append and of DeleteOldestSegment are one move."""
+        assert isinstance(state, LogStartOffsetState) and isinstance(target, LogStartOffsetState)
+        return self._moves(state, sorted(_values(state) | _values(target)))
+
+    def _moves(self, s: S, values: list[int]) -> Iterator[tuple[str, State]]:
+        spec = self._spec
+        L = spec.replicas.index(s.leader)
+        for v in values:  # Append×k: up to a LEO that occurs in either state
+            if v > s.leo[L]:
+                t: S | None = s
+                for _ in range(v - s.leo[L]):
+                    t = spec.Append(t) if t is not None else None
+                if t is not None:
+                    yield f"Append×{v - s.leo[L]}", t
+        for r in spec.replicas:
+            t = spec.FollowerFetch(s, r)
+            if t is not None:
+                yield f"FollowerFetch({r})", t
+        for h in values:
+            t = spec.AdvanceHW(s, h)
+            if t is not None:
+                yield f"AdvanceHW({h})", t
+        for r in spec.replicas:
+            for name, fn in (("ShrinkIsr", spec.ShrinkIsr), ("ExpandIsr", spec.ExpandIsr),
+                             ("ElectLeader", spec.ElectLeader),
+                             ("CheckpointStartOffset", spec.CheckpointStartOffset)):
+                t = fn(s, r)
+                if t is not None:
+                    yield f"{name}({r})", t
+        for o in values:
+            t = spec.DeleteRecords(s, o)
+            if t is not None:
+                yield f"DeleteRecords({o})", t
+        t = spec.AcknowledgeDeleteRecords(s)
+        if t is not None:
+            yield "AcknowledgeDeleteRecords", t
+        for i, r in enumerate(spec.replicas):
+            for v in values:  # DeleteOldestSegment(r)×k: up to a base that occurs
+                if v > s.segStart[i]:
+                    t = s
+                    for _ in range(v - s.segStart[i]):
+                        t = spec.DeleteOldestSegment(t, r) if t is not None else None
+                    if t is not None:
+                        yield f"DeleteOldestSegment({r})×{v - s.segStart[i]}", t
+            for f in values:
+                t = spec.Flush(s, r, f)
+                if t is not None:
+                    yield f"Flush({r}, {f})", t
+            for e in values:
+                for h in values:
+                    t = spec.CrashRestart(s, r, e, h)
+                    if t is not None:
+                        yield f"CrashRestart({r}, e={e}, h={h})", t
+
+
+@dataclass(frozen=True)
+class ReplicaView:
+    """What the abstraction reads of one replica's log."""
+
+    leo: int
+    hw: int
+    log_start: int
+    seg_start: int
+    ckpt_start: int
+    flushed: int
+
+
+def checkpointed_start_offset(log: PartitionLog) -> int | None:
+    """The partition's entry in its dir's start offset checkpoint file, as it is on disk (0 when
+    the file or the entry is missing, as the loader reads it); None when the dir cannot be read
+    (a failed dir: its logs are going offline, and are not abstracted)."""
+    path = posixpath.join(posixpath.dirname(log.dir_path), LOG_START_OFFSET_CHECKPOINT)
+    try:
+        if not log.fs.exists(path):
+            return 0
+        return OffsetCheckpointFile(log.fs, path).read().get(log.tp, 0)
+    except (OSError, LogwrightError):
+        return None
+
+
+def view_of(log: PartitionLog) -> ReplicaView | None:
+    """The abstraction of one live log (None: its dir cannot be read now)."""
+    if log.offline:
+        return None
+    ckpt = checkpointed_start_offset(log)
+    if ckpt is None:
+        return None
+    return ReplicaView(log.log_end_offset, log.high_watermark, log.log_start_offset,
+                       log.segments[0].base_offset, ckpt, log.recovery_point)
+
+
+class LogProjection:
+    """One log of the storage harness as the one-replica projection of the twin (replica 1,
+    leader and only member of the ISR).
+
+    ``observe(log)`` after every operation checks the change since the last observation.
+    Outside the projection (the projection says so and starts a new behaviour at the state it
+    finds, checking its invariants; see :meth:`RefinementChecker.rebase`): a truncation (a
+    follower's, which a lone leader never does) and a power loss that lost records below the
+    committed HW (a lone replica has no other copy; the model's fault model excludes it, and
+    Kafka loses those acknowledged records too). ``bug`` is the twin's bug switch matching a
+    bug the harness runs with (``StartOffsetCheckpointLazy`` for Kafka's periodic checkpoint).
+    """
+
+    def __init__(self, tp: TopicPartition, *, bug: str = "none",
+                 max_steps: int = DEFAULT_MAX_STEPS) -> None:
+        self.tp = tp
+        self.spec = twin_for((1,), 1, bug)
+        self.checker = RefinementChecker(LogStartOffsetRefinement(self.spec),
+                                         max_steps=max_steps,
+                                         initial=next(iter(self.spec.init_states())))
+        self.committed = 0
+        self.acked = 0
+        self.epoch_start = 0
+        self.seg_start = 0
+        self.rebases = 0
+
+    def state_of(self, log: PartitionLog, acked: int) -> S | None:
+        """The abstract state of ``log``, the ghosts updated from what it shows (None: its dir
+        cannot be read)."""
+        v = view_of(log)
+        if v is None:
+            return None
+        return S((v.leo,), (v.hw,), (v.log_start,), (max(self.seg_start, v.seg_start),),
+                 (v.ckpt_start,), (v.flushed,), frozenset({1}), 1, self.epoch_start,
+                 max(self.committed, v.hw), max(self.acked, acked))
+
+    def _adopt(self, s: S) -> None:
+        self.committed, self.acked, self.seg_start = s.committed, s.acked, s.segStart[0]
+
+    def observe(self, log: PartitionLog, *, acked: int = 0, context: str = "") -> None:
+        """Check the change since the last observation; ``acked``: the start offset the
+        client was told of (a DeleteRecords response)."""
+        s = self.state_of(log, acked)
+        if s is not None:
+            self.checker.check(s, context)
+            self._adopt(s)
+
+    def restarted(self, log: PartitionLog, *, acked: int = 0, context: str = "") -> None:
+        """After a crash and restart: a CrashRestart step, unless the crash lost unflushed
+        committed records (outside the fault model: the behaviour restarts there). A loss below
+        the recovery point is checked, and no model step explains it."""
+        before = self.checker.last
+        self.epoch_start = log.log_end_offset
+        s = self.state_of(log, acked)
+        if s is None:
+            return
+        assert isinstance(before, LogStartOffsetState)
+        if before.flushed[0] <= s.leo[0] < before.committed:
+            self.rebase(log, acked=acked, context=f"{context}: committed records lost in a "
+                        "power loss of the only replica")
+            return
+        self.checker.check(s, context)
+        self._adopt(s)
+
+    def rebase(self, log: PartitionLog, *, acked: int = 0, context: str = "") -> None:
+        """Start a new behaviour at ``log``'s state: the ghost ``committed`` restarts at its HW,
+        ``epochStart`` at its LEO, ``segStart`` at its first segment; ``acked`` stays (what a
+        client was told)."""
+        self.rebases += 1
+        self.committed = 0
+        self.seg_start = 0
+        self.epoch_start = log.log_end_offset
+        s = self.state_of(log, acked)
+        if s is not None:
+            self.checker.rebase(s, context)
+            self._adopt(s)
+
+
+@dataclass
+class _Watch:
+    """What the cluster projection keeps of one partition between events."""
+
+    replicas: tuple[int, ...]
+    spec: LogStartOffsetTwin
+    checker: RefinementChecker
+    views: dict[int, ReplicaView]
+    incarnations: dict[int, object]
+    fenced: dict[int, int]
+    seg_start: dict[int, int]
+    committed: int = 0
+    leader: int = -1
+    epoch_start: int = 0
+
+
+class ClusterProjection:
+    """Partitions of a simulated cluster as LogStartOffset states, checked after every event.
+
+    Per partition, the replicas are the controller's assignment (a reassignment starts the
+    twin over with the new ones, the ghosts kept), the leader and ISR the controller's. A
+    replica whose broker is dead, or whose dir failed, keeps the state last seen (the model's
+    crash is the restart, when the state it loaded appears). A replica whose broker came back
+    as a new incarnation is left out of the ISR until the controller has dropped it once (the
+    controller fences a restarted broker's replicas: a later re-admission is a genuine
+    ExpandIsr), and keeps the state last seen before its crash until then, or until the
+    controller gave the partition a new leader epoch: in the model the crash of an in-sync
+    replica that may lose data comes after the controller moved leadership away from it (the
+    fault model). The leader is never left out of the ISR.
+
+    What is checked: every twin invariant on every partition's abstract state, after every
+    event (``every`` > 1: after every ``every``-th). Not checked here, and why: that each change
+    is a step of the twin. A follower's fetch response is computed from the leader's state when
+    the leader read its log, and arrives later, so the follower takes a LEO, an HW and a start
+    offset the leader had some events ago, while the model's FollowerFetch reads the leader's
+    current state in one step; the storage harness, where each change is one call, checks steps
+    (spec/README.md, LogStartOffset, records this as a model decision left open).
+    """
+
+    def __init__(self, cluster: Cluster, topic: str | None = None, partitions: int = 0, *,
+                 every: int = 1,
+                 follow: Callable[[], Iterable[TopicPartition]] | None = None) -> None:
+        """Watch ``partitions`` partitions of ``topic``, or, with ``follow``, the partitions it
+        returns at each check (every topic the controller knows, as topics come and go). A
+        partition is one twin instance per topic id: a topic deleted and created again under
+        its name starts a new one, and a log of another topic id is no replica of it."""
+        assert every >= 1
+        assert (topic is None) == (follow is not None), "a topic, or a function to follow"
+        self.cluster = cluster
+        self.topic = topic
+        self.tps = [TopicPartition(topic, p) for p in range(partitions)] if topic else []
+        self.follow = follow
+        self._topic_ids: dict[TopicPartition, Uuid] = {}
+        self.every = every
+        self.events = 0
+        self.checks = 0
+        self.watches: dict[TopicPartition, _Watch] = {}
+        self._ckpt_cache: dict[tuple[int, int, int], int] = {}
+
+    def attach(self) -> None:
+        """Check after every event of the cluster's simulated world from now on."""
+        self.cluster.simulated_world.observe(self.on_event)
+
+    def on_event(self) -> None:
+        """The world's observer: check every ``every``-th event."""
+        self.events += 1
+        if self.events % self.every == 0:
+            self.check("after a simulated event")
+
+    def check(self, context: str = "") -> None:
+        """Abstract every partition and check the twin's invariants; raises
+        RefinementViolation naming the invariant and the state."""
+        for tp in (self.follow() if self.follow is not None else self.tps):
+            self._check_partition(tp, context)
+
+    def _watch(self, tp: TopicPartition, replicas: tuple[int, ...], leader: int) -> _Watch:
+        w = self.watches.get(tp)
+        if w is not None and w.replicas == replicas:
+            return w
+        spec = twin_for(replicas, leader if leader in replicas else replicas[0])
+        nw = _Watch(replicas, spec, RefinementChecker(LogStartOffsetRefinement(spec)), {}, {},
+                    {}, {})
+        if w is not None:  # a reassignment: the partition's ghosts and what was seen stay
+            nw.committed, nw.leader, nw.epoch_start = w.committed, w.leader, w.epoch_start
+            nw.views = {b: v for b, v in w.views.items() if b in replicas}
+            nw.incarnations = {b: v for b, v in w.incarnations.items() if b in replicas}
+            nw.fenced = {b: e for b, e in w.fenced.items() if b in replicas}
+            nw.seg_start = {b: v for b, v in w.seg_start.items() if b in replicas}
+        self.watches[tp] = nw
+        return nw
+
+    def _view(self, b: int, tp: TopicPartition) -> tuple[ReplicaView | None, object | None]:
+        broker = self.cluster.brokers.get(b)
+        if broker is None or not broker.alive:
+            return None, None
+        log = broker.log_manager.get_log(tp)
+        if log is None or log.offline or log.topic_id not in (None, self._topic_ids.get(tp)):
+            return None, broker.incarnation_id
+        ckpt = self._checkpoint(b, log)
+        if ckpt is None:
+            return None, broker.incarnation_id
+        return (ReplicaView(log.log_end_offset, log.high_watermark, log.log_start_offset,
+                            log.segments[0].base_offset, ckpt, log.recovery_point),
+                broker.incarnation_id)
+
+    def _checkpoint(self, b: int, log: PartitionLog) -> int | None:
+        """The dir's start offset checkpoint entry, reread only when the log (a new one after
+        a restart) or its start offset changed: the invariants checked here do not read it, so
+        a periodic rewrite of the file that changes nothing else is not looked for."""
+        key = (b, id(log), log.log_start_offset)
+        if key in self._ckpt_cache:
+            return self._ckpt_cache[key]
+        value = checkpointed_start_offset(log)
+        if value is not None:
+            self._ckpt_cache = {k: v for k, v in self._ckpt_cache.items() if k[:2] != key[:2]}
+            self._ckpt_cache[key] = value
+        return value
+
+    def _check_partition(self, tp: TopicPartition, context: str) -> None:
+        try:
+            state = self.cluster.controller.partition_state(tp)
+            topic_id = self.cluster.controller.topic(tp.topic).topic_id
+        except KafkaError:
+            return  # deleted since the partitions were listed
+        if self._topic_ids.setdefault(tp, topic_id) != topic_id:
+            self._topic_ids[tp] = topic_id  # the name was created again: a new instance
+            self.watches.pop(tp, None)
+        replicas = tuple(sorted(set(state.replicas)))
+        if not replicas:
+            return
+        w = self._watch(tp, replicas, state.leader)
+        if state.leader in replicas:
+            w.leader = state.leader
+        elif w.leader not in replicas:
+            w.leader = replicas[0]
+        zero = ReplicaView(0, 0, 0, 0, 0, 0)
+        for b in replicas:
+            view, incarnation = self._view(b, tp)
+            if incarnation is not None:
+                seen = w.incarnations.setdefault(b, incarnation)
+                if seen != incarnation:
+                    w.incarnations[b] = incarnation
+                    if b in state.isr:
+                        w.fenced[b] = state.leader_epoch
+            # Fenced until the controller dropped it from the ISR or gave the partition a new
+            # leader epoch since (which reaches the new incarnation as a LeaderAndIsr).
+            if b in w.fenced and (b not in state.isr or state.leader_epoch > w.fenced[b]):
+                del w.fenced[b]
+            if view is not None and b not in w.fenced:
+                w.views[b] = view
+        views = [w.views.get(b, zero) for b in replicas]
+        segs = []
+        for b, v in zip(replicas, views, strict=True):
+            w.seg_start[b] = max(w.seg_start.get(b, 0), v.seg_start)
+            segs.append(w.seg_start[b])
+        w.committed = max(w.committed, *(v.hw for v in views))
+        isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
+        leader_broker = self.cluster.brokers.get(w.leader)
+        if leader_broker is not None and leader_broker.alive:
+            part = leader_broker.replica_manager.partitions.get(tp)
+            if part is not None and part.is_leader and part.leader_epoch_start_offset >= 0:
+                w.epoch_start = part.leader_epoch_start_offset
+        s = S(tuple(v.leo for v in views), tuple(v.hw for v in views),
+              tuple(v.log_start for v in views), tuple(segs),
+              tuple(v.ckpt_start for v in views), tuple(v.flushed for v in views), isr,
+              w.leader, w.epoch_start, w.committed, 0)
+        if s == w.checker.last:
+            return  # the same abstract state: its invariants were checked
+        self.checks += 1
+        w.checker.check_invariants(s, w.checker.last, f"{tp}, {context}")
+        w.checker.last = s
+
+
+__all__ = [
+    "MAX_OFFSET",
+    "ClusterProjection",
+    "LogProjection",
+    "LogStartOffsetRefinement",
+    "RefinementViolation",
+    "ReplicaView",
+    "checkpointed_start_offset",
+    "twin_for",
+    "view_of",
+]

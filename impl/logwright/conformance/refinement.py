@@ -1,0 +1,178 @@
+"""Refinement checking: every change the implementation makes is a change its model allows.
+
+A :class:`Refinement` names a twin (a :class:`logwright.model.Spec`) and how to enumerate the
+twin's steps from an abstract state. A :class:`RefinementChecker` is given the abstract state
+(the image of the running system under an abstraction function) after each event, and checks:
+
+* the change from the last state it saw is a stutter (equal states), or a path of at most
+  ``max_steps`` twin steps (a breadth-first search over the twin's actions): one event of the
+  implementation may be several model steps (a leader's handling of a fetch advances its high
+  watermark and expands its ISR; a produce of five records is five appends);
+* every twin invariant holds on the new state.
+
+A failure raises :class:`RefinementViolation`, naming the module, both abstract states (in the
+twin's own words, ``Spec.describe``) and the invariant broken or "no step of the model leads
+from before to after".
+
+The twin's actions may range over large parameter sets (every offset); a search over all of
+them would cost more than the implementation's step. :meth:`Refinement.successors` is given the
+target state too, so a module may enumerate only the parameter values that can matter (the
+values appearing in ``before`` and ``after``): every path it finds is still a path of genuine
+twin steps, so a pass is never wrong; a module that restricts too much only risks a false alarm,
+which names the two states.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from logwright.model.core import Spec, State
+
+DEFAULT_MAX_STEPS = 3
+"""How many twin steps one observed change may take (K)."""
+
+NO_STEP = "no step of the model leads from before to after"
+"""The reason given when the search finds no path."""
+
+
+class RefinementViolation(AssertionError):
+    """The implementation did something its model does not allow.
+
+    ``module`` is the TLA+ module's name, ``reason`` the invariant violated or
+    :data:`NO_STEP`, ``before`` and ``after`` the two abstract states as the twin describes them.
+    """
+
+    def __init__(self, module: str, reason: str, before: str, after: str,
+                 context: str = "") -> None:
+        self.module = module
+        self.reason = reason
+        self.before = before
+        self.after = after
+        self.context = context
+        where = f" ({context})" if context else ""
+        super().__init__(
+            f"{module} refinement{where}: {reason}\n"
+            f"before:\n{_indent(before)}\nafter:\n{_indent(after)}")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+class Refinement(Protocol):
+    """What a module's refinement provides: the twin, and the twin's steps from a state."""
+
+    @property
+    def spec(self) -> Spec:
+        """The twin the implementation refines."""
+        ...
+
+    def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
+        """Every (action label, successor) of ``state`` the search should try on its way to
+        ``target``; each must be a genuine twin step."""
+        ...
+
+
+@dataclass(frozen=True)
+class StepFound:
+    """How an observed change was matched: the twin's action labels, in order (empty: a
+    stutter)."""
+
+    actions: tuple[str, ...]
+
+
+class RefinementChecker:
+    """Checks a sequence of abstract states against a twin, one observed change at a time.
+
+    ``check(after)`` compares ``after`` with the last state checked (the first call only checks
+    the invariants, unless ``initial`` is given, which must then be a twin initial state). The
+    counters (``checks``, ``stutters``, ``steps_by_length``) say how much was checked.
+    """
+
+    def __init__(self, refinement: Refinement, *, max_steps: int = DEFAULT_MAX_STEPS,
+                 initial: State | None = None) -> None:
+        assert max_steps >= 1, "at least one twin step per observed change"
+        self.refinement = refinement
+        self.spec = refinement.spec
+        self.max_steps = max_steps
+        self.last: State | None = None
+        self.checks = 0
+        self.stutters = 0
+        self.steps_by_length: dict[int, int] = {}
+        if initial is not None:
+            if initial not in set(self.spec.init_states()):
+                raise RefinementViolation(self.spec.name, "not an initial state of the model",
+                                          "(none)", self.spec.describe(initial))
+            self.check_invariants(initial)
+            self.last = initial
+
+    def check_invariants(self, state: State, before: State | None = None,
+                         context: str = "") -> None:
+        """Every twin invariant on ``state``; raises RefinementViolation naming the first
+        violated."""
+        for name, holds in self.spec.invariants():
+            if not holds(state):
+                raise RefinementViolation(
+                    self.spec.name, f"invariant {name} is violated",
+                    self.spec.describe(before) if before is not None else "(none)",
+                    self.spec.describe(state), context)
+
+    def find_path(self, before: State, after: State) -> StepFound | None:
+        """The shortest path of at most ``max_steps`` twin steps from ``before`` to ``after``
+        (an empty one if equal), or None."""
+        if before == after:
+            return StepFound(())
+        seen = {before}
+        frontier: deque[tuple[State, tuple[str, ...]]] = deque([(before, ())])
+        while frontier:
+            state, path = frontier.popleft()
+            for label, nxt in self.refinement.successors(state, after):
+                if nxt == after:
+                    return StepFound((*path, label))
+                if len(path) + 1 < self.max_steps and nxt not in seen:
+                    seen.add(nxt)
+                    frontier.append((nxt, (*path, label)))
+        return None
+
+    def check_step(self, before: State, after: State, context: str = "") -> StepFound:
+        """``after`` is ``before`` or reachable from it in at most ``max_steps`` twin steps, and
+        every invariant holds on ``after``; raises RefinementViolation otherwise."""
+        self.checks += 1
+        found = self.find_path(before, after)
+        if found is None:
+            raise RefinementViolation(self.spec.name, NO_STEP, self.spec.describe(before),
+                                      self.spec.describe(after), context)
+        if found.actions:
+            n = len(found.actions)
+            self.steps_by_length[n] = self.steps_by_length.get(n, 0) + 1
+        else:
+            self.stutters += 1
+        self.check_invariants(after, before, context)
+        return found
+
+    def check(self, after: State, context: str = "") -> StepFound:
+        """Check the change from the last state seen to ``after``, then remember ``after``."""
+        if self.last is None:
+            self.checks += 1
+            self.check_invariants(after, None, context)
+            self.last = after
+            return StepFound(())
+        found = self.check_step(self.last, after, context)
+        self.last = after
+        return found
+
+    def rebase(self, state: State, context: str = "") -> None:
+        """Start a new behaviour at ``state`` (a change the module's projection declares
+        outside the model, e.g. a fault the model's fault model excludes): its invariants are
+        checked, the step is not."""
+        self.checks += 1
+        self.check_invariants(state, self.last, context)
+        self.last = state
+
+
+def labels(found: Sequence[StepFound]) -> list[str]:
+    """The action labels of several matched changes, flattened (for tests and reports)."""
+    return [label for f in found for label in f.actions]
