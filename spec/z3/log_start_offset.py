@@ -33,6 +33,7 @@ from logwright.model.log_start_offset.bugs import BUG_TABLE, EXPECTED_VIOLATION
 from .common import (
     ActionDef,
     TransitionSystem,
+    TwinView,
     limits,
     max_of,
     min_of,
@@ -224,6 +225,61 @@ def system(bug: str = "none") -> TransitionSystem:
         constants=["SegmentSize"],
         assumptions=lambda s: s["SegmentSize"] >= 1,
     )
+
+
+
+def twin_views(spec: Any) -> list[TwinView]:
+    """How this encoding sees the Python twin (replicas 1 and 2): the same variables, each
+    replica's values as ``<name><id>``, the ISR as one Boolean per replica and SegmentSize the
+    twin's. Every action is an exact pair; the ones with a parameter (AdvanceHW's ``h``,
+    DeleteRecords' ``o``, Flush's ``f``, CrashRestart's ``e`` and ``h``) against the twin's
+    steps for every value of it. Z3 has no MaxOffset, so its successors are bounded by the
+    twin's (only Append can pass it; every other offset is bounded by one already there).
+    """
+    from logwright.model.log_start_offset.twin import LogStartOffsetState
+
+    k = spec.config
+    assert k.replicas == REPLICAS, f"the encoding has replicas {REPLICAS}, not {k.replicas}"
+    offsets = range(k.max_offset + 1)
+
+    def abstract(s: Any) -> dict[str, int | bool]:
+        assert isinstance(s, LogStartOffsetState)
+        out: dict[str, int | bool] = {"SegmentSize": k.segment_size, "leader": s.leader,
+                                      "epochStart": s.epochStart, "committed": s.committed,
+                                      "acked": s.acked}
+        for n in PER_REPLICA:
+            for j, i in enumerate(REPLICAS):
+                out[_v(n, i)] = getattr(s, n)[j]
+        for i in REPLICAS:
+            out[_v("isr", i)] = i in s.isr
+        return out
+
+    def some(*results: Any) -> list[Any]:
+        return [r for r in results if r is not None]
+
+    def bounds(t: Mapping[str, Any]) -> Any:
+        return z3.And(*[t[_v("leo", i)] <= k.max_offset for i in REPLICAS])
+
+    exact: list[tuple[str, Any]] = [("Append", lambda s: some(spec.Append(s)))]
+    exact += [(f"FollowerFetch({i})", lambda s, i=i: some(spec.FollowerFetch(s, i)))
+              for i in REPLICAS]
+    exact += [("AdvanceHW", lambda s: some(*[spec.AdvanceHW(s, h) for h in offsets]))]
+    exact += [(f"ShrinkIsr({i})", lambda s, i=i: some(spec.ShrinkIsr(s, i))) for i in REPLICAS]
+    exact += [(f"ExpandIsr({i})", lambda s, i=i: some(spec.ExpandIsr(s, i))) for i in REPLICAS]
+    exact += [(f"ElectLeader({i})", lambda s, i=i: some(spec.ElectLeader(s, i)))
+              for i in REPLICAS]
+    exact += [("DeleteRecords", lambda s: some(*[spec.DeleteRecords(s, o) for o in offsets])),
+              ("AcknowledgeDeleteRecords", lambda s: some(spec.AcknowledgeDeleteRecords(s)))]
+    exact += [(f"DeleteOldestSegment({i})", lambda s, i=i: some(spec.DeleteOldestSegment(s, i)))
+              for i in REPLICAS]
+    exact += [(f"CheckpointStartOffset({i})",
+               lambda s, i=i: some(spec.CheckpointStartOffset(s, i))) for i in REPLICAS]
+    exact += [(f"Flush({i})", lambda s, i=i: some(*[spec.Flush(s, i, f) for f in offsets]))
+              for i in REPLICAS]
+    exact += [(f"CrashRestart({i})", lambda s, i=i: some(*[spec.CrashRestart(s, i, e, h)
+                                                          for e in offsets for h in offsets]))
+              for i in REPLICAS]
+    return [TwinView("LogStartOffset", abstract, exact, bounds)]
 
 
 def describe(values: Mapping[str, str]) -> str:

@@ -113,7 +113,8 @@ MUTANTS: tuple[SpecMutant, ...] = (
     _m("LogStartOffset", "ElectOutsideIsr",
        "    /\\ r \\in isr /\\ r # leader\n    /\\ leader' = r\n"
        "    /\\ epochStart' = leo[r]\n"
-       "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, committed, acked>>",
+       "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, committed, "
+       "acked>>",
        "    /\\ r # leader\n    /\\ leader' = r\n    /\\ epochStart' = leo[r]\n"
        "    /\\ isr' = {r}\n"
        "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, committed, acked>>",
