@@ -19,6 +19,9 @@ Two proofs of each invariant, both unbounded:
 
 With a bug switched on, ``prove(bug)`` searches by BMC for the shortest behaviour violating the
 invariant the bug breaks, which comes back ``holds=False`` with readable steps.
+
+:func:`twin_views` is how the relation is compared with the Python twin's on the twin's
+reachable states (tests/test_model_z3_twin.py).
 """
 
 from __future__ import annotations
