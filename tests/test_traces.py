@@ -49,7 +49,8 @@ def test_the_corpus_checks() -> None:
     # and FetchFenced events; Lose needs no event, the request set only grows).
     assert steps >= {f"LogStartOffset.{a}" for a in (
         "Append", "FollowerFetch", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords",
-        "DeleteOldestSegment", "CheckpointStartOffset", "CrashRestart")}
+        "DeleteOldestSegment", "CheckpointStartOffset", "CrashRestart", "ElectLeader",
+        "Flush")}
     assert steps >= {f"ControllerFencing.{a}" for a in (
         "ElectController", "ElectLeader", "Register", "SendLeaderAndIsr", "SendStopReplica",
         "Deliver")}
@@ -112,6 +113,55 @@ def test_an_event_the_model_does_not_enable_is_refused(tmp_path: Path) -> None:
     code, out = _check(_write(tmp_path, events))
     assert code == 1
     assert "(seq 10000) LogStartOffset r-0 DeleteRecords: not enabled" in out
+
+
+def test_an_election_with_another_epoch_start_is_a_mismatch(tmp_path: Path) -> None:
+    """The demo's failover is the model's ElectLeader; its leader epoch's start offset must be
+    the new leader's LEO."""
+    events = _events("demo.jsonl")
+    first_leader = {e["instance"]: e["args"]["leader"] for e in events  # type: ignore
+                    if e["action"] == "Init"}
+    elect = next(e for e in events if e["action"] == "BecomeLeader"
+                 and e["args"]["leader"] != first_leader[e["instance"]])  # type: ignore
+    code, out = _check(_write(tmp_path, events))
+    assert code == 0 and "LogStartOffset.ElectLeader" in out, out
+    changed = elect["changed"]
+    assert isinstance(changed, dict)
+    changed["epochStart"] += 1
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1
+    assert f"(seq {elect['seq']}) LogStartOffset {elect['instance']} BecomeLeader: mismatch" in out
+
+
+def test_a_flush_beyond_the_log_end_is_refused(tmp_path: Path) -> None:
+    events = _events("retention-and-restart.jsonl")
+    flush = next(e for e in events if e["action"] == "Flush")
+    changed = flush["changed"]
+    assert isinstance(changed, dict)
+    r = next(iter(changed["flushed"]))
+    changed["flushed"][r] += 1
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1 and f"(seq {flush['seq']}) LogStartOffset r-0 Flush: not enabled" in out
+
+
+def test_a_restart_that_lost_flushed_records_is_refused(tmp_path: Path) -> None:
+    """A restart may lose what was not flushed, never what was: the follower's log flushed to
+    its end just before its crash, then restarted one record short."""
+    events = _events("retention-and-restart.jsonl")
+    k = next(i for i, e in enumerate(events) if e["action"] == "CrashRestart")
+    crash = events[k]
+    r = str(crash["args"]["replica"])  # type: ignore
+    leo = next(e["changed"]["leo"][r] for e in reversed(events[:k])  # type: ignore
+               if e["instance"] == "r-0" and r in e["changed"].get("leo", {}))  # type: ignore
+    flush = dict(crash, action="Flush", seq=10_000, args={"replica": int(r)},
+                 changed={"flushed": {r: leo}})
+    events.insert(k, flush)
+    code, out = _check(_write(tmp_path, events))
+    assert code == 0, out  # a flush to the log end, then a restart that kept the log
+    crash["changed"] = {"leo": {r: leo - 1}, "flushed": {r: leo - 1}}
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1
+    assert f"(seq {crash['seq']}) LogStartOffset r-0 CrashRestart: not enabled" in out
 
 
 def test_a_delivery_of_a_request_never_sent_is_refused(tmp_path: Path) -> None:

@@ -410,20 +410,16 @@ class _LsoInstance:
         log that lost everything above its start offset restarts empty at it)."""
         twin, i = self.twin(), self.replicas.index(r)
         start = max(s.ckptStart[i], s.segStart[i])
-        first: LogStartOffsetState | None = None
         for e in dict.fromkeys((want.leo[i], start, s.flushed[i], s.leo[i])):
             t = twin.CrashRestart(s, r, e, h)
             if t is not None and _same(t, want._replace(epochStart=t.epochStart)):
                 return t
-            first = first or t
-        if first is None and want.segStart[i] < s.segStart[i] <= want.logStart[i]:
+        if want.segStart[i] < s.segStart[i] <= want.logStart[i]:
             raise _Outside("a power loss brought back a deleted segment wholly below the start "
                            "offset (the model's deletions are for good)")
-        if first is None and r in s.isr and want.leo[i] < s.committed:
-            # Not enabled: the fault model has the controller drop a replica from the ISR
-            # before a fault destroys its committed records. CommittedDataOnIsr judges it.
-            return None
-        return first
+        # Refused: not enabled (records below the flushed offset lost, or an in-sync replica's
+        # committed ones), or a mismatch.
+        return twin.CrashRestart(s, r, want.leo[i], h)
 
     def _stale_fetch(self, s: LogStartOffsetState, r: int,
                      args: Mapping[str, Any]) -> LogStartOffsetState | None:
