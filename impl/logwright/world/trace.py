@@ -27,8 +27,9 @@ from typing import IO, Any, TypeVar
 from logwright.errors import LogwrightError
 from logwright.world.clock import Clock
 
-SCHEMA_VERSION = 1
-"""The version of the event schema (traces/SCHEMA.md); a checker refuses other versions."""
+SCHEMA_VERSION = 2
+"""The version of the event schema (traces/SCHEMA.md); a checker refuses other versions.
+Version 2 added LogStartOffset's ``flushed``, ``epochStart`` and the ``Flush`` action."""
 
 LOG_START_OFFSET = "LogStartOffset"
 CONTROLLER_FENCING = "ControllerFencing"
