@@ -5,8 +5,9 @@ LogStartOffset and ControllerFencing, a broker for FetcherFailure. The checker k
 instance's abstract state, starting from the instance's ``Init`` event (its constants: replicas,
 leader, epochs), and for every event calls the twin's action of the same name with the event's
 arguments. The step must be enabled, its result must equal the recorded new values of the model
-variables, and every invariant must hold after it. A step the model cannot express (a leader
-change, a registration that carries the controller epoch, records lost by a crash, a fetch
+variables, and every invariant must hold after it. A leader change is LogStartOffset's
+ElectLeader when the new leader is in the ISR. A step the model cannot express (a new epoch of
+the same leader, a registration that carries the controller epoch, a reassignment, a fetch
 answer older than the leader's present state) is counted as *outside the model*, with its
 reason, and the recorded values become the abstract state; the invariants are still checked.
 
