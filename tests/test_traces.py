@@ -290,19 +290,22 @@ def _faulty_run(seed: int, path: Path) -> None:
     c.close()
 
 
-@pytest.mark.parametrize("seed", [8, 19])
+@pytest.mark.parametrize("seed", [8, 14, 19])
 def test_a_faulty_run_checks_clean(seed: int, tmp_path: Path) -> None:
     """Regressions: seed 8 has a deposed leader append before it hears of its successor and a
     follower dropped from the ISR though not behind the leader's LEO (both refused once; the
     drop is a step of the model's ShrinkIsr since it drops any follower), and leader changes
     the model's ElectLeader checks; seed 19 a follower left with no leader to fetch from (its
-    FetcherFailure event went missing)."""
+    FetcherFailure event went missing); seed 14 the leader restarted after a power loss without
+    a committed record while still in the ISR, dropped from it when it registers again (refused
+    as a CrashRestart once)."""
     path = tmp_path / f"seed-{seed}.jsonl"
     _faulty_run(seed, path)
     code, out = _check(path)
     assert code == 0, out
     wanted = {8: ["a step of a deposed leader", "LogStartOffset.ShrinkIsr",
                   "LogStartOffset.ElectLeader", "LogStartOffset.CrashRestart"],
+              14: ["a restarted in-sync replica lost committed records"],
               19: ["FetcherFailure.StopReplica"]}[seed]
     assert all(text in out for text in wanted), out
 
@@ -386,3 +389,26 @@ def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> Non
               8: ["another generation of the topic"],
               11: ["a reassignment deleted a replica", "took the whole batch"]}[seed]
     assert all(text in out for text in wanted), out
+
+
+def test_a_restarted_replica_without_committed_records_must_leave_the_isr(tmp_path: Path) -> None:
+    """Seed 14: the leader of t-0 loses its one committed record in a power loss and restarts;
+    the controller elects another leader and drops it from the ISR before it fetches. Kept in
+    the ISR, or never dropped (the trace ends first), the restart is refused."""
+    path = tmp_path / "seed-14.jsonl"
+    _faulty_run(14, path)
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    k = next(i for i, e in enumerate(events) if e["action"] == "CrashRestart"
+             and e["instance"] == "t-0")
+    r = events[k]["args"]["replica"]
+    elect = next(e for e in events[k:] if e["action"] == "BecomeLeader"
+                 and e["instance"] == "t-0")
+    assert r not in elect["changed"]["isr"]
+    elect["changed"]["isr"] = sorted({*elect["changed"]["isr"], r})
+    code, out = _check(_write(tmp_path, events))
+    assert code == 1
+    assert (f"LogStartOffset t-0 FollowerFetch: not enabled: replica {r} restarted without "
+            "committed records") in out, out
+    code, out = _check(_write(tmp_path, events[:k + 1]))
+    assert code == 1
+    assert "t-0 CrashRestart: not enabled" in out and "the trace ended before" in out, out

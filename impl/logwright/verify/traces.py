@@ -211,6 +211,10 @@ class _LsoInstance:
         """The model action the last event was checked as (ElectLeader for a BecomeLeader)."""
         self.pending_delete: Mapping[str, Any] | None = None
         """The recorded values of the leader's replica deleted before its successor led."""
+        self.pending_restart: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+        """Replica -> (args, changed) of a restart checked once the replica leaves the ISR."""
+        self.notes: list[str] = []
+        """Reasons of steps outside the model met while settling a deferred restart."""
 
     @property
     def leader(self) -> int:
@@ -280,8 +284,48 @@ class _LsoInstance:
             t = twin.ExpandIsr(t, m) if t is not None else None
         return t
 
+    def settle_restarts(self, action: str, args: Mapping[str, Any], node: str) -> None:
+        """Check each deferred restart whose replica the controller has dropped from the ISR
+        (the state so far is the state before it, the replica untouched since); one whose
+        replica acts, or is elected, while still in the ISR is refused, and so is one still
+        pending when the trace ends (``action`` ``""``)."""
+        for r, (args0, changed0) in list(self.pending_restart.items()):
+            s = self.state
+            if r not in s.isr:
+                del self.pending_restart[r]
+                want = self.recorded(changed0)
+                try:
+                    t = self._crash_restart(s, r, int(args0["h"]), want)
+                except _Outside as out:
+                    self.notes.append(f"CrashRestart: {out.reason}")
+                    self.state = self._after_outside(want)
+                    continue
+                if t is None or not _same(t, want._replace(epochStart=t.epochStart)):
+                    raise _Refused("not enabled" if t is None else "mismatch",
+                                   f"the restart of replica {r} (checked once it left the ISR): "
+                                   f"recorded {_fmt(changed0)}, the twin's CrashRestart gives "
+                                   f"{_diff(s, t) if t is not None else 'no successor'}",
+                                   self.twin().describe(want))
+                for inv, holds in self.twin().invariants():
+                    if not holds(t):
+                        raise _Refused("invariant", f"{inv} is violated after the restart of "
+                                       f"replica {r} (checked once it left the ISR)",
+                                       self.twin().describe(t))
+                self.state = t
+                continue
+            acts = (node == f"broker-{r}" or args.get("replica") == r
+                    or (action == "BecomeLeader" and int(args.get("leader", -1)) == r))
+            if acts or not action:
+                what = "the trace ended" if not action else f"it {action}"
+                raise _Refused("not enabled", f"replica {r} restarted without committed records "
+                               f"(below {s.committed}) while in the ISR, and {what} before the "
+                               "controller dropped it from the ISR (the model's fault model "
+                               "forbids it: committed records lost)", self.twin().describe(s))
+
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
              node: str = "") -> LogStartOffsetState | None:
+        if self.pending_restart:
+            self.settle_restarts(action, args, node)
         s, twin = self.state, self.twin()
         self.label = action
         actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
@@ -349,6 +393,20 @@ class _LsoInstance:
         elif action == "CrashRestart":
             assert r is not None
             t = self._crash_restart(s, r, int(args["h"]), want)
+            i = self.replicas.index(r)
+            if t is None and r in s.isr and want.leo[i] < s.committed:
+                out = self._crash_restart(s._replace(isr=s.isr - {r}), r, int(args["h"]),
+                                          want._replace(isr=s.isr - {r}))
+                if out is not None and _same(out._replace(isr=s.isr, epochStart=want.epochStart),
+                                             want):
+                    # The broker loads its logs before it registers again; the controller then
+                    # drops it from the ISR (its broker epoch is stale) before it serves or
+                    # fetches. The model's fault model has the ISR drop first: so checked.
+                    self.pending_restart[r] = (args, changed)
+                    raise _Outside("a restarted in-sync replica lost committed records it had "
+                                   "not flushed (checked as CrashRestart once the controller "
+                                   "drops it from the ISR, which the model has first)",
+                                   resync=False)
             if t is not None:
                 # A restarted leader's new epoch starts at its LEO (recorded by the BecomeLeader
                 # of that epoch, which the twin's value is then checked against).
@@ -872,6 +930,17 @@ def check_file(path: Path, report: CheckReport) -> None:
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{path}:{line}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
+    # A restart still waiting for its replica to leave the ISR when the trace ends.
+    last = int(events[-1][1]["seq"]) if events else 0
+    for inst, x in lso.items():
+        if x.pending_restart and f"{LOG_START_OFFSET}/{inst}" not in failed:
+            before = x.twin().describe(x.state)
+            try:
+                x.settle_restarts("", {}, "")
+            except _Refused as ref:
+                report.failures.append(Failure(f"{path}:end", last, LOG_START_OFFSET, inst,
+                                               "CrashRestart", ref.kind, ref.message, before,
+                                               ref.after or "(no successor)"))
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
@@ -910,6 +979,11 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
         after = t
         report.steps += 1
         report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
+    finally:
+        for note in getattr(x, "notes", ()):
+            report.outside[f"{model}.{note}"] += 1
+        if hasattr(x, "notes"):
+            x.notes.clear()
     spec = x.spec()  # a leader change re-bases LogStartOffset's constants
     for inv, holds in spec.invariants():
         if not holds(after):
