@@ -213,6 +213,8 @@ class _LsoInstance:
         """The recorded values of the leader's replica deleted before its successor led."""
         self.pending_restart: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
         """Replica -> (args, changed) of a restart checked once the replica leaves the ISR."""
+        self.written_epoch = -1
+        """The latest leader epoch the controller wrote for the partition (its ElectLeader)."""
         self.notes: list[str] = []
         """Reasons of steps outside the model met while settling a deferred restart."""
 
@@ -415,6 +417,10 @@ class _LsoInstance:
                     return None
         elif action == "BecomeLeader":
             leader = want.leader
+            if int(args.get("leaderEpoch", self.written_epoch)) < self.written_epoch:
+                raise _Outside("a LeaderAndIsr the controller had already overtaken with a newer "
+                               "leader epoch (its leader and ISR are no longer the partition's; "
+                               "the newer one follows)", resync=False)
             if leader != s.leader:
                 if leader not in s.isr:
                     raise _Outside("the controller elected a replica outside the ISR its "
@@ -873,6 +879,7 @@ def check_file(path: Path, report: CheckReport) -> None:
             replicas = tuple(sorted(int(r) for r in args["replicas"]))
             lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset, lso_bug)
             lso[inst].state = lso[inst].state._replace(isr=frozenset(args["isr"]))
+            lso[inst].written_epoch = int(args.get("leaderEpoch", -1))
             cf[inst] = _CfInstance(args, (max(2, max_ce - int(args["controllerEpoch"]) + 1),
                                           max_be, max_le, sends))
             failed.discard(inst)
@@ -889,6 +896,9 @@ def check_file(path: Path, report: CheckReport) -> None:
         elif model == CONTROLLER_FENCING:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
+            if (action == "ElectLeader" and args.get("outcome") == "written" and inst in lso
+                    and not other_generation(inst, args)):
+                lso[inst].written_epoch = int(changed.get("leaderEpoch", -1))
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
                 p = ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
