@@ -318,7 +318,7 @@ class _LsoInstance:
             acts = (node == f"broker-{r}" or args.get("replica") == r
                     or (action == "BecomeLeader" and int(args.get("leader", -1)) == r))
             if acts or not action:
-                what = "the trace ended" if not action else f"it {action}"
+                what = "the trace ended" if not action else f"its {action} event came"
                 raise _Refused("not enabled", f"replica {r} restarted without committed records "
                                f"(below {s.committed}) while in the ISR, and {what} before the "
                                "controller dropped it from the ISR (the model's fault model "
