@@ -772,7 +772,7 @@ class ReplicaManager:
                             {"leader": self.broker_id, "leaderEpoch": partition.leader_epoch,
                              "replicas": sorted(partition.replicas),
                              "topicId": topic_id_text(partition.topic_id)},
-                            {"isr": list(now)})
+                            {"isr": list(now), "epochStart": partition.leader_epoch_start_offset})
         elif previous[1] != now:
             known = {r: f.log_end_offset for r, f in partition.followers.items()}
             known[self.broker_id] = partition.log_end_offset

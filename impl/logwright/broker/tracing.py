@@ -2,9 +2,10 @@
 
 Each function is called only when ``recorder.enabled``; it reads the state a decision just
 changed and hands the recorder the model variables: a replica's offsets for LogStartOffset
-(leo, HW, log start, first segment's base, durable start), a partition's ISR as its leader sees
-it (the maximal ISR: members being added count at once, as for the HW), and a fetcher's
-partition for FetcherFailure. Nothing here decides anything.
+(leo, HW, log start, first segment's base, durable start, recovery point), a partition's ISR
+as its leader sees it (the maximal ISR: members being added count at once, as for the HW) and
+its leader epoch's start offset, and a fetcher's partition for FetcherFailure. Nothing here
+decides anything.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
         a.update(args)
     recorder.replica_step(f"broker-{broker_id}", instance(log.tp), broker_id, action, a,
                           (log.log_end_offset, log.high_watermark, log.log_start_offset,
-                           log.segments[0].base_offset, ckpt),
+                           log.segments[0].base_offset, ckpt, log.recovery_point),
                           durable=log.start_offset_checkpoint is not None, always=always)
 
 

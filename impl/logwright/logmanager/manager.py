@@ -630,6 +630,8 @@ class LogManager:
                 log.flush()
             except KafkaStorageError:
                 continue
+            if self.trace.enabled and self.trace_live:
+                self._trace_log(log, "Flush", {})
 
     def checkpoint_all(self) -> None:
         """Write each online dir's recovery point and log start offset checkpoints."""
@@ -668,7 +670,7 @@ class LogManager:
                                 r, action,
                                 {"replica": r, "topicId": topic_id_text(log.topic_id), **args},
                                 (log.log_end_offset, log.high_watermark, log.log_start_offset,
-                                 log.segments[0].base_offset, ckpt),
+                                 log.segments[0].base_offset, ckpt, log.recovery_point),
                                 durable=log.start_offset_checkpoint is not None)
 
     def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
@@ -713,6 +715,8 @@ class LogManager:
             try:
                 for log in state.logs.values():
                     log.flush()
+                    if self.trace.enabled and self.trace_live:
+                        self._trace_log(log, "Flush", {})
                 self._write_checkpoints(state)
                 self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
                     {tp: log.high_watermark for tp, log in state.logs.items()})

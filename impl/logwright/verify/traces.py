@@ -5,8 +5,9 @@ LogStartOffset and ControllerFencing, a broker for FetcherFailure. The checker k
 instance's abstract state, starting from the instance's ``Init`` event (its constants: replicas,
 leader, epochs), and for every event calls the twin's action of the same name with the event's
 arguments. The step must be enabled, its result must equal the recorded new values of the model
-variables, and every invariant must hold after it. A step the model cannot express (a leader
-change, a registration that carries the controller epoch, records lost by a crash, a fetch
+variables, and every invariant must hold after it. A leader change is LogStartOffset's
+ElectLeader when the new leader is in the ISR. A step the model cannot express (a new epoch of
+the same leader, a registration that carries the controller epoch, a reassignment, a fetch
 answer older than the leader's present state) is counted as *outside the model*, with its
 reason, and the recorded values become the abstract state; the invariants are still checked.
 
@@ -194,25 +195,51 @@ the periodic checkpoint (``durable_log_start_offset: false`` in the header: Kafk
 behaviour), which the model calls a bug."""
 
 
-_LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart")
+_LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 _LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
 
 
 class _LsoInstance:
     def __init__(self, replicas: tuple[int, ...], leader: int, max_offset: int,
                  bug: str = "none") -> None:
-        self.replicas, self.leader, self.max_offset = replicas, leader, max_offset
+        # ``first_leader`` is the twin's constant Leader (its Init's); the leader now is the
+        # state's ``leader``.
+        self.replicas, self.first_leader, self.max_offset = replicas, leader, max_offset
         self.bug = bug
         self.state: LogStartOffsetState = next(iter(self.twin().init_states()))  # type: ignore
+        self.label = ""
+        """The model action the last event was checked as (ElectLeader for a BecomeLeader)."""
+        self.pending_delete: Mapping[str, Any] | None = None
+        """The recorded values of the leader's replica deleted before its successor led."""
+        self.pending_restart: dict[int, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+        """Replica -> (args, changed) of a restart checked once the replica leaves the ISR."""
+        self.written_epoch = -1
+        """The latest leader epoch the controller wrote for the partition (its ElectLeader)."""
+        self.notes: list[str] = []
+        """Reasons of steps outside the model met while settling a deferred restart."""
+
+    @property
+    def leader(self) -> int:
+        return self.state.leader
 
     def twin(self, segment_size: int = 1) -> LogStartOffsetTwin:
-        return _lso_twin(self.replicas, self.leader, self.max_offset, segment_size, self.bug)
+        return _lso_twin(self.replicas, self.first_leader, self.max_offset, segment_size,
+                         self.bug)
 
     def spec(self) -> Spec:
         return self.twin()
 
-    def recorded(self, changed: Mapping[str, Any]) -> LogStartOffsetState:
+    def recorded(self, changed: Mapping[str, Any], action: str = "",
+                 args: Mapping[str, Any] | None = None) -> LogStartOffsetState:
+        """The state with the recorded new values; a BecomeLeader's ``args.leader`` is the
+        leader."""
         s = self.state
+        if action == "BecomeLeader" and args is not None:
+            leader = int(args["leader"])
+            if leader not in self.replicas:
+                self._add_replica(leader)
+                raise _Outside("a reassignment added a replica (the model's replicas are fixed)")
+            s = s._replace(leader=leader)
         for name in _LSO_VARS:
             values = list(getattr(s, name))
             for r, v in changed.get(name, {}).items():
@@ -224,7 +251,14 @@ class _LsoInstance:
             s = s._replace(**{name: tuple(values)})  # type: ignore[arg-type]
         if "isr" in changed:
             s = s._replace(isr=frozenset(changed["isr"]))
+        if "epochStart" in changed:
+            s = s._replace(epochStart=int(changed["epochStart"]))
         return s
+
+    def resync(self, action: str, args: Mapping[str, Any],
+               changed: Mapping[str, Any]) -> None:
+        """After a step outside the model: the recorded values become the state."""
+        self.state = self._after_outside(self.recorded(changed, action, args))
 
     def _add_replica(self, r: int) -> None:
         """Re-base on a replica set with ``r`` added, its log empty at offset 0."""
@@ -236,12 +270,66 @@ class _LsoInstance:
         self.replicas = replicas
 
     def _after_outside(self, t: LogStartOffsetState) -> LogStartOffsetState:
-        L = self.replicas.index(self.leader)
+        L = self.replicas.index(t.leader)
         return t._replace(committed=max(t.committed, t.hw[L]))
+
+    def _controller_isr(self, t: LogStartOffsetState | None,
+                        isr: frozenset[int]) -> LogStartOffsetState | None:
+        """``t`` with the ISR a LeaderAndIsr carries: one ShrinkIsr per member it drops, one
+        ExpandIsr per member it adds (None if one of them is not enabled)."""
+        twin = self.twin()
+        if t is None:
+            return None
+        for m in sorted(t.isr - isr):
+            t = twin.ShrinkIsr(t, m) if t is not None else None
+        for m in sorted(isr - t.isr if t is not None else ()):
+            t = twin.ExpandIsr(t, m) if t is not None else None
+        return t
+
+    def settle_restarts(self, action: str, args: Mapping[str, Any], node: str) -> None:
+        """Check each deferred restart whose replica the controller has dropped from the ISR
+        (the state so far is the state before it, the replica untouched since); one whose
+        replica acts, or is elected, while still in the ISR is refused, and so is one still
+        pending when the trace ends (``action`` ``""``)."""
+        for r, (args0, changed0) in list(self.pending_restart.items()):
+            s = self.state
+            if r not in s.isr:
+                del self.pending_restart[r]
+                want = self.recorded(changed0)
+                try:
+                    t = self._crash_restart(s, r, int(args0["h"]), want)
+                except _Outside as out:
+                    self.notes.append(f"CrashRestart: {out.reason}")
+                    self.state = self._after_outside(want)
+                    continue
+                if t is None or not _same(t, want._replace(epochStart=t.epochStart)):
+                    raise _Refused("not enabled" if t is None else "mismatch",
+                                   f"the restart of replica {r} (checked once it left the ISR): "
+                                   f"recorded {_fmt(changed0)}, the twin's CrashRestart gives "
+                                   f"{_diff(s, t) if t is not None else 'no successor'}",
+                                   self.twin().describe(want))
+                for inv, holds in self.twin().invariants():
+                    if not holds(t):
+                        raise _Refused("invariant", f"{inv} is violated after the restart of "
+                                       f"replica {r} (checked once it left the ISR)",
+                                       self.twin().describe(t))
+                self.state = t
+                continue
+            acts = (node == f"broker-{r}" or args.get("replica") == r
+                    or (action == "BecomeLeader" and int(args.get("leader", -1)) == r))
+            if acts or not action:
+                what = "the trace ended" if not action else f"its {action} event came"
+                raise _Refused("not enabled", f"replica {r} restarted without committed records "
+                               f"(below {s.committed}) while in the ISR, and {what} before the "
+                               "controller dropped it from the ISR (the model's fault model "
+                               "forbids it: committed records lost)", self.twin().describe(s))
 
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
              node: str = "") -> LogStartOffsetState | None:
+        if self.pending_restart:
+            self.settle_restarts(action, args, node)
         s, twin = self.state, self.twin()
+        self.label = action
         actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
         if action in _LEADER_ACTIONS and actor != self.leader:
             # Its own log's values are true of its replica; the ISR is the current leader's.
@@ -249,7 +337,10 @@ class _LsoInstance:
                 {k: v for k, v in changed.items() if k != "isr"}))
             raise _Outside("a step of a deposed leader that has not yet heard of its successor "
                            "(the model has one leader)", resync=False)
-        want = self.recorded(changed)
+        if action == "BecomeLeader" and self.pending_delete is not None:
+            self.state = s = self.recorded(self.pending_delete)
+            self.pending_delete = None
+        want = self.recorded(changed, action, args)
         r = int(args["replica"]) if "replica" in args else None
         t: LogStartOffsetState | None
         if action == "Append":
@@ -279,27 +370,14 @@ class _LsoInstance:
                     raise _Outside("a fetch answered from the leader's earlier state (the "
                                    "model's fetch reads the leader's present state)")
         elif action == "AdvanceHW":
-            t = twin.AdvanceHW(s)
-            known = {int(k): int(v) for k, v in args.get("known", {}).items()}
-            L = self.replicas.index(self.leader)
-            if (not _same_or_none(t, want) and known
-                    and want.hw[L] == min(known.values()) > s.hw[L]
-                    and all(v <= s.leo[self.replicas.index(k)] for k, v in known.items())):
-                raise _Outside("the HW advanced to the followers' LEOs as the leader last heard "
-                               "them, below their present LEOs (the model's leader sees them)")
+            # The leader's HW may stop short of the ISR's least LEO (what it last heard of the
+            # followers): the model's AdvanceHW(h) takes any h up to it.
+            t = twin.AdvanceHW(s, want.hw[self.replicas.index(s.leader)])
         elif action in ("ShrinkIsr", "ExpandIsr"):
             member = int(args["r"])
             t = getattr(twin, action)(s, member)
             if t is None and args.get("cause", "").startswith("AlterPartition refused"):
                 raise _Outside("an ISR change the controller refused was withdrawn")
-            if (t is None and action == "ShrinkIsr" and member in s.isr
-                    and member != self.leader and want.isr == s.isr - {member}):
-                # Kafka drops a follower that has not caught up within replica.lag.time.max.ms,
-                # judged on what the leader last heard; the model only one behind the leader's
-                # LEO. Dropping a member is safe either way: it never lowers an HW.
-                raise _Outside("the leader dropped a follower that had not caught up within "
-                               "replica.lag.time.max.ms as far as it heard (the model drops "
-                               "only a follower behind the leader's LEO)")
         elif action == "DeleteRecords":
             t = twin.DeleteRecords(s, int(args["o"]))
         elif action == "DeleteOldestSegment":
@@ -311,26 +389,71 @@ class _LsoInstance:
         elif action == "CheckpointStartOffset":
             assert r is not None
             t = twin.CheckpointStartOffset(s, r)
+        elif action == "Flush":
+            assert r is not None
+            t = twin.Flush(s, r, want.flushed[self.replicas.index(r)])
         elif action == "CrashRestart":
             assert r is not None
+            t = self._crash_restart(s, r, int(args["h"]), want)
             i = self.replicas.index(r)
-            if want.leo[i] != s.leo[i] or want.segStart[i] != s.segStart[i]:
-                raise _Outside("a restart lost unflushed records (the model's crash keeps the "
-                               "log)")
-            t = twin.CrashRestart(s, r, int(args["h"]))
-            if t is not None and _same(t, s) and _same(want, s):
-                return None
+            if t is None and r in s.isr and want.leo[i] < s.committed:
+                out = self._crash_restart(s._replace(isr=s.isr - {r}), r, int(args["h"]),
+                                          want._replace(isr=s.isr - {r}))
+                if out is not None and _same(out._replace(isr=s.isr, epochStart=want.epochStart),
+                                             want):
+                    # The broker loads its logs before it registers again; the controller then
+                    # drops it from the ISR (its broker epoch is stale) before it serves or
+                    # fetches. The model's fault model has the ISR drop first: so checked.
+                    self.pending_restart[r] = (args, changed)
+                    raise _Outside("a restarted in-sync replica lost committed records it had "
+                                   "not flushed (checked as CrashRestart once the controller "
+                                   "drops it from the ISR, which the model has first)",
+                                   resync=False)
+            if t is not None:
+                # A restarted leader's new epoch starts at its LEO (recorded by the BecomeLeader
+                # of that epoch, which the twin's value is then checked against).
+                want = want._replace(epochStart=t.epochStart)
+                if _same(t, s) and _same(want, s):
+                    return None
         elif action == "BecomeLeader":
-            leader = int(args["leader"])
-            if leader != self.leader:
-                self.leader = leader
-                raise _Outside("a leader change (the model's leader is fixed)")
-            if want.isr == s.isr:
+            leader = want.leader
+            if int(args.get("leaderEpoch", self.written_epoch)) < self.written_epoch:
+                raise _Outside("a LeaderAndIsr the controller had already overtaken with a newer "
+                               "leader epoch (its leader and ISR are no longer the partition's; "
+                               "the newer one follows)", resync=False)
+            if leader != s.leader:
+                if leader not in s.isr:
+                    raise _Outside("the controller elected a replica outside the ISR its "
+                                   "previous leader last recorded (the model elects only "
+                                   "in-sync replicas)")
+                self.label = "ElectLeader"
+                t = self._controller_isr(twin.ElectLeader(s, leader), want.isr)
+                if t is None and twin.ElectLeader(s, leader) is not None:
+                    raise _Outside("the controller set the ISR in the LeaderAndIsr of a new "
+                                   "leader (a member the model's leader would not add)")
+            elif _same(want, s):
                 return None
-            raise _Outside("the controller set the ISR in a LeaderAndIsr")
+            elif want.epochStart != s.epochStart:
+                raise _Outside("a new leader epoch of the same leader (the model starts an "
+                               "epoch only with an election or a restart)")
+            else:
+                t = self._controller_isr(s, want.isr)
+                if t is None:
+                    raise _Outside("the controller set the ISR in a LeaderAndIsr")
+                self.label = "ShrinkIsr" if want.isr < s.isr else "ExpandIsr" \
+                    if want.isr > s.isr else action
         elif action == "DeleteReplica":
+            assert r is not None
+            if r == s.leader:
+                # The controller chose its successor before it sent the StopReplica; the
+                # deletion is applied when the successor leads (the model has one leader).
+                self.pending_delete = dict(changed)
+                raise _Outside("a reassignment deleted the leader's replica and its log before "
+                               "its successor led (the model's replicas are fixed)", resync=False)
+            # The controller dropped it from the ISR before it sent the StopReplica.
+            self.state = self._after_outside(want._replace(isr=s.isr - {r}))
             raise _Outside("a reassignment deleted a replica and its log (the model's replicas "
-                           "are fixed)")
+                           "are fixed)", resync=False)
         elif action == "Truncate":
             raise _Outside("a follower truncated to its leader's epoch end offset (the model "
                            "has no divergent logs)")
@@ -345,6 +468,23 @@ class _LsoInstance:
             raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin's step gives "
                            f"{_diff(s, t)}", twin.describe(want))
         return t
+
+    def _crash_restart(self, s: LogStartOffsetState, r: int, h: int,
+                       want: LogStartOffsetState) -> LogStartOffsetState | None:
+        """The twin's CrashRestart(r, e, h) for the e the recorded log end offset shows (a
+        log that lost everything above its start offset restarts empty at it)."""
+        twin, i = self.twin(), self.replicas.index(r)
+        start = max(s.ckptStart[i], s.segStart[i])
+        for e in dict.fromkeys((want.leo[i], start, s.flushed[i], s.leo[i])):
+            t = twin.CrashRestart(s, r, e, h)
+            if t is not None and _same(t, want._replace(epochStart=t.epochStart)):
+                return t
+        if want.segStart[i] < s.segStart[i] <= want.logStart[i]:
+            raise _Outside("a power loss brought back a deleted segment wholly below the start "
+                           "offset (the model's deletions are for good)")
+        # Refused: not enabled (records below the flushed offset lost, or an in-sync replica's
+        # committed ones), or a mismatch.
+        return twin.CrashRestart(s, r, want.leo[i], h)
 
     def _stale_fetch(self, s: LogStartOffsetState, r: int,
                      args: Mapping[str, Any]) -> LogStartOffsetState | None:
@@ -369,7 +509,7 @@ def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
 
 def _same(a: LogStartOffsetState, b: LogStartOffsetState) -> bool:
     """Equal on the implementation's variables (the ghosts committed and acked aside)."""
-    return a[:6] == b[:6]
+    return a[:9] == b[:9]
 
 
 def _same_or_none(a: LogStartOffsetState | None, b: LogStartOffsetState) -> bool:
@@ -379,6 +519,8 @@ def _same_or_none(a: LogStartOffsetState | None, b: LogStartOffsetState) -> bool
 def _diff(s: LogStartOffsetState, t: LogStartOffsetState) -> str:
     parts = [f"{name}={list(getattr(t, name)) if name != 'isr' else sorted(t.isr)}"
              for name in (*_LSO_VARS, "isr") if getattr(s, name) != getattr(t, name)]
+    parts += [f"{name}={getattr(t, name)}" for name in ("leader", "epochStart")
+              if getattr(s, name) != getattr(t, name)]
     return ", ".join(parts) or "no change"
 
 
@@ -737,6 +879,7 @@ def check_file(path: Path, report: CheckReport) -> None:
             replicas = tuple(sorted(int(r) for r in args["replicas"]))
             lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset, lso_bug)
             lso[inst].state = lso[inst].state._replace(isr=frozenset(args["isr"]))
+            lso[inst].written_epoch = int(args.get("leaderEpoch", -1))
             cf[inst] = _CfInstance(args, (max(2, max_ce - int(args["controllerEpoch"]) + 1),
                                           max_be, max_le, sends))
             failed.discard(inst)
@@ -753,6 +896,9 @@ def check_file(path: Path, report: CheckReport) -> None:
         elif model == CONTROLLER_FENCING:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
+            if (action == "ElectLeader" and args.get("outcome") == "written" and inst in lso
+                    and not other_generation(inst, args)):
+                lso[inst].written_epoch = int(changed.get("leaderEpoch", -1))
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
                 p = ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
@@ -794,6 +940,17 @@ def check_file(path: Path, report: CheckReport) -> None:
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{path}:{line}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
+    # A restart still waiting for its replica to leave the ISR when the trace ends.
+    last = int(events[-1][1]["seq"]) if events else 0
+    for inst, x in lso.items():
+        if x.pending_restart and f"{LOG_START_OFFSET}/{inst}" not in failed:
+            before = x.twin().describe(x.state)
+            try:
+                x.settle_restarts("", {}, "")
+            except _Refused as ref:
+                report.failures.append(Failure(f"{path}:end", last, LOG_START_OFFSET, inst,
+                                               "CrashRestart", ref.kind, ref.message, before,
+                                               ref.after or "(no successor)"))
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
@@ -811,7 +968,7 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
     except _Outside as out:
         report.outside[f"{model}.{e['action']}: {out.reason}"] += 1
         if model == LOG_START_OFFSET and out.resync:
-            x.state = x._after_outside(x.recorded(e["changed"]))
+            x.resync(e["action"], e["args"], e["changed"])
         t = None
         after = x.state
     except _Refused as ref:
@@ -831,7 +988,12 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
         x.state = t
         after = t
         report.steps += 1
-        report.actions[f"{model}.{e['action']}"] += 1
+        report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
+    finally:
+        for note in getattr(x, "notes", ()):
+            report.outside[f"{model}.{note}"] += 1
+        if hasattr(x, "notes"):
+            x.notes.clear()
     spec = x.spec()  # a leader change re-bases LogStartOffset's constants
     for inv, holds in spec.invariants():
         if not holds(after):

@@ -27,8 +27,9 @@ from typing import IO, Any, TypeVar
 from logwright.errors import LogwrightError
 from logwright.world.clock import Clock
 
-SCHEMA_VERSION = 1
-"""The version of the event schema (traces/SCHEMA.md); a checker refuses other versions."""
+SCHEMA_VERSION = 2
+"""The version of the event schema (traces/SCHEMA.md); a checker refuses other versions.
+Version 2 added LogStartOffset's ``flushed``, ``epochStart`` and the ``Flush`` action."""
 
 LOG_START_OFFSET = "LogStartOffset"
 CONTROLLER_FENCING = "ControllerFencing"
@@ -38,7 +39,7 @@ HEADER = "Header"
 INIT = "Init"
 """The action that starts a model instance: its constants and initial values."""
 
-REPLICA_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart")
+REPLICA_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 """LogStartOffset's per-replica variables, in the order :meth:`replica_step` takes them."""
 
 Json = Any
@@ -87,13 +88,15 @@ class TraceRecorder:
         """Record one event (nothing when off)."""
 
     def replica_step(self, node: str, instance: str, replica: int, action: str,
-                     args: Mapping[str, Json], values: tuple[int, int, int, int, int | None],
+                     args: Mapping[str, Json],
+                     values: tuple[int, int, int, int, int | None, int],
                      durable: bool = False, always: bool = False) -> None:
         """LogStartOffset: replica ``replica`` of ``instance`` now has ``values`` (leo, hw,
-        logStart, segStart, ckptStart; ckptStart None when the action did not write the
-        checkpoint). ``durable``: the log writes its start offset's checkpoint with every raise,
-        so a raised logStart is its ckptStart too. Records ``action`` with the variables that
-        changed since the replica's last event; nothing if none did, unless ``always``."""
+        logStart, segStart, ckptStart, flushed; ckptStart None when the action did not write
+        the checkpoint; flushed is the log's recovery point). ``durable``: the log writes its
+        start offset's checkpoint with every raise, so a raised logStart is its ckptStart too.
+        Records ``action`` with the variables that changed since the replica's last event;
+        nothing if none did, unless ``always``."""
         if not self.enabled:
             return
         key = (instance, replica)
