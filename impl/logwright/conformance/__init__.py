@@ -5,6 +5,8 @@ running system to the twin's state, and a check that each observed change of the
 is a stutter or a short path of twin steps, with every twin invariant holding after it.
 :mod:`~logwright.conformance.log_start_offset` is the abstraction of one partition (of a
 simulated cluster, or of one log in the storage harness) onto the LogStartOffset twin.
+:mod:`~logwright.conformance.model_based` generates tests from that twin: its paths, driven
+through one real log, the abstract states compared move by move.
 
 This package sits above ``cluster/`` and below ``verify/`` (docs/architecture.md): it may read
 everything the abstraction needs, and nothing below imports it.
