@@ -58,6 +58,7 @@ from logwright.protocol import (
     UpdateMetadataResponse,
 )
 from logwright.protocol.channel import RequestChannel
+from logwright.protocol.messages import control_partitions
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
 from logwright.world.network import Network
@@ -461,15 +462,9 @@ class Broker:
         outcome = {r.tp: r.error for r in results}
         b = str(self.broker_id)
         rm = self.replica_manager
-        parts: list[tuple[TopicPartition, tuple[int, Uuid]]] = []
-        if isinstance(request, LeaderAndIsrRequest):
-            kind, parts = "LeaderAndIsr", [(s.tp, (s.leader_epoch, s.topic_id))
-                                           for s in request.partition_states]
-        elif isinstance(request, StopReplicaRequest):
-            kind, parts = "StopReplica", [(p.tp, (p.leader_epoch, p.topic_id))
-                                          for p in request.partitions]
-        else:
-            kind = "UpdateMetadata"
+        named = control_partitions(request)
+        kind = type(request).__name__.removesuffix("Request")
+        parts = [(tp, (le, tid)) for tp, le, tid in named or ()]
         for tp, (leader_epoch, topic_id) in first_of_each(parts).items():
             args: dict[str, object] = {
                 "type": kind, "c": request.controller_epoch, "b": self.broker_id,

@@ -44,7 +44,12 @@ from logwright.protocol.effects import (
     Send,
     TimerKey,
 )
-from logwright.protocol.messages import LeaderAndIsrRequest, Message, StopReplicaRequest
+from logwright.protocol.messages import (
+    LeaderAndIsrRequest,
+    Message,
+    StopReplicaRequest,
+    control_partitions,
+)
 from logwright.world.clock import Clock
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler, Task
@@ -298,15 +303,12 @@ class Controller:
     def _trace_send(self, dst: str, request: Message) -> None:
         """A LeaderAndIsr or StopReplica put on the network: one Send per partition."""
         b = int(dst.rsplit("-", 1)[1])
-        if isinstance(request, LeaderAndIsrRequest):
-            kind, parts = "SendLeaderAndIsr", [(s.tp, (s.leader_epoch, s.topic_id))
-                                               for s in request.partition_states]
-        elif isinstance(request, StopReplicaRequest):
-            kind, parts = "SendStopReplica", [(p.tp, (p.leader_epoch, p.topic_id))
-                                              for p in request.partitions]
-        else:
+        named = control_partitions(request)
+        if named is None:
             return
-        for tp, (le, topic_id) in first_of_each(parts).items():
+        assert isinstance(request, LeaderAndIsrRequest | StopReplicaRequest)
+        kind = "Send" + type(request).__name__.removesuffix("Request")
+        for tp, (le, topic_id) in first_of_each((tp, (le, tid)) for tp, le, tid in named).items():
             self.trace.emit(self.node_id, CONTROLLER_FENCING,
                             partition_instance(tp.topic, tp.partition), kind,
                             {"c": request.controller_epoch, "b": b,

@@ -50,6 +50,7 @@ __all__ = [
     "StopReplicaResponse",
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
+    "control_partitions",
 ]
 
 NodeId = str  # "controller-<n>", "broker-<n>", "client-<n>"
@@ -147,6 +148,16 @@ class StopReplicaRequest(Message):
     broker_epoch: int
     partitions: tuple[StopReplicaPartition, ...]
     principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
+
+
+def control_partitions(request: Message) -> list[tuple[TopicPartition, int, Uuid]] | None:
+    """``(partition, leader epoch, topic id)`` of each partition a LeaderAndIsr or StopReplica
+    names, in request order (a partition may be named twice); None for any other message."""
+    if isinstance(request, LeaderAndIsrRequest):
+        return [(s.tp, s.leader_epoch, s.topic_id) for s in request.partition_states]
+    if isinstance(request, StopReplicaRequest):
+        return [(p.tp, p.leader_epoch, p.topic_id) for p in request.partitions]
+    return None
 
 
 @dataclass(frozen=True)
