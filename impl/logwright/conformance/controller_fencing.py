@@ -5,8 +5,12 @@ is a new instance), over every broker of the cluster (``Brokers``, sorted). What
 
 * ``controllerEpoch``: the metadata store's controller epoch; ``leaderEpoch``: the store's leader
   epoch of the partition (the latest decision);
-* per broker, ``brokerEpoch``: the epoch of its registered incarnation (a broker still
-  registering keeps the previous incarnation's: the model's ``Register`` is the registration);
+* per broker, ``brokerEpoch``: the epoch of its running incarnation's latest registration in
+  the store, or the broker's own if higher (a broker still registering keeps the previous
+  incarnation's). The model's ``Register`` is one step; the implementation's registration is a
+  request and its response, so the controller may address a request to the new epoch before the
+  broker has heard of it, and the broker accepts it (KIP-380 rejects only older epochs): the
+  store's write is the model's ``Register`` (spec/README.md, ControllerFencing);
   ``brokerControllerEpoch``: the highest controller epoch it accepted (0 before any);
   ``replicaEpoch``: its replica's leader epoch, or ``NOT_HOSTED`` when it holds no replica of
   this topic id, or a stopped one (StopReplica). A broker that is down, and a new incarnation
@@ -189,20 +193,26 @@ class ControllerFencingProjection:
     def _observe_broker(self, tp: TopicPartition, topic_id: Uuid, b: int,
                         seen: _BrokerSeen) -> None:
         broker = self.cluster.brokers.get(b)
-        if broker is None or not broker.alive or broker.broker_epoch < 0:
-            return  # down, or not registered yet: the state last seen stands
+        if broker is None or not broker.alive:
+            return  # down: the state last seen stands
+        epoch = broker.broker_epoch
+        registration = self.cluster.store.broker(b)
+        if registration is not None and registration.incarnation_id == broker.incarnation_id:
+            epoch = max(epoch, registration.broker_epoch)  # the store's is the model's Register
+        if epoch < 0:
+            return  # not registered yet: the state last seen stands
         if broker.incarnation_id != seen.incarnation:  # registered: the model's Register
             seen.incarnation = broker.incarnation_id
             seen.told = False
             seen.applied = 0
             seen.record = broker.last_applied_control
-        seen.broker_epoch = broker.broker_epoch
+        seen.broker_epoch = epoch
         seen.controller_epoch = max(0, broker.controller_epoch)
         applied = broker.last_applied_control
         if applied is not None and applied is not seen.record:
             seen.record = applied
             ce, be, ce_before, be_before = applied
-            seen.last_apply = (ce, be, max(0, ce_before), be_before)
+            seen.last_apply = (ce, be, max(0, ce_before), max(be_before, epoch))
             seen.applied = max(seen.applied, ce)
         part = broker.replica_manager.partitions.get(tp)
         if part is not None and part.topic_id not in (None, topic_id):
