@@ -44,10 +44,11 @@ is not one short path of the twin's actions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from logwright.broker.partition import Role
+from logwright.broker.broker import Broker
+from logwright.broker.partition import Partition, Role
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import RefinementChecker, RefinementViolation
 from logwright.identity import TopicPartition, Uuid
@@ -140,8 +141,23 @@ class ControllerFencingProjection:
     def check(self, context: str = "") -> None:
         """Abstract every followed partition and check the twin's invariants."""
         store_epoch = max(1, self.cluster.store.controller_epoch())
+        brokers = {b: self._broker_now(b, broker)
+                   for b, broker in self.cluster.brokers.items()}
         for tp in self.follow():
-            self._check_partition(tp, store_epoch, context)
+            self._check_partition(tp, store_epoch, brokers, context)
+
+    def _broker_now(self, b: int, broker: Broker) -> _BrokerNow | None:
+        """What the abstraction reads of broker ``b`` (None: down, or not registered yet)."""
+        if not broker.alive:
+            return None
+        epoch = broker.broker_epoch
+        registration = self.cluster.store.broker(b)
+        if registration is not None and registration.incarnation_id == broker.incarnation_id:
+            epoch = max(epoch, registration.broker_epoch)  # the store's is the model's Register
+        if epoch < 0:
+            return None
+        return _BrokerNow(broker.incarnation_id, epoch, max(0, broker.controller_epoch),
+                          broker.last_applied_control, broker.replica_manager.partitions)
 
     def state_of(self, tp: TopicPartition) -> CFState | None:
         """The last abstract state checked for ``tp`` (None: not watched)."""
@@ -164,7 +180,8 @@ class ControllerFencingProjection:
         self.instances[tp] = fresh
         return fresh
 
-    def _check_partition(self, tp: TopicPartition, store_epoch: int, context: str) -> None:
+    def _check_partition(self, tp: TopicPartition, store_epoch: int,
+                         brokers: dict[int, _BrokerNow | None], context: str) -> None:
         record = self.cluster.store.topic(tp.topic)
         state = self.cluster.store.partition(tp)
         if record is None or state is None:
@@ -175,7 +192,9 @@ class ControllerFencingProjection:
                 inst.store_write = (store_epoch, store_epoch)
             inst.store_leader_epoch = state.leader_epoch
         for b, seen in inst.brokers.items():
-            self._observe_broker(tp, record.topic_id, b, seen)
+            now = brokers.get(b)
+            if now is not None:
+                _observe(tp, record.topic_id, now, seen)
         order = list(inst.brokers)
         s = CFState(store_epoch, max(0, state.leader_epoch),
                     tuple(inst.brokers[b].broker_epoch for b in order),
@@ -190,39 +209,43 @@ class ControllerFencingProjection:
         inst.checker.check_invariants(s, inst.checker.last, f"{tp}, {context}")
         inst.checker.last = s
 
-    def _observe_broker(self, tp: TopicPartition, topic_id: Uuid, b: int,
-                        seen: _BrokerSeen) -> None:
-        broker = self.cluster.brokers.get(b)
-        if broker is None or not broker.alive:
-            return  # down: the state last seen stands
-        epoch = broker.broker_epoch
-        registration = self.cluster.store.broker(b)
-        if registration is not None and registration.incarnation_id == broker.incarnation_id:
-            epoch = max(epoch, registration.broker_epoch)  # the store's is the model's Register
-        if epoch < 0:
-            return  # not registered yet: the state last seen stands
-        if broker.incarnation_id != seen.incarnation:  # registered: the model's Register
-            seen.incarnation = broker.incarnation_id
-            seen.told = False
-            seen.applied = 0
-            seen.record = broker.last_applied_control
-        seen.broker_epoch = epoch
-        seen.controller_epoch = max(0, broker.controller_epoch)
-        applied = broker.last_applied_control
-        if applied is not None and applied is not seen.record:
-            seen.record = applied
-            ce, be, ce_before, be_before = applied
-            seen.last_apply = (ce, be, max(0, ce_before), max(be_before, epoch))
-            seen.applied = max(seen.applied, ce)
-        part = broker.replica_manager.partitions.get(tp)
-        if part is not None and part.topic_id not in (None, topic_id):
-            part = None  # another generation of the topic: no replica of this one
-        if part is not None:
-            seen.told = True
-        if seen.told:
-            hosted = part is not None and part.role is not Role.NONE and part.leader_epoch >= 0
-            seen.replica = part.leader_epoch if hosted and part is not None else NOT_HOSTED
-        seen.peak = NOT_HOSTED if seen.replica == NOT_HOSTED else max(seen.peak, seen.replica)
+
+
+@dataclass(frozen=True)
+class _BrokerNow:
+    """What one check reads of one running, registered broker."""
+
+    incarnation: object
+    epoch: int
+    controller_epoch: int
+    applied: tuple[int, int, int, int] | None
+    partitions: Mapping[TopicPartition, Partition]
+
+
+def _observe(tp: TopicPartition, topic_id: Uuid, now: _BrokerNow, seen: _BrokerSeen) -> None:
+    """Update what is kept of one broker for ``tp`` from what it shows now."""
+    if now.incarnation != seen.incarnation:  # registered: the model's Register
+        seen.incarnation = now.incarnation
+        seen.told = False
+        seen.applied = 0
+        seen.record = now.applied
+    seen.broker_epoch = now.epoch
+    seen.controller_epoch = now.controller_epoch
+    applied = now.applied
+    if applied is not None and applied is not seen.record:
+        seen.record = applied
+        ce, be, ce_before, be_before = applied
+        seen.last_apply = (ce, be, max(0, ce_before), max(be_before, now.epoch))
+        seen.applied = max(seen.applied, ce)
+    part = now.partitions.get(tp)
+    if part is not None and part.topic_id not in (None, topic_id):
+        part = None  # another generation of the topic: no replica of this one
+    if part is not None:
+        seen.told = True
+    if seen.told:
+        hosted = part is not None and part.role is not Role.NONE and part.leader_epoch >= 0
+        seen.replica = part.leader_epoch if hosted and part is not None else NOT_HOSTED
+    seen.peak = NOT_HOSTED if seen.replica == NOT_HOSTED else max(seen.peak, seen.replica)
 
 
 __all__ = ["INVARIANTS", "ControllerFencingProjection", "RefinementViolation", "twin_for"]

@@ -151,13 +151,16 @@ class FetcherFailureProjection:
     def check(self, context: str = "") -> None:
         """Abstract every replica of every followed partition and check it."""
         store = self.cluster.store
+        partitions = []
         for tp in self.follow():
             record, state = store.topic(tp.topic), store.partition(tp)
-            if record is None or state is None:
-                continue
-            for b in sorted(self.cluster.brokers):
-                self._check_replica(b, tp, record.topic_id, max(0, state.leader_epoch),
-                                    context)
+            if record is not None and state is not None:
+                partitions.append((tp, record.topic_id, max(0, state.leader_epoch)))
+        for b, broker in sorted(self.cluster.brokers.items()):
+            if not broker.alive:
+                continue  # down: the state last seen stands
+            for tp, topic_id, leader_epoch in partitions:
+                self._check_replica(broker, b, tp, topic_id, leader_epoch, context)
 
     def state_of(self, b: int, tp: TopicPartition) -> FFState | None:
         """The last abstract state checked for broker ``b``'s replica of ``tp``."""
@@ -166,11 +169,8 @@ class FetcherFailureProjection:
         assert last is None or isinstance(last, FFState)
         return last
 
-    def _check_replica(self, b: int, tp: TopicPartition, topic_id: Uuid, leader_epoch: int,
-                       context: str) -> None:
-        broker = self.cluster.brokers.get(b)
-        if broker is None or not broker.alive:
-            return  # down: the state last seen stands
+    def _check_replica(self, broker: Broker, b: int, tp: TopicPartition, topic_id: Uuid,
+                       leader_epoch: int, context: str) -> None:
         r = self.replicas.get((b, tp))
         if r is None or r.topic_id != topic_id:
             spec = twin()
@@ -180,14 +180,14 @@ class FetcherFailureProjection:
             r.incarnation = broker.incarnation_id
             self.replicas[(b, tp)] = r
         s, failure = self._abstract(broker, b, tp, topic_id, leader_epoch)
-        where = f"broker {b} {tp}, {context}"
         if r.incarnation != broker.incarnation_id:  # restarted: outside the twin
             r.incarnation = broker.incarnation_id
             self.rebases += 1
-            r.checker.rebase(s, f"{where}: a new incarnation")
+            r.checker.rebase(s, f"broker {b} {tp}, {context}: a new incarnation")
             return
         if s == r.checker.last:
             return
+        where = f"broker {b} {tp}, {context}"
         before = r.checker.last
         assert isinstance(before, FFState)
         new_failure = s.failedEpoch[0] != NOT_FAILED and (
