@@ -5,6 +5,10 @@ running system to the twin's state, and a check that each observed change of the
 is a stutter or a short path of twin steps, with every twin invariant holding after it.
 :mod:`~logwright.conformance.log_start_offset` is the abstraction of one partition (of a
 simulated cluster, or of one log in the storage harness) onto the LogStartOffset twin.
+:mod:`~logwright.conformance.controller_fencing` and
+:mod:`~logwright.conformance.fetcher_failure` abstract a simulated cluster onto the
+ControllerFencing twin (per partition, over every broker) and the FetcherFailure twin (per
+replica).
 
 This package sits above ``cluster/`` and below ``verify/`` (docs/architecture.md): it may read
 everything the abstraction needs, and nothing below imports it.
