@@ -115,6 +115,10 @@ class Broker:
         self.state = BrokerState.NOT_RUNNING
         self.broker_epoch = NO_EPOCH
         self.controller_epoch = -1  # the highest controller epoch accepted
+        #: The last control request applied here, as (its controller epoch, its broker epoch,
+        #: this broker's controller epoch and broker epoch before): read by the refinement
+        #: check of ControllerFencing (conformance/controller_fencing.py), never by a decision.
+        self.last_applied_control: tuple[int, int, int, int] | None = None
         self.active_controller: str | None = None
         self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng,
                                       identity=identity)
@@ -343,6 +347,8 @@ class Broker:
             if self.trace.enabled:
                 self._trace_delivery(request, error)
             return [Send(src, fenced_response(request, error))]
+        self.last_applied_control = (request.controller_epoch, request.broker_epoch,
+                                     self.controller_epoch, self.broker_epoch)
         self.controller_epoch = request.controller_epoch
         self.active_controller = f"controller-{request.controller_id}"
         rm = self.replica_manager

@@ -140,6 +140,8 @@ class FailedPartition:
 
     leader_epoch: int
     reason: str
+    action: str = "StorageError"
+    """The FetcherFailure action that failed it: ``FetchFenced`` or ``StorageError``."""
 
 
 def java_string_hash(text: str) -> int:
@@ -318,7 +320,8 @@ class Fetcher:
         if action and self.manager.trace.enabled:
             self.manager.trace_fetcher(tp, action, {"epoch": st.current_leader_epoch},
                                        {"failedEpoch": st.current_leader_epoch, "fetching": False})
-        self.manager.partition_failed(tp, FailedPartition(st.current_leader_epoch, reason))
+        self.manager.partition_failed(
+            tp, FailedPartition(st.current_leader_epoch, reason, action or "StorageError"))
 
     def _on_fenced(self, tp: TopicPartition, request_epoch: int) -> None:
         st = self.partitions.get(tp)

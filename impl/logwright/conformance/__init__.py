@@ -7,6 +7,10 @@ is a stutter or a short path of twin steps, with every twin invariant holding af
 simulated cluster, or of one log in the storage harness) onto the LogStartOffset twin.
 :mod:`~logwright.conformance.model_based` generates tests from that twin: its paths, driven
 through one real log, the abstract states compared move by move.
+:mod:`~logwright.conformance.controller_fencing` and
+:mod:`~logwright.conformance.fetcher_failure` abstract a simulated cluster onto the
+ControllerFencing twin (per partition, over every broker) and the FetcherFailure twin (per
+replica).
 
 This package sits above ``cluster/`` and below ``verify/`` (docs/architecture.md): it may read
 everything the abstraction needs, and nothing below imports it.

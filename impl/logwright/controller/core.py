@@ -30,7 +30,7 @@ from logwright.controller.store import (
     TopicRecord,
 )
 from logwright.errors import Errors, KafkaError
-from logwright.identity import TopicPartition, controller_node_id
+from logwright.identity import TopicPartition, Uuid, controller_node_id
 from logwright.protocol.effects import (
     ArmTimer,
     CancelTimer,
@@ -116,6 +116,9 @@ class ControllerCore:
         self._offline_replicas: set[tuple[TopicPartition, int]] = set()
         self._offline_dirs: dict[int, frozenset[str]] = {}
         self._control_dsts: dict[str, int] = {}  # node id -> broker id, of every addressee
+        # Incarnations this controller saw replaced by a newer one: a late (delayed or
+        # duplicated) registration of one is refused, never taken for a restart.
+        self._replaced_incarnations: set[tuple[int, Uuid]] = set()
 
     # ---- effects -------------------------------------------------------------------------
 

@@ -71,6 +71,12 @@ class Liveness(Election):
         if not request.log_dirs or not all(isinstance(d, str) and d for d in request.log_dirs):
             return (Errors.INVALID_REQUEST,
                     f"log dirs {request.log_dirs!r} are not a non-empty list of paths")
+        if (broker_id, request.incarnation_id) in self._replaced_incarnations:
+            # A late copy of a registration from an incarnation a newer one replaced (the
+            # network delays and duplicates): taking it for a restart would depose the live
+            # incarnation with a dead one's epoch (spec/README.md, ControllerFencing).
+            return (Errors.STALE_BROKER_EPOCH,
+                    f"incarnation {request.incarnation_id} was replaced by a newer one")
         return None
 
     def _register(self, request: BrokerRegistrationRequest) -> BrokerRegistration:
@@ -83,6 +89,8 @@ class Liveness(Election):
             if existing.fenced:
                 self._commit(MetadataDelta(brokers=[replace(existing, fenced=False)]))
             return existing
+        if existing is not None:
+            self._replaced_incarnations.add((broker_id, existing.incarnation_id))
         if broker_id in self._session_deadline_ms:
             # A quick restart: the old incarnation never missed its session, but its state
             # is gone. Handle it as that incarnation's failure first (hazard 3).

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from logwright.cluster import Cluster
+from logwright.conformance.controller_fencing import ControllerFencingProjection
+from logwright.conformance.fetcher_failure import FetcherFailureProjection
 from logwright.conformance.log_start_offset import ClusterProjection
 from logwright.errors import KafkaError, KafkaStorageError
 from logwright.identity import TopicPartition, Uuid
@@ -102,6 +104,12 @@ class ClusterRun:
         # event of the world (a RefinementViolation, an AssertionError, names the invariant).
         self.projection = ClusterProjection(self.cluster, follow=self.partitions)
         self.projection.attach()
+        # The same for ControllerFencing (per partition, over every broker) and FetcherFailure
+        # (per replica; its steps too), conformance/controller_fencing.py and fetcher_failure.py.
+        self.fencing_projection = ControllerFencingProjection(self.cluster, self.partitions)
+        self.fencing_projection.attach()
+        self.fetcher_projection = FetcherFailureProjection(self.cluster, self.partitions)
+        self.fetcher_projection.attach()
 
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
@@ -416,6 +424,8 @@ class ClusterRun:
         self._no_broker_is_ahead_of_the_controller()
         self._leaders_hold_acknowledged_records_of_their_topic_only()
         self.projection.check("after a step")
+        self.fencing_projection.check("after a step")
+        self.fetcher_projection.check("after a step")
 
     def _offsets_ordered_on_every_replica(self) -> None:
         for b, broker in sorted(self.cluster.brokers.items()):

@@ -1,0 +1,223 @@
+"""The abstraction of a simulated cluster onto the FetcherFailure twin, per replica.
+
+One twin instance of one partition and one fetcher per (broker, partition, topic id): the
+twin's fetchers share nothing between partitions but the fetcher's life, and a fetcher of the
+implementation holding several partitions is several instances, each seeing it alive or not.
+What is abstracted, for broker ``b``'s replica of ``tp``:
+
+* ``leaderEpoch``: the metadata store's leader epoch of the partition (the latest decision);
+* ``knownEpoch``: the replica's leader epoch while it is a follower with a leader to fetch from
+  (on an online dir, or failed); ``NOT_HOSTED`` otherwise: no replica, a stopped one, a leader
+  (a broker that becomes leader stops fetching the partition and forgets its failure, the
+  twin's ``StopReplica``), or a follower told of no leader;
+* ``fetching``: the partition is in one of the broker's fetchers; ``alive``: that fetcher has not
+  died (False when the partition is in none: the twin's idle fetcher shuts down);
+* ``failedEpoch``: the leader epoch of its entry in the fetcher manager's failed partitions;
+* ``inflight``: ``NO_FETCH``, hidden (see below).
+
+What is checked, after every event of the world (when the abstract state changed) and every
+step of the fuzzer: ``FailureContained`` (and ``TypeOK``), and that the change is one step of the
+twin or a stutter, with two variables hidden: ``inflight`` (a fetch request's epoch: any value
+before the step), and ``leaderEpoch`` before the step (any epoch up to the store's now: the
+controller decides on its own, and a LeaderAndIsr may reach the broker after a later decision,
+so the twin's ``LeaderAndIsr``, which reads the newest epoch, is matched with the epoch the
+broker learnt). An idle fetcher's shutdown may follow in the same event. The failed partition
+records which action failed it (``FailedPartition.action``): a failure recorded as a fence must
+be the twin's ``FetchFenced``, any other its ``StorageError``.
+
+One event of the cluster changes one replica by at most one twin step (a LeaderAndIsr moves a
+partition to its new epoch in one step; a dir failure fails each of its partitions once), so K
+is 1: a failed partition back in its fetcher at the same epoch is no step of the twin, where two
+(StopReplica, then LeaderAndIsr) would hide it. A broker's restart (a new incarnation starts
+with no fetcher and no failure) is outside the twin: the instance starts a new behaviour there
+(:meth:`RefinementChecker.rebase`, invariants checked); a broker that is down keeps its state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from logwright.broker.broker import Broker
+from logwright.broker.partition import NO_LEADER, Role
+from logwright.cluster import Cluster
+from logwright.conformance.refinement import RefinementChecker, RefinementViolation
+from logwright.identity import TopicPartition, Uuid
+from logwright.model.core import State
+from logwright.model.fetcher_failure import (
+    NO_FETCH,
+    NOT_FAILED,
+    NOT_HOSTED,
+    FetcherFailureConfig,
+    FetcherFailureTwin,
+    FFState,
+)
+
+MAX_LEADER_EPOCH = 2**62
+"""The twin's MaxLeaderEpoch for refinement: beyond any epoch a run reaches."""
+
+FENCED = "FetchFenced"
+"""``FailedPartition.action`` of a failure by a fence; any other is a storage error."""
+
+
+def twin() -> FetcherFailureTwin:
+    """The one-partition, one-fetcher twin each replica is checked against."""
+    return FetcherFailureTwin(FetcherFailureConfig(
+        num_partitions=1, num_fetchers=1, max_leader_epoch=MAX_LEADER_EPOCH))
+
+
+class FetcherFailureRefinement:
+    """The twin's steps with ``inflight`` and the previous ``leaderEpoch`` hidden (a
+    :class:`~logwright.conformance.refinement.Refinement`). ``failure`` is set by the
+    projection before a check: the action the target's new failure was recorded as."""
+
+    def __init__(self, spec: FetcherFailureTwin) -> None:
+        self._spec = spec
+        self.failure = ""
+
+    @property
+    def spec(self) -> FetcherFailureTwin:
+        """The twin."""
+        return self._spec
+
+    def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
+        """Every twin step from ``state`` with any hidden values, projected (``inflight``
+        NO_FETCH, ``leaderEpoch`` the target's), with or without an idle shutdown after."""
+        assert isinstance(state, FFState) and isinstance(target, FFState)
+        return self._moves(state, target)
+
+    def _moves(self, s: FFState, target: FFState) -> Iterator[tuple[str, State]]:
+        spec = self._spec
+        top = target.leaderEpoch[0]
+        epochs = sorted({e for e in (*s.knownEpoch, *s.failedEpoch, *target.knownEpoch,
+                                     *target.failedEpoch, *s.leaderEpoch, top)
+                         if 0 <= e <= top})
+        actions: list[tuple[str, Callable[[FFState, int], FFState | None]]] = [
+            ("LeaderAndIsr", spec.LeaderAndIsr), ("StopReplica", spec.StopReplica)]
+        if self.failure == FENCED:
+            actions.append(("FetchFenced", spec.FetchFenced))
+        elif self.failure:
+            actions.append(("StorageError", spec.StorageError))
+        for le in epochs:
+            for inflight in (NO_FETCH, *epochs):
+                hidden = s._replace(leaderEpoch=(le,), inflight=(inflight,))
+                for name, fn in actions:
+                    t = fn(hidden, 1)
+                    if t is None:
+                        continue
+                    t = t._replace(leaderEpoch=(top,), inflight=(NO_FETCH,))
+                    yield name, t
+                    idle = spec.ShutdownIdle(t, 1)
+                    if idle is not None:
+                        yield f"{name}, ShutdownIdle", idle
+        if top > s.leaderEpoch[0]:  # the controller's decisions alone
+            yield "ElectLeader", s._replace(leaderEpoch=(top,))
+        idle = spec.ShutdownIdle(s._replace(leaderEpoch=(top,)), 1)
+        if idle is not None:
+            yield "ShutdownIdle", idle
+
+
+@dataclass
+class _Replica:
+    topic_id: Uuid
+    refinement: FetcherFailureRefinement
+    checker: RefinementChecker
+    incarnation: object | None = None
+
+
+class FetcherFailureProjection:
+    """Every replica of every followed partition as a FetcherFailure state, checked after
+    every event (``attach``) and on ``check``; raises :class:`RefinementViolation`."""
+
+    def __init__(self, cluster: Cluster,
+                 follow: Callable[[], Iterable[TopicPartition]]) -> None:
+        self.cluster = cluster
+        self.follow = follow
+        self.events = 0
+        self.checks = 0
+        self.steps = 0
+        self.rebases = 0
+        self.replicas: dict[tuple[int, TopicPartition], _Replica] = {}
+
+    def attach(self) -> None:
+        """Check after every event of the cluster's simulated world from now on."""
+        self.cluster.simulated_world.observe(self.on_event)
+
+    def on_event(self) -> None:
+        """The world's observer."""
+        self.events += 1
+        self.check("after a simulated event")
+
+    def check(self, context: str = "") -> None:
+        """Abstract every replica of every followed partition and check it."""
+        store = self.cluster.store
+        partitions = []
+        for tp in self.follow():
+            record, state = store.topic(tp.topic), store.partition(tp)
+            if record is not None and state is not None:
+                partitions.append((tp, record.topic_id, max(0, state.leader_epoch)))
+        for b, broker in sorted(self.cluster.brokers.items()):
+            if not broker.alive:
+                continue  # down: the state last seen stands
+            for tp, topic_id, leader_epoch in partitions:
+                self._check_replica(broker, b, tp, topic_id, leader_epoch, context)
+
+    def state_of(self, b: int, tp: TopicPartition) -> FFState | None:
+        """The last abstract state checked for broker ``b``'s replica of ``tp``."""
+        r = self.replicas.get((b, tp))
+        last = r.checker.last if r is not None else None
+        assert last is None or isinstance(last, FFState)
+        return last
+
+    def _check_replica(self, broker: Broker, b: int, tp: TopicPartition, topic_id: Uuid,
+                       leader_epoch: int, context: str) -> None:
+        r = self.replicas.get((b, tp))
+        if r is None or r.topic_id != topic_id:
+            spec = twin()
+            ref = FetcherFailureRefinement(spec)
+            r = _Replica(topic_id, ref, RefinementChecker(ref, max_steps=1,
+                                                         initial=next(iter(spec.init_states()))))
+            r.incarnation = broker.incarnation_id
+            self.replicas[(b, tp)] = r
+        s, failure = self._abstract(broker, b, tp, topic_id, leader_epoch)
+        if r.incarnation != broker.incarnation_id:  # restarted: outside the twin
+            r.incarnation = broker.incarnation_id
+            self.rebases += 1
+            r.checker.rebase(s, f"broker {b} {tp}, {context}: a new incarnation")
+            return
+        if s == r.checker.last:
+            return
+        where = f"broker {b} {tp}, {context}"
+        before = r.checker.last
+        assert isinstance(before, FFState)
+        new_failure = s.failedEpoch[0] != NOT_FAILED and (
+            before.failedEpoch[0] != s.failedEpoch[0] or before.fetching[0])
+        r.refinement.failure = failure if new_failure else ""
+        self.checks += 1
+        found = r.checker.check(s, where)
+        if found.actions:
+            self.steps += 1
+
+    def _abstract(self, broker: Broker, b: int, tp: TopicPartition, topic_id: Uuid,
+                  leader_epoch: int) -> tuple[FFState, str]:
+        rm = broker.replica_manager
+        fm = rm.replica_fetcher_manager
+        part = rm.partitions.get(tp)
+        if part is not None and part.topic_id not in (None, topic_id):
+            part = None
+        failed = fm.failed_partitions.get(tp) if part is not None else None
+        fetcher = fm.fetcher_of(tp) if part is not None else None
+        fetching = fetcher is not None
+        hosted = (part is not None and part.role is Role.FOLLOWER
+                  and part.leader_id not in (NO_LEADER, b)
+                  and (fetching or failed is not None or not part.offline))
+        known = part.leader_epoch if hosted and part is not None else NOT_HOSTED
+        alive = fetcher is not None and not fetcher.dead and fetcher.running
+        s = FFState((leader_epoch,), (known,), (fetching,),
+                    (failed.leader_epoch if failed is not None else NOT_FAILED,), (NO_FETCH,),
+                    (alive,))
+        return s, failed.action if failed is not None else ""
+
+
+__all__ = ["FENCED", "MAX_LEADER_EPOCH", "FetcherFailureProjection",
+           "FetcherFailureRefinement", "RefinementViolation", "twin"]
