@@ -91,3 +91,19 @@ def test_bench_imports_no_tests() -> None:
                       if n.split(".")[0] in ("tests", "model_tests", "conftest")]
         assert "model_tests" not in path.read_text(encoding="utf-8"), path.name
     assert found == []
+
+
+def test_compare_runs_two_trees_and_refuses_a_non_checkout(tmp_path: Path) -> None:
+    """``bench/compare.py`` pairs two checkouts (here the same one twice) and prints each
+    figure per tree; a path that is no checkout is a usage error (exit 2)."""
+    root = BENCH_DIR.parent
+    script = str(BENCH_DIR / "compare.py")
+    proc = subprocess.run([sys.executable, script, str(root), str(root), "--rounds", "1",
+                           "--quick"], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    assert {(r[0], r[-4]) for r in rows} >= {("start-up,", "before"), ("start-up,", "after"),
+                                               ("recovery,", "before"), ("recovery,", "after")}
+    bad = subprocess.run([sys.executable, script, str(tmp_path), str(root)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "not a logwright checkout" in bad.stderr
