@@ -94,8 +94,9 @@ def load_partition_dir(
         segments[0].flush()
         fs.fsync_dir(dir_path)
     else:
+        # Recovery keeps each segment's epoch runs only when the cache must be rebuilt from them.
         segments = _trusted_or_recovered(fs, dir_path, segments, recovery_point, clean_shutdown,
-                                         report)
+                                         report, collect_epochs=not epoch_cache.entries)
     report.segments = len(segments)
     log_end_offset = segments[-1].next_offset
     log_start_offset = max(lso_ckpt, segments[0].base_offset)
@@ -159,7 +160,7 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
 
 def _trusted_or_recovered(fs: FileSystem, dir_path: str, segments: list[LogSegment],
                           recovery_point: int | None, clean_shutdown: bool,
-                          report: LoadReport) -> list[LogSegment]:
+                          report: LoadReport, collect_epochs: bool = False) -> list[LogSegment]:
     """The segments as they are after a clean shutdown whose files line up (indexes load
     lazily); otherwise recovered from the segment holding the recovery point on (the whole
     log when a clean one did not line up: ``report.distrusted`` says why)."""
@@ -172,7 +173,7 @@ def _trusted_or_recovered(fs: FileSystem, dir_path: str, segments: list[LogSegme
     if recovery_point is not None:
         bases = [s.base_offset for s in segments]
         first_to_recover = max(0, bisect_right(bases, recovery_point) - 1)
-    return _recover_segments(fs, dir_path, segments, first_to_recover, report)
+    return _recover_segments(fs, dir_path, segments, first_to_recover, report, collect_epochs)
 
 
 def _layout_problem(segments: list[LogSegment]) -> str | None:
@@ -202,7 +203,8 @@ def _layout_problem(segments: list[LogSegment]) -> str | None:
 
 
 def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
-                      first_to_recover: int, report: LoadReport) -> list[LogSegment]:
+                      first_to_recover: int, report: LoadReport,
+                      collect_epochs: bool = False) -> list[LogSegment]:
     """Re-validate ``segments[first_to_recover:]`` and make the log one unbroken offset chain.
 
     Walking in base-offset order, with ``end`` the offset after the last kept batch:
@@ -231,7 +233,7 @@ def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
             seg.delete_files()
 
     for i, seg in enumerate(rest):
-        cut = seg.recover(expected_first_offset=seg.base_offset)
+        cut = seg.recover(expected_first_offset=seg.base_offset, collect_epochs=collect_epochs)
         report.recovered_segments += 1
         report.truncated_bytes += cut
         later = rest[i + 1:]

@@ -106,8 +106,9 @@ class LogSegment:
         except IndexCorrupt:
             self.rebuild_indexes()
 
-    def rebuild_indexes(self) -> None:
-        """Recreate both indexes by walking the log file (no CRC checks: the log is trusted)."""
+    def rebuild_indexes(self, collect_epochs: bool = False) -> None:
+        """Recreate both indexes by walking the log file (no CRC checks: the log is trusted);
+        with ``collect_epochs``, keep the runs of batches of one leader epoch (``epoch_runs``)."""
         if self._index is None:
             self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
             self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
@@ -115,9 +116,15 @@ class LogSegment:
         self._index.reset()
         self._time_index.reset()
         self._bytes_since_index_entry = 0
-        runs: list[tuple[int, int, int]] = []
-        for loc, batch_max_ts, epoch in self._walk(0, self.size_bytes):
+        epochs: list[int] | None = [] if collect_epochs else None
+        walked = self._walk(0, self.size_bytes, epochs)
+        for loc, batch_max_ts in walked:
             self._index_batch(loc.base_offset, loc.position, loc.size_bytes, batch_max_ts)
+        if epochs is None:
+            self.epoch_runs = None
+            return
+        runs: list[tuple[int, int, int]] = []
+        for (loc, _), epoch in zip(walked, epochs, strict=True):
             if runs and runs[-1][0] == epoch:
                 runs[-1] = (epoch, runs[-1][1], loc.last_offset)
             else:
@@ -141,10 +148,11 @@ class LogSegment:
 
     # ---- walking batch headers -----------------------------------------------------------------
 
-    def _walk(self, start: int, end: int) -> list[tuple[BatchLocation, int, int]]:
-        """Batch locations, with their max timestamps and partition leader epochs, between byte
-        positions ``start`` and ``end``."""
-        out: list[tuple[BatchLocation, int, int]] = []
+    def _walk(self, start: int, end: int, epochs: list[int] | None = None
+              ) -> list[tuple[BatchLocation, int]]:
+        """Batch locations (with max timestamps) between byte positions ``start`` and ``end``;
+        each batch's partition leader epoch is appended to ``epochs`` when one is given."""
+        out: list[tuple[BatchLocation, int]] = []
         pos = start
         while pos < end:
             chunk = self._log.read(pos, min(end - pos, RECOVERY_CHUNK_BYTES))
@@ -157,8 +165,9 @@ class LogSegment:
                     break  # not a batch header (a foreign file): never walk backwards
                 last = base + _LAST_DELTA.unpack_from(view, i + 23)[0]
                 out.append((BatchLocation(pos + i, base, last, size),
-                            _MAX_TS.unpack_from(view, i + 35)[0],
-                            _EPOCH.unpack_from(view, i + 12)[0]))
+                            _MAX_TS.unpack_from(view, i + 35)[0]))
+                if epochs is not None:
+                    epochs.append(_EPOCH.unpack_from(view, i + 12)[0])
                 i += size
             if i == 0:
                 break
@@ -191,11 +200,11 @@ class LogSegment:
                 position = struct.unpack(">ii", tail)[1]
                 start = position if 0 <= position < self.size_bytes else 0
         self.next_offset = self.base_offset
-        for loc, _, _ in self._walk(start, self.size_bytes):
+        for loc, _ in self._walk(start, self.size_bytes):
             self.next_offset = loc.last_offset + 1
         if start and self.next_offset == self.base_offset:
             # The entry pointed at no batch: walk the whole file rather than trust it.
-            for loc, _, _ in self._walk(0, self.size_bytes):
+            for loc, _ in self._walk(0, self.size_bytes):
                 self.next_offset = loc.last_offset + 1
         return self.next_offset
 
@@ -300,7 +309,7 @@ class LogSegment:
         last_ts = self.time_index.last_timestamp
         if last_ts is not None:
             max_ts = last_ts
-        for loc, ts, _ in self._walk(last_indexed_pos, self.size_bytes):
+        for loc, ts in self._walk(last_indexed_pos, self.size_bytes):
             max_ts = max(max_ts, ts)
             self._bytes_since_index_entry += loc.size_bytes
             self.next_offset = loc.last_offset + 1
@@ -313,9 +322,11 @@ class LogSegment:
         """Set next offset and timestamps of a trusted (cleanly shut down) segment."""
         self._recompute_tail_stats()
 
-    def recover(self, expected_first_offset: int | None = None) -> int:
+    def recover(self, expected_first_offset: int | None = None,
+                collect_epochs: bool = False) -> int:
         """Validate every batch (CRC, structure, ascending offsets), cut a torn or corrupt tail,
-        and rebuild both indexes. Returns the number of bytes cut."""
+        and rebuild both indexes (``collect_epochs``: keeping ``epoch_runs``). Returns the
+        number of bytes cut."""
         valid = 0
         next_min: int | None = expected_first_offset  # batches must ascend across chunks too
         while valid < self.size_bytes:
@@ -346,7 +357,7 @@ class LogSegment:
         if cut:
             self._log.truncate(valid)
             self.size_bytes = valid
-        self.rebuild_indexes()
+        self.rebuild_indexes(collect_epochs)
         self._recompute_tail_stats()
         if self.size_bytes == 0:
             self.next_offset = self.base_offset
