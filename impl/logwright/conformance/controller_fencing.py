@@ -50,7 +50,11 @@ from dataclasses import dataclass, field
 from logwright.broker.broker import Broker
 from logwright.broker.partition import Partition, Role
 from logwright.cluster import Cluster
-from logwright.conformance.refinement import RefinementChecker, RefinementViolation
+from logwright.conformance.refinement import (
+    ClusterObserver,
+    RefinementChecker,
+    RefinementViolation,
+)
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.controller_fencing import (
     NOT_HOSTED,
@@ -112,7 +116,7 @@ class _Instance:
     store_write: tuple[()] | tuple[int, int] = ()
 
 
-class ControllerFencingProjection:
+class ControllerFencingProjection(ClusterObserver):
     """Every partition of a simulated cluster as a ControllerFencing state, its invariants
     checked after every event (``attach``) and on ``check``.
 
@@ -128,15 +132,6 @@ class ControllerFencingProjection:
         self.events = 0
         self.checks = 0
         self.instances: dict[TopicPartition, _Instance] = {}
-
-    def attach(self) -> None:
-        """Check after every event of the cluster's simulated world from now on."""
-        self.cluster.simulated_world.observe(self.on_event)
-
-    def on_event(self) -> None:
-        """The world's observer."""
-        self.events += 1
-        self.check("after a simulated event")
 
     def check(self, context: str = "") -> None:
         """Abstract every followed partition and check the twin's invariants."""

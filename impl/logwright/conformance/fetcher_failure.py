@@ -41,7 +41,11 @@ from dataclasses import dataclass
 from logwright.broker.broker import Broker
 from logwright.broker.partition import NO_LEADER, Role
 from logwright.cluster import Cluster
-from logwright.conformance.refinement import RefinementChecker, RefinementViolation
+from logwright.conformance.refinement import (
+    ClusterObserver,
+    RefinementChecker,
+    RefinementViolation,
+)
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.core import State
 from logwright.model.fetcher_failure import (
@@ -125,7 +129,7 @@ class _Replica:
     incarnation: object | None = None
 
 
-class FetcherFailureProjection:
+class FetcherFailureProjection(ClusterObserver):
     """Every replica of every followed partition as a FetcherFailure state, checked after
     every event (``attach``) and on ``check``; raises :class:`RefinementViolation`."""
 
@@ -138,15 +142,6 @@ class FetcherFailureProjection:
         self.steps = 0
         self.rebases = 0
         self.replicas: dict[tuple[int, TopicPartition], _Replica] = {}
-
-    def attach(self) -> None:
-        """Check after every event of the cluster's simulated world from now on."""
-        self.cluster.simulated_world.observe(self.on_event)
-
-    def on_event(self) -> None:
-        """The world's observer."""
-        self.events += 1
-        self.check("after a simulated event")
 
     def check(self, context: str = "") -> None:
         """Abstract every replica of every followed partition and check it."""

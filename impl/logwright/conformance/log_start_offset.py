@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
     DEFAULT_MAX_STEPS,
+    ClusterObserver,
     RefinementChecker,
     RefinementViolation,
 )
@@ -269,7 +270,7 @@ class _Watch:
     epoch_start: int = 0
 
 
-class ClusterProjection:
+class ClusterProjection(ClusterObserver):
     """Partitions of a simulated cluster as LogStartOffset states, checked after every event.
 
     Per partition, the replicas are the controller's assignment (a reassignment starts the
@@ -311,16 +312,6 @@ class ClusterProjection:
         self.checks = 0
         self.watches: dict[TopicPartition, _Watch] = {}
         self._ckpt_cache: dict[tuple[int, int, int], int] = {}
-
-    def attach(self) -> None:
-        """Check after every event of the cluster's simulated world from now on."""
-        self.cluster.simulated_world.observe(self.on_event)
-
-    def on_event(self) -> None:
-        """The world's observer: check every ``every``-th event."""
-        self.events += 1
-        if self.events % self.every == 0:
-            self.check("after a simulated event")
 
     def check(self, context: str = "") -> None:
         """Abstract every partition and check the twin's invariants; raises

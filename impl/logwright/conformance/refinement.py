@@ -27,9 +27,35 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from logwright.model.core import Spec, State
+
+if TYPE_CHECKING:
+    from logwright.cluster import Cluster
+
+class ClusterObserver:
+    """What the cluster projections share: attached to a simulated cluster's world, they
+    ``check`` after every ``every``-th event it executes (and when a test calls ``check``)."""
+
+    cluster: Cluster
+    events: int = 0
+    every: int = 1
+
+    def attach(self) -> None:
+        """Check after every event of the cluster's simulated world from now on."""
+        self.cluster.simulated_world.observe(self.on_event)
+
+    def on_event(self) -> None:
+        """The world's observer: check every ``every``-th event."""
+        self.events += 1
+        if self.events % self.every == 0:
+            self.check("after a simulated event")
+
+    def check(self, context: str = "") -> None:
+        """Abstract the cluster and check the twin; raises RefinementViolation."""
+        raise NotImplementedError
+
 
 DEFAULT_MAX_STEPS = 3
 """How many twin steps one observed change may take (K)."""
