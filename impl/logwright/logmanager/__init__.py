@@ -7,5 +7,7 @@ from logwright.logmanager.manager import (
     LogManagerConfig,
     StartupReport,
 )
+from logwright.logmanager.strays import StrayLog
 
-__all__ = ["DataDirIdentity", "LogDirState", "LogManager", "LogManagerConfig", "StartupReport"]
+__all__ = ["DataDirIdentity", "LogDirState", "LogManager", "LogManagerConfig", "StartupReport",
+           "StrayLog"]

@@ -51,6 +51,7 @@ from logwright.errors import (
     LogDirNameError,
     LogwrightError,
 )
+from logwright.logmanager.strays import StrayLog
 from logwright.storage.checkpoint import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -68,6 +69,7 @@ from logwright.storage.meta_properties import (
     duplicate_directory_id,
     identity_mismatch,
 )
+from logwright.storage.metadata_files import PartitionMetadataFile, StrayStartOffsetFile
 from logwright.storage.naming import (
     DirKind,
     TopicPartition,
@@ -76,6 +78,7 @@ from logwright.storage.naming import (
     is_ignored_entry,
     live_dir_name,
     parse_dir_name,
+    stray_dir_name,
     validate_topic_partition,
 )
 from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
@@ -124,7 +127,7 @@ class LogDirState:
     path: str
     logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
     pending_deletes: dict[str, int] = field(default_factory=dict)  # dir name -> due time ms
-    strays: list[str] = field(default_factory=list)
+    strays: dict[str, StrayLog] = field(default_factory=dict)  # dir name -> the stray
     futures: list[str] = field(default_factory=list)
     unrecognised: dict[str, str] = field(default_factory=dict)  # dir name -> why
     # Partitions whose dir here could not be loaded (a malformed metadata file of their own):
@@ -381,7 +384,8 @@ class LogManager:
             report.queued_deletes.append(path)
             return None
         if parsed.kind is DirKind.STRAY:
-            state.strays.append(name)
+            state.strays[name] = self._found_stray(state, name, parsed.tp,
+                                                   parsed.maybe_truncated)
             return None
         if parsed.kind is DirKind.FUTURE:
             state.futures.append(name)
@@ -600,6 +604,97 @@ class LogManager:
                 del state.pending_deletes[name]
                 count += 1
         return count
+
+    # ---- strays ---------------------------------------------------------------------------------
+
+    def _found_stray(self, state: LogDirState, name: str, tp: TopicPartition,
+                     name_cut: bool) -> StrayLog:
+        """A ``-stray`` dir found at start-up; its topic id None when unreadable."""
+        try:
+            topic_id = PartitionMetadataFile(self.fs, posixpath.join(state.path, name)).read()
+        except CheckpointError:
+            topic_id = None
+        return StrayLog(state.path, name, tp, topic_id, self.clock.now_ms(),
+                        "found at start-up", name_cut)
+
+    def stray_logs(self) -> list[StrayLog]:
+        """Every stray of every dir (an offline dir's too), by dir then name."""
+        return [stray for path in sorted(self.dirs)
+                for _, stray in sorted(self.dirs[path].strays.items())]
+
+    def find_stray(self, tp: TopicPartition, topic_id: Uuid | None) -> StrayLog | None:
+        """The stray on an online dir that is ``tp``'s log under ``topic_id``, if any (the
+        newest set aside, should there be several)."""
+        found = [s for state in self.dirs.values() if state.online
+                 for s in state.strays.values() if s.matches(tp, topic_id)]
+        return max(found, key=lambda s: (s.since_ms, s.name), default=None)
+
+    def mark_stray(self, tp: TopicPartition, reason: str) -> StrayLog | None:
+        """Set ``tp``'s live log aside: its start offset kept in its dir, the dir renamed
+        ``-stray`` (durably), the log no longer live here. None when ``tp`` has no live log.
+        KafkaStorageError when its dir is offline or fails meanwhile (then nothing is served
+        from it either: the dir is offline)."""
+        state = self.dir_of(tp)
+        if state is None:
+            return None
+        if not state.online:
+            raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
+        log = state.logs[tp]
+        name = stray_dir_name(tp, Uuid.from_random(self.rng))
+        try:
+            log.flush()
+            StrayStartOffsetFile(self.fs, log.dir_path).write(log.log_start_offset)
+            log.close()
+            self.fs.rename(log.dir_path, posixpath.join(state.path, name))
+            self.fs.fsync_dir(state.path)
+        except (OSError, KafkaStorageError) as exc:
+            self._take_offline(state, f"setting {log.dir_path} aside as a stray: {exc}")
+            raise KafkaStorageError(f"{tp}: I/O error setting its log aside: {exc}") from exc
+        del state.logs[tp]
+        stray = StrayLog(state.path, name, tp, log.topic_id, self.clock.now_ms(), reason)
+        state.strays[name] = stray
+        self._write_checkpoints(state)
+        _logger.warning("%s: set aside as stray %s (topic id %s): %s", tp, stray.path,
+                        topic_id_text(log.topic_id), reason)
+        return stray
+
+    def revive_stray(self, stray: StrayLog) -> PartitionLog:
+        """Make ``stray`` ``tp``'s live log again, from its own data (recovered as after a
+        crash, with the start offset it had). LogwrightError if ``tp`` has a live log already
+        or the stray is not one of this manager's; KafkaStorageError on an I/O error (its dir
+        goes offline)."""
+        state = self.dirs.get(stray.log_dir)
+        if state is None or state.strays.get(stray.name) is not stray:
+            raise LogwrightError(f"{stray.path} is not a stray of this broker")
+        if stray.name_cut:
+            raise LogwrightError(f"{stray.path}: its topic name was cut; it cannot be revived")
+        if self.get_log(stray.tp) is not None:
+            raise LogwrightError(f"{stray.tp} already has a live log")
+        if not state.online:
+            raise KafkaStorageError(f"{stray.tp}: log dir {state.path} is offline")
+        path = posixpath.join(state.path, live_dir_name(stray.tp))
+        try:
+            start = StrayStartOffsetFile(self.fs, stray.path).read()
+            self.fs.rename(stray.path, path)
+            self.fs.fsync_dir(state.path)
+            del state.strays[stray.name]
+            log, _ = PartitionLog.load(
+                self.fs, path, stray.tp, self.config_for(stray.tp.topic), self.clock,
+                log_start_offset_checkpoint=start, recovery_point=None,
+                high_watermark_checkpoint=None, clean_shutdown=False,
+                start_offset_checkpoint=self._start_offset_checkpoint(state),
+                dir_status=state.status)
+            state.logs[stray.tp] = log
+            self._write_checkpoints(state)
+            if state.online:
+                self.fs.remove(StrayStartOffsetFile(self.fs, path).path)
+        except (OSError, CheckpointError) as exc:
+            state.strays.pop(stray.name, None)
+            self._take_offline(state, f"reviving stray {stray.path}: {exc}")
+            raise KafkaStorageError(f"{stray.tp}: could not revive its stray: {exc}") from exc
+        _logger.warning("%s: stray %s revived (topic id %s)", stray.tp, stray.path,
+                        topic_id_text(stray.topic_id))
+        return log
 
     # ---- periodic work -------------------------------------------------------------------------
 

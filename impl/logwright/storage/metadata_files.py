@@ -1,5 +1,6 @@
-"""Per-partition metadata files: the topic id (``partition.metadata``) and the leader epoch
-cache (``leader-epoch-checkpoint``).
+"""Per-partition metadata files: the topic id (``partition.metadata``), the leader epoch
+cache (``leader-epoch-checkpoint``) and, in a dir set aside as a stray, the start offset it had
+(``stray-log-start-offset``).
 
 Invariant upheld: like the per-dir checkpoints, each file is replaced only through
 ``write_file_atomic``, so after any crash it holds the old or the new content; anything else on
@@ -14,6 +15,10 @@ ordered: epochs strictly increasing, start offsets non-decreasing, on write and 
     topic_id: <22-character Kafka Uuid>
 
 ``leader-epoch-checkpoint``: version 0, the entry count, then ``epoch start_offset`` lines.
+
+``stray-log-start-offset``: version 0, the count 1, then the start offset. A log set aside as a
+stray leaves the dir's ``log-start-offset-checkpoint``; this file keeps its start offset so that
+a stray revived later never serves below it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from logwright.world.fs import FileSystem, write_file_atomic
 
 PARTITION_METADATA_FILE = "partition.metadata"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+STRAY_START_OFFSET_FILE = "stray-log-start-offset"
 PARTITION_METADATA_VERSION = 0
 #: Leader epochs are int32 on the wire.
 LEADER_EPOCH_MAX = 2**31 - 1
@@ -164,3 +170,34 @@ def parse_leader_epoch_checkpoint(path: str, data: bytes) -> list[tuple[int, int
                                        "not decrease")
         result.append((epoch, start_offset))
     return result
+
+
+class StrayStartOffsetFile:
+    """The start offset a log had when it was set aside as a stray (in its own dir)."""
+
+    def __init__(self, fs: FileSystem, dir_path: str) -> None:
+        self.fs = fs
+        self.path = posixpath.join(dir_path, STRAY_START_OFFSET_FILE)
+
+    def __repr__(self) -> str:
+        return f"StrayStartOffsetFile({self.path!r})"
+
+    def write(self, start_offset: int) -> None:
+        """Record ``start_offset`` durably and atomically."""
+        if not 0 <= start_offset <= OFFSET_MAX:
+            raise ValueError(f"start offset {start_offset} is outside [0, {OFFSET_MAX}]")
+        write_file_atomic(self.fs, self.path,
+                          encode_versioned_entries(CHECKPOINT_VERSION, [str(start_offset)]))
+
+    def read(self) -> int | None:
+        """The recorded start offset; None if the file does not exist; CheckpointError if
+        malformed."""
+        if not self.fs.exists(self.path):
+            return None
+        entries = decode_versioned_entries(self.path, self.fs.read_file(self.path),
+                                           CHECKPOINT_VERSION, 1, "start_offset")
+        if len(entries) != 1:
+            raise checkpoint_error(self.path, FIRST_ENTRY_LINE,
+                                   f"expected one start offset, found {len(entries)}")
+        return parse_non_negative(self.path, FIRST_ENTRY_LINE, "start offset", entries[0][0],
+                                  OFFSET_MAX)

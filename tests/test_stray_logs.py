@@ -1,0 +1,97 @@
+"""The log manager's strays: a live log set aside (``-stray``), found again at start-up, and
+revived from its own data with the start offset it had."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from logwright.errors import KafkaStorageError, LogwrightError
+from logwright.logmanager import LogManager, LogManagerConfig
+from logwright.records import build_simple_batch
+from logwright.storage.config import LogConfig
+from logwright.storage.naming import DirKind, TopicPartition, Uuid, parse_dir_name
+from logwright.world import Fault, SimFileSystem, SimScheduler, VirtualClock
+
+TP = TopicPartition("t", 0)
+TID = Uuid.from_random(random.Random(7))
+OTHER = Uuid.from_random(random.Random(8))
+
+
+def _manager(fs: SimFileSystem, clock: VirtualClock, dirs: tuple[str, ...] = ("/d1",)
+             ) -> LogManager:
+    manager = LogManager(fs, list(dirs), clock, SimScheduler(clock, seed=1),
+                         LogManagerConfig(log=LogConfig(segment_bytes=200)), random.Random(3))
+    manager.startup()
+    return manager
+
+
+def _log_with_records(manager: LogManager, n: int, start: int) -> None:
+    log = manager.create_log(TP, TID)
+    for i in range(n):
+        log.append_as_leader(build_simple_batch([b"v%03d" % i], 0), 1)
+    log.update_high_watermark(n)
+    log.increment_log_start_offset(start)
+
+
+@pytest.mark.parametrize("start", [0, 3, 7])
+def test_a_stray_revived_keeps_its_records_and_start_offset(start: int) -> None:
+    fs, clock = SimFileSystem(), VirtualClock(1_000)
+    manager = _manager(fs, clock)
+    _log_with_records(manager, 10, start)
+    stray = manager.mark_stray(TP, "not in the controller's FULL request")
+    assert stray is not None and manager.get_log(TP) is None
+    assert parse_dir_name(stray.name).kind is DirKind.STRAY
+    assert stray.topic_id == TID and stray.since_ms == 1_000
+    assert manager.find_stray(TP, OTHER) is None
+    assert manager.find_stray(TP, TID) is stray
+    log = manager.revive_stray(stray)
+    assert manager.get_log(TP) is log and manager.stray_logs() == []
+    assert (log.log_start_offset, log.log_end_offset, log.topic_id) == (start, 10, TID)
+
+
+@pytest.mark.parametrize("start", [0, 4])
+def test_a_stray_survives_a_restart_and_is_revived_then(start: int) -> None:
+    fs, clock = SimFileSystem(), VirtualClock(1_000)
+    manager = _manager(fs, clock)
+    _log_with_records(manager, 8, start)
+    manager.mark_stray(TP, "another topic id")
+    manager.halt()
+    clock.advance(5_000)
+    again = _manager(fs, clock)
+    assert again.get_log(TP) is None, "a stray is never loaded as a live log"
+    (stray,) = again.stray_logs()
+    assert (stray.tp, stray.topic_id, stray.since_ms) == (TP, TID, 6_000)
+    log = again.revive_stray(stray)
+    assert (log.log_start_offset, log.log_end_offset) == (start, 8)
+    again.halt()
+    third = _manager(fs, clock)
+    revived = third.get_log(TP)
+    assert revived is not None and revived.log_start_offset == start, \
+        "the revived log's start offset is in the dir's checkpoint"
+
+
+def test_revive_refuses_when_the_partition_is_live_again() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock)
+    _log_with_records(manager, 3, 0)
+    stray = manager.mark_stray(TP, "test")
+    assert stray is not None
+    manager.create_log(TP, OTHER)
+    with pytest.raises(LogwrightError):
+        manager.revive_stray(stray)
+    assert manager.find_stray(TP, TID) is stray
+
+
+def test_mark_stray_on_an_io_error_takes_the_dir_offline() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock, ("/d1", "/d2"))
+    _log_with_records(manager, 3, 0)
+    path = manager.dir_of(TP)
+    assert path is not None
+    fs.inject_fault(path.path, Fault.EIO)
+    with pytest.raises(KafkaStorageError):
+        manager.mark_stray(TP, "test")
+    assert path.path in manager.offline_dirs
+    assert manager.stray_logs() == []
