@@ -363,16 +363,24 @@ def test_a_partition_of_another_topic_generation_is_judged_by_its_id_first() -> 
     """Regression (found by the trace checker): a topic deleted and re-created under the same
     name, whose StopReplica has not reached a broker yet. The new generation's LeaderAndIsr
     (leader epoch 0) met the old partition (epoch 2) and was answered STALE_CONTROLLER_EPOCH,
-    comparing epochs of two different topics; Kafka compares the topic ids first and answers
-    INCONSISTENT_TOPIC_ID, and nothing changes either way."""
-    w = World(broker_ids=(1,))
-    w.assign(T0, 1, 2, [1])
-    new_generation = replace(state(T0, 1, 0, [1]), topic_id=Uuid.from_random(Random(8)))
+    comparing epochs of two different topics. Topic ids are compared first, whatever the
+    epochs (issue 10): the old generation's log is set aside as a stray and the new
+    generation's replica created, in the same request; the old one's late requests change
+    nothing."""
     for leader_epoch in (0, 2, 5):  # older, equal and newer than the old generation's
-        response = w.lair(1, [replace(new_generation, leader_epoch=leader_epoch)])
-        assert [e.error for e in response.partition_errors] == [Errors.INCONSISTENT_TOPIC_ID]
+        w = World(broker_ids=(1,))
+        w.assign(T0, 1, 2, [1])
+        w.produce(1, T0, [b"old"])
+        new_generation = replace(state(T0, 1, leader_epoch, [1]),
+                                 topic_id=Uuid.from_random(Random(8)), is_new=True)
+        response = w.lair(1, [new_generation])
+        assert [e.error for e in response.partition_errors] == [Errors.NONE]
         partition = w.brokers[1].replica_manager.partitions[T0]
-        assert (partition.leader_epoch, partition.topic_id) == (2, TOPIC_ID)
-    # The same generation still moves on.
-    w.assign(T0, 1, 3, [1])
-    assert w.brokers[1].replica_manager.partitions[T0].leader_epoch == 3
+        assert (partition.leader_epoch, partition.topic_id) == (leader_epoch,
+                                                                new_generation.topic_id)
+        assert w.values(1, T0) == []
+        assert [s.topic_id for s in w.brokers[1].log_manager.stray_logs()] == [TOPIC_ID]
+        # The new generation moves on.
+        moved = w.lair(1, [replace(new_generation, leader_epoch=leader_epoch + 1, is_new=False)])
+        assert [e.error for e in moved.partition_errors] == [Errors.NONE]
+        assert w.brokers[1].replica_manager.partitions[T0].leader_epoch == leader_epoch + 1

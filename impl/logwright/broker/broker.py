@@ -74,6 +74,10 @@ from logwright.world.trace import (
 
 ControllerLocator = Callable[[], str | None]
 
+_SERVED = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, ProduceRequest,
+           FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest)
+"""The requests a broker serves (never answers to its own requests)."""
+
 
 class BrokerState(enum.Enum):
     """Where a broker process is in its life."""
@@ -302,8 +306,11 @@ class Broker:
         if not isinstance(message, Message):
             self.unknown_messages += 1
             return
-        if self.channel.receive(src, message):
-            return  # an answer to one of this broker's requests
+        if not isinstance(message, _SERVED) and self.channel.receive(src, message):
+            # An answer to one of this broker's requests. A request is never taken for one,
+            # even when its correlation id (another node's numbering) equals that of a request
+            # this broker awaits an answer to: Kafka tells them apart by the connection.
+            return
         for effect in self._effects_of(src, message):
             self._emit(effect)
 

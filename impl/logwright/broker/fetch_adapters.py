@@ -13,6 +13,7 @@ on a partition takes its log dir offline here, at once, before the fetcher marks
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from logwright.broker import tracing
@@ -79,13 +80,24 @@ class LeaderSource:
             else:
                 callback(None)
 
+        wanted = tuple(self._with_topic_ids(partitions))
         self.rm.emit(Call(
             self.node_id,
             lambda cid: FetchRequest(cid, self.rm.broker_id, self.rm.broker_epoch(),
                                      cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_min_bytes,
-                                     cfg.replica_fetch_response_max_bytes, tuple(partitions),
+                                     cfg.replica_fetch_response_max_bytes, wanted,
                                      principal=cfg.inter_broker_principal),
             on_response, cfg.replica_socket_timeout_ms))
+
+    def _with_topic_ids(self, partitions: Sequence[FetchPartition]) -> list[FetchPartition]:
+        """Each partition with the topic id of this broker's replica (Fetch v13+, KIP-516):
+        a leader holding another generation of the topic answers INCONSISTENT_TOPIC_ID."""
+        out = []
+        for fp in partitions:
+            partition = self.rm.partitions.get(fp.tp)
+            topic_id = partition.topic_id if partition is not None else None
+            out.append(replace(fp, topic_id=topic_id) if topic_id is not None else fp)
+        return out
 
     def end_offsets_for_epochs(self, partitions: Sequence[OffsetForLeaderEpochPartition],
                                callback: EpochCallback) -> None:

@@ -6,7 +6,10 @@ tells "not hosted here" (NOT_LEADER_OR_FOLLOWER) from "no such partition"
 
 Invariant upheld: the network may reorder two UpdateMetadata requests, and a client sent to a
 deposed leader would be sent back and forth; so a partition state older (leader epoch, partition
-epoch) than the one held for the same topic id never replaces it.
+epoch) than the one held for the same topic id never replaces it, and a partition state from a
+request older (controller epoch, correlation id) than the newest applied for the same partition
+name changes nothing: a late state of a deleted topic does not bring it back after the deletion
+removed it (clients get UNKNOWN_TOPIC_OR_PARTITION).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class MetadataCache:
     partitions: dict[TopicPartition, LeaderAndIsrPartitionState] = field(default_factory=dict)
     live_brokers: frozenset[int] = frozenset()
     controller_id: int = -1
+    #: Per partition name: (controller epoch, correlation id) of the newest request applied.
+    versions: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
 
     def topic_metadata(self, request: MetadataRequest, authorized: Callable[[str], bool]
                        ) -> MetadataResponse:
@@ -75,9 +80,13 @@ class MetadataCache:
         """Remember the controller's view of partitions and live brokers. A partition of a
         deleted topic (leader LeaderDuringDelete, -2) leaves the cache, unless the cache already
         holds a newer topic of the same name (another topic id). A partition state older
-        (leader epoch, partition epoch) than the one held for the same topic id changes
-        nothing."""
+        (leader epoch, partition epoch) than the one held for the same topic id, or of a
+        request older than the newest applied for its name, changes nothing."""
+        version = (request.controller_epoch, request.correlation_id)
         for state in request.partition_states:
+            if self.versions.get(state.tp, (-1, -1)) > version:
+                continue  # a newer request told of this name already
+            self.versions[state.tp] = version
             held = self.partitions.get(state.tp)
             same_topic = held is not None and held.topic_id == state.topic_id
             if state.leader == LEADER_DURING_DELETE:

@@ -127,6 +127,13 @@ class Partition:
         """A leader whose ISR is smaller than its replica set."""
         return self.is_leader and len(self.isr) < len(self.replicas)
 
+    def check_topic_identity(self) -> None:
+        """Assert that the log is served under its own topic id (topic identity: no record
+        appended under one topic id is ever served under another)."""
+        held = self.log.topic_id
+        assert self.topic_id is None or held is None or self.topic_id == held, \
+            f"{self.tp}: served as topic id {self.topic_id} from a log of topic id {held}"
+
     def check_offsets(self) -> None:
         """Assert NeverServeBelowLogStart's offset order on this replica."""
         lso, hw, leo = self.log_start_offset, self.high_watermark, self.log_end_offset

@@ -13,6 +13,15 @@ Invariants upheld here (architecture.md "The safety invariants", hazards 5, 7 an
 - A follower below the leader's log start offset restarts empty at it (truncate fully); what a
   follower does with fetched records is ``fetch_adapters.py``'s, and it truncates only by the
   leader epoch protocol (``fetcher.py``).
+- Topic identity (docs/topic-identity.md): a LeaderAndIsr or StopReplica changes nothing about a
+  partition name for which a newer request (controller epoch, correlation id) was applied
+  (STALE_CONTROLLER_EPOCH); a log is never served under a topic id other than its own (asserted
+  where both are known); a live log of another topic id under a name a LeaderAndIsr assigns,
+  and every live log an accepted FULL LeaderAndIsr does not assign, is set aside as a stray
+  before anything of the request is made leader or follower; a stray of the assigned topic id
+  is revived from its data rather than a new replica created; a StopReplica of another topic id
+  than the log's changes nothing (INCONSISTENT_TOPIC_ID); a replica that is not new is never
+  created while a log dir is offline (KAFKA_STORAGE_ERROR).
 
 The manager decides; it performs nothing itself. What it sends (AlterPartition requests,
 responses of delayed operations) and the timers it needs are effects handed to ``emit`` (the
@@ -21,6 +30,7 @@ broker's driver, ``driver.py``, performs them).
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 
@@ -33,6 +43,7 @@ from logwright.broker.fetcher import FetcherManager, InitialFetchState
 from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from logwright.broker.partition import NO_LEADER, Partition, PendingIsrChange
 from logwright.broker.purgatory import Purgatory
+from logwright.broker.strays import NO_VERSION, Version, full_request_strays, request_version
 from logwright.configs import parse_topic_configs
 from logwright.errors import (
     CheckpointError,
@@ -60,6 +71,7 @@ from logwright.protocol import (
     FetchResponse,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
+    LeaderAndIsrType,
     ListOffsetsRequest,
     ListOffsetsResponse,
     Message,
@@ -74,6 +86,7 @@ from logwright.protocol import (
     UpdateMetadataRequest,
 )
 from logwright.storage.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from logwright.storage.log import PartitionLog
 from logwright.storage.log import TopicIdMismatch as TopicIdMismatch
 from logwright.world.clock import Clock
 from logwright.world.scheduler import Scheduler
@@ -84,6 +97,8 @@ from logwright.world.trace import (
     TraceRecorder,
     topic_id_text,
 )
+
+_logger = logging.getLogger(__name__)
 
 
 class ReplicaManager:
@@ -123,6 +138,12 @@ class ReplicaManager:
         # Per topic: (controller epoch, correlation id) of the message whose topic configs were
         # applied last; an older message's configs are stale and ignored.
         self.topic_config_versions: dict[str, tuple[int, int]] = {}
+        #: Per partition name: the version (controller epoch, correlation id) of the newest
+        #: LeaderAndIsr or StopReplica applied for it; an older one changes nothing about it.
+        #: In memory only: requests to an earlier incarnation are fenced by broker epoch.
+        self.applied_versions: dict[TopicPartition, Version] = {}
+        #: The version of the newest FULL LeaderAndIsr applied: it decided about every name.
+        self.full_version: Version = NO_VERSION
         #: The trace recorder (``world/trace.py``); off unless the broker is given one.
         self.trace: TraceRecorder = NO_TRACE
         self._trace_isr: dict[tuple[str, str], tuple[int, tuple[int, ...]]] = {}
@@ -166,19 +187,47 @@ class ReplicaManager:
 
     # ---- LeaderAndIsr ------------------------------------------------------------------------
 
+    def applied_version(self, tp: TopicPartition) -> Version:
+        """The version of the newest control request applied for the name ``tp`` (a FULL
+        LeaderAndIsr counts for every name)."""
+        return max(self.applied_versions.get(tp, NO_VERSION), self.full_version)
+
     def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> list[PartitionError]:
         """Apply each partition state on its own; the caller has already fenced the request.
-        A partition named twice takes its first state only."""
+        A partition named twice takes its first state only.
+
+        Implied deletions first: a live log of another topic id under a name the request
+        assigns is set aside as a stray, and so (FULL request) is every live log of an online
+        dir the request does not assign; only then are partitions created (or revived from a
+        stray of their topic id) and made leader or follower."""
         self.apply_topic_configs(request)
+        version = request_version(request.controller_epoch, request.correlation_id)
         results: dict[TopicPartition, Errors] = {}
-        to_lead: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
-        to_follow: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
-        now = self.clock.now_ms()
+        states: list[LeaderAndIsrPartitionState] = []
         seen: set[TopicPartition] = set()
         for state in request.partition_states:
             if state.tp in seen:
                 continue  # a repeated partition: the first state stands
             seen.add(state.tp)
+            if self.applied_version(state.tp) > version:
+                results[state.tp] = Errors.STALE_CONTROLLER_EPOCH  # newer news already applied
+                continue
+            self.applied_versions[state.tp] = version
+            states.append(state)
+        full = request.type == LeaderAndIsrType.FULL and version >= self.full_version
+        if full:
+            self._set_aside_unassigned(request, version, results)
+        for state in states:
+            if state.tp not in results:
+                error = self._set_aside_other_generation(state, version)
+                if error is not None:
+                    results[state.tp] = error
+        to_lead: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
+        to_follow: list[tuple[Partition, LeaderAndIsrPartitionState]] = []
+        now = self.clock.now_ms()
+        for state in states:
+            if state.tp in results:
+                continue
             found = self._partition_to_change(state, now)
             if isinstance(found, Errors):
                 results[state.tp] = found
@@ -190,10 +239,78 @@ class ReplicaManager:
         self._make_followers(to_follow, results)
         self.replica_fetcher_manager.shutdown_idle_fetchers()
         self.check_offline_dirs()
+        if full:
+            self.full_version = version
+            self.log_manager.full_request_applied = True
         # One result per partition, in the request's order (a leader or follower change that
         # failed left its error in ``results``).
         return [PartitionError(tp, results.get(tp, Errors.NONE))
                 for tp in dict.fromkeys(s.tp for s in request.partition_states)]
+
+    # ---- strays (KIP-550) --------------------------------------------------------------------
+
+    def _set_aside_unassigned(self, request: LeaderAndIsrRequest, version: Version,
+                              results: dict[TopicPartition, Errors]) -> None:
+        """FULL LeaderAndIsr: every live log of an online dir that the request does not assign
+        (or assigns under another topic id) stops being served and is set aside as a stray,
+        unless a newer request decided about its name. Logs of offline dirs are not touched."""
+        on_disk = {tp: log.topic_id for state in self.log_manager.dirs.values() if state.online
+                   for tp, log in state.logs.items()}
+        requested: dict[TopicPartition, Uuid] = {}
+        for s in request.partition_states:
+            requested.setdefault(s.tp, s.topic_id)
+        strays = full_request_strays(on_disk, requested, self.applied_versions, version)
+        where = f"controller epoch {version[0]}, correlation id {version[1]}"
+        for tp in sorted(strays, key=str):
+            error = self._set_aside(tp, f"{strays[tp]} ({where})")
+            if error is not None and tp in requested and tp not in results:
+                results[tp] = error
+
+    def _set_aside_other_generation(self, state: LeaderAndIsrPartitionState, version: Version
+                                    ) -> Errors | None:
+        """``state`` assigns ``state.tp`` under another topic id than its live log's here: the
+        log (of a deleted generation of the topic) is set aside as a stray. Returns the
+        partition's error if that could not be done (its dir is offline)."""
+        if state.topic_id == Uuid.ZERO:
+            return None
+        partition = self.partitions.get(state.tp)
+        log = partition.log if partition is not None else self.log_manager.get_log(state.tp)
+        if log is None:
+            return None
+        held = partition.topic_id if partition is not None else log.topic_id
+        if held is None or held == state.topic_id:
+            return None
+        if log.offline:
+            return Errors.KAFKA_STORAGE_ERROR  # nothing is served from it meanwhile
+        return self._set_aside(state.tp, (
+            f"LeaderAndIsr (controller epoch {version[0]}, correlation id {version[1]}) assigns "
+            f"it under topic id {topic_id_text(state.topic_id)}, the log holds "
+            f"{topic_id_text(held)}"))
+
+    def _set_aside(self, tp: TopicPartition, reason: str) -> Errors | None:
+        """Stop serving ``tp`` here (its fetcher removed, its waiting requests answered, its
+        Partition gone), then rename its live log ``-stray``. Returns KAFKA_STORAGE_ERROR if
+        its dir failed meanwhile (then nothing is served from it either)."""
+        partition = self.partitions.pop(tp, None)
+        topic_id = partition.topic_id if partition is not None else None
+        if self._trace_followed(tp):
+            tracing.fetcher(self.trace, self.broker_id, tp, "StopReplica",
+                            {"reason": "set aside as a stray"},
+                            {"knownEpoch": -1, "fetching": False, "failedEpoch": -1}, topic_id)
+        self.replica_fetcher_manager.remove_fetcher_for_partitions([tp])
+        if partition is not None:
+            partition.stop()
+        self._complete_delayed(tp)
+        try:
+            stray = self.log_manager.mark_stray(tp, reason)
+        except KafkaStorageError:
+            self.check_offline_dirs()
+            return Errors.KAFKA_STORAGE_ERROR
+        if stray is not None and self.trace.enabled:  # the log manager logged it, with why
+            tracing.stray(self.trace, self.broker_id, tp, "MarkStray", stray.topic_id, reason,
+                          stray.path)
+            self._trace_replica_deleted(tp, stray.topic_id)
+        return None
 
     def _partition_to_change(self, state: LeaderAndIsrPartitionState, now: int
                              ) -> Partition | Errors:
@@ -207,11 +324,9 @@ class ReplicaManager:
             return self._create_partition(state)
         if partition.offline:
             return Errors.KAFKA_STORAGE_ERROR
-        if (state.topic_id != Uuid.ZERO and partition.topic_id is not None
-                and partition.topic_id != state.topic_id):
-            # Another generation of the topic (deleted and re-created under the same name):
-            # judged by its id before any epoch, as Kafka does; its epochs are not comparable.
-            return Errors.INCONSISTENT_TOPIC_ID
+        assert (state.topic_id == Uuid.ZERO or partition.topic_id is None
+                or partition.topic_id == state.topic_id), \
+            f"{state.tp}: a log of another topic id is set aside before its name is assigned"
         if state.leader_epoch < partition.leader_epoch:
             return Errors.STALE_CONTROLLER_EPOCH
         if state.leader_epoch == partition.leader_epoch:
@@ -237,6 +352,8 @@ class ReplicaManager:
                 # dir is offline).
                 return Errors.KAFKA_STORAGE_ERROR
             if log is None:
+                log = self._revive(tp, topic_id)
+            if log is None:
                 log_dir = None if state.log_dir == "any" else state.log_dir
                 log = self.log_manager.create_log(tp, topic_id, log_dir)
             if topic_id is not None:
@@ -251,8 +368,7 @@ class ReplicaManager:
             self._fail_dir_of(tp, exc)
             return Errors.KAFKA_STORAGE_ERROR
         except TopicIdMismatch:
-            # The stray issue decides what to do with the old log; nothing is served from it
-            # meanwhile.
+            # Not reached: a log of another topic id was set aside first.
             return Errors.INCONSISTENT_TOPIC_ID
         except LogwrightError:
             return Errors.LOG_DIR_NOT_FOUND  # the named log dir is not one of this broker's
@@ -260,6 +376,24 @@ class ReplicaManager:
         partition.topic_id = topic_id if topic_id is not None else log.topic_id
         self.partitions[tp] = partition
         return partition
+
+    def _revive(self, tp: TopicPartition, topic_id: Uuid | None) -> PartitionLog | None:
+        """The stray of ``tp`` under ``topic_id`` on an online dir, made live again from its
+        own data (not re-fetched); None when there is none. KafkaStorageError if its dir
+        fails meanwhile."""
+        stray = self.log_manager.find_stray(tp, topic_id)
+        if stray is None:
+            return None
+        log = self.log_manager.revive_stray(stray)
+        reason = (f"assigned again under its topic id {topic_id_text(topic_id)}: revived from "
+                  f"its data (offsets {log.log_start_offset} to {log.log_end_offset})")
+        _logger.info("broker %d: %s stray %s revived: %s", self.broker_id, tp, stray.path, reason)
+        if self.trace.enabled:
+            tracing.stray(self.trace, self.broker_id, tp, "ReviveStray", topic_id, reason,
+                          stray.path)
+            tracing.replica(self.trace, self.broker_id, log, "CrashRestart",
+                            {"h": log.high_watermark}, always=True)
+        return log
 
     def _fail_dir_of(self, tp: TopicPartition, exc: BaseException) -> None:
         state = self.log_manager.dir_of(tp)
@@ -359,11 +493,23 @@ class ReplicaManager:
         """Stop (and with ``delete_partition`` delete) each partition on its own."""
         results: dict[TopicPartition, Errors] = {}
         accepted = []
+        version = request_version(request.controller_epoch, request.correlation_id)
         for sp in request.partitions:
             if sp.tp in results:
                 continue
+            if self.applied_version(sp.tp) > version:
+                results[sp.tp] = Errors.STALE_CONTROLLER_EPOCH  # newer news already applied
+                continue
+            self.applied_versions[sp.tp] = version
             partition = self.partitions.get(sp.tp)
-            if partition is not None and partition.offline:
+            log = partition.log if partition is not None else self.log_manager.get_log(sp.tp)
+            held = partition.topic_id if partition is not None else (
+                log.topic_id if log is not None else None)
+            if sp.topic_id != Uuid.ZERO and held is not None and held != sp.topic_id:
+                # Another generation of the topic lives under this name now: its log is not
+                # stopped nor deleted on the deleted generation's behalf.
+                results[sp.tp] = Errors.INCONSISTENT_TOPIC_ID
+            elif partition is not None and partition.offline:
                 results[sp.tp] = Errors.KAFKA_STORAGE_ERROR
             elif (partition is not None and sp.leader_epoch not in (EPOCH_DURING_DELETE, NO_EPOCH)
                   and sp.leader_epoch < partition.leader_epoch):
@@ -418,9 +564,16 @@ class ReplicaManager:
                                               f"{request.acks}")
                        for tp, _ in request.partitions]
             return ProduceResponse(request.correlation_id, tuple(results))
+        topic_ids = dict(request.topic_ids)
         for tp, records in request.partitions:
             if tp in denied:
                 results.append(ProducePartitionResult(tp, denied[tp]))
+                continue
+            wrong_id = self._topic_id_error(tp, topic_ids.get(tp.topic, Uuid.ZERO))
+            if wrong_id is not None:
+                results.append(ProducePartitionResult(
+                    tp, wrong_id, error_message=f"{tp} is not held here under topic id "
+                    f"{topic_id_text(topic_ids[tp.topic])}"))
                 continue
             result, required = self._append_one(tp, records, request.acks)
             results.append(result)
@@ -450,6 +603,7 @@ class ReplicaManager:
                 tp, Errors.NOT_ENOUGH_REPLICAS,
                 error_message=f"ISR {list(partition.isr)} is smaller than min.insync.replicas "
                 f"{min_isr}"), -1
+        partition.check_topic_identity()
         try:
             info = partition.log.append_as_leader(records, partition.leader_epoch)
         except CorruptRecordError as exc:
@@ -494,6 +648,8 @@ class ReplicaManager:
         for fp in request.partitions:
             if fp.tp in denied:
                 continue
+            if self._topic_id_error(fp.tp, fp.topic_id) is not None:
+                continue  # a fetch for another generation of the topic says nothing here
             found = self._leader_partition(fp.tp, fp.current_leader_epoch)
             if isinstance(found, Errors) or request.replica_id not in found.replicas:
                 continue
@@ -525,12 +681,32 @@ class ReplicaManager:
             has_error = has_error or data.error is not Errors.NONE
         return out, size, has_error
 
+    def _topic_id_error(self, tp: TopicPartition, topic_id: Uuid) -> Errors | None:
+        """Fetch v13+ (KIP-516): the error for a fetch of ``tp`` meaning ``topic_id``, if any:
+        INCONSISTENT_TOPIC_ID when the partition here has another id; UNKNOWN_TOPIC_ID when
+        neither this broker nor its metadata knows the id under that name."""
+        if topic_id == Uuid.ZERO:
+            return None  # an older version: no id to check
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            if partition.topic_id is not None and partition.topic_id != topic_id:
+                return Errors.INCONSISTENT_TOPIC_ID
+            return None
+        known = self.metadata.partitions.get(tp)
+        if known is None or known.topic_id != topic_id:
+            return Errors.UNKNOWN_TOPIC_ID
+        return None
+
     def _read_one(self, fp: FetchPartition, is_follower: bool, replica_id: int,
                   budget: int, first: bool) -> FetchPartitionData:
+        wrong_id = self._topic_id_error(fp.tp, fp.topic_id)
+        if wrong_id is not None:
+            return FetchPartitionData(fp.tp, wrong_id)
         found = self._leader_partition(fp.tp, fp.current_leader_epoch)
         if isinstance(found, Errors):
             return FetchPartitionData(fp.tp, found)
         partition = found
+        partition.check_topic_identity()
         log = partition.log
         if is_follower and replica_id not in partition.replicas:
             return FetchPartitionData(fp.tp, Errors.NOT_LEADER_OR_FOLLOWER)

@@ -76,4 +76,20 @@ def fetcher(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action:
                   changed)
 
 
-__all__ = ["fetcher", "instance", "isr", "replica"]
+# ---- StrayCleanup (issue 10): strays set aside and revived ------------------------------------
+
+#: The model the stray decisions are recorded under (spec/StrayCleanup.tla).
+STRAY_CLEANUP = "StrayCleanup"
+
+
+def stray(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action: str,
+          topic_id: object | None, reason: str, path: str) -> None:
+    """Broker ``broker_id`` decided about its log of ``tp`` (of topic id ``topic_id``):
+    ``MarkStray`` (set aside, renamed ``-stray``) or ``ReviveStray`` (live again from its
+    data), for ``reason``; ``path`` is the stray dir's."""
+    recorder.emit(f"broker-{broker_id}", STRAY_CLEANUP, instance(tp), action,
+                  {"b": broker_id, "topicId": topic_id_text(topic_id), "reason": reason,
+                   "path": path}, {})
+
+
+__all__ = ["STRAY_CLEANUP", "fetcher", "instance", "isr", "replica", "stray"]

@@ -57,6 +57,7 @@ RETRIABLE = frozenset({
     Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT, Errors.REPLICA_NOT_AVAILABLE,
     Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     Errors.KAFKA_STORAGE_ERROR, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
+    Errors.UNKNOWN_TOPIC_ID, Errors.INCONSISTENT_TOPIC_ID,
 })
 """Errors Kafka's clients retry (their exceptions are RetriableException): every other error
 fails the call at once."""
@@ -65,6 +66,7 @@ REFRESH_METADATA = frozenset({
     Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE,
     Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT, Errors.REPLICA_NOT_AVAILABLE,
     Errors.KAFKA_STORAGE_ERROR, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
+    Errors.UNKNOWN_TOPIC_ID, Errors.INCONSISTENT_TOPIC_ID,
 })
 """Errors after which the client asks for fresh metadata before retrying (Kafka's
 InvalidMetadataException family, and a request that got no answer)."""
@@ -301,8 +303,11 @@ class Client:
     # ---- the calls -----------------------------------------------------------------------------
 
     def produce(self, tp: TopicPartition, values: Sequence[bytes | None],
-                keys: Sequence[bytes | None] | None, acks: Acks, timeout_ms: int | None) -> int:
-        """Append ``values`` as one batch; the base offset, or -1 for acks=0."""
+                keys: Sequence[bytes | None] | None, acks: Acks, timeout_ms: int | None,
+                topic_id: Uuid | None = None) -> int:
+        """Append ``values`` as one batch; the base offset, or -1 for acks=0. With
+        ``topic_id`` the request names the topic's id too (Produce v13+): a broker holding
+        another generation of the topic refuses it (retried with fresh metadata)."""
         self._require_open()
         if not ((type(acks) is int and acks in (0, 1, -1)) or acks == "all"):
             raise KafkaError.of(Errors.INVALID_REQUEST,
@@ -317,11 +322,12 @@ class Client:
         now = self.runtime.clock.now_ms()
         batch = build_batch([Record(k, v, now) for k, v in zip(ks, values, strict=True)])
         result = -1
+        ids = ((tp.topic, topic_id),) if topic_id is not None else ()
 
         def attempt(node: str, _meta: MetadataPartition, wait_ms: int) -> tuple[Errors, str]:
             nonlocal result
             request = ProduceRequest(self.node.next_correlation_id(), wire_acks, wait_ms,
-                                     ((tp, batch),))
+                                     ((tp, batch),), topic_ids=ids)
             if wire_acks == 0:
                 if not self._connect(node):
                     return Errors.REQUEST_TIMED_OUT, f"connection to {node} refused"
@@ -340,8 +346,11 @@ class Client:
         return result
 
     def fetch(self, tp: TopicPartition, offset: int, max_bytes: int,
-              timeout_ms: int | None) -> list[ConsumerRecord]:
-        """Committed records of ``tp`` from ``offset``, as a consumer reads them."""
+              timeout_ms: int | None, topic_id: Uuid | None = None) -> list[ConsumerRecord]:
+        """Committed records of ``tp`` from ``offset``, as a consumer reads them. With
+        ``topic_id`` (Fetch v13+) a broker holding another generation of the topic refuses
+        the fetch (retried with fresh metadata) instead of serving that generation's
+        records."""
         self._require_open()
         deadline = self._deadline(timeout_ms, self.config.default_api_timeout_ms)
         out: list[ConsumerRecord] = []
@@ -349,7 +358,8 @@ class Client:
         def attempt(node: str, meta: MetadataPartition, wait_ms: int) -> tuple[Errors, str]:
             # The leader epoch from metadata lets the leader tell a stale client (FENCED) from a
             # leader that has not heard of the epoch yet (UNKNOWN), as consumers do (KIP-320).
-            wanted = FetchPartition(tp, meta.leader_epoch, offset, -1, max_bytes)
+            wanted = FetchPartition(tp, meta.leader_epoch, offset, -1, max_bytes,
+                                    topic_id=topic_id if topic_id is not None else Uuid.ZERO)
             request = FetchRequest(self.node.next_correlation_id(), CONSUMER_REPLICA_ID,
                                    NO_EPOCH, 0, 0, max_bytes, (wanted,))
             response = self._call(node, request, wait_ms)

@@ -399,14 +399,23 @@ class Cluster:
         """
         validate.produce(self, topic, partition, values, keys, acks, timeout_ms)
         return self.client.produce(TopicPartition(topic, partition), values, keys, acks,
-                                   timeout_ms)
+                                   timeout_ms, topic_id=self._current_topic_id(topic))
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
               timeout_ms: int | None = None) -> list[ConsumerRecord]:
         """Committed records (below the high watermark) from ``offset``, as a consumer reads.
         Below the log start offset (or past the high watermark) raises ``OffsetOutOfRange``."""
         validate.fetch(self, topic, partition, offset, max_bytes, timeout_ms)
-        return self.client.fetch(TopicPartition(topic, partition), offset, max_bytes, timeout_ms)
+        return self.client.fetch(TopicPartition(topic, partition), offset, max_bytes, timeout_ms,
+                                 topic_id=self._current_topic_id(topic))
+
+    def _current_topic_id(self, topic: str) -> Uuid | None:
+        """The id of ``topic``'s current generation, as a Kafka 4 client knows it from
+        CreateTopics or DescribeTopics, so that produce and fetch name it (KIP-516): a broker
+        still holding a deleted generation refuses them instead of serving it. None: no such
+        topic."""
+        record = self.store.topic(topic)
+        return record.topic_id if record is not None else None
 
     def list_offsets(self, topic: str, partition: int, which: Literal["earliest", "latest"],
                      timeout_ms: int | None = None) -> int:

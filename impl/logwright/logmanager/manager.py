@@ -220,6 +220,7 @@ class LogManager:
         self.configured_topics: set[str] | None = None
         self._tasks: list[Task] = []
         self.started = False
+        self.full_request_applied = False  # set once this incarnation applied a FULL LeaderAndIsr
 
     # ---- start-up ------------------------------------------------------------------------------
 

@@ -238,6 +238,9 @@ class FetchPartition:
     log_start_offset: int  # the follower's own (Fetch v5+); -1 from consumers
     partition_max_bytes: int
     last_fetched_epoch: int = NO_EPOCH
+    # Fetch v13+ (KIP-516): the topic id the fetcher means (Uuid.ZERO: not given, an older
+    # version); a leader whose log has another id answers INCONSISTENT_TOPIC_ID.
+    topic_id: Uuid = Uuid.ZERO
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,9 @@ class ProduceRequest(Message):
     timeout_ms: int
     partitions: tuple[tuple[TopicPartition, bytes], ...]
     principal: str = "User:ANONYMOUS"
+    # Produce v13+ (KIP-516): the id each topic is meant under, (topic, id); a topic not named
+    # here is not checked. A leader whose log has another id answers INCONSISTENT_TOPIC_ID.
+    topic_ids: tuple[tuple[str, Uuid], ...] = ()
 
 
 @dataclass(frozen=True)
