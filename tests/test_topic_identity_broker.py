@@ -317,3 +317,24 @@ def test_full_request_strays_is_the_decision_alone() -> None:
     assert set(full_request_strays(on_disk, {**requested, d: Uuid.ZERO}, {}, (1, 10),
                                    unreadable={a})) == {a, b}
     assert full_request_strays({}, requested, {}, (1, 10)) == {}
+
+
+# ---- a request is never taken for an answer ------------------------------------------------------
+
+
+def test_a_control_request_with_the_id_of_a_pending_broker_request_is_served() -> None:
+    """Found by the KIP-550 scenario while writing it: correlation ids are numbered by each
+    sender, so a controller's request may carry the id of a request the broker awaits an
+    answer to (here an AlterPartition). It was taken for that answer and dropped; a FULL
+    LeaderAndIsr lost that way leaves strays in place. A request is now always served."""
+    w = World(broker_ids=(1,))
+    w.controller.answer_alter_partition = False
+    assert lair(w, 1, 1, [state(T0, 1, 1, [1, 2], [1, 2])]).error is Errors.NONE
+    assert w.run_until(lambda: bool(w.controller.alter_requests), 120_000), "an ISR shrink"
+    pending = w.controller.alter_requests[-1].correlation_id
+    rm = w.brokers[1].replica_manager
+    assert rm.partitions[T0].pending_isr is not None
+    response = lair(w, 1, pending, [state(T0, 1, 1, [1, 2], [1, 2]), state(T1, 1, 1, [1])],
+                    full=True)
+    assert errors(response) == {T0: Errors.NONE, T1: Errors.NONE}
+    assert T1 in rm.partitions
