@@ -5,7 +5,6 @@ recorder and its replay, the campaign (seeded, a failure saved as a trace that r
 from __future__ import annotations
 
 import inspect
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from logwright import Cluster, KafkaError
 from logwright.cli import main
 from logwright.identity import TopicPartition
-from logwright.verify.cluster_run import ClusterRun, PropertyViolated, replay
+from logwright.verify.cluster_run import ClusterRun, replay
 from logwright.verify.fuzz import failure_of, run_campaign
 from logwright.verify.stateful_cluster import KNOWN_DEFECT_RULES, ClusterMachine
 from logwright.world import SimFileSystem, SimulatedCrash, SimWorld
@@ -102,14 +101,24 @@ def test_recorded_steps_replay_to_the_same_run() -> None:
 
 
 def test_replay_names_the_step_that_broke_a_property() -> None:
+    """Outside the state machine's fault model (it never lets the only replica lose power
+    with acknowledged records unsynced), a replay reaches lost data and says so."""
     trace = {"cluster": {"brokers": 3, "log_dirs_per_broker": 2, "seed": 29,
                          "max_delay_ms": 10},
-             "steps": [{"op": "create_topic", "topic": "s", "partitions": 3,
-                        "replication_factor": 3},
-                       {"op": "recreate_topic", "topic": "s", "partitions": 1,
-                        "replication_factor": 2}]}
+             "steps": [{"op": "create_topic", "topic": "s", "partitions": 1,
+                        "replication_factor": 1},
+                       {"op": "produce", "topic": "s", "partition": 0, "values": ["a"],
+                        "acks": -1},
+                       {"op": "repair_and_settle"},
+                       {"op": "crash", "broker": 1, "power_loss": True},
+                       {"op": "crash", "broker": 2, "power_loss": True},
+                       {"op": "crash", "broker": 3, "power_loss": True},
+                       {"op": "repair_and_settle"}]}
     message = failure_of(trace)
-    assert message is not None and message.startswith("PropertyViolated")
+    assert message is not None, "the lost record is found"
+    # The LogStartOffset refinement, checked after every event, sees it first.
+    assert message.startswith(("PropertyViolated", "RefinementViolation")), message
+    assert "CommittedDataOnIsr" in message or "acknowledged" in message, message
     with pytest.raises(ValueError, match="unknown trace op"):
         replay({"cluster": trace["cluster"], "steps": [{"op": "nonsense"}]})
 
@@ -124,18 +133,15 @@ def test_a_clean_campaign_is_deterministic_and_saves_nothing(tmp_path: Path) -> 
     assert first.examples >= 6 and first.steps > first.examples
 
 
-def test_a_campaign_saves_a_shrunk_failure_that_replays(tmp_path: Path) -> None:
-    """The whole alphabet meets issue 10's topic re-creation defect: the campaign saves it
-    once, as a trace that fails the same way on replay."""
-    result = run_campaign(0, max_examples=40, out_dir=tmp_path, steps_per_example=10,
-                          batch_examples=20)
-    assert result.found and all(f.reproduced for f in result.found)
-    saved = sorted(tmp_path.glob("*.json"))
-    assert len(saved) == len({f.path for f in result.found if f.path is not None})
-    trace = json.loads(saved[0].read_text())
-    assert trace["seed"] == result.found[0].seed and trace["steps"]
-    with pytest.raises(PropertyViolated):
-        replay(trace)
+def test_the_whole_alphabet_runs_clean(tmp_path: Path) -> None:
+    """The whole alphabet, topic deletion and re-creation at once included (issue 10 fixed:
+    until then this campaign found the re-creation defect every time and saved it): nothing
+    found, nothing saved."""
+    assert not KNOWN_DEFECT_RULES, "no rule is left out of the alphabet any more"
+    result = run_campaign(0, max_examples=20, out_dir=tmp_path, steps_per_example=10,
+                          batch_examples=10)
+    assert not result.found, [f.message for f in result.found]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_rules_cannot_be_avoided(tmp_path: Path) -> None:
@@ -150,10 +156,10 @@ def test_the_fuzz_command_reports_progress_and_exit_code(tmp_path: Path) -> None
     assert ok.exit_code == 0, ok.output
     assert "examples" in ok.stdout and "0 failure(s)" in ok.stdout
     assert "fuzz: seed 3" in ok.stderr
-    bad = runner.invoke(main, ["fuzz", "--max-examples", "20", "--steps", "10",
-                               "--out", str(tmp_path / "found")])
-    assert bad.exit_code == 1, bad.output
-    assert list((tmp_path / "found").glob("*.json"))
+    whole = runner.invoke(main, ["fuzz", "--max-examples", "4", "--steps", "10",
+                                 "--out", str(tmp_path / "whole")])
+    assert whole.exit_code == 0, whole.output
+    assert not list((tmp_path / "whole").glob("*.json"))
     usage = runner.invoke(main, ["fuzz", "--max-examples", "0"])
     assert usage.exit_code == 2
 
