@@ -59,16 +59,19 @@ def full_request_strays(on_disk: Mapping[TopicPartition, Uuid | None],
     """
     strays: dict[TopicPartition, str] = {}
     for tp, held in on_disk.items():
-        if applied.get(tp, NO_VERSION) > version:
-            continue  # a newer request decided about this name: the FULL one is older news
         want = requested.get(tp)
         if want is None:
-            strays[tp] = "not assigned to this broker by the FULL LeaderAndIsr"
-        elif tp in unreadable:
-            strays[tp] = "its topic id is unreadable"
-        elif want != Uuid.ZERO and held is not None and held != want:
-            strays[tp] = (f"the FULL LeaderAndIsr assigns topic id {topic_id_text(want)}, the "
-                          f"log holds {topic_id_text(held)}")
+            reason = "not assigned to this broker by the FULL LeaderAndIsr"
+        elif unreadable and tp in unreadable:
+            reason = "its topic id is unreadable"
+        elif held is None or held == want or want == Uuid.ZERO:
+            continue  # its own id (or adopts the request's, or the request names none)
+        else:
+            reason = (f"the FULL LeaderAndIsr assigns topic id {topic_id_text(want)}, the log "
+                      f"holds {topic_id_text(held)}")
+        if applied.get(tp, NO_VERSION) > version:
+            continue  # a newer request decided about this name: the FULL one is older news
+        strays[tp] = reason
     return strays
 
 
