@@ -502,8 +502,10 @@ class Cluster:
                         return False  # a live in-sync replica is about to be elected
                     continue  # no live leader: nothing can make progress until one returns
                 part = leader.replica_manager.describe().get(tp)
-                if part is None:
-                    return False  # the live leader elected has not created its replica yet
+                if part is None or part.topic_id not in (None, state.topic_id):
+                    # The live leader elected has not created its replica yet (it may still
+                    # hold a deleted generation of the topic under the name).
+                    return False
                 if part.offline:
                     continue
                 if not part.is_leader or part.leader_epoch != state.leader_epoch:
@@ -515,8 +517,8 @@ class Cluster:
                     if peer is None or not peer.alive or r == state.leader:
                         continue
                     other = peer.replica_manager.describe().get(tp)
-                    if other is None:
-                        return False  # a live replica that does not host it yet
+                    if other is None or other.topic_id not in (None, state.topic_id):
+                        return False  # a live replica that does not host it (this one) yet
                     if other.offline:
                         continue
                     if other.log_end_offset != part.log_end_offset or r not in part.isr:
