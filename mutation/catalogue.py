@@ -166,6 +166,32 @@ MUTANTS: tuple[Mutant, ...] = (
         loss="A DeleteRecords would be acknowledged before its start offset is on disk; a crash "
              "would bring the deleted records back (hazard 12).",
     ),
+    Mutant(
+        name="topic id ignored on StopReplica",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="if sp.topic_id != Uuid.ZERO and held is not None and held != sp.topic_id:",
+        replacement="if False:",
+        loss="A late StopReplica of a deleted topic would stop or delete the log of the topic "
+             "re-created under its name: acknowledged records of the new topic gone.",
+    ),
+    Mutant(
+        name="non-new replica created with a dir offline",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="if log is None and not state.is_new and self.log_manager.offline_dirs:",
+        replacement="if False:",
+        loss="A broker restarting with an unreadable dir would create an empty replica on a "
+             "healthy one; elected, its followers truncate to it and acks=all records are gone "
+             "from every replica (hazard 13).",
+    ),
+    Mutant(
+        name="stray set inverted",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="strays = full_request_strays(on_disk, requested, self.applied_versions, version)",
+        replacement="strays = {tp: 'inverted' for tp in on_disk if tp in requested}",
+        loss="A FULL LeaderAndIsr would set aside the partitions the controller assigns (they "
+             "stop being served and are re-fetched) and keep serving the ones it no longer "
+             "assigns.",
+    ),
 )
 
 
