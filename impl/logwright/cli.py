@@ -132,8 +132,8 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool, quiet: bool)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="traces/regressions",
               show_default=True, help="Where each failure is saved as a replayable trace.")
 @click.option("--avoid-known-defects", is_flag=True,
-              help="Leave out the rules known open defects make fail (re-creating a deleted "
-                   "topic's name, issue 10).")
+              help="Leave out the rules known open defects make fail (none today: issue "
+                   "10's topic re-creation is fixed).")
 @click.option("--steps", type=click.IntRange(min=1), default=40, show_default=True,
               help="Steps per example.")
 def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: str,
