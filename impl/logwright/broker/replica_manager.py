@@ -391,7 +391,7 @@ class ReplicaManager:
         if self.trace.enabled:
             tracing.stray(self.trace, self.broker_id, tp, "ReviveStray", topic_id, reason,
                           stray.path)
-            tracing.replica(self.trace, self.broker_id, log, "CrashRestart",
+            tracing.replica(self.trace, self.broker_id, log, "ReviveReplica",
                             {"h": log.high_watermark}, always=True)
         return log
 

@@ -686,7 +686,7 @@ class LogManager:
                 start_offset_checkpoint=self._start_offset_checkpoint(state),
                 dir_status=state.status)
             state.logs[stray.tp] = log
-            self._write_checkpoints(state)
+            self._write_checkpoints(state, untraced=log)
             if state.online:
                 self.fs.remove(StrayStartOffsetFile(self.fs, path).path)
         except (OSError, CheckpointError) as exc:
@@ -746,7 +746,10 @@ class LogManager:
             except OSError as exc:
                 self._take_offline(state, f"writing {REPLICATION_OFFSET_CHECKPOINT}: {exc}")
 
-    def _write_checkpoints(self, state: LogDirState) -> None:
+    def _write_checkpoints(self, state: LogDirState, untraced: PartitionLog | None = None) -> None:
+        """Write ``state``'s recovery point and start offset checkpoints (``untraced``: a log
+        whose replica the trace does not know yet, a stray being revived, whose broker reports
+        it as restarted right after)."""
         try:
             self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
                 {tp: log.recovery_point for tp, log in state.logs.items()})
@@ -756,7 +759,8 @@ class LogManager:
             return
         if self.trace.enabled and self.trace_live:
             for log in state.logs.values():
-                self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset)
+                if log is not untraced:
+                    self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset)
 
     def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
                    ckpt: int | None = None) -> None:

@@ -455,6 +455,9 @@ class _LsoInstance:
             self.state = self._after_outside(want._replace(isr=s.isr - {r}))
             raise _Outside("a reassignment deleted a replica and its log (the model's replicas "
                            "are fixed)", resync=False)
+        elif action == "ReviveReplica":
+            raise _Outside("a stray revived: the replica is back with its own data (the model's "
+                           "replicas are never set aside and brought back)")
         elif action == "Truncate":
             raise _Outside("a follower truncated to its leader's epoch end offset (the model "
                            "has no divergent logs)")
@@ -668,6 +671,22 @@ class _CfInstance:
                 raise _Outside(f"the broker accepted the request but could not apply it to this "
                                f"partition ({result}: {_UNAPPLIED[result]}); the model's replica "
                                "always can")
+            agrees = ((bce, replica) == (s.brokerControllerEpoch[i], s.replicaEpoch[i])
+                      if t is None else
+                      (bce, replica) == (t.brokerControllerEpoch[i], t.replicaEpoch[i]))
+            if result == "STALE_CONTROLLER_EPOCH" and not agrees:
+                # Per partition name, a request older (controller epoch, correlation id) than
+                # one the broker applied changes nothing (docs/topic-identity.md); the model's
+                # requests carry no such order. The recorded values become the state.
+                peak = (NOT_HOSTED if replica == NOT_HOSTED
+                        else max(s.replicaPeak[i], replica))
+                self.state = s._replace(
+                    brokerControllerEpoch=_put(s.brokerControllerEpoch, i, max(0, bce)),
+                    replicaEpoch=_put(s.replicaEpoch, i, replica),
+                    replicaPeak=_put(s.replicaPeak, i, peak))
+                raise _Outside("a request older than one the broker already applied for this "
+                               "partition name changes nothing about it (the model's requests "
+                               "are not ordered by correlation id)")
             if t is None:
                 if bce == s.brokerControllerEpoch[i] and replica == s.replicaEpoch[i]:
                     return None
