@@ -223,6 +223,8 @@ BAD: dict[str, Bad] = {
         dict(json_text=bad_reassignment, wait=not_bool, timeout_ms=bad_timeout)),
     "metrics": Bad(dict(broker_id=1),
                    dict(broker_id=bad_broker_id.filter(lambda b: b is not None))),
+    "describe_log_dirs": Bad(dict(broker_id=1),
+                             dict(broker_id=bad_broker_id.filter(lambda b: b is not None))),
 }
 
 #: Public names that take no arguments, so there is no bad input to give them.
