@@ -531,6 +531,13 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.just(["--out", "{file}"]),
         st.sampled_from([["--nope"], ["--seed"], ["extra"]]),
     ),
+    "log-dirs": st.one_of(
+        st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["describe",
+                                                                       "{" + p + "}"]),
+        st.tuples(st.just("describe"), st.just("--broker"),
+                  st.sampled_from(["x", "1.5", ""]), st.just("{full}")).map(list),
+        st.sampled_from([["describe"], ["describe", "--nope", "{file}"], ["nope"]]),
+    ),
 }
 
 
