@@ -166,6 +166,15 @@ MUTANTS: tuple[Mutant, ...] = (
         loss="A DeleteRecords would be acknowledged before its start offset is on disk; a crash "
              "would bring the deleted records back (hazard 12).",
     ),
+    Mutant(
+        name="no age guard",
+        file="impl/logwright/logmanager/orphans.py",
+        anchor="if young:  # the age guard",
+        replacement="if False:  # the age guard",
+        loss="Orphan removal would delete a stray once its delay is over however new its "
+             "records are: data written within the retention period, which a reassignment "
+             "moving the partition back would have revived, is gone.",
+    ),
 )
 
 
