@@ -38,6 +38,7 @@ from logwright.protocol.effects import Send
 from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.naming import DirKind, parse_dir_name
+from logwright.storage.segment import read_newest_timestamp_ms
 from logwright.verify.traces import check_paths
 from logwright.world import Fault, SimFileSystem, SimScheduler, VirtualClock
 from logwright.world.trace import TraceRecorder
@@ -163,6 +164,40 @@ def test_a_stray_is_deleted_exactly_when_every_condition_holds(
         assert (nxt is None) == (full and now >= stray.since_ms + settings.delay_ms
                                  and settings.retention_ms < 0)
         assert nxt is None or nxt > now, "a deferral is always to a later time"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_segments_newest_timestamp_is_read_from_its_batch_headers(seed: int) -> None:
+    rng = random.Random(seed)
+    fs = SimFileSystem(VirtualClock(0))
+    fs.makedirs("/s")
+    stamps = [rng.randint(0, 10**12) for _ in range(rng.randint(1, 30))]
+    data = b"".join(build_simple_batch([b"x" * rng.randint(0, 300)], ts, base_offset=i)
+                    for i, ts in enumerate(stamps))
+    handle = fs.open("/s/a.log", create=True)
+    handle.append(data)
+    handle.close()
+    assert read_newest_timestamp_ms(fs, "/s/a.log") == max(stamps)
+    # A torn tail: a last header cut short is not counted; a whole one whose body is cut is.
+    last = build_simple_batch([b"y" * 100], max(stamps) + 5, base_offset=len(stamps))
+    handle = fs.open("/s/a.log")
+    handle.append(last[:30])
+    handle.close()
+    assert read_newest_timestamp_ms(fs, "/s/a.log") == max(stamps)
+    handle = fs.open("/s/a.log")
+    handle.truncate(len(data))
+    handle.append(last[:-10])
+    handle.close()
+    assert read_newest_timestamp_ms(fs, "/s/a.log") == max(stamps) + 5
+    empty = fs.open("/s/b.log", create=True)
+    empty.close()
+    assert read_newest_timestamp_ms(fs, "/s/b.log") == -1
+    garbage = fs.open("/s/c.log", create=True)
+    noise = bytearray(rng.randrange(256) for _ in range(200))
+    noise[16] = 7  # not magic v2
+    garbage.append(noise)
+    garbage.close()
+    assert read_newest_timestamp_ms(fs, "/s/c.log") is None
 
 
 # ---- the log manager's task ---------------------------------------------------------------------
@@ -504,3 +539,16 @@ def test_the_cli_prints_dirs_partitions_and_strays(tmp_path: Path) -> None:
     assert strays[0]["partition"] == "keep-0" and strays[0]["size"] > 0
     missing = CliRunner().invoke(main, ["log-dirs", "describe", os.path.join(path, "nothing")])
     assert missing.exit_code == 1 and "error:" in missing.output
+
+
+def test_a_stray_whose_name_was_cut_is_deleted_like_any_other() -> None:
+    node = Node(8, delay_ms=MIN, retention_ms=MIN)
+    long_tp = TopicPartition("x" * 249, 3)
+    node.log_with_records(long_tp, 3, 0)
+    assert node.manager.mark_stray(long_tp, "test") is not None
+    manager = node.restart()
+    (found,) = manager.stray_logs()
+    assert found.name_cut and len(found.name) == 255
+    manager.full_request_applied = True
+    node.advance(5 * MIN)
+    assert manager.stray_logs() == [] and node.stray_dirs() == []
