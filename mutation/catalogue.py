@@ -192,6 +192,15 @@ MUTANTS: tuple[Mutant, ...] = (
              "stop being served and are re-fetched) and keep serving the ones it no longer "
              "assigns.",
     ),
+    Mutant(
+        name="no age guard",
+        file="impl/logwright/logmanager/orphans.py",
+        anchor="if young:  # the age guard",
+        replacement="if False:  # the age guard",
+        loss="Orphan removal would delete a stray once its delay is over however new its "
+             "records are: data written within the retention period, which a reassignment "
+             "moving the partition back would have revived, is gone.",
+    ),
 )
 
 

@@ -223,6 +223,8 @@ BAD: dict[str, Bad] = {
         dict(json_text=bad_reassignment, wait=not_bool, timeout_ms=bad_timeout)),
     "metrics": Bad(dict(broker_id=1),
                    dict(broker_id=bad_broker_id.filter(lambda b: b is not None))),
+    "describe_log_dirs": Bad(dict(broker_id=1),
+                             dict(broker_id=bad_broker_id.filter(lambda b: b is not None))),
 }
 
 #: Public names that take no arguments, so there is no bad input to give them.
@@ -528,6 +530,13 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
                   st.sampled_from(["x", "-1x", ""])).map(list),
         st.just(["--out", "{file}"]),
         st.sampled_from([["--nope"], ["--seed"], ["extra"]]),
+    ),
+    "log-dirs": st.one_of(
+        st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["describe",
+                                                                       "{" + p + "}"]),
+        st.tuples(st.just("describe"), st.just("--broker"),
+                  st.sampled_from(["x", "1.5", ""]), st.just("{full}")).map(list),
+        st.sampled_from([["describe"], ["describe", "--nope", "{file}"], ["nope"]]),
     ),
 }
 

@@ -346,7 +346,7 @@ def test_metrics_have_kafkas_names_and_one_registry_per_broker() -> None:
     expected = {m.FAILED_PARTITIONS, m.ALTER_LOG_DIRS_FAILED_PARTITIONS, m.DEAD_THREADS,
                 m.MAX_LAG, m.UNDER_REPLICATED, m.OFFLINE_REPLICAS, m.LEADER_COUNT,
                 m.PARTITION_COUNT, m.OFFLINE_LOG_DIRS, m.LOG_DIR_OFFLINE.format("/b1/d1"),
-                m.LOG_DIR_OFFLINE.format("/b1/d2")}
+                m.LOG_DIR_OFFLINE.format("/b1/d2"), m.ORPHAN_COUNT, m.ORPHAN_SIZE}
     per_log = {m.LOG_START_OFFSET.format(T0.topic, T0.partition),
                m.LOG_END_OFFSET.format(T0.topic, T0.partition),
                m.LOG_SIZE.format(T0.topic, T0.partition)}

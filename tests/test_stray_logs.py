@@ -95,3 +95,17 @@ def test_mark_stray_on_an_io_error_takes_the_dir_offline() -> None:
         manager.mark_stray(TP, "test")
     assert path.path in manager.offline_dirs
     assert manager.stray_logs() == []
+
+
+def test_a_stray_without_its_start_offset_file_is_revived_from_its_segments() -> None:
+    """A ``-stray`` dir made by hand (or by an older version) has no start offset file: the
+    revived log starts at its first segment, and the dir stays online."""
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock)
+    _log_with_records(manager, 5, 0)
+    stray = manager.mark_stray(TP, "test")
+    assert stray is not None
+    fs.remove(f"{stray.path}/stray-log-start-offset")
+    log = manager.revive_stray(stray)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 5)
+    assert manager.offline_dirs == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from typing import Any
@@ -228,6 +229,92 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
             click.echo(f"  outside  {n:>7,}  {reason}")
     click.echo(report.summary())
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+@main.group("log-dirs")
+def log_dirs() -> None:
+    """The log dirs of a cluster's brokers (what Kafka's kafka-log-dirs.sh shows)."""
+
+
+@log_dirs.command("describe")
+@click.argument("path", metavar="DATA_PATH")
+@click.option("--broker", "broker_id", type=int, default=None, metavar="ID",
+              help="Only this broker (default: every broker).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print kafka-log-dirs.sh's JSON (plus each dir's \"strays\"), not text.")
+def log_dirs_describe(path: str, broker_id: int | None, as_json: bool) -> None:
+    """Describe each broker's log dirs: their partitions and their strays.
+
+    Opens the real cluster whose data is under DATA_PATH (as Cluster.real does: its brokers
+    start, load their logs and register), asks each broker DescribeLogDirs, prints the
+    answers, and shuts the cluster down cleanly. The number of brokers and of log dirs per
+    broker is read from DATA_PATH's layout. Per dir: its state (online, or
+    KAFKA_STORAGE_ERROR), each partition's size and offset lag, and each stray partition
+    (set aside, never served; docs/orphan-partitions.md) with its topic id, since when, its
+    size, and orphan removal's last decision and next check.
+
+    \b
+    Exit codes:
+      0  described
+      1  no cluster under DATA_PATH, or it cannot be opened (e.g. a running cluster holds it)
+      2  usage error
+      5  internal error (rerun with --debug)
+    """
+    from logwright.broker.log_dirs import describe_json
+    from logwright.cluster import Cluster
+
+    brokers, dirs = _cluster_layout(path)
+    with Cluster.real(path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
+        answers = cluster.describe_log_dirs(broker_id)
+    rendered = describe_json(answers)
+    if as_json:
+        click.echo(json.dumps(rendered, indent=2))
+        return
+    for broker in rendered["brokers"]:
+        click.echo(f"broker {broker['broker']}"
+                   + (f"  error: {broker['error']}" if "error" in broker else ""))
+        for d in broker["logDirs"]:
+            state = "online" if d["error"] is None else d["error"]
+            usage = (f"  {d['usableBytes']:,} of {d['totalBytes']:,} bytes free"
+                     if d["totalBytes"] >= 0 else "")
+            click.echo(f"  {d['logDir']}  {state}{usage}")
+            for p in d["partitions"]:
+                click.echo(f"    {p['partition']}  {p['size']:,} bytes  offset lag "
+                           f"{p['offsetLag']}" + ("  (future)" if p["isFuture"] else ""))
+            for s in d["strays"]:
+                click.echo(f"    stray {s['name']}  topic id {s['topicId'] or 'unknown'}  "
+                           f"since {_utc(s['since'])}  {s['size']:,} bytes")
+                nxt = "never" if s["nextCheck"] is None else _utc(s["nextCheck"])
+                click.echo(f"      orphan removal: {s['lastDecision'] or 'not checked yet'}; "
+                           f"next check {nxt}")
+
+
+def _utc(ms: int) -> str:
+    """A time in ms since the epoch, as UTC to the second (for reading, never deciding)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _cluster_layout(path: str) -> tuple[int, int]:
+    """(brokers, log dirs per broker) of the real cluster under ``path``: ``broker-<n>`` dirs
+    numbered from 1, each with ``d1``, ``d2``...; LogwrightError when there is none."""
+    import os
+
+    from logwright.cluster.validate import METADATA_FILE
+    from logwright.errors import ClusterError
+
+    if not os.path.isfile(os.path.join(path, METADATA_FILE)):
+        raise ClusterError(f"{path}: no logwright cluster here (no metadata.db)")
+    brokers = 0
+    while os.path.isdir(os.path.join(path, f"broker-{brokers + 1}")):
+        brokers += 1
+    dirs = 0
+    while brokers and os.path.isdir(os.path.join(path, "broker-1", f"d{dirs + 1}")):
+        dirs += 1
+    if not brokers or not dirs:
+        raise ClusterError(f"{path}: no broker log dirs (broker-1/d1, ...)")
+    return brokers, dirs
 
 
 if __name__ == "__main__":

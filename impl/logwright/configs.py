@@ -241,6 +241,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
          "Period of the recovery point checkpoint.", 1),
     _def("replica.high.watermark.checkpoint.interval.ms", "long", 5_000,
          "Period of the high watermark checkpoint.", 1),
+    _def("orphan.partition.removal.delay.ms", "long", 7_200_000,
+         "How long a stray partition waits before orphan removal may delete it (KIP-370).", 0),
 )}
 """The broker properties logwright uses, by Kafka name (Kafka's KafkaConfig names)."""
 

@@ -28,6 +28,7 @@ from logwright.broker.config import BrokerConfig
 from logwright.broker.driver import BrokerDriver
 from logwright.broker.effects import ArmTask, Call, Effect, Notify, Send
 from logwright.broker.fencing import ControlRequest, fence, fenced_response
+from logwright.broker.log_dirs import describe_log_dirs
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
 from logwright.broker.partition import Role
 from logwright.broker.replica_manager import ReplicaManager
@@ -39,6 +40,8 @@ from logwright.protocol import (
     BrokerHeartbeat,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     FetchPartitionData,
     FetchRequest,
     FetchResponse,
@@ -330,6 +333,8 @@ class Broker:
             return self._handle_offsets_for_leader_epoch(src, message)
         if isinstance(message, MetadataRequest):
             return self._handle_metadata(src, message)
+        if isinstance(message, DescribeLogDirsRequest):
+            return self._handle_describe_log_dirs(src, message)
         self.unknown_messages += 1  # a late answer, or nothing a broker serves
         return []
 
@@ -418,6 +423,16 @@ class Broker:
 
         return [Send(src, self.replica_manager.metadata.topic_metadata(request, authorized))]
 
+    def _handle_describe_log_dirs(self, src: str, request: DescribeLogDirsRequest
+                                  ) -> list[Effect]:
+        # DESCRIBE on the cluster, as Kafka requires; answered from the log manager's state.
+        if not self.authorizer.authorize_cluster(request.principal, Operation.DESCRIBE):
+            return [Send(src, DescribeLogDirsResponse(request.correlation_id,
+                                                      Errors.CLUSTER_AUTHORIZATION_FAILED))]
+        rm = self.replica_manager
+        return [Send(src, describe_log_dirs(self.log_manager, request,
+                                            lambda tp: tp in rm.partitions))]
+
     def _handle_offsets_for_leader_epoch(self, src: str, request: OffsetForLeaderEpochRequest
                                          ) -> list[Effect]:
         if request.replica_id >= 0:
@@ -451,6 +466,8 @@ class Broker:
             log_dirs=tuple(lm.dirs),
             log_dir_offline=lambda path: 0.0 if lm.dirs[posixpath.normpath(path)].online else 1.0,
             logs=self._log_readings,
+            orphan_count=lambda: float(lm.orphan_count()),
+            orphan_size=lambda: float(lm.orphan_size_bytes()),
         )
 
     def _log_readings(self) -> list[LogReading]:

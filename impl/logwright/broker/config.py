@@ -116,6 +116,7 @@ _LOG_MANAGER_FIELDS = {
     "log.flush.offset.checkpoint.interval.ms": "recovery_point_checkpoint_interval_ms",
     "replica.high.watermark.checkpoint.interval.ms": "high_watermark_checkpoint_interval_ms",
     "log.flush.interval.ms": "flush_interval_ms",
+    "orphan.partition.removal.delay.ms": "orphan_partition_removal_delay_ms",
 }
 _LOG_FIELDS = {
     "log.segment.bytes": "segment_bytes",

@@ -39,6 +39,9 @@ LEADER_COUNT = "kafka.server:type=ReplicaManager,name=LeaderCount"
 PARTITION_COUNT = "kafka.server:type=ReplicaManager,name=PartitionCount"
 OFFLINE_LOG_DIRS = "kafka.log:type=LogManager,name=OfflineLogDirectoryCount"
 LOG_DIR_OFFLINE = "kafka.log:type=LogManager,name=LogDirectoryOffline,logDirectory={}"
+# KIP-370: the strays (orphan partitions) of the broker's online dirs, and their bytes.
+ORPHAN_COUNT = "kafka.log:type=LogManager,name=OrphanLogPartitionCount"
+ORPHAN_SIZE = "kafka.log:type=LogManager,name=OrphanLogPartitionSize"
 
 LOG_START_OFFSET = "kafka.log:type=Log,name=LogStartOffset,topic={},partition={}"
 LOG_END_OFFSET = "kafka.log:type=Log,name=LogEndOffset,topic={},partition={}"
@@ -66,6 +69,10 @@ def _no_logs() -> Sequence[LogReading]:
     return ()
 
 
+def _zero() -> float:
+    return 0.0
+
+
 @dataclass(frozen=True)
 class MetricSources:
     """Where each metric's value comes from."""
@@ -82,6 +89,8 @@ class MetricSources:
     log_dirs: tuple[str, ...]
     log_dir_offline: Callable[[str], float]
     logs: Callable[[], Sequence[LogReading]] = _no_logs
+    orphan_count: Reading = _zero
+    orphan_size: Reading = _zero
 
 
 class _LogCollector(Collector):
@@ -184,6 +193,10 @@ class BrokerMetrics:
                     sources.partition_count)
         self._plain("kafka_log_logmanager_offlinelogdirectorycount", OFFLINE_LOG_DIRS,
                     sources.offline_log_dirs)
+        self._plain("kafka_log_logmanager_orphanlogpartitioncount", ORPHAN_COUNT,
+                    sources.orphan_count)
+        self._plain("kafka_log_logmanager_orphanlogpartitionsize", ORPHAN_SIZE,
+                    sources.orphan_size)
         dir_gauge = Gauge("kafka_log_logmanager_logdirectoryoffline",
                           LOG_DIR_OFFLINE.format("<dir>") + " (1 when the dir is offline)",
                           ["logDirectory"], registry=self.registry)

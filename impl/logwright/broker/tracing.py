@@ -17,6 +17,7 @@ from logwright.storage.log import PartitionLog
 from logwright.world.trace import (
     FETCHER_FAILURE,
     LOG_START_OFFSET,
+    STRAY_CLEANUP,
     Json,
     TraceRecorder,
     partition_instance,
@@ -77,10 +78,6 @@ def fetcher(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action:
 
 
 # ---- StrayCleanup (issue 10): strays set aside and revived ------------------------------------
-
-#: The model the stray decisions are recorded under (spec/StrayCleanup.tla).
-STRAY_CLEANUP = "StrayCleanup"
-
 
 def stray(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action: str,
           topic_id: object | None, reason: str, path: str) -> None:

@@ -50,7 +50,7 @@ from logwright.errors import (
 )
 from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
 from logwright.logmanager import DataDirIdentity
-from logwright.protocol import NO_EPOCH
+from logwright.protocol import NO_EPOCH, DescribeLogDirsRequest, DescribeLogDirsResponse
 from logwright.storage.meta_properties import (
     LOCK_FILE,
     MetaProperties,
@@ -545,6 +545,34 @@ class Cluster:
             self._wait(lambda: all(s.state == "complete"
                                    for s in self.controller.reassignment_status(json_text)),
                        "the reassignment", timeout_ms)
+
+    def describe_log_dirs(self, broker_id: int | None = None
+                          ) -> dict[int, DescribeLogDirsResponse]:
+        """Each live broker's DescribeLogDirs answer (or only ``broker_id``'s), by broker id,
+        sent and answered over the network: per log dir its error (KAFKA_STORAGE_ERROR when
+        offline), partitions and, a logwright extension, its strays with orphan removal's last
+        decision. ``describe_json`` (``logwright.broker.log_dirs``) renders it as Kafka's
+        ``kafka-log-dirs.sh`` does. REQUEST_TIMED_OUT if a broker does not answer."""
+        validate.usable(self)
+        if broker_id is not None:
+            validate.broker_id(self, broker_id)
+            if not self.brokers[broker_id].alive:
+                raise ClusterError(f"broker {broker_id} is not running")
+        ids = [broker_id] if broker_id is not None else sorted(
+            b for b, broker in self.brokers.items() if broker.alive)
+        node = self.client.node
+        asked = {b: node.request(broker_node_id(b), DescribeLogDirsRequest(
+            node.next_correlation_id())) for b in ids}
+        self.runtime.run_until(lambda: all(c in node.responses for c in asked.values()),
+                               self.request_timeout_ms)
+        answers: dict[int, DescribeLogDirsResponse] = {}
+        for b, cid in asked.items():
+            answer = node.take(cid)
+            if not isinstance(answer, DescribeLogDirsResponse):
+                raise KafkaError.of(Errors.REQUEST_TIMED_OUT,
+                                    f"broker {b} did not answer DescribeLogDirs")
+            answers[b] = answer
+        return answers
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
         """Metric values with Kafka's names: one broker's, or over live brokers (counts summed,

@@ -47,9 +47,19 @@ from logwright.errors import (
     DataDirError,
     DataDirLockedError,
     DataDirMismatchError,
+    InvalidConfig,
     KafkaStorageError,
     LogDirNameError,
     LogwrightError,
+)
+from logwright.logmanager.orphans import (
+    DEFERRED,
+    DELETED,
+    OrphanSettings,
+    decide,
+    due_ms,
+    precheck,
+    read_stray_facts,
 )
 from logwright.logmanager.strays import StrayLog
 from logwright.storage.checkpoint import (
@@ -85,7 +95,13 @@ from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileLock, FileSystem, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
-from logwright.world.trace import NO_TRACE, TraceRecorder, partition_instance, topic_id_text
+from logwright.world.trace import (
+    NO_TRACE,
+    STRAY_CLEANUP,
+    TraceRecorder,
+    partition_instance,
+    topic_id_text,
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -118,6 +134,15 @@ class LogManagerConfig:
     # is Kafka's behaviour (a periodic checkpoint only); it exists so the crash campaign can
     # show that it loses acknowledged deletions.
     durable_log_start_offset: bool = True
+    # orphan.partition.removal.delay.ms (KIP-370): how long a stray waits, from when it was set
+    # aside or found at start-up, before orphan removal may delete it (orphans.py).
+    orphan_partition_removal_delay_ms: int = 7_200_000
+
+    def __post_init__(self) -> None:
+        delay = self.orphan_partition_removal_delay_ms
+        if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+            raise InvalidConfig("orphan.partition.removal.delay.ms", delay,
+                                "must be an integer >= 0")
 
 
 @dataclass
@@ -434,7 +459,9 @@ class LogManager:
         sched = self.scheduler
         delay = cfg.initial_task_delay_ms
         self._tasks = [
-            sched.schedule("log-retention", self.run_retention, delay,
+            # Orphan removal shares the retention task (and its period): a task of its own
+            # would draw from the scheduler's seeded tie-breaks and change every seeded run.
+            sched.schedule("log-retention", self._retention_and_orphan_removal, delay,
                            cfg.retention_check_interval_ms),
             sched.schedule("log-recovery-point-checkpoint", self.checkpoint_all, delay,
                            cfg.recovery_point_checkpoint_interval_ms),
@@ -615,8 +642,11 @@ class LogManager:
             topic_id = PartitionMetadataFile(self.fs, posixpath.join(state.path, name)).read()
         except CheckpointError:
             topic_id = None
+        path = posixpath.join(state.path, name)
+        size = sum(self.fs.file_size(posixpath.join(path, f)) for f in self.fs.listdir(path)
+                   if f.endswith(".log"))
         return StrayLog(state.path, name, tp, topic_id, self.clock.now_ms(),
-                        "found at start-up", name_cut)
+                        "found at start-up", name_cut, size_bytes=size)
 
     def stray_logs(self) -> list[StrayLog]:
         """Every stray of every dir (an offline dir's too), by dir then name."""
@@ -652,7 +682,8 @@ class LogManager:
             self._take_offline(state, f"setting {log.dir_path} aside as a stray: {exc}")
             raise KafkaStorageError(f"{tp}: I/O error setting its log aside: {exc}") from exc
         del state.logs[tp]
-        stray = StrayLog(state.path, name, tp, log.topic_id, self.clock.now_ms(), reason)
+        stray = StrayLog(state.path, name, tp, log.topic_id, self.clock.now_ms(), reason,
+                         size_bytes=log.size_bytes)
         state.strays[name] = stray
         self._write_checkpoints(state)
         _logger.warning("%s: set aside as stray %s (topic id %s): %s", tp, stray.path,
@@ -687,8 +718,9 @@ class LogManager:
                 dir_status=state.status)
             state.logs[stray.tp] = log
             self._write_checkpoints(state, untraced=log)
-            if state.online:
-                self.fs.remove(StrayStartOffsetFile(self.fs, path).path)
+            kept = StrayStartOffsetFile(self.fs, path).path
+            if state.online and self.fs.exists(kept):
+                self.fs.remove(kept)
         except (OSError, CheckpointError) as exc:
             state.strays.pop(stray.name, None)
             self._take_offline(state, f"reviving stray {stray.path}: {exc}")
@@ -697,7 +729,108 @@ class LogManager:
                         topic_id_text(stray.topic_id))
         return log
 
+    def orphan_settings(self) -> OrphanSettings:
+        """What orphan removal decides with: its delay, the broker's default retention, and the
+        retention check interval as its recheck period."""
+        cfg = self.config
+        return OrphanSettings(cfg.orphan_partition_removal_delay_ms, cfg.log.retention_ms,
+                              cfg.retention_check_interval_ms)
+
+    def orphan_count(self) -> int:
+        """Strays on online dirs (the ``OrphanLogPartitionCount`` gauge)."""
+        return sum(len(s.strays) for s in list(self.dirs.values()) if s.online)
+
+    def orphan_size_bytes(self) -> int:
+        """Bytes of the strays on online dirs (the ``OrphanLogPartitionSize`` gauge)."""
+        return sum(stray.size_bytes for s in list(self.dirs.values()) if s.online
+                   for stray in list(s.strays.values()))
+
+    def run_orphan_removal(self) -> int:
+        """Orphan removal (KIP-370, ``orphans.py``): every stray of an online dir whose check
+        is due is deleted or deferred, each decision logged and traced with its reason.
+        Returns how many were deleted. A stray is deleted by renaming its dir ``-delete``
+        (durably; the delayed-delete task removes it after log.segment.delete.delay.ms), so
+        a crash never leaves half a stray that could be revived. An I/O error takes its dir
+        offline, and nothing more is done there."""
+        now = self.clock.now_ms()
+        settings = self.orphan_settings()
+        deleted = 0
+        for state in self.dirs.values():
+            for stray in list(state.strays.values()):
+                if not state.online:
+                    break  # an offline dir's strays are never touched
+                due = due_ms(stray, settings.delay_ms)
+                if due is None or due > now:
+                    continue
+                if self._check_orphan(state, stray, now, settings):
+                    deleted += 1
+        return deleted
+
+    def _check_orphan(self, state: LogDirState, stray: StrayLog, now: int,
+                      settings: OrphanSettings) -> bool:
+        """Decide about one stray and act on it; whether it was deleted."""
+        decision = precheck(stray, now, settings, self.full_request_applied)
+        if decision is None:
+            try:
+                facts = read_stray_facts(self.fs, stray)
+            except OSError as exc:
+                self._take_offline(state, f"reading stray {stray.path}: {exc}")
+                _logger.error("%s: stray %s not deleted: I/O error reading it, dir offline: %s",
+                              stray.tp, stray.path, exc)
+                return False
+            if facts.unreadable is None:
+                stray.size_bytes = facts.size_bytes
+            decision = decide(stray, facts, now, settings, self.full_request_applied)
+        if decision.delete:
+            return self._delete_stray(state, stray, decision.reason)
+        stray.last_decision, stray.next_check_ms = f"{DEFERRED}: {decision.reason}", \
+            decision.next_check_ms
+        _logger.info("%s: stray %s deferred: %s (next check %s)", stray.tp, stray.path,
+                     decision.reason, decision.next_check_ms)
+        self._trace_stray(stray, "DeferStrayDeletion", decision.reason,
+                          {"nextCheck": decision.next_check_ms})
+        return False
+
+    def _delete_stray(self, state: LogDirState, stray: StrayLog, reason: str) -> bool:
+        """Rename ``stray``'s dir ``-delete`` and queue it; only if it is still this dir's
+        stray (a revived one is live again and left alone) and the dir is online."""
+        if not state.online or state.strays.get(stray.name) is not stray:
+            return False
+        name = delete_dir_name(stray.tp, Uuid.from_random(self.rng))
+        try:
+            self.fs.rename(stray.path, posixpath.join(state.path, name))
+            self.fs.fsync_dir(state.path)
+        except OSError as exc:
+            self._take_offline(state, f"deleting stray {stray.path}: {exc}")
+            _logger.error("%s: stray %s not deleted: I/O error, dir offline: %s", stray.tp,
+                          stray.path, exc)
+            return False
+        del state.strays[stray.name]
+        state.pending_deletes[name] = self.clock.now_ms() + self.config.file_delete_delay_ms
+        stray.last_decision, stray.next_check_ms = f"{DELETED}: {reason}", None
+        _logger.warning("%s: stray %s (topic id %s, %d bytes) deleted as %s: %s", stray.tp,
+                        stray.path, topic_id_text(stray.topic_id), stray.size_bytes, name,
+                        reason)
+        self._trace_stray(stray, "DeleteStray", reason, {"renamedTo": name})
+        return True
+
+    def _trace_stray(self, stray: StrayLog, action: str, reason: str,
+                     args: dict[str, object]) -> None:
+        """Record StrayCleanup's ``action`` on ``stray`` (traces/SCHEMA.md)."""
+        if not self.trace.enabled:
+            return
+        r = self.trace_replica
+        self.trace.emit(f"broker-{r}", STRAY_CLEANUP,
+                        partition_instance(stray.tp.topic, stray.tp.partition), action,
+                        {"b": r, "dir": stray.log_dir, "stray": stray.name,
+                         "topicId": topic_id_text(stray.topic_id), "reason": reason, **args},
+                        {})
+
     # ---- periodic work -------------------------------------------------------------------------
+
+    def _retention_and_orphan_removal(self) -> None:
+        self.run_retention()
+        self.run_orphan_removal()
 
     def run_retention(self) -> int:
         """Apply retention to every online log whose topic configs are known (see

@@ -35,6 +35,13 @@ class StrayLog:
     #: Why it is a stray, as logged.
     reason: str
     name_cut: bool = False
+    #: The bytes of its segment files, as last read (when set aside, found, or checked by
+    #: orphan removal); what the ``OrphanLogPartitionSize`` gauge adds up.
+    size_bytes: int = 0
+    #: Orphan removal's last decision about it and why (None until its first check).
+    last_decision: str | None = None
+    #: When orphan removal looks at it next (ms); None: never (retention is infinite).
+    next_check_ms: int | None = None
 
     @property
     def path(self) -> str:

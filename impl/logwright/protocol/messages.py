@@ -20,6 +20,12 @@ __all__ = [
     "BrokerHeartbeat",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
+    "DescribeLogDirsPartition",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsResponse",
+    "DescribeLogDirsResult",
+    "DescribeLogDirsStray",
+    "DescribeLogDirsTopic",
     "FetchPartition",
     "FetchPartitionData",
     "FetchRequest",
@@ -385,3 +391,76 @@ class MetadataResponse(Message):
     brokers: tuple[MetadataBroker, ...]
     controller_id: int
     topics: tuple[MetadataTopic, ...]
+
+
+# ---- log dirs (admin client -> a broker) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DescribeLogDirsRequest(Message):
+    """Kafka's DescribeLogDirs (key 35): the broker's log dirs and what they hold. ``topics``:
+    (topic, partitions) pairs to describe, None for every partition. Needs DESCRIBE on the
+    cluster."""
+
+    topics: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    principal: str = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True)
+class DescribeLogDirsPartition:
+    """One replica in a dir: Kafka's PartitionIndex, PartitionSize (bytes), OffsetLag (0 for a
+    current replica, as Kafka answers; -1 when the broker does not host the partition as a
+    replica, only its log) and IsFutureKey."""
+
+    partition_index: int
+    partition_size: int
+    offset_lag: int
+    is_future: bool = False
+
+
+@dataclass(frozen=True)
+class DescribeLogDirsTopic:
+    """The partitions of one topic in a dir."""
+
+    name: str
+    partitions: tuple[DescribeLogDirsPartition, ...]
+
+
+@dataclass(frozen=True)
+class DescribeLogDirsStray:
+    """A logwright extension (not in Kafka's response): a stray partition in the dir (KIP-550,
+    KIP-370), its topic id (Uuid.ZERO: unknown), when it was set aside or found (ms), its
+    segment bytes, orphan removal's last decision with its reason ("" before the first), and
+    when its next check is due (-1: never)."""
+
+    name: str
+    topic: str
+    partition: int
+    topic_id: Uuid
+    since_ms: int
+    size_bytes: int
+    last_decision: str
+    next_check_ms: int
+
+
+@dataclass(frozen=True)
+class DescribeLogDirsResult:
+    """One log dir: Kafka's ErrorCode (NONE, or KAFKA_STORAGE_ERROR for an offline dir, which
+    then lists nothing), LogDir, Topics, TotalBytes and UsableBytes (-1: unknown), and the
+    logwright extension ``strays``."""
+
+    log_dir: str
+    error: Errors
+    topics: tuple[DescribeLogDirsTopic, ...] = ()
+    total_bytes: int = -1
+    usable_bytes: int = -1
+    strays: tuple[DescribeLogDirsStray, ...] = ()
+
+
+@dataclass(frozen=True)
+class DescribeLogDirsResponse(Message):
+    """The broker's answer: a top-level error (CLUSTER_AUTHORIZATION_FAILED, then no results)
+    and one result per log dir."""
+
+    error: Errors
+    results: tuple[DescribeLogDirsResult, ...] = ()

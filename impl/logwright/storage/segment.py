@@ -22,6 +22,8 @@ _HEAD = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")  # the partition leader epoch, 12 bytes into a batch
+_MAGIC_AT = 16  # the magic byte
+_MAGIC_V2 = 2
 HEADER_BYTES = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
 RECOVERY_CHUNK_BYTES = 8 << 20
@@ -392,3 +394,31 @@ class LogSegment:
     def mtime_ms(self) -> int:
         """When the log file was last written."""
         return self.fs.mtime_ms(self.log_path)
+
+
+def read_newest_timestamp_ms(fs: FileSystem, log_path: str) -> int | None:
+    """The largest batch max timestamp in the segment file ``log_path``, read-only and without
+    its indexes: a walk over the batch headers (each batch's body is skipped), -1 when the file
+    holds no whole header. A header cut off by the end of the file (a torn tail) ends the walk;
+    a batch whose body runs past the end still counts (its header is whole). None when the
+    file is not a log of v2 batches (a header with another magic or an impossible length): its
+    age cannot be told. OSError on an I/O error. For a ``-stray`` dir, which is never loaded."""
+    handle = fs.open(log_path)
+    try:
+        size = handle.size()
+        newest, pos = -1, 0
+        while pos + HEADER_BYTES <= size:
+            chunk = handle.read(pos, min(size - pos, RECOVERY_CHUNK_BYTES))
+            view, i = memoryview(chunk), 0
+            while i + HEADER_BYTES <= len(view):
+                length = _HEAD.unpack_from(view, i)[1]
+                if length + LOG_OVERHEAD < HEADER_BYTES or view[i + _MAGIC_AT] != _MAGIC_V2:
+                    return None
+                newest = max(newest, _MAX_TS.unpack_from(view, i + 35)[0])
+                i += length + LOG_OVERHEAD
+            if i == 0:
+                break  # a header longer than what is left: a torn tail
+            pos += i
+        return newest
+    finally:
+        handle.close()

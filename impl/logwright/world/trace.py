@@ -34,6 +34,7 @@ Version 2 added LogStartOffset's ``flushed``, ``epochStart`` and the ``Flush`` a
 LOG_START_OFFSET = "LogStartOffset"
 CONTROLLER_FENCING = "ControllerFencing"
 FETCHER_FAILURE = "FetcherFailure"
+STRAY_CLEANUP = "StrayCleanup"
 HEADER = "Header"
 """The action of a trace's first event (model ``"-"``): the run's seed and constants."""
 INIT = "Init"
