@@ -11,12 +11,14 @@ is a new instance), over every broker of the cluster (``Brokers``, sorted). What
   request and its response, so the controller may address a request to the new epoch before the
   broker has heard of it, and the broker accepts it (KIP-380 rejects only older epochs): the
   store's write is the model's ``Register`` (spec/README.md, ControllerFencing);
-  ``brokerControllerEpoch``: the highest controller epoch it accepted (0 before any);
+  ``brokerControllerEpoch``: the controller epoch of the last request its incarnation
+  applied (0 before any; see "Two readings" below);
   ``replicaEpoch``: its replica's leader epoch, or ``NOT_HOSTED`` when it holds no replica of
   this topic id, or a stopped one (StopReplica). A broker that is down, and a new incarnation
   not yet told about the partition, keep the value last seen: the replica is on its disk, and
   the model's ``Register`` keeps ``replicaEpoch``;
-* ``network``: empty (no invariant reads it; in-flight requests are not abstracted).
+* ``network``: empty (no invariant reads it; in-flight requests are not abstracted: the step
+  search treats them as hidden).
 
 Ghosts, kept by the projection from what it observed:
 
@@ -32,9 +34,10 @@ Ghosts, kept by the projection from what it observed:
   store holds no writer's epoch, so this ghost cannot see a deposed controller's write; the
   store's conditional write (``MetadataStore._check_epoch``) and its tests cover it.
 
-The twin's epochs are bounded and the implementation's are not: the twin is built with small
-bounds (its request set is enumerated at construction) and ``TypeOK`` is left out of the
-invariants checked; ``StaleControllerFenced`` and ``BrokerFollowsLatestDecision`` read no bound.
+The implementation's epochs are unbounded: the twin is built with bounds beyond any a run
+reaches (:data:`UNBOUNDED`; its request set is never enumerated) and ``TypeOK`` is left out of
+the invariants checked; ``StaleControllerFenced`` and ``BrokerFollowsLatestDecision`` read no
+bound.
 
 What is checked, on every partition's abstract state after every event of the world (and
 after every step of the fuzzer), when that state changed: both invariants, and that the change
