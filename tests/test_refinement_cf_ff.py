@@ -24,7 +24,7 @@ from mutation.catalogue import apply as plant
 
 from logwright import Cluster
 from logwright.conformance import RefinementChecker, RefinementViolation
-from logwright.conformance.controller_fencing import twin_for
+from logwright.conformance.controller_fencing import ControllerFencingRefinement, twin_for
 from logwright.conformance.fetcher_failure import FENCED, FetcherFailureRefinement, twin
 from logwright.conformance.refinement import NO_STEP
 from logwright.model.controller_fencing import NOT_HOSTED, CFState
@@ -79,6 +79,66 @@ def test_each_fencing_bug_breaks_an_invariant(state: CFState, invariant: str) ->
     checker = RefinementChecker(_NoStepsFor(twin_for((1, 2))))
     with pytest.raises(RefinementViolation, match=f"invariant {invariant} is violated"):
         checker.check_invariants(state)
+
+
+# ---- ControllerFencing: steps with the network hidden -------------------------------------------
+
+def _cf_checker() -> RefinementChecker:
+    return RefinementChecker(ControllerFencingRefinement(twin_for((1, 2))))
+
+
+_LIVE = _cf(last=((2, 5, 1, 5), (2, 6, 2, 6)), applied=(2, 2))
+
+CF_STEPS = [
+    pytest.param(_LIVE, _LIVE._replace(controllerEpoch=3), ("ElectController",),
+                 id="a failover"),
+    pytest.param(_LIVE, _LIVE._replace(controllerEpoch=3, leaderEpoch=4, lastStoreWrite=(3, 3)),
+                 ("ElectController", "ElectLeader(3)"), id="the new controller elects"),
+    pytest.param(_LIVE, _LIVE._replace(leaderEpoch=6, lastStoreWrite=(2, 2)),
+                 ("ElectLeader(2)×3",), id="a reassignment's three leader epochs"),
+    pytest.param(_LIVE, _LIVE._replace(brokerEpoch=(9, 6), brokerControllerEpoch=(0, 2),
+                                       appliedEpoch=(0, 2)),
+                 ("Register(1)×4",), id="a restart, the store's epoch four ahead"),
+    pytest.param(_LIVE._replace(leaderEpoch=4),
+                 _LIVE._replace(leaderEpoch=4, replicaEpoch=(4, 3), replicaPeak=(4, 3),
+                                lastApply=((2, 5, 2, 5), (2, 6, 2, 6))),
+                 ("Deliver(LeaderAndIsr, c=2, b=1, e=5, le=4)",), id="a LeaderAndIsr applied"),
+    pytest.param(_LIVE, _LIVE._replace(replicaEpoch=(NOT_HOSTED, 3), replicaPeak=(NOT_HOSTED, 3),
+                                       lastApply=((2, 5, 2, 5), (2, 6, 2, 6))),
+                 ("Deliver(StopReplica, c=2, b=1, e=5, le=3)",), id="a StopReplica applied"),
+]
+
+
+@pytest.mark.parametrize(("before", "after", "actions"), CF_STEPS)
+def test_fencing_changes_are_paths_of_twin_steps(before: CFState, after: CFState,
+                                                 actions: tuple[str, ...]) -> None:
+    checker = _cf_checker()
+    checker.check(before)
+    assert checker.check(after).actions == actions
+
+
+CF_NO_STEPS = [
+    pytest.param(_LIVE._replace(brokerControllerEpoch=(1, 2),
+                                lastApply=((1, 5, 2, 5), (2, 6, 2, 6))),
+                 id="a stale controller's request applied"),
+    pytest.param(_LIVE._replace(replicaEpoch=(NOT_HOSTED, 3), replicaPeak=(NOT_HOSTED, 3),
+                                lastApply=((2, 4, 2, 5), (2, 6, 2, 6))),
+                 id="a request for the previous incarnation applied"),
+    pytest.param(_LIVE._replace(brokerControllerEpoch=(0, 2)),
+                 id="the controller epoch forgotten without a registration"),
+    pytest.param(_LIVE._replace(replicaEpoch=(NOT_HOSTED, 3), replicaPeak=(NOT_HOSTED, 3)),
+                 id="a replica stopped with no request recorded"),
+    pytest.param(_LIVE._replace(controllerEpoch=3, leaderEpoch=4, lastStoreWrite=(2, 3)),
+                 id="a deposed controller's write landed"),
+]
+
+
+@pytest.mark.parametrize("after", CF_NO_STEPS)
+def test_fencing_changes_the_twin_refuses(after: CFState) -> None:
+    checker = _cf_checker()
+    checker.check(_LIVE)
+    with pytest.raises(RefinementViolation, match=NO_STEP):
+        checker.check(after)
 
 
 # ---- FetcherFailure: steps with inflight and the earlier leader epoch hidden ------------------
@@ -190,7 +250,9 @@ def run_steps(seed: int) -> ClusterRun:
 def test_cluster_runs_with_zombies_restarts_and_dir_failures_refine_both_twins(
         seed: int) -> None:
     run = run_steps(seed)
-    assert run.fencing_projection.checks > 50, "the fencing state changed"
+    fencing = run.fencing_projection
+    assert fencing.checks > 50, "the fencing state changed"
+    assert fencing.steps > 50, "and each change was a path of twin steps"
     fetchers = run.fetcher_projection
     assert fetchers.steps > 50 and fetchers.rebases > 0, "replicas changed and restarted"
     failed = [f for b in run.cluster.brokers.values()

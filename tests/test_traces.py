@@ -437,3 +437,44 @@ def test_the_last_isr_member_losing_acknowledged_records_is_refused(tmp_path: Pa
         in out, out
     assert "LogStartOffset t-0 BecomeLeader: not enabled: replica 2 restarted without " \
         "committed records (below 12) while in the ISR" in out, out
+
+
+def test_a_real_cluster_records_a_trace_that_checks(tmp_path: Path) -> None:
+    """``Cluster.real(trace=...)`` records as the simulated cluster does, on the wall clock: a
+    run with produces, a leader's restart (a new broker epoch, a new leader epoch) and a
+    controller failover checks clean, its header naming the real runtime; a cluster opened
+    without ``trace`` records nothing."""
+    path = tmp_path / "real.jsonl"
+    c = Cluster.real(str(tmp_path / "data"), brokers=2, log_dirs_per_broker=1, seed=3,
+                     trace=path)
+    assert c.trace.enabled
+    c.create_topic("t", partitions=2, replication_factor=2)
+    c.produce("t", 0, [b"a", b"b"], acks=-1)
+    c.produce("t", 1, [b"c"], acks=-1)
+    leader = c.partition_state("t", 0).leader
+    c.restart_broker(leader)
+    c.produce("t", 0, [b"d"], acks=-1)
+    c.fail_controller()
+    c.produce("t", 1, [b"e"], acks=-1)
+    assert [r.value for r in c.fetch("t", 0, 0)] == [b"a", b"b", b"d"]
+    c.close()
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    header = events[0]
+    assert header["action"] == "Header" and header["args"]["runtime"] == "real"
+    assert header["trace"] == "real-seed-3"
+    assert {e["model"] for e in events} >= {"LogStartOffset", "ControllerFencing",
+                                            "FetcherFailure"}
+    code, out = _check(path)
+    assert code == 0, out
+    assert "ControllerFencing.ElectController" in out and "LogStartOffset.Append" in out
+    again = Cluster.real(str(tmp_path / "data"), brokers=2, log_dirs_per_broker=1, seed=3)
+    assert again.trace is NO_TRACE
+    again.close()
+
+
+def test_a_real_cluster_refuses_a_bad_trace_path(tmp_path: Path) -> None:
+    """The real cluster validates ``trace`` as the simulated one does, before taking the data
+    path's lock: a directory is refused and nothing is created under the data path."""
+    with pytest.raises(LogwrightError, match="is a directory"):
+        Cluster.real(str(tmp_path / "data"), brokers=1, log_dirs_per_broker=1, trace=tmp_path)
+    assert not (tmp_path / "data" / ".lock").exists()

@@ -14,6 +14,7 @@ from logwright.world import (
     VirtualClock,
     write_file_atomic,
 )
+from logwright.world.network import SimNetwork
 
 
 def test_unsynced_data_is_lost_and_synced_data_kept() -> None:
@@ -136,3 +137,36 @@ def test_scheduler_is_seeded_and_periodic() -> None:
     assert run(1).count("p") == 3
     assert sorted(x for x in run(1) if x != "p") == list("abcdef")
     assert any(run(s) != run(1) for s in range(2, 10))
+
+
+class _Inbox:
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        self.got: list[tuple[str, object]] = []
+
+    def receive(self, src: str, message: object) -> None:
+        self.got.append((src, message))
+
+
+def test_an_intercepted_message_goes_to_the_handler_not_the_node() -> None:
+    """``SimNetwork.intercept``: every matching message is handed over instead of sent (the
+    others still arrive), until the returned function ends it."""
+    sched = SimScheduler(VirtualClock(), seed=1)
+    net = SimNetwork(sched, seed=1, duplicate_rate=1.0)
+    a, b = _Inbox("a"), _Inbox("b")
+    net.register(a)
+    net.register(b)
+    held: list[tuple[str, str, object]] = []
+    stop = net.intercept(lambda src, dst, m: dst == "b" and m == "kept",
+                         lambda src, dst, m: held.append((src, dst, m)))
+    net.send("a", "b", "kept")
+    net.send("a", "b", "passes")
+    net.send("b", "a", "kept")
+    sched.advance(1_000)
+    assert held == [("a", "b", "kept")]
+    assert [m for _, m in b.got] == ["passes", "passes"]  # duplicated, as the rate says
+    assert [m for _, m in a.got] == ["kept", "kept"]
+    stop()
+    net.send("a", "b", "kept")
+    sched.advance(1_000)
+    assert held == [("a", "b", "kept")] and [m for _, m in b.got].count("kept") == 2

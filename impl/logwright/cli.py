@@ -173,7 +173,7 @@ def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: s
               help="Run on the real file system under DIR (a new or empty directory) instead "
                    "of in simulation.")
 @click.option("--trace", "trace_path", metavar="PATH", default=None,
-              help="Record the run's model events to PATH (JSON Lines; simulation only), for "
+              help="Record the run's model events to PATH (JSON Lines), for "
                    "'logwright traces check'.")
 def demo(seed: int, real_path: str | None, trace_path: str | None) -> None:
     """Run a small 3-broker cluster: produce, crash the leader, fail the controller over.
@@ -184,8 +184,6 @@ def demo(seed: int, real_path: str | None, trace_path: str | None) -> None:
     from logwright.cluster.demo import run_demo
 
     console = Console()
-    if trace_path is not None and real_path is not None:
-        raise click.UsageError("--trace records simulated runs only; drop --real")
     cluster = run_demo(lambda line: console.print(line, highlight=False), seed, real_path,
                        trace=trace_path)
     cluster.close()

@@ -126,6 +126,8 @@ class Broker:
         #: this broker's controller epoch and broker epoch before): read by the refinement
         #: check of ControllerFencing (conformance/controller_fencing.py), never by a decision.
         self.last_applied_control: tuple[int, int, int, int] | None = None
+        #: How many control requests this incarnation applied (read by the same check only).
+        self.applied_control_count = 0
         self.active_controller: str | None = None
         self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng,
                                       identity=identity)
@@ -361,6 +363,7 @@ class Broker:
             return [Send(src, fenced_response(request, error))]
         self.last_applied_control = (request.controller_epoch, request.broker_epoch,
                                      self.controller_epoch, self.broker_epoch)
+        self.applied_control_count += 1
         self.controller_epoch = request.controller_epoch
         self.active_controller = f"controller-{request.controller_id}"
         rm = self.replica_manager

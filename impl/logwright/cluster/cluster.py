@@ -165,7 +165,8 @@ class Cluster:
              config_file: str | None = None,
              broker_properties: Mapping[str, object] | None = None,
              client_config: ClientConfig | None = None,
-             metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> Cluster:
+             metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
+             trace: str | os.PathLike[str] | None = None) -> Cluster:
         """The same cluster on the real file system and wall clock, under ``path``.
 
         The metadata store is ``<path>/metadata.db`` (SQLite); opening an existing ``path``
@@ -184,10 +185,14 @@ class Cluster:
         labelled ``broker``, in Prometheus text format at ``http://<metrics_host>:<port>/``
         (prometheus_client's own server, in a thread, stopped by ``close()``); 0 picks a free
         port, reported as ``cluster.metrics_port``.
+
+        ``trace`` (a path; default none) records the run's model events as
+        ``Cluster.simulated(trace=...)`` does, timed by the wall clock (traces/SCHEMA.md).
         """
         validate.construction(brokers, log_dirs_per_broker, seed, broker_config, controller_config)
         validate.client_config(client_config)
         validate.metrics_endpoint(metrics_port, metrics_host)
+        trace = validate.trace_path(trace)
         validate.config_source(config_file, broker_properties)
         if config_file is not None or broker_properties is not None:
             if broker_config is not None or controller_config is not None:
@@ -212,10 +217,13 @@ class Cluster:
             if not lock_existed:  # a refused store leaves the data path as it found it
                 fs.remove(lock_path)
             raise
+        runtime = RealRuntime(seed)
+        recorder = _real_trace(trace, runtime, seed, brokers, broker_config)
         try:
-            cluster = cls(RealRuntime(seed), store, root, brokers, log_dirs_per_broker,
-                          broker_config, controller_config, client_config)
+            cluster = cls(runtime, store, root, brokers, log_dirs_per_broker,
+                          broker_config, controller_config, client_config, trace=recorder)
         except BaseException:
+            recorder.close()
             store.close()
             fs.unlock(lock)
             raise
@@ -672,6 +680,18 @@ class Cluster:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _real_trace(path: str | None, runtime: RealRuntime, seed: int, brokers: int,
+                broker_config: BrokerConfig | None) -> TraceRecorder:
+    """``Cluster.real(trace=...)``'s recorder (NO_TRACE without a path): the simulated one's
+    header, with ``runtime`` "real", on the wall clock."""
+    if path is None:
+        return NO_TRACE
+    log_config = (broker_config or BrokerConfig()).log
+    return open_trace(path, runtime.clock, trace_id=f"real-seed-{seed}", header={
+        "seed": seed, "brokers": list(range(1, brokers + 1)), "runtime": "real",
+        "durable_log_start_offset": log_config.durable_log_start_offset})
 
 
 def _configs_from_properties(config_file: str | None,

@@ -26,7 +26,8 @@ def run_demo(say: Callable[[str], None], seed: int, real_path: str | None = None
         cluster = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=seed, trace=trace)
         say(f"A simulated 3-broker cluster, seed {seed} (virtual time; one seed, one run).")
     else:
-        cluster = Cluster.real(real_path, brokers=3, log_dirs_per_broker=2, seed=seed)
+        cluster = Cluster.real(real_path, brokers=3, log_dirs_per_broker=2, seed=seed,
+                               trace=trace)
         say(f"A 3-broker cluster on the real file system under {real_path}.")
     cluster.create_topic("orders", partitions=2, replication_factor=3)
     state = cluster.partition_state("orders", 0)

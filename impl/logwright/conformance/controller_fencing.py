@@ -11,20 +11,22 @@ is a new instance), over every broker of the cluster (``Brokers``, sorted). What
   request and its response, so the controller may address a request to the new epoch before the
   broker has heard of it, and the broker accepts it (KIP-380 rejects only older epochs): the
   store's write is the model's ``Register`` (spec/README.md, ControllerFencing);
-  ``brokerControllerEpoch``: the highest controller epoch it accepted (0 before any);
+  ``brokerControllerEpoch``: the controller epoch of the last request its incarnation
+  applied (0 before any; see "Two readings" below);
   ``replicaEpoch``: its replica's leader epoch, or ``NOT_HOSTED`` when it holds no replica of
   this topic id, or a stopped one (StopReplica). A broker that is down, and a new incarnation
   not yet told about the partition, keep the value last seen: the replica is on its disk, and
   the model's ``Register`` keeps ``replicaEpoch``;
-* ``network``: empty (no invariant reads it; in-flight requests are not abstracted).
+* ``network``: empty (no invariant reads it; in-flight requests are not abstracted: the step
+  search treats them as hidden).
 
 Ghosts, kept by the projection from what it observed:
 
 * ``lastApply[b]``: the broker's record of the last control request it applied
-  (``Broker.last_applied_control``: the request's controller and broker epochs, the broker's
-  own before), recorded when it changes; the broker sets it when a request passes its fence,
-  which the model records only for a delivery that changes something: a stricter reading,
-  equal on a correct broker (every accepted request satisfies the fence);
+  (``Broker.last_applied_control``: the request's controller and broker epochs) with the
+  abstract controller and broker epochs the broker had before it, when that delivery changed
+  something for this partition (one request per event; when an event applied several, a
+  registering broker's deferred requests, the broker's own record of what it had before);
 * ``appliedEpoch[b]``: the highest request controller epoch applied by the current incarnation
   (0 at its registration);
 * ``replicaPeak[b]``: the highest ``replicaEpoch`` seen since the replica was last not hosted;
@@ -32,19 +34,40 @@ Ghosts, kept by the projection from what it observed:
   store holds no writer's epoch, so this ghost cannot see a deposed controller's write; the
   store's conditional write (``MetadataStore._check_epoch``) and its tests cover it.
 
-The twin's epochs are bounded and the implementation's are not: the twin is built with small
-bounds (its request set is enumerated at construction) and ``TypeOK`` is left out of the
-invariants checked; ``StaleControllerFenced`` and ``BrokerFollowsLatestDecision`` read no bound.
+The implementation's epochs are unbounded: the twin is built with bounds beyond any a run
+reaches (:data:`UNBOUNDED`; its request set is never enumerated) and ``TypeOK`` is left out of
+the invariants checked; ``StaleControllerFenced`` and ``BrokerFollowsLatestDecision`` read no
+bound.
 
-What is checked: both invariants on every partition's abstract state after every event of the
-world (and after every step of the fuzzer), when that state changed. Steps are not checked: one
-event of the cluster (a controller's decision reaching several brokers over a reordering network)
-is not one short path of the twin's actions.
+What is checked, on every partition's abstract state after every event of the world (and
+after every step of the fuzzer), when that state changed: both invariants, and that the change
+is a stutter or a path of at most K = 3 twin steps (:class:`ControllerFencingRefinement`), with
+``network`` hidden: a delivered request may be any the twin could have sent by then (a
+controller epoch up to the store's, a leader epoch up to the partition's, an incarnation of the
+broker that existed), so the search chooses it. One event of the cluster is one short path: a
+controller taking over (``ElectController``, then its first ``ElectLeader``), a broker applying
+one request (``Deliver``: a LeaderAndIsr or StopReplica for this partition, or any control
+request for another, which moves only the broker's controller epoch here), a registration
+(``Register``; the broker's epochs are unbounded and numbered by the store, so a jump of n is n
+``Register`` steps, as a reassignment's n leader epochs are n ``ElectLeader``).
+
+Two readings make the code's state the model's (spec/README.md, ControllerFencing, "Steps"):
+
+* ``brokerControllerEpoch`` is the controller epoch of the last request the incarnation
+  applied (0 before any, as after the model's ``Register``). The code's registration response
+  also raises the broker's fence to the store's controller epoch: it refuses more than the
+  model's broker, which no invariant can see, and the model has no step for it;
+* a request the broker applies that changes neither its controller epoch nor this partition's
+  replica is, for this partition, the model's stutter (the twin's ``Deliver`` is disabled when
+  it would change nothing): ``lastApply`` and ``appliedEpoch`` record only a delivery that
+  changed something here, the record's "before" being the abstract state before. A request
+  the broker applied past its own fence (an older controller or broker epoch than it held) is
+  recorded as it is, whether or not it changed anything, and StaleControllerFenced reports it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from logwright.broker.broker import Broker
@@ -57,10 +80,14 @@ from logwright.conformance.refinement import (
 )
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.controller_fencing import (
+    LEADER_AND_ISR,
+    NO_BROKER_EPOCH,
     NOT_HOSTED,
+    STOP_REPLICA,
     CFState,
     ControllerFencingConfig,
     ControllerFencingTwin,
+    Request,
 )
 from logwright.model.core import State
 
@@ -68,15 +95,23 @@ INVARIANTS = ("StaleControllerFenced", "BrokerFollowsLatestDecision")
 """The twin invariants checked (TypeOK bounds epochs the implementation does not bound)."""
 
 
+UNBOUNDED = 2**62
+"""The twin's epoch bounds for refinement: beyond any epoch a run reaches."""
+
+
 def twin_for(brokers: tuple[int, ...]) -> ControllerFencingTwin:
-    """The twin a cluster's partition is checked against (see the module docstring)."""
+    """The twin a cluster's partition is checked against (see the module docstring): epochs
+    unbounded, and no request in flight (the network is hidden)."""
     return ControllerFencingTwin(ControllerFencingConfig(
-        brokers=tuple(sorted(brokers)), max_controller_epoch=1, max_broker_epoch=1,
-        max_leader_epoch=0, max_in_flight=0, invariants=INVARIANTS))
+        brokers=tuple(sorted(brokers)), max_controller_epoch=UNBOUNDED,
+        max_broker_epoch=UNBOUNDED, max_leader_epoch=UNBOUNDED, max_in_flight=UNBOUNDED,
+        invariants=INVARIANTS))
 
 
-class _NoSteps:
-    """A refinement whose step search is never run (only invariants are checked)."""
+class ControllerFencingRefinement:
+    """The twin's steps with ``network`` hidden (a
+    :class:`~logwright.conformance.refinement.Refinement`): only the values the target names
+    are tried, and every successor is the result of genuine twin actions."""
 
     def __init__(self, spec: ControllerFencingTwin) -> None:
         self._spec = spec
@@ -87,8 +122,70 @@ class _NoSteps:
         return self._spec
 
     def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
-        """None: this projection checks invariants only."""
-        return ()
+        """The controller's elections and the registrations up to the target's epochs (n
+        ``ElectController``/``ElectLeader``/``Register`` steps as one move), and, per broker
+        whose state differs from the target's, the delivery of each request the twin could
+        have sent whose epochs the two states name (``network`` empty before and after)."""
+        assert isinstance(state, CFState) and isinstance(target, CFState)
+        return self._moves(state, target)
+
+    def _moves(self, s: CFState, t: CFState) -> Iterator[tuple[str, State]]:
+        spec = self._spec
+        moves: list[tuple[str, State] | None] = []
+        if t.controllerEpoch > s.controllerEpoch:
+            moves.append(_repeat("ElectController", s, t.controllerEpoch - s.controllerEpoch,
+                                 spec.ElectController))
+        if t.leaderEpoch > s.leaderEpoch:
+            writers = {t.lastStoreWrite[0]} if t.lastStoreWrite else set()
+            for c in sorted(writers | {s.controllerEpoch}):
+                moves.append(_repeat(f"ElectLeader({c})", s, t.leaderEpoch - s.leaderEpoch,
+                                     _elect_leader(spec, c)))
+        for i, b in enumerate(spec.config.brokers):
+            if t.brokerEpoch[i] > s.brokerEpoch[i]:
+                moves.append(_repeat(f"Register({b})", s, t.brokerEpoch[i] - s.brokerEpoch[i],
+                                     _register(spec, b)))
+        yield from (m for m in moves if m is not None)
+        for i, b in enumerate(spec.config.brokers):
+            if _broker_part(s, i) == _broker_part(t, i):
+                continue
+            record = t.lastApply[i]
+            ces = {t.brokerControllerEpoch[i], *((record[0],) if record else ())}
+            bes = {s.brokerEpoch[i], *((record[1],) if record else ())}
+            les = {t.replicaEpoch[i], s.replicaEpoch[i], 0}
+            for kind in (LEADER_AND_ISR, STOP_REPLICA):
+                for c in sorted(ce for ce in ces if 1 <= ce <= s.controllerEpoch):
+                    for e in sorted(be for be in bes if 1 <= be <= s.brokerEpoch[i]):
+                        for le in sorted(x for x in les if 0 <= x <= s.leaderEpoch):
+                            m = Request(kind, c, b, e, le)
+                            nxt = spec.Deliver(s._replace(network=frozenset((m,))), m)
+                            if nxt is not None:
+                                yield (f"Deliver({kind}, c={c}, b={b}, e={e}, le={le})",
+                                       nxt._replace(network=frozenset()))
+
+
+def _repeat(name: str, s: CFState, n: int,
+            step: Callable[[CFState], CFState | None]) -> tuple[str, State] | None:
+    """``step`` taken ``n`` times, each a twin step (None if one is not enabled)."""
+    x: CFState | None = s
+    for _ in range(n):
+        x = step(x) if x is not None else None
+    if x is None:
+        return None
+    return (name if n == 1 else f"{name}×{n}"), x
+
+
+def _elect_leader(spec: ControllerFencingTwin, c: int) -> Callable[[CFState], CFState | None]:
+    return lambda x: spec.ElectLeader(x, c)
+
+
+def _register(spec: ControllerFencingTwin, b: int) -> Callable[[CFState], CFState | None]:
+    return lambda x: spec.Register(x, b)
+
+
+def _broker_part(s: CFState, i: int) -> tuple[object, ...]:
+    """What a delivery to broker ``i`` changes."""
+    return (s.brokerControllerEpoch[i], s.replicaEpoch[i], s.lastApply[i], s.appliedEpoch[i],
+            s.replicaPeak[i])
 
 
 @dataclass
@@ -100,7 +197,8 @@ class _BrokerSeen:
     controller_epoch: int = 0
     replica: int = NOT_HOSTED
     told: bool = False  # the current incarnation has held the partition
-    record: tuple[int, int, int, int] | None = None
+    count: int = 0  # the control requests the current incarnation had applied
+    fence_broken: bool = False  # it applied a request its own fence refuses
     last_apply: tuple[()] | tuple[int, int, int, int] = ()
     applied: int = 0
     peak: int = NOT_HOSTED
@@ -131,6 +229,7 @@ class ControllerFencingProjection(ClusterObserver):
         self.follow = follow
         self.events = 0
         self.checks = 0
+        self.steps = 0
         self.instances: dict[TopicPartition, _Instance] = {}
 
     def check(self, context: str = "") -> None:
@@ -151,8 +250,11 @@ class ControllerFencingProjection(ClusterObserver):
             epoch = max(epoch, registration.broker_epoch)  # the store's is the model's Register
         if epoch < 0:
             return None
-        return _BrokerNow(broker.incarnation_id, epoch, max(0, broker.controller_epoch),
-                          broker.last_applied_control, broker.replica_manager.partitions)
+        applied = broker.applied_control_count
+        return _BrokerNow(broker.incarnation_id, epoch,
+                          max(0, broker.controller_epoch) if applied else 0,
+                          broker.last_applied_control, applied,
+                          broker.replica_manager.partitions)
 
     def state_of(self, tp: TopicPartition) -> CFState | None:
         """The last abstract state checked for ``tp`` (None: not watched)."""
@@ -167,7 +269,7 @@ class ControllerFencingProjection(ClusterObserver):
         if inst is not None and inst.topic_id == topic_id and tuple(inst.brokers) == brokers:
             return inst
         spec = twin_for(brokers)
-        fresh = _Instance(spec, RefinementChecker(_NoSteps(spec)), topic_id,
+        fresh = _Instance(spec, RefinementChecker(ControllerFencingRefinement(spec)), topic_id,
                           {b: _BrokerSeen() for b in brokers})
         if inst is not None and inst.topic_id == topic_id:  # a broker was added: keep the rest
             fresh.brokers.update({b: v for b, v in inst.brokers.items() if b in brokers})
@@ -201,8 +303,11 @@ class ControllerFencingProjection(ClusterObserver):
         if s == inst.checker.last:
             return
         self.checks += 1
-        inst.checker.check_invariants(s, inst.checker.last, f"{tp}, {context}")
-        inst.checker.last = s
+        if any(seen.fence_broken for seen in inst.brokers.values()):
+            inst.checker.check_invariants(s, inst.checker.last, f"{tp}, {context}")
+        found = inst.checker.check(s, f"{tp}, {context}")
+        if found.actions:
+            self.steps += 1
 
 
 
@@ -212,8 +317,9 @@ class _BrokerNow:
 
     incarnation: object
     epoch: int
-    controller_epoch: int
+    controller_epoch: int  # of the last request applied; 0 before any (see the docstring)
     applied: tuple[int, int, int, int] | None
+    count: int
     partitions: Mapping[TopicPartition, Partition]
 
 
@@ -223,15 +329,12 @@ def _observe(tp: TopicPartition, topic_id: Uuid, now: _BrokerNow, seen: _BrokerS
         seen.incarnation = now.incarnation
         seen.told = False
         seen.applied = 0
-        seen.record = now.applied
+        seen.controller_epoch = 0
+        seen.count = 0
+    controller_before, epoch_before = seen.controller_epoch, seen.broker_epoch
+    replica_before = seen.replica
     seen.broker_epoch = now.epoch
     seen.controller_epoch = now.controller_epoch
-    applied = now.applied
-    if applied is not None and applied is not seen.record:
-        seen.record = applied
-        ce, be, ce_before, be_before = applied
-        seen.last_apply = (ce, be, max(0, ce_before), max(be_before, now.epoch))
-        seen.applied = max(seen.applied, ce)
     part = now.partitions.get(tp)
     if part is not None and part.topic_id not in (None, topic_id):
         part = None  # another generation of the topic: no replica of this one
@@ -241,6 +344,24 @@ def _observe(tp: TopicPartition, topic_id: Uuid, now: _BrokerNow, seen: _BrokerS
         hosted = part is not None and part.role is not Role.NONE and part.leader_epoch >= 0
         seen.replica = part.leader_epoch if hosted and part is not None else NOT_HOSTED
     seen.peak = NOT_HOSTED if seen.replica == NOT_HOSTED else max(seen.peak, seen.replica)
+    if now.count > seen.count and now.applied is not None:
+        ce, be, ce_before, be_before = now.applied
+        record_before = (controller_before, epoch_before)
+        if now.count - seen.count > 1 and ce != max(0, ce_before):
+            # Several in one event (a registering broker's deferred requests), the last one
+            # raising the controller epoch: its own "before" is the state the others left.
+            # (Had it raised nothing, an earlier one made the change, with the same epochs.)
+            record_before = (max(0, ce_before), max(be_before, now.epoch))
+        seen.count = now.count
+        if ce < max(0, ce_before) or (be != NO_BROKER_EPOCH and be < be_before):
+            # Applied past the broker's own fence: the twin never delivers it, whether or not
+            # it changed what the model sees; recorded as is, StaleControllerFenced names it.
+            seen.last_apply = (ce, be, max(0, ce_before), be_before)
+            seen.fence_broken = True
+        elif (now.controller_epoch, seen.replica) != (controller_before, replica_before):
+            seen.last_apply = (ce, be, *record_before)
+            seen.applied = max(seen.applied, ce)
 
 
-__all__ = ["INVARIANTS", "ControllerFencingProjection", "RefinementViolation", "twin_for"]
+__all__ = ["INVARIANTS", "UNBOUNDED", "ControllerFencingProjection", "ControllerFencingRefinement",
+           "RefinementViolation", "twin_for"]

@@ -145,6 +145,7 @@ class SimNetwork(Network):
         # One-shot faults for precise tests: each rule acts on the first message it matches.
         self._drop_once: list[MessageMatch] = []
         self._duplicate_once: list[MessageMatch] = []
+        self._intercepts: list[tuple[MessageMatch, Callable[[str, str, object], None]]] = []
 
     def drop_next(self, match: MessageMatch) -> None:
         """Drop the next message for which ``match(src, dst, message)`` holds, once."""
@@ -153,6 +154,19 @@ class SimNetwork(Network):
     def duplicate_next(self, match: MessageMatch) -> None:
         """Deliver the next message for which ``match(src, dst, message)`` holds twice, once."""
         self._duplicate_once.append(match)
+
+    def intercept(self, match: MessageMatch,
+                  handler: Callable[[str, str, object], None]) -> Callable[[], None]:
+        """From now on, hand every message for which ``match(src, dst, message)`` holds to
+        ``handler`` instead of sending it (a test decides when, whether and how often it
+        arrives); returns the function that ends the interception."""
+        rule = (match, handler)
+        self._intercepts.append(rule)
+
+        def stop() -> None:
+            if rule in self._intercepts:
+                self._intercepts.remove(rule)
+        return stop
 
     @staticmethod
     def _take_rule(rules: list[MessageMatch], src: str, dst: str, message: object) -> bool:
@@ -184,6 +198,10 @@ class SimNetwork(Network):
 
     def send(self, src: str, dst: str, message: object) -> None:
         self.stats.sent += 1
+        for match, handler in self._intercepts:
+            if match(src, dst, message):
+                handler(src, dst, message)
+                return
         if self._drop_once and self._take_rule(self._drop_once, src, dst, message):
             self.stats.dropped += 1
             return

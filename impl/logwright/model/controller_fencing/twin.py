@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple, Self, TypeVar
 
@@ -119,12 +120,21 @@ class ControllerFencingTwin(Spec):
         self.config = config or ControllerFencingConfig()
         k = self.config
         self._index = {b: i for i, b in enumerate(k.brokers)}
-        self.requests: tuple[Request, ...] = tuple(sorted(
+
+    @cached_property
+    def requests(self) -> tuple[Request, ...]:
+        """Every request the constants allow, in the order Deliver and Lose enumerate them
+        (enumerated on first use: a twin with unbounded epochs, as the refinement check builds,
+        never asks)."""
+        k = self.config
+        return tuple(sorted(
             Request(t, c, b, e, le) for t in (LEADER_AND_ISR, STOP_REPLICA)
             for c in range(1, k.max_controller_epoch + 1) for b in k.brokers
             for e in range(1, k.max_broker_epoch + 1) for le in range(k.max_leader_epoch + 1)))
-        """Every request the constants allow, in the order Deliver and Lose enumerate them."""
-        self._bit = {m: n for n, m in enumerate(self.requests)}
+
+    @cached_property
+    def _bit(self) -> dict[Request, int]:
+        return {m: n for n, m in enumerate(self.requests)}
 
     @classmethod
     def from_cfg(cls, path: str | Path) -> Self:
