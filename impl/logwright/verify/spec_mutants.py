@@ -179,15 +179,18 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "        IF u = t THEN HostedLog(l) ELSE l]",
        "an INCREMENTAL LeaderAndIsr hosts the new topic id without setting the old one aside"),
     _m("StrayCleanup", "FullIgnoresOfflineDir",
-       "              IF dirOnline[b]\n              THEN /\\ disk' = [disk EXCEPT ![b] = [p \\in Partitions |->",
-       "              IF TRUE\n              THEN /\\ disk' = [disk EXCEPT ![b] = [p \\in Partitions |->",
+       "              IF dirOnline[b]\n"
+       "              THEN /\\ disk' = [disk EXCEPT ![b] = [p \\in Partitions |->",
+       "              IF TRUE\n"
+       "              THEN /\\ disk' = [disk EXCEPT ![b] = [p \\in Partitions |->",
        "a FULL request is applied while the broker's log dir is offline"),
     _m("StrayCleanup", "DeleteBeforeFullRequest",
        "    /\\ online[b] /\\ dirOnline[b] /\\ sawFull[b]\n    /\\ l.state = \"stray\"",
        "    /\\ online[b] /\\ dirOnline[b]\n    /\\ l.state = \"stray\"",
        "delete strays before this incarnation applied a FULL request"),
     _m("StrayCleanup", "RestartKeepsVersions",
-       "    /\\ appliedVersion' = [appliedVersion EXCEPT ![b] = [p \\in Partitions |-> NoVersion]]\n",
+       "    /\\ appliedVersion' = [appliedVersion EXCEPT ![b] = "
+       "[p \\in Partitions |-> NoVersion]]\n",
        "    /\\ UNCHANGED appliedVersion\n",
        "a restarted broker still remembers the versions it applied"),
     # -- ReplicaMove -------------------------------------------------------------------------
