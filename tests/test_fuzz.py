@@ -5,6 +5,10 @@ recorder and its replay, the campaign (seeded, a failure saved as a trace that r
 from __future__ import annotations
 
 import inspect
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
+from mutation.catalogue import ROOT, by_name
+from mutation.catalogue import apply as plant
 
 from logwright import Cluster, KafkaError
 from logwright.cli import main
@@ -223,3 +229,45 @@ def test_a_down_broker_that_alone_holds_acknowledged_records_may_not_lose_power(
     assert not run.running(1) and not run.may_lose_disk(1)
     source = inspect.getsource(ClusterMachine.crash_during)
     assert "may_lose_disk(b)" in source.split("if not self.run.running(b)")[0]
+
+
+# ---- a failure found, shrunk, saved and replayed: on a planted fault -------------------------
+
+CAMPAIGN_DRIVER = """
+import json, pathlib, sys
+from logwright.verify.fuzz import run_campaign
+from logwright.verify.cluster_run import replay
+out = pathlib.Path(sys.argv[1])
+result = run_campaign(0, max_examples=30, out_dir=out, steps_per_example=12, batch_examples=10)
+saved = sorted(out.glob("*.json"))
+print("FOUND", len(result.found), "SAVED", len(saved),
+      "REPRODUCED", all(f.reproduced for f in result.found))
+for path in saved:
+    try:
+        replay(json.loads(path.read_text()))
+    except AssertionError as exc:
+        print("REPLAY FAILS", type(exc).__name__)
+    else:
+        print("REPLAY PASSES")
+"""
+
+
+def test_a_campaign_saves_a_shrunk_failure_that_replays(tmp_path: Path) -> None:
+    """With a fault planted in a copy of the package (the mutation catalogue's "the HW ignores
+    the ISR"), the campaign finds it, saves each distinct failure once as a trace, and each
+    saved trace fails the same way when replayed."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "impl", copy / "impl",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    plant(by_name("the HW ignores the ISR"), copy)
+    out = tmp_path / "found"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy / "impl"), str(ROOT)])}
+    check = f"import logwright; assert logwright.__file__.startswith({str(copy)!r})\n"
+    run = subprocess.run([sys.executable, "-c", check + CAMPAIGN_DRIVER, str(out)], env=env,
+                         capture_output=True, text=True, timeout=900, cwd=copy)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.strip().splitlines()
+    found = next(line for line in lines if line.startswith("FOUND")).split()
+    assert int(found[1]) >= 1 and int(found[3]) >= 1 and found[5] == "True", lines
+    replays = [line for line in lines if line.startswith("REPLAY")]
+    assert replays and all(line.startswith("REPLAY FAILS") for line in replays), lines
