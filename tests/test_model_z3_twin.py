@@ -36,7 +36,7 @@ SMALL: dict[str, Callable[[], Spec]] = {
     # two partitions sharing one fetcher (so the Other* actions happen), one election: 505
     "FetcherFailure": lambda: FetcherFailureSpec(FetcherFailureConfig(
         num_partitions=2, num_fetchers=1, max_leader_epoch=1)),
-    # two replicas, one offset, segments of one offset: 648 states, every action but
+    # two replicas, one offset, segments of one offset: 2,142 states, every action but
     # CheckpointStartOffset, which the correct model never enables (the checkpoint is written
     # with each raise); with the bug StartOffsetCheckpointLazy on both sides they agree too
     "LogStartOffset": lambda: LogStartOffsetSpec(LogStartOffsetConfig(
