@@ -17,7 +17,7 @@
 (* served start offset truncates fully and restarts its log there (hazard *)
 (* 8). A follower never truncates from a fetch response: one whose log    *)
 (* diverges from the leader's truncates to the divergence point (the      *)
-(* leader epoch protocol), which lies above its HW.                       *)
+(* leader epoch protocol), at or above its HW.                           *)
 (* The controller may elect any other in-sync replica leader (a clean     *)
 (* election: the new leader truncates nothing of its own).                *)
 (*                                                                         *)

@@ -52,6 +52,14 @@ SMALL: dict[str, Callable[[], Spec]] = {
 }
 
 
+STRIDE: dict[str, int] = {
+    # every third of its 2,142 states (the fetch's response in flight multiplies them): all of
+    # them agree too, but take minutes, a third of them seconds
+    "LogStartOffset": 3,
+}
+"""Modules compared on every n-th reachable state only (breadth-first order), to stay quick."""
+
+
 def reachable(spec: Spec) -> list[State]:
     """Every state of the twin, breadth first."""
     seen = set(spec.init_states())
@@ -80,7 +88,7 @@ def encoding(module: str) -> tuple[ModuleType, Any]:
 def test_z3_relation_equals_the_twin_on_its_reachable_states(module: str) -> None:
     z, common = encoding(module)
     spec = SMALL[module]()
-    states = reachable(spec)
+    states = reachable(spec)[::STRIDE.get(module, 1)]
     result = common.compare_with_twin(z.system("none"), z.twin_views(spec), states,
                                       every_step(spec))
     assert result.undecided is None, result.undecided
