@@ -66,6 +66,10 @@ def test_stutters_and_short_paths_pass_and_each_is_labelled() -> None:
     found = c.check(s2)
     assert sorted(found.actions) == ["AdvanceHW(3)", "ApplyFetch(2, o=3, served=(3, 0, 0))"]
     assert c.stutters == 1 and c.steps_by_length == {1: 1, 2: 1}
+    # The path's states, the target last: the cluster projection remembers the leader's state
+    # in each as one a fetch response may carry (a delayed fetch completed by a produce reads
+    # the log between the append and the HW's rise, in the same event).
+    assert len(found.states) == 2 and found.states[-1] == s2
 
 
 def test_a_change_no_step_explains_is_refused_naming_both_states() -> None:

@@ -341,8 +341,10 @@ class ClusterProjection(ClusterObserver):
     partition whose abstract state changed: that the change is a stutter or a path of at most
     ``max_steps`` twin steps, and every twin invariant on the new state. The fetch response in
     flight is hidden (:class:`LogStartOffsetRefinement`): a follower may apply any of the
-    leader's states seen since the behaviour started (the last :data:`SERVED_KEPT`), as the
-    response served then, and no value the leader never had. Outside the twin, and so a new
+    leader's states seen since the behaviour started (the last :data:`SERVED_KEPT`; the states
+    inside each path found count, since a delayed fetch completed by a produce reads the log
+    between the append and the HW's rise), as the response served then, and no value the
+    leader never had. Outside the twin, and so a new
     behaviour (:meth:`RefinementChecker.rebase`, invariants checked): a broker's restart (its new
     incarnation seen, or its restarted replica seen once no longer fenced as above) and a new
     replica set. A new leader epoch of the same leader (the controller bumps it with an ISR
@@ -505,9 +507,17 @@ class ClusterProjection(ClusterObserver):
                 self.epoch_bumps += 1
                 w.checker.last = last._replace(epochStart=s.epochStart)
             self.steps += 1
-            w.checker.check(s, where)
+            found = w.checker.check(s, where)
+            for t in found.states[:-1]:  # a response may be served between two observations
+                assert isinstance(t, LogStartOffsetState)
+                self._serve(w, t)
         w.outside = ""
-        L = replicas.index(w.leader)
+        self._serve(w, s)
+
+    @staticmethod
+    def _serve(w: _Watch, s: S) -> None:
+        """Remember the leader's state in ``s`` as one a fetch response may carry."""
+        L = w.replicas.index(s.leader)
         key = (s.leo[L], s.hw[L], s.logStart[L])
         w.served.pop(key, None)
         w.served[key] = None
