@@ -316,8 +316,9 @@ class _Watch:
     leader: int = -1
     epoch_start: int = 0
     served: dict[Served, None] = field(default_factory=dict)
-    """The leader states seen since the behaviour started (most recent last, at most
-    :data:`SERVED_KEPT`): what a fetch response in flight may carry."""
+    """The leader states seen (most recent last, at most :data:`SERVED_KEPT`; kept across a
+    new behaviour, as a response served before a restart may be applied after it): what a fetch
+    response in flight may carry."""
     outside: str = ""
     """Set during a check when the change is outside the model (a restart): a new
     behaviour starts there."""
@@ -341,7 +342,7 @@ class ClusterProjection(ClusterObserver):
     partition whose abstract state changed: that the change is a stutter or a path of at most
     ``max_steps`` twin steps, and every twin invariant on the new state. The fetch response in
     flight is hidden (:class:`LogStartOffsetRefinement`): a follower may apply any of the
-    leader's states seen since the behaviour started (the last :data:`SERVED_KEPT`; the states
+    leader's states seen (the last :data:`SERVED_KEPT`, across restarts; the states
     inside each path found count, since a delayed fetch completed by a produce reads the log
     between the append and the HW's rise), as the response served then, and no value the
     leader never had. Outside the twin, and so a new
@@ -391,7 +392,9 @@ class ClusterProjection(ClusterObserver):
         if w is not None and w.replicas == replicas:
             return w
         spec = twin_for(replicas, leader if leader in replicas else replicas[0])
-        served: dict[Served, None] = {}
+        # A reassignment keeps the leader states seen: a response served before it may be
+        # applied after it (a response of a leader outside the new replica set is harmless).
+        served: dict[Served, None] = dict(w.served) if w is not None else {}
         checker = RefinementChecker(LogStartOffsetRefinement(spec, lambda: served),
                                     max_steps=self.max_steps)
         nw = _Watch(replicas, spec, checker, {}, {}, {}, {}, served=served)
@@ -475,13 +478,15 @@ class ClusterProjection(ClusterObserver):
         w.committed = max(w.committed, *(v.hw for v in views))
         isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
         leader_broker = self.cluster.brokers.get(w.leader)
-        if leader_broker is not None and leader_broker.alive:
-            part = leader_broker.replica_manager.partitions.get(tp)
-            if part is not None and part.is_leader and part.leader_epoch_start_offset >= 0:
-                w.epoch_start = part.leader_epoch_start_offset
-            elif w.leader != previous_leader:
-                # Elected, not yet told: its epoch will start at its LEO (the model's election).
-                w.epoch_start = views[replicas.index(w.leader)].leo
+        part = (leader_broker.replica_manager.partitions.get(tp)
+                if leader_broker is not None and leader_broker.alive else None)
+        if (part is not None and part.is_leader and part.leader_epoch == state.leader_epoch
+                and part.leader_epoch_start_offset >= 0):
+            w.epoch_start = part.leader_epoch_start_offset
+        elif w.leader != previous_leader:
+            # Elected, not yet told (or down): its epoch starts at its LEO (the model's
+            # election); when it takes the epoch, the offset it records is read instead.
+            w.epoch_start = views[replicas.index(w.leader)].leo
         s = S(tuple(v.leo for v in views), tuple(v.hw for v in views),
               tuple(v.log_start for v in views), tuple(segs),
               tuple(v.ckpt_start for v in views), tuple(v.flushed for v in views), isr,
@@ -495,7 +500,6 @@ class ClusterProjection(ClusterObserver):
             w.checker.last = s
         elif w.outside or w.checker.last is None:
             self.rebases += 1
-            w.served.clear()
             w.checker.rebase(s, f"{where}: {w.outside}" if w.outside else where)
         else:
             last = w.checker.last
