@@ -4,16 +4,20 @@
 (* replicas (KIP-107 DeleteRecords, segment retention), across crashes,   *)
 (* loss of unflushed records and leader changes.                          *)
 (*                                                                         *)
-(* A leader takes appends one record at a time; followers fetch from it.  *)
-(* Each replica has a log end offset (LEO), a high watermark (HW), a log  *)
-(* start offset, a first segment and a flushed offset; records are kept in *)
-(* segments of SegmentSize offsets. The leader raises its HW to any value *)
-(* up to the least LEO of the in-sync replicas (ISR): its knowledge of the *)
-(* followers' LEOs lags, so it may stop short. A follower takes            *)
-(* min(leader's HW, own LEO) from each fetch, THEN raises its start offset *)
-(* to the leader's (never above its own HW). A follower below the leader's *)
-(* start offset truncates fully and restarts its log there (hazard 8); a  *)
-(* follower above the leader's LEO (an old leader) truncates to it.       *)
+(* A leader takes appends one record at a time; followers fetch from it,  *)
+(* a fetch being a request and a response: the leader serves it with its *)
+(* LEO, HW and start offset as they are then, and the follower applies    *)
+(* the response later, when the leader may have moved on (appended,       *)
+(* advanced its HW, raised its start offset, or lost its leadership). The *)
+(* leader raises its HW to any value up to the least LEO of the in-sync   *)
+(* replicas (ISR): its knowledge of the followers' LEOs lags, so it may   *)
+(* stop short. A follower appends records up to at most the served LEO,  *)
+(* takes the served HW (clamped to its log), THEN raises its start offset *)
+(* to the served one (never above its own HW). A follower below the       *)
+(* served start offset truncates fully and restarts its log there (hazard *)
+(* 8). A follower never truncates from a fetch response: one whose log    *)
+(* diverges from the leader's truncates to the divergence point (the      *)
+(* leader epoch protocol), at or above its HW.                           *)
 (* The controller may elect any other in-sync replica leader (a clean     *)
 (* election: the new leader truncates nothing of its own).                *)
 (*                                                                         *)
@@ -63,14 +67,17 @@ VARIABLES
     committed,      \* ghost: the highest HW a leader ever had (the partition's HW; a restart
                     \*   or an election can lower the leader's own HW, but offsets below this
                     \*   were committed)
-    acked           \* ghost: the highest low watermark a DeleteRecords response reported (the
+    acked,          \* ghost: the highest low watermark a DeleteRecords response reported (the
                     \*   response reports it once it reaches the requested offset, and a
                     \*   request may be waiting for any offset, so every value may be reported)
+    resp            \* replica -> the fetch response in flight to it: {} (none), or one record
+                    \*   [leo, hw, start] of the leader's values when it served the fetch
 
 vars == <<leo, hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart, committed,
-          acked>>
+          acked, resp>>
 
 Offsets == 0..MaxOffset
+Responses == [leo : Offsets, hw : Offsets, start : Offsets]
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 Max(a, b) == IF a >= b THEN a ELSE b
 
@@ -98,6 +105,8 @@ TypeOK ==
     /\ epochStart \in Offsets
     /\ committed \in Offsets
     /\ acked \in Offsets
+    /\ resp \in [Replicas -> SUBSET Responses]
+    /\ \A r \in Replicas : Cardinality(resp[r]) <= 1
 
 Init ==
     /\ leo = [r \in Replicas |-> 0]
@@ -111,41 +120,78 @@ Init ==
     /\ epochStart = 0
     /\ committed = 0
     /\ acked = 0
+    /\ resp = [r \in Replicas |-> {}]
 
 \* A producer appends one record to the leader.
 Append ==
     /\ leo[leader] < MaxOffset
     /\ leo' = [leo EXCEPT ![leader] = @ + 1]
     /\ UNCHANGED <<hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart,
+                   committed, acked, resp>>
+
+\* The leader serves follower r's fetch (one in flight per follower): the response carries its
+\* LEO, HW and start offset as they are now. It is applied later (ApplyFetch), or lost
+\* (DropResponse).
+ServeFetch(r) ==
+    /\ r # leader /\ resp[r] = {}
+    /\ resp' = [resp EXCEPT ![r] = {[leo |-> leo[leader], hw |-> hw[leader],
+                                      start |-> logStart[leader]]}]
+    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart,
                    committed, acked>>
 
-\* Follower r fetches from the leader. From within the leader's log it copies every record up to
-\* the leader's LEO (or, ahead of it after an election, truncates to it), takes min(leader's HW,
-\* its LEO) as its HW (never lowering it), and only then raises its start offset to the leader's,
-\* bounded by that HW. Below the leader's start offset (OFFSET_OUT_OF_RANGE), it deletes its whole
-\* log and restarts it at the leader's start offset, with its HW there too (the bug leaves the HW
-\* behind).
-FollowerFetch(r) ==
+\* Follower r applies the response m in flight to it, whatever the leader did since it was
+\* served. Below m's start offset (OFFSET_OUT_OF_RANGE), it deletes its whole log and restarts
+\* it at that offset, with its HW there too (the bug leaves the HW behind). Otherwise it appends
+\* the records from its LEO up to some o at most m's LEO (a fetch may stop short of it; it never
+\* truncates: a response below its LEO is not applied), takes m's HW clamped to its log (so it
+\* may go down, after a leader change, as in Kafka), and only then raises its start offset to
+\* m's, bounded by that HW.
+ApplyFetch(r) ==
     /\ r # leader
-    /\ IF leo[r] < logStart[leader]
-       THEN LET new == logStart[leader] IN
-            /\ leo' = [leo EXCEPT ![r] = new]
-            /\ hw' = IF Bug = "FollowerRaisesStartBeforeHW" THEN hw ELSE [hw EXCEPT ![r] = new]
-            /\ logStart' = [logStart EXCEPT ![r] = new]
-            /\ segStart' = [segStart EXCEPT ![r] = new]
-            /\ ckptStart' = CkptAfterRaise(r, new)
-            /\ flushed' = [flushed EXCEPT ![r] = new]
-       ELSE LET newHW == Max(hw[r], Min({hw[leader], leo[leader]}))
-                newStart == Max(logStart[r], Min({logStart[leader], newHW}))
-            IN
-            /\ leo' = [leo EXCEPT ![r] = leo[leader]]
-            /\ hw' = [hw EXCEPT ![r] = newHW]
-            /\ logStart' = [logStart EXCEPT ![r] = newStart]
-            /\ ckptStart' = IF newStart = logStart[r] THEN ckptStart
-                            ELSE CkptAfterRaise(r, newStart)
-            /\ flushed' = [flushed EXCEPT ![r] = Min({@, leo[leader]})]
-            /\ UNCHANGED segStart
+    /\ \E m \in resp[r] :
+        /\ resp' = [resp EXCEPT ![r] = {}]
+        /\ IF leo[r] < m.start
+           THEN LET new == m.start IN
+                /\ leo' = [leo EXCEPT ![r] = new]
+                /\ hw' = IF Bug = "FollowerRaisesStartBeforeHW" THEN hw
+                         ELSE [hw EXCEPT ![r] = new]
+                /\ logStart' = [logStart EXCEPT ![r] = new]
+                /\ segStart' = [segStart EXCEPT ![r] = new]
+                /\ ckptStart' = CkptAfterRaise(r, new)
+                /\ flushed' = [flushed EXCEPT ![r] = new]
+           ELSE \E o \in leo[r]..m.leo :
+                LET newHW == Max(logStart[r], Min({m.hw, o}))
+                    newStart == Max(logStart[r], Min({m.start, newHW}))
+                IN
+                /\ leo' = [leo EXCEPT ![r] = o]
+                /\ hw' = [hw EXCEPT ![r] = newHW]
+                /\ logStart' = [logStart EXCEPT ![r] = newStart]
+                /\ ckptStart' = IF newStart = logStart[r] THEN ckptStart
+                                ELSE CkptAfterRaise(r, newStart)
+                /\ UNCHANGED <<segStart, flushed>>
     /\ UNCHANGED <<isr, leader, epochStart, committed, acked>>
+
+\* The response in flight to r is lost, or dropped by r: its fetch state changed meanwhile (a
+\* new leader epoch, a truncation), or the response is below its LEO (its log diverges).
+DropResponse(r) ==
+    /\ resp[r] # {}
+    /\ resp' = [resp EXCEPT ![r] = {}]
+    /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart,
+                   committed, acked>>
+
+\* Follower r truncates its log to o, where it diverges from the leader's (the leader epoch
+\* protocol: OffsetsForLeaderEpoch, or a fetch response naming a diverging epoch). The records up
+\* to its HW, and an in-sync replica's committed ones, are the leader's, so o is at least those;
+\* and at most the leader's LEO.
+TruncateFollower(r) ==
+    \E o \in Offsets :
+        /\ r # leader
+        /\ hw[r] <= o /\ o < leo[r] /\ o <= leo[leader]
+        /\ r \in isr => o >= committed
+        /\ leo' = [leo EXCEPT ![r] = o]
+        /\ flushed' = [flushed EXCEPT ![r] = Min({@, o})]
+        /\ UNCHANGED <<hw, logStart, segStart, ckptStart, isr, leader, epochStart, committed,
+                       acked, resp>>
 
 \* The leader raises its HW to h, at most the least LEO in the ISR: what it knows of the
 \* followers' LEOs lags, so any value up to that least LEO may be the one it reaches.
@@ -153,14 +199,15 @@ AdvanceHW(h) ==
     /\ hw[leader] < h /\ h <= HWLimit
     /\ hw' = [hw EXCEPT ![leader] = h]
     /\ committed' = Max(committed, h)
-    /\ UNCHANGED <<leo, logStart, segStart, ckptStart, flushed, isr, leader, epochStart, acked>>
+    /\ UNCHANGED <<leo, logStart, segStart, ckptStart, flushed, isr, leader, epochStart, acked,
+                   resp>>
 
 \* The leader (lag) or the controller (a failure) drops follower r from the ISR.
 ShrinkIsr(r) ==
     /\ r \in isr /\ r # leader
     /\ isr' = isr \ {r}
     /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, leader, epochStart,
-                   committed, acked>>
+                   committed, acked, resp>>
 
 \* The leader adds back a follower that has caught up to its HW and to its epoch's start offset.
 ExpandIsr(r) ==
@@ -168,13 +215,15 @@ ExpandIsr(r) ==
     /\ leo[r] >= hw[leader] /\ leo[r] >= epochStart
     /\ isr' = isr \cup {r}
     /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, leader, epochStart,
-                   committed, acked>>
+                   committed, acked, resp>>
 
-\* The controller makes another in-sync replica leader; its epoch starts at its LEO.
+\* The controller makes another in-sync replica leader; its epoch starts at its LEO. It stops
+\* fetching: a response in flight to it is dropped.
 ElectLeader(r) ==
     /\ r \in isr /\ r # leader
     /\ leader' = r
     /\ epochStart' = leo[r]
+    /\ resp' = [resp EXCEPT ![r] = {}]
     /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, committed, acked>>
 
 \* DeleteRecords(o) on the leader: its start offset rises to o, at most its HW.
@@ -182,14 +231,15 @@ DeleteRecords(o) ==
     /\ logStart[leader] < o /\ o <= hw[leader]
     /\ logStart' = [logStart EXCEPT ![leader] = o]
     /\ ckptStart' = CkptAfterRaise(leader, o)
-    /\ UNCHANGED <<leo, hw, segStart, flushed, isr, leader, epochStart, committed, acked>>
+    /\ UNCHANGED <<leo, hw, segStart, flushed, isr, leader, epochStart, committed, acked,
+                   resp>>
 
 \* A DeleteRecords response reports the low watermark, now higher than any reported before.
 AcknowledgeDeleteRecords ==
     /\ LowWatermark > acked
     /\ acked' = LowWatermark
     /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, leader, epochStart,
-                   committed>>
+                   committed, resp>>
 
 \* Retention on replica r deletes its first segment, which must be full (not the active one) and
 \* lie wholly below the HW (the bug: below the LEO). Whatever the reason (time, size, or a start
@@ -203,14 +253,14 @@ DeleteOldestSegment(r) ==
     /\ segStart' = [segStart EXCEPT ![r] = next]
     /\ logStart' = [logStart EXCEPT ![r] = newStart]
     /\ ckptStart' = IF newStart = logStart[r] THEN ckptStart ELSE CkptAfterRaise(r, newStart)
-    /\ UNCHANGED <<leo, hw, flushed, isr, leader, epochStart, committed, acked>>
+    /\ UNCHANGED <<leo, hw, flushed, isr, leader, epochStart, committed, acked, resp>>
 
 \* The periodic checkpoint of the start offset (only ever behind with the lazy bug).
 CheckpointStartOffset(r) ==
     /\ ckptStart[r] # logStart[r]
     /\ ckptStart' = [ckptStart EXCEPT ![r] = logStart[r]]
     /\ UNCHANGED <<leo, hw, logStart, segStart, flushed, isr, leader, epochStart, committed,
-                   acked>>
+                   acked, resp>>
 
 \* Replica r's records below f reach the disk (a flush, or a segment roll flushing the old one).
 Flush(r) ==
@@ -218,14 +268,14 @@ Flush(r) ==
         /\ flushed[r] < f /\ f <= leo[r]
         /\ flushed' = [flushed EXCEPT ![r] = f]
         /\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, isr, leader, epochStart,
-                       committed, acked>>
+                       committed, acked, resp>>
 
 \* Replica r crashes and restarts with its durable state: its records up to some e at least its
 \* flushed offset (an in-sync replica keeps every committed one: the fault model), its segments,
 \* the start offset max(checkpoint, first segment's base), and an HW from a checkpoint of some
 \* earlier moment (at least the start offset, which is how it is loaded, and at most the LEO that
 \* remains). A log that lost everything above its start offset restarts empty there. A leader
-\* restarts as leader, in a new epoch starting at its LEO.
+\* restarts as leader, in a new epoch starting at its LEO. A response in flight to r is lost.
 CrashRestart(r) ==
     LET start == Max(ckptStart[r], segStart[r]) IN
     \E e \in Offsets :
@@ -239,11 +289,15 @@ CrashRestart(r) ==
            /\ segStart' = [segStart EXCEPT ![r] = IF e < start THEN start ELSE @]
            /\ flushed' = [flushed EXCEPT ![r] = newLeo]
            /\ epochStart' = IF r = leader THEN newLeo ELSE epochStart
+        /\ resp' = [resp EXCEPT ![r] = {}]
         /\ UNCHANGED <<ckptStart, isr, leader, committed, acked>>
 
 Next ==
     \/ Append
-    \/ \E r \in Replicas : FollowerFetch(r)
+    \/ \E r \in Replicas : ServeFetch(r)
+    \/ \E r \in Replicas : ApplyFetch(r)
+    \/ \E r \in Replicas : DropResponse(r)
+    \/ \E r \in Replicas : TruncateFollower(r)
     \/ \E h \in Offsets : AdvanceHW(h)
     \/ \E r \in Replicas : ShrinkIsr(r)
     \/ \E r \in Replicas : ExpandIsr(r)

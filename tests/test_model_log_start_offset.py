@@ -37,7 +37,7 @@ def test_every_bug_has_a_cfg_and_figures() -> None:
 
 def test_config_is_read_from_the_cfg_tlc_reads() -> None:
     config = LogStartOffsetConfig.from_cfg(SPEC / "LogStartOffset.cfg")
-    assert config == LogStartOffsetConfig(replicas=(1, 2), leader=1, max_offset=3,
+    assert config == LogStartOffsetConfig(replicas=(1, 2), leader=1, max_offset=2,
                                           segment_size=2, bug="none")
     with pytest.raises(ValueError, match="unknown Bug"):
         LogStartOffsetConfig(bug="Typo")
@@ -61,7 +61,7 @@ def test_packed_actions_are_the_python_actions(bug: str) -> None:
     """On every reachable state of a small model, the vectorized successors are the Python
     actions' successors, action by action and in order."""
     spec = LogStartOffsetSpec(LogStartOffsetConfig(
-        replicas=(1, 2), max_offset=2, segment_size=1 if bug == "none" else 2, bug=bug))
+        replicas=(1, 2), max_offset=1, segment_size=1, bug=bug))
     states = sorted(_reachable(spec), key=spec.encode)
     assert len(states) > 200
     codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
@@ -81,7 +81,7 @@ def test_packed_actions_are_the_python_actions(bug: str) -> None:
 
 
 def test_generic_and_packed_engines_agree_on_a_small_model() -> None:
-    spec = LogStartOffsetSpec(LogStartOffsetConfig(replicas=(1, 2), max_offset=2,
+    spec = LogStartOffsetSpec(LogStartOffsetConfig(replicas=(1, 2), max_offset=1,
                                                    segment_size=1))
     a, b = check(spec, packed=False), check(spec, packed=True)
     assert (a.generated, a.distinct, a.depth) == (b.generated, b.distinct, b.depth)
@@ -94,7 +94,7 @@ def test_actions_guard_what_the_tla_guards() -> None:
     assert isinstance(s0, LogStartOffsetState)
     assert spec.DeleteRecords(s0, 1) is None  # above the HW
     assert spec.AdvanceHW(s0, 1) is None  # nothing to commit
-    assert spec.FollowerFetch(s0, 1) is None  # the leader does not fetch
+    assert spec.ServeFetch(s0, 1) is None  # the leader does not fetch
     s1 = spec.Append(s0)
     assert s1 is not None and s1.leo == (1, 0)
     assert spec.AdvanceHW(s1, 1) is None  # follower 2, in the ISR, has not fetched it
@@ -104,14 +104,31 @@ def test_actions_guard_what_the_tla_guards() -> None:
     assert lost is not None and lost.leo == (0, 0) and lost.epochStart == 0
     flushed = spec.Flush(s1, 1, 1)
     assert flushed is not None and spec.CrashRestart(flushed, 1, 0, 0) is None
-    s2 = spec.FollowerFetch(s1, 2)
-    assert s2 is not None and spec.AdvanceHW(s2, 1) is not None
-    # An election makes the follower leader at its LEO; the old leader, ahead, truncates to it.
-    s3 = spec.ElectLeader(s1, 2)
-    assert s3 is not None and s3.leader == 2 and s3.epochStart == 0
-    s4 = spec.FollowerFetch(s3, 1)
+    served = spec.ServeFetch(s1, 2)
+    assert served is not None and served.resp == {(2, 1, 0, 0)} and served.leo == s1.leo
+    assert spec.ServeFetch(served, 2) is None  # one fetch in flight per follower
+    s2 = spec.ApplyFetch(served, 2, 1)
+    assert s2 is not None and s2.leo == (1, 1) and not s2.resp
+    assert spec.AdvanceHW(s2, 1) is not None
+    assert spec.ApplyFetch(served, 2, 0) is not None  # a fetch may stop short of the LEO
+    assert spec.ApplyFetch(served, 2, 2) is None  # but never past what was served
+    # The leader moves on while the response is in flight: the follower takes the old values.
+    late = spec.Append(served)
+    assert late is not None
+    s2b = spec.ApplyFetch(late, 2, 1)
+    assert s2b is not None and s2b.leo == (2, 1)
+    assert spec.FollowerFetch(s1, 2) == s2  # the whole fetch at once
+    # An election makes the follower leader at its LEO; the old leader, ahead, truncates (the
+    # leader epoch protocol), never below its HW, and never by applying a fetch response.
+    s3 = spec.ElectLeader(served, 2)
+    assert s3 is not None and s3.leader == 2 and s3.epochStart == 0 and not s3.resp
+    assert spec.FollowerFetch(s3, 1) is None  # ahead: it must truncate first
+    s4 = spec.TruncateFollower(s3, 1, 0)
     assert s4 is not None and s4.leo == (0, 0)
     assert spec.ElectLeader(spec.ShrinkIsr(s1, 2), 2) is None  # only an in-sync replica
+    # A crash loses the response in flight to the replica; DropResponse loses it too.
+    assert not spec.CrashRestart(served, 2, 0, 0).resp  # type: ignore[union-attr]
+    assert spec.DropResponse(served, 2) == s1 and spec.DropResponse(s1, 2) is None
 
 
 def test_hw_ignoring_the_isr_loses_a_committed_record_on_election() -> None:
@@ -135,9 +152,9 @@ def test_counterexample_reads_as_a_story() -> None:
     r = check(spec)
     assert r.violation is not None
     text = r.violation.format(spec)
-    assert "Invariant NeverServeBelowLogStart is violated after 8 states" in text
+    assert "Invariant NeverServeBelowLogStart is violated after 9 states" in text
     assert "DeleteRecords(1)" in text and "AcknowledgeDeleteRecords" in text
-    assert text.rstrip().splitlines()[-4].startswith("State 8: CrashRestart(")
+    assert text.rstrip().splitlines()[-4].startswith("State 9: CrashRestart(")
     assert "(checkpoint 0)" in text
 
 

@@ -36,7 +36,7 @@ SMALL: dict[str, Callable[[], Spec]] = {
     # two partitions sharing one fetcher (so the Other* actions happen), one election: 505
     "FetcherFailure": lambda: FetcherFailureSpec(FetcherFailureConfig(
         num_partitions=2, num_fetchers=1, max_leader_epoch=1)),
-    # two replicas, one offset, segments of one offset: 648 states, every action but
+    # two replicas, one offset, segments of one offset: 2,142 states, every action but
     # CheckpointStartOffset, which the correct model never enables (the checkpoint is written
     # with each raise); with the bug StartOffsetCheckpointLazy on both sides they agree too
     "LogStartOffset": lambda: LogStartOffsetSpec(LogStartOffsetConfig(
@@ -50,6 +50,14 @@ SMALL: dict[str, Callable[[], Spec]] = {
     "StrayCleanup": lambda: StrayCleanupSpec(StrayCleanupConfig(
         max_seq=1, max_time=0, retention_period=0, stray_deletion_delay=0)),
 }
+
+
+STRIDE: dict[str, int] = {
+    # every third of its 2,142 states (the fetch's response in flight multiplies them): all of
+    # them agree too, but take minutes, a third of them seconds
+    "LogStartOffset": 3,
+}
+"""Modules compared on every n-th reachable state only (breadth-first order), to stay quick."""
 
 
 def reachable(spec: Spec) -> list[State]:
@@ -80,7 +88,7 @@ def encoding(module: str) -> tuple[ModuleType, Any]:
 def test_z3_relation_equals_the_twin_on_its_reachable_states(module: str) -> None:
     z, common = encoding(module)
     spec = SMALL[module]()
-    states = reachable(spec)
+    states = reachable(spec)[::STRIDE.get(module, 1)]
     result = common.compare_with_twin(z.system("none"), z.twin_views(spec), states,
                                       every_step(spec))
     assert result.undecided is None, result.undecided

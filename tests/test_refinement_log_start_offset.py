@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from mutation.catalogue import ROOT, by_name
+from mutation.catalogue import ROOT, Mutant, by_name
 from mutation.catalogue import apply as plant
 
 from logwright import Cluster
@@ -64,8 +64,12 @@ def test_stutters_and_short_paths_pass_and_each_is_labelled() -> None:
     # A leader's fetch handling: the follower copies, the leader raises its HW (2 moves).
     s2 = _s((3, 3), (3, 0), committed=3)
     found = c.check(s2)
-    assert set(found.actions) == {"FollowerFetch(2)", "AdvanceHW(3)"}
+    assert sorted(found.actions) == ["AdvanceHW(3)", "ApplyFetch(2, o=3, served=(3, 0, 0))"]
     assert c.stutters == 1 and c.steps_by_length == {1: 1, 2: 1}
+    # The path's states, the target last: the cluster projection remembers the leader's state
+    # in each as one a fetch response may carry (a delayed fetch completed by a produce reads
+    # the log between the append and the HW's rise, in the same event).
+    assert len(found.states) == 2 and found.states[-1] == s2
 
 
 def test_a_change_no_step_explains_is_refused_naming_both_states() -> None:
@@ -83,7 +87,7 @@ def test_a_change_no_step_explains_is_refused_naming_both_states() -> None:
 def test_k_bounds_the_search() -> None:
     """Four moves apart is too far for K = 3 and near enough for K = 4."""
     target = _s((2, 2), (2, 2), start=(2, 0), seg=(0, 0), ckpt=(2, 0), committed=2)
-    # Append×2, FollowerFetch(2), AdvanceHW(2), FollowerFetch(2) (HW), DeleteRecords(2): 5 moves
+    # Append×2, ApplyFetch(2), AdvanceHW(2), ApplyFetch(2) (HW), DeleteRecords(2): 5 moves
     for k, ok in ((3, False), (5, True)):
         c = _checker(max_steps=k)
         if ok:
@@ -99,6 +103,35 @@ def test_an_invariant_broken_by_a_twin_step_is_named() -> None:
     c.check(_s((1, 0), (0, 0)))
     with pytest.raises(RefinementViolation, match="invariant CommittedDataOnIsr is violated"):
         c.check(_s((1, 0), (1, 0), committed=1))
+
+
+def test_a_fetch_applies_a_leader_state_seen_before_and_no_other() -> None:
+    """The response in flight is hidden: a follower may apply any leader state the projection
+    saw (a response served then, applied now), but takes no value the leader never had."""
+    seen: list[tuple[int, int, int]] = []
+    spec = twin_for((1, 2), 1)
+    c = RefinementChecker(LogStartOffsetRefinement(spec, lambda: seen),
+                          initial=next(iter(spec.init_states())))
+    for s in (_s((4, 0), (0, 0)), _s((4, 4), (0, 0)), _s((4, 4), (4, 0), committed=4),
+              _s((4, 4), (4, 0), start=(3, 0), seg=(0, 0), committed=4)):
+        c.check(s)
+        seen.append((s.leo[0], s.hw[0], s.logStart[0]))
+    before = c.last
+    # An HW the leader never had (it had 0 and 4; a partial fetch would stop short of LEO 4).
+    with pytest.raises(RefinementViolation, match="no step of the model"):
+        c.check(_s((4, 4), (4, 3), start=(3, 0), seg=(0, 0), committed=4))
+    # The leader raised its start offset to 3 after serving (LEO 4, HW 4, start 0): the
+    # follower applies that response now, and its start offset stays 0.
+    c.last = before
+    assert c.check(_s((4, 4), (4, 4), start=(3, 0), seg=(0, 0), committed=4)).actions == (
+        "ApplyFetch(2, o=4, served=(4, 4, 0))",)
+    with pytest.raises(RefinementViolation, match="no step of the model"):
+        c.check(_s((4, 2), (4, 2), start=(3, 0), seg=(0, 0), committed=4))  # below its HW
+    # A follower ahead of a new leader truncates to it, never below its HW.
+    c.last = _s((6, 4), (4, 4), committed=4)
+    c.check(_s((6, 4), (4, 4), committed=4, leader=2, epoch_start=4))
+    assert c.check(_s((4, 4), (4, 4), committed=4, leader=2, epoch_start=4)).actions == (
+        "TruncateFollower(1, 4)",)
 
 
 def test_rebase_checks_invariants_only() -> None:
@@ -207,6 +240,10 @@ def test_cluster_runs_with_crashes_and_leader_changes_refine_the_twin(seed: int)
         assert c.run_until_idle(max_ms=60_000)
     assert [r.value for r in c.fetch("t", 1, 0)][:3] == [b"v0", b"v1", b"v2"]
     assert projection.events > 200 and projection.checks > 30  # distinct states checked
+    # Most changes are checked as steps; each restart starts a new behaviour.
+    assert projection.steps > 3 * projection.rebases > 0
+    fetches = [w.checker.steps_by_length for w in projection.watches.values()]
+    assert all(sum(by_length.values()) > 10 for by_length in fetches)
 
 
 # ---- planted faults, through the real code paths ------------------------------------------------
@@ -262,7 +299,8 @@ def _run_mutant(name: str, driver: str, tmp_path: Path) -> str:
     ("the recovery point raised past what was fsynced", STORAGE_DRIVER,
      f"CAUGHT {REFINEMENT} twin"),
     ("a raised start offset not made durable", STORAGE_DRIVER, f"CAUGHT {REFINEMENT} twin"),
-    ("the HW ignores the ISR", CLUSTER_DRIVER, "CAUGHT invariant CommittedDataOnIsr is violated"),
+    # The step check sees it first: an HW above the ISR's least LEO is no AdvanceHW.
+    ("the HW ignores the ISR", CLUSTER_DRIVER, f"CAUGHT {NO_STEP}"),
 ])
 def test_a_planted_fault_is_caught_by_the_refinement_check(mutant: str, driver: str,
                                                            expected: str,
@@ -270,13 +308,55 @@ def test_a_planted_fault_is_caught_by_the_refinement_check(mutant: str, driver: 
     assert _run_mutant(mutant, driver, tmp_path) == expected
 
 
+FOLLOWER_HW = Mutant(
+    name="a follower takes its own LEO as its HW",
+    file="impl/logwright/broker/fetch_adapters.py",
+    anchor="min(data.high_watermark, log.log_end_offset)))",
+    replacement="log.log_end_offset))",
+    loss="A follower would serve consumers records the partition never committed.")
+"""Planted here, not in the catalogue: every state it makes satisfies the invariants (with one
+follower, both replicas hold every offset the follower calls committed), so only the step
+check can see it."""
+
+STEP_DRIVER = """
+import sys
+from logwright import Cluster
+from logwright.conformance import RefinementViolation
+from logwright.conformance.log_start_offset import ClusterProjection
+c = Cluster.simulated(brokers=2, log_dirs_per_broker=1, seed=1, max_delay_ms=10)
+c.create_topic("t", partitions=1, replication_factor=2)
+ClusterProjection(c, "t", 1, steps=sys.argv[1] == "steps").attach()
+try:
+    for i in range(6):
+        c.produce("t", 0, [b"v"] * (i + 1), acks=1)
+    c.run_until_idle()
+    print("MISSED")
+except RefinementViolation as exc:
+    print("CAUGHT", exc.reason)
+"""
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("steps", f"CAUGHT {NO_STEP}"),
+                                                ("invariants", "MISSED")])
+def test_the_step_check_catches_a_fault_the_invariants_miss(mode: str, expected: str,
+                                                            tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "impl", tmp_path / "impl",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    plant(FOLLOWER_HW, tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "impl")}
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(STEP_DRIVER), mode], env=env,
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == expected
+
+
 def test_the_drivers_pass_on_the_unmutated_code(tmp_path: Path) -> None:
     """The planted-fault runs above can fail only because of the fault."""
     shutil.copytree(ROOT / "impl", tmp_path / "impl",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "impl")}
-    for driver in (STORAGE_DRIVER, CLUSTER_DRIVER):
-        out = subprocess.run([sys.executable, "-c", textwrap.dedent(driver)], env=env,
+    for driver in (STORAGE_DRIVER, CLUSTER_DRIVER, STEP_DRIVER):
+        out = subprocess.run([sys.executable, "-c", textwrap.dedent(driver), "steps"], env=env,
                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert out.returncode == 0, out.stderr[-3000:]
         assert out.stdout.strip().splitlines()[-1] == "MISSED"

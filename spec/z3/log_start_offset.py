@@ -50,6 +50,8 @@ REPLICAS = (1, 2)
 FIRST_LEADER = 1
 INVARIANTS = ("NoNewDataDeleted", "NeverServeBelowLogStart", "CommittedDataOnIsr")
 PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
+RESPONSE = ("respLeo", "respHw", "respStart")
+"""The fetch response in flight to replica i: the Boolean ``resp<i>`` and these (0 when none)."""
 
 
 def _v(name: str, i: int) -> str:
@@ -78,35 +80,65 @@ def system(bug: str = "none") -> TransitionSystem:
         return {} if lazy else {_v("ckptStart", i): new}
 
     def init(s: Mapping[str, Any]) -> Any:
-        zeros = [s[_v(n, i)] == 0 for n in PER_REPLICA for i in REPLICAS]
-        return z3.And(*zeros, *[s[_v("isr", i)] for i in REPLICAS], s["leader"] == FIRST_LEADER,
+        zeros = [s[_v(n, i)] == 0 for n in (*PER_REPLICA, *RESPONSE) for i in REPLICAS]
+        return z3.And(*zeros, *[s[_v("isr", i)] for i in REPLICAS],
+                      *[z3.Not(s[_v("resp", i)]) for i in REPLICAS], s["leader"] == FIRST_LEADER,
                       s["epochStart"] == 0, s["committed"] == 0, s["acked"] == 0)
 
     def append(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         return z3.BoolVal(True), _at_leader(s, "leo", _of_leader(s, "leo") + 1)
 
-    def follower_fetch(i: int) -> ActionDef:
+    def no_response(i: int) -> dict[str, Any]:
+        return {_v("resp", i): z3.BoolVal(False),
+                **{_v(n, i): z3.IntVal(0) for n in RESPONSE}}
+
+    def serve_fetch(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            return (z3.And(s["leader"] != i, z3.Not(s[_v("resp", i)])),
+                    {_v("resp", i): z3.BoolVal(True),
+                     _v("respLeo", i): _of_leader(s, "leo"), _v("respHw", i): _of_leader(s, "hw"),
+                     _v("respStart", i): _of_leader(s, "logStart")})
+        return ActionDef(f"ServeFetch({i})", fn)
+
+    def apply_fetch(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            o = p["o"]
             leo, hw, ls = s[_v("leo", i)], s[_v("hw", i)], s[_v("logStart", i)]
-            leo_l, hw_l, ls_l = (_of_leader(s, n) for n in ("leo", "hw", "logStart"))
-            oor = leo < ls_l
-            new = ls_l
-            new_hw = max_of([hw, min_of([hw_l, leo_l])])
-            new_start = max_of([ls, min_of([ls_l, new_hw])])
-            oor_hw = hw if bug == "FollowerRaisesStartBeforeHW" else new
-            fl = s[_v("flushed", i)]
+            m_leo, m_hw, m_st = (s[_v(n, i)] for n in RESPONSE)
+            oor = leo < m_st
+            new_hw = max_of([ls, min_of([m_hw, o])])
+            new_start = max_of([ls, min_of([m_st, new_hw])])
+            oor_hw = hw if bug == "FollowerRaisesStartBeforeHW" else m_st
             upd: dict[str, Any] = {
-                _v("leo", i): z3.If(oor, new, leo_l),
+                _v("leo", i): o,
                 _v("hw", i): z3.If(oor, oor_hw, new_hw),
-                _v("logStart", i): z3.If(oor, new, new_start),
-                _v("segStart", i): z3.If(oor, new, s[_v("segStart", i)]),
-                _v("flushed", i): z3.If(oor, new, min_of([fl, leo_l])),
+                _v("logStart", i): z3.If(oor, m_st, new_start),
+                _v("segStart", i): z3.If(oor, m_st, s[_v("segStart", i)]),
+                _v("flushed", i): z3.If(oor, m_st, s[_v("flushed", i)]),
+                **no_response(i),
             }
             if not lazy:
                 ck = s[_v("ckptStart", i)]
-                upd[_v("ckptStart", i)] = z3.If(oor, new, z3.If(new_start == ls, ck, new_start))
-            return s["leader"] != i, upd
-        return ActionDef(f"FollowerFetch({i})", fn)
+                upd[_v("ckptStart", i)] = z3.If(oor, m_st, z3.If(new_start == ls, ck, new_start))
+            guard = z3.And(s["leader"] != i, s[_v("resp", i)],
+                           z3.If(oor, o == m_st, z3.And(leo <= o, o <= m_leo)))
+            return guard, upd
+        return ActionDef(f"ApplyFetch({i})", fn, ("o",))
+
+    def drop_response(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            return s[_v("resp", i)], no_response(i)
+        return ActionDef(f"DropResponse({i})", fn)
+
+    def truncate_follower(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            o = p["o"]
+            leo = s[_v("leo", i)]
+            guard = z3.And(s["leader"] != i, s[_v("hw", i)] <= o, o < leo,
+                           o <= _of_leader(s, "leo"),
+                           z3.Implies(s[_v("isr", i)], o >= s["committed"]))
+            return guard, {_v("leo", i): o, _v("flushed", i): min_of([s[_v("flushed", i)], o])}
+        return ActionDef(f"TruncateFollower({i})", fn, ("o",))
 
     def advance_hw(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         h = p["h"]
@@ -134,7 +166,7 @@ def system(bug: str = "none") -> TransitionSystem:
     def elect_leader(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             return (z3.And(s[_v("isr", i)], s["leader"] != i),
-                    {"leader": z3.IntVal(i), "epochStart": s[_v("leo", i)]})
+                    {"leader": z3.IntVal(i), "epochStart": s[_v("leo", i)], **no_response(i)})
         return ActionDef(f"ElectLeader({i})", fn)
 
     def delete_records(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -186,11 +218,13 @@ def system(bug: str = "none") -> TransitionSystem:
                 _v("leo", i): new_leo, _v("hw", i): h, _v("logStart", i): start,
                 _v("segStart", i): z3.If(e < start, start, s[_v("segStart", i)]),
                 _v("flushed", i): new_leo,
-                "epochStart": z3.If(s["leader"] == i, new_leo, s["epochStart"])}
+                "epochStart": z3.If(s["leader"] == i, new_leo, s["epochStart"]),
+                **no_response(i)}
         return ActionDef(f"CrashRestart({i})", fn, ("e", "h"))
 
     actions = [ActionDef("Append", append)]
-    actions += [follower_fetch(i) for i in REPLICAS]
+    actions += [serve_fetch(i) for i in REPLICAS] + [apply_fetch(i) for i in REPLICAS]
+    actions += [drop_response(i) for i in REPLICAS] + [truncate_follower(i) for i in REPLICAS]
     actions += [ActionDef("AdvanceHW", advance_hw, ("h",))]
     actions += [shrink_isr(i) for i in REPLICAS] + [expand_isr(i) for i in REPLICAS]
     actions += [elect_leader(i) for i in REPLICAS]
@@ -217,9 +251,9 @@ def system(bug: str = "none") -> TransitionSystem:
 
     return TransitionSystem(
         name="LogStartOffset",
-        int_vars=[_v(n, i) for n in PER_REPLICA for i in REPLICAS]
+        int_vars=[_v(n, i) for n in (*PER_REPLICA, *RESPONSE) for i in REPLICAS]
         + ["leader", "epochStart", "committed", "acked"],
-        bool_vars=[_v("isr", i) for i in REPLICAS],
+        bool_vars=[_v("isr", i) for i in REPLICAS] + [_v("resp", i) for i in REPLICAS],
         init=init,
         actions=actions,
         invariants=[("NoNewDataDeleted", no_new_data_deleted),
@@ -255,6 +289,10 @@ def twin_views(spec: Any) -> list[TwinView]:
                 out[_v(n, i)] = getattr(s, n)[j]
         for i in REPLICAS:
             out[_v("isr", i)] = i in s.isr
+            m = spec.response_of(s, i)
+            out[_v("resp", i)] = m is not None
+            for pos, n in enumerate(RESPONSE):
+                out[_v(n, i)] = m[pos + 1] if m is not None else 0
         return out
 
     def some(*results: Any) -> list[Any]:
@@ -264,7 +302,15 @@ def twin_views(spec: Any) -> list[TwinView]:
         return z3.And(*[t[_v("leo", i)] <= k.max_offset for i in REPLICAS])
 
     exact: list[tuple[str, Any]] = [("Append", lambda s: some(spec.Append(s)))]
-    exact += [(f"FollowerFetch({i})", lambda s, i=i: some(spec.FollowerFetch(s, i)))
+    exact += [(f"ServeFetch({i})", lambda s, i=i: some(spec.ServeFetch(s, i)))
+              for i in REPLICAS]
+    exact += [(f"ApplyFetch({i})", lambda s, i=i: some(*[spec.ApplyFetch(s, i, o)
+                                                        for o in offsets]))
+              for i in REPLICAS]
+    exact += [(f"DropResponse({i})", lambda s, i=i: some(spec.DropResponse(s, i)))
+              for i in REPLICAS]
+    exact += [(f"TruncateFollower({i})", lambda s, i=i: some(*[spec.TruncateFollower(s, i, o)
+                                                              for o in offsets]))
               for i in REPLICAS]
     exact += [("AdvanceHW", lambda s: some(*[spec.AdvanceHW(s, h) for h in offsets]))]
     exact += [(f"ShrinkIsr({i})", lambda s, i=i: some(spec.ShrinkIsr(s, i))) for i in REPLICAS]
@@ -294,7 +340,10 @@ def describe(values: Mapping[str, str]) -> str:
         parts.append(f"r{i} {role}: seg {values[_v('segStart', i)]}, start "
                      f"{values[_v('logStart', i)]} (ckpt {values[_v('ckptStart', i)]}), HW "
                      f"{values[_v('hw', i)]}, LEO {values[_v('leo', i)]} (flushed "
-                     f"{values[_v('flushed', i)]})")
+                     f"{values[_v('flushed', i)]})"
+                     + (f" <- response LEO {values[_v('respLeo', i)]}, HW "
+                        f"{values[_v('respHw', i)]}, start {values[_v('respStart', i)]}"
+                        if values.get(_v("resp", i)) == "True" else ""))
     return "; ".join(parts) + (f"; epoch start {values['epochStart']}, committed "
                                f"{values['committed']}, acked {values['acked']}, "
                                f"segment size {values['SegmentSize']}")
@@ -325,11 +374,21 @@ def strengthening() -> list[tuple[str, Any]]:
     def committed_marked(s: Mapping[str, Any]) -> Any:
         return s["committed"] <= max_of([_of_leader(s, "hw"), s["epochStart"]])
 
+    def responses_served(s: Mapping[str, Any]) -> Any:
+        # A response carries a leader's start offset and HW of some moment: ordered, and at
+        # most the partition's HW, which never goes down.
+        return z3.And(*[z3.Implies(s[_v("resp", i)],
+                                   z3.And(s[_v("respStart", i)] >= 0,
+                                          s[_v("respStart", i)] <= s[_v("respHw", i)],
+                                          s[_v("respHw", i)] <= s["committed"]))
+                        for i in REPLICAS])
+
     ts = system()
     return [("LeaderInIsr", leader_in_isr), ("OffsetsOrdered", ordered),
             ("StartOffsetCheckpointed", checkpointed), ("HWAtMostCommitted", hw_committed),
             ("AckedAtMostEveryStart", acked_below_starts),
             ("CommittedAtMostLeaderHWOrEpochStart", committed_marked),
+            ("ResponsesServedBelowCommitted", responses_served),
             *[(name, ts.invariant(name)) for name in INVARIANTS]]
 
 

@@ -26,14 +26,17 @@ the implementation holding n offsets is n segments of the model, and retention d
 successors` tries a run of the same action as one move (``Append×5``: a produce of five
 records; ``DeleteOldestSegment(1)×8``: one deleted segment of eight offsets) and takes parameter
 values only from the offsets present in the two states it links; every move is still a sequence
-of genuine twin steps.
+of genuine twin steps. The twin's fetch response in flight (``resp``) is hidden: abstract
+states hold none, and an ``ApplyFetch`` move applies a response the leader may have served
+(its state in the step's source, or one the projection saw earlier), ``ServeFetch`` folded
+into it.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
@@ -52,6 +55,10 @@ from logwright.model.log_start_offset import (
 )
 from logwright.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from logwright.storage.log import PartitionLog
+
+SERVED_KEPT = 64
+"""How many of a partition's most recent leader states the cluster projection keeps as what an
+in-flight fetch response may carry (a response is answered within a few events)."""
 
 MAX_OFFSET = 2**62
 """The twin's MaxOffset for refinement: far beyond any offset a test reaches."""
@@ -72,11 +79,25 @@ def _values(s: S) -> set[int]:
     return out
 
 
-class LogStartOffsetRefinement:
-    """The LogStartOffset twin's steps for the refinement search (a :class:`Refinement`)."""
+Served = tuple[int, int, int]
+"""A leader's (LEO, HW, start offset) at some moment: what a fetch response served then
+carries."""
 
-    def __init__(self, spec: LogStartOffsetTwin) -> None:
+
+class LogStartOffsetRefinement:
+    """The LogStartOffset twin's steps for the refinement search (a :class:`Refinement`).
+
+    The fetch response in flight (the twin's ``resp``) is hidden: abstract states have none,
+    ``ServeFetch`` and ``DropResponse`` are stutters, and an ``ApplyFetch`` of follower r may
+    apply a response carrying any leader state ``served`` returns (the leader's states seen
+    since the behaviour started; the leader's state in the step's source is always one), as
+    if ``ServeFetch(r)`` had been taken when the leader was in that state.
+    """
+
+    def __init__(self, spec: LogStartOffsetTwin,
+                 served: Callable[[], Iterable[Served]] | None = None) -> None:
         self._spec = spec
+        self._served = served
 
     @property
     def spec(self) -> LogStartOffsetTwin:
@@ -89,6 +110,35 @@ class LogStartOffsetRefinement:
         assert isinstance(state, LogStartOffsetState) and isinstance(target, LogStartOffsetState)
         return self._moves(state, sorted(_values(state) | _values(target)))
 
+    def _responses(self, s: S) -> list[Served]:
+        L = self._spec.replicas.index(s.leader)
+        out: dict[Served, None] = {(s.leo[L], s.hw[L], s.logStart[L]): None}
+        if self._served is not None:
+            out.update(dict.fromkeys(self._served()))
+        return list(out)
+
+    def _fetch_moves(self, s: S, values: list[int]) -> Iterator[tuple[str, State]]:
+        """ApplyFetch(r) of each response that may be in flight, the response hidden again
+        after it (so ServeFetch is folded into it), and TruncateFollower(r)."""
+        spec = self._spec
+        followers = [r for r in spec.replicas if r != s.leader]
+        if not followers:
+            return
+        responses = self._responses(s)
+        for r in followers:
+            seen: set[S] = set()
+            for m in responses:
+                sm = s._replace(resp=s.resp | {(r, *m)})
+                for o in values:  # the new LEO: the target's is among them
+                    t = spec.ApplyFetch(sm, r, o)
+                    if t is not None and t not in seen:
+                        seen.add(t)
+                        yield f"ApplyFetch({r}, o={o}, served={m})", t
+            for o in values:
+                t = spec.TruncateFollower(s, r, o)
+                if t is not None:
+                    yield f"TruncateFollower({r}, {o})", t
+
     def _moves(self, s: S, values: list[int]) -> Iterator[tuple[str, State]]:
         spec = self._spec
         L = spec.replicas.index(s.leader)
@@ -99,10 +149,7 @@ class LogStartOffsetRefinement:
                     t = spec.Append(t) if t is not None else None
                 if t is not None:
                     yield f"Append×{v - s.leo[L]}", t
-        for r in spec.replicas:
-            t = spec.FollowerFetch(s, r)
-            if t is not None:
-                yield f"FollowerFetch({r})", t
+        yield from self._fetch_moves(s, values)
         for h in values:
             t = spec.AdvanceHW(s, h)
             if t is not None:
@@ -268,6 +315,13 @@ class _Watch:
     committed: int = 0
     leader: int = -1
     epoch_start: int = 0
+    served: dict[Served, None] = field(default_factory=dict)
+    """The leader states seen (most recent last, at most :data:`SERVED_KEPT`; kept across a
+    new behaviour, as a response served before a restart may be applied after it): what a fetch
+    response in flight may carry."""
+    outside: str = ""
+    """Set during a check when the change is outside the model (a restart): a new
+    behaviour starts there."""
 
 
 class ClusterProjection(ClusterObserver):
@@ -284,18 +338,27 @@ class ClusterProjection(ClusterObserver):
     replica that may lose data comes after the controller moved leadership away from it (the
     fault model). The leader is never left out of the ISR.
 
-    What is checked: every twin invariant on every partition's abstract state, after every
-    event (``every`` > 1: after every ``every``-th). Not checked here, and why: that each change
-    is a step of the twin. A follower's fetch response is computed from the leader's state when
-    the leader read its log, and arrives later, so the follower takes a LEO, an HW and a start
-    offset the leader had some events ago, while the model's FollowerFetch reads the leader's
-    current state in one step; the storage harness, where each change is one call, checks steps
-    (spec/README.md, LogStartOffset, records this as a model decision left open).
+    What is checked, after every event (``every`` > 1: after every ``every``-th) on every
+    partition whose abstract state changed: that the change is a stutter or a path of at most
+    ``max_steps`` twin steps, and every twin invariant on the new state. The fetch response in
+    flight is hidden (:class:`LogStartOffsetRefinement`): a follower may apply any of the
+    leader's states seen (the last :data:`SERVED_KEPT`, across restarts; the states
+    inside each path found count, since a delayed fetch completed by a produce reads the log
+    between the append and the HW's rise), as the response served then, and no value the
+    leader never had. Outside the twin, and so a new
+    behaviour (:meth:`RefinementChecker.rebase`, invariants checked): a broker's restart (its new
+    incarnation seen, or its restarted replica seen once no longer fenced as above) and a new
+    replica set. A new leader epoch of the same leader (the controller bumps it with an ISR
+    change of its own) is taken as given, its epoch start offset put into the state before, and
+    the rest of the change checked as steps. ``steps=False`` checks the invariants only (what
+    was checked before steps were; the tests use it to show what steps add). The counters
+    ``steps``, ``rebases`` and ``epoch_bumps`` say how many changes were checked each way.
     """
 
     def __init__(self, cluster: Cluster, topic: str | None = None, partitions: int = 0, *,
                  every: int = 1,
-                 follow: Callable[[], Iterable[TopicPartition]] | None = None) -> None:
+                 follow: Callable[[], Iterable[TopicPartition]] | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS, steps: bool = True) -> None:
         """Watch ``partitions`` partitions of ``topic``, or, with ``follow``, the partitions it
         returns at each check (every topic the controller knows, as topics come and go). A
         partition is one twin instance per topic id: a topic deleted and created again under
@@ -312,6 +375,11 @@ class ClusterProjection(ClusterObserver):
         self.checks = 0
         self.watches: dict[TopicPartition, _Watch] = {}
         self._ckpt_cache: dict[tuple[int, int, int], int] = {}
+        self.max_steps = max_steps
+        self.check_steps = steps
+        self.steps = 0
+        self.rebases = 0
+        self.epoch_bumps = 0
 
     def check(self, context: str = "") -> None:
         """Abstract every partition and check the twin's invariants; raises
@@ -324,8 +392,13 @@ class ClusterProjection(ClusterObserver):
         if w is not None and w.replicas == replicas:
             return w
         spec = twin_for(replicas, leader if leader in replicas else replicas[0])
-        nw = _Watch(replicas, spec, RefinementChecker(LogStartOffsetRefinement(spec)), {}, {},
-                    {}, {})
+        # A reassignment keeps the leader states seen: a response served before it may be
+        # applied after it (a response of a leader outside the new replica set is harmless).
+        served: dict[Served, None] = dict(w.served) if w is not None else {}
+        checker = RefinementChecker(LogStartOffsetRefinement(spec, lambda: served),
+                                    max_steps=self.max_steps)
+        nw = _Watch(replicas, spec, checker, {}, {}, {}, {}, served=served)
+        nw.outside = "a new replica set (a reassignment: the model's replicas are fixed)"
         if w is not None:  # a reassignment: the partition's ghosts and what was seen stay
             nw.committed, nw.leader, nw.epoch_start = w.committed, w.leader, w.epoch_start
             nw.views = {b: v for b, v in w.views.items() if b in replicas}
@@ -375,6 +448,7 @@ class ClusterProjection(ClusterObserver):
         if not replicas:
             return
         w = self._watch(tp, replicas, state.leader)
+        previous_leader = w.leader
         if state.leader in replicas:
             w.leader = state.leader
         elif w.leader not in replicas:
@@ -386,12 +460,14 @@ class ClusterProjection(ClusterObserver):
                 seen = w.incarnations.setdefault(b, incarnation)
                 if seen != incarnation:
                     w.incarnations[b] = incarnation
+                    w.outside = w.outside or f"broker {b} restarted"
                     if b in state.isr:
                         w.fenced[b] = state.leader_epoch
             # Fenced until the controller dropped it from the ISR or gave the partition a new
             # leader epoch since (which reaches the new incarnation as a LeaderAndIsr).
             if b in w.fenced and (b not in state.isr or state.leader_epoch > w.fenced[b]):
                 del w.fenced[b]
+                w.outside = w.outside or f"broker {b}'s restarted replica is seen"
             if view is not None and b not in w.fenced:
                 w.views[b] = view
         views = [w.views.get(b, zero) for b in replicas]
@@ -402,19 +478,55 @@ class ClusterProjection(ClusterObserver):
         w.committed = max(w.committed, *(v.hw for v in views))
         isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
         leader_broker = self.cluster.brokers.get(w.leader)
-        if leader_broker is not None and leader_broker.alive:
-            part = leader_broker.replica_manager.partitions.get(tp)
-            if part is not None and part.is_leader and part.leader_epoch_start_offset >= 0:
-                w.epoch_start = part.leader_epoch_start_offset
+        part = (leader_broker.replica_manager.partitions.get(tp)
+                if leader_broker is not None and leader_broker.alive else None)
+        if (part is not None and part.is_leader and part.leader_epoch == state.leader_epoch
+                and part.leader_epoch_start_offset >= 0):
+            w.epoch_start = part.leader_epoch_start_offset
+        elif w.leader != previous_leader:
+            # Elected, not yet told (or down): its epoch starts at its LEO (the model's
+            # election); when it takes the epoch, the offset it records is read instead.
+            w.epoch_start = views[replicas.index(w.leader)].leo
         s = S(tuple(v.leo for v in views), tuple(v.hw for v in views),
               tuple(v.log_start for v in views), tuple(segs),
               tuple(v.ckpt_start for v in views), tuple(v.flushed for v in views), isr,
               w.leader, w.epoch_start, w.committed, 0)
         if s == w.checker.last:
-            return  # the same abstract state: its invariants were checked
+            return  # the same abstract state: it was checked
         self.checks += 1
-        w.checker.check_invariants(s, w.checker.last, f"{tp}, {context}")
-        w.checker.last = s
+        where = f"{tp}, {context}"
+        if not self.check_steps:
+            w.checker.check_invariants(s, w.checker.last, where)
+            w.checker.last = s
+        elif w.outside or w.checker.last is None:
+            self.rebases += 1
+            w.checker.rebase(s, f"{where}: {w.outside}" if w.outside else where)
+        else:
+            last = w.checker.last
+            assert isinstance(last, LogStartOffsetState)
+            if last.leader == s.leader and last.epochStart != s.epochStart:
+                # A new leader epoch of the same leader (the controller bumps it with an ISR
+                # change it makes itself, or a reassignment): the model starts an epoch only
+                # with an election or a restart. Taken as given; the rest is checked.
+                self.epoch_bumps += 1
+                w.checker.last = last._replace(epochStart=s.epochStart)
+            self.steps += 1
+            found = w.checker.check(s, where)
+            for t in found.states[:-1]:  # a response may be served between two observations
+                assert isinstance(t, LogStartOffsetState)
+                self._serve(w, t)
+        w.outside = ""
+        self._serve(w, s)
+
+    @staticmethod
+    def _serve(w: _Watch, s: S) -> None:
+        """Remember the leader's state in ``s`` as one a fetch response may carry."""
+        L = w.replicas.index(s.leader)
+        key = (s.leo[L], s.hw[L], s.logStart[L])
+        w.served.pop(key, None)
+        w.served[key] = None
+        while len(w.served) > SERVED_KEPT:
+            del w.served[next(iter(w.served))]
 
 
 __all__ = [

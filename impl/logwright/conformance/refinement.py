@@ -105,9 +105,10 @@ class Refinement(Protocol):
 @dataclass(frozen=True)
 class StepFound:
     """How an observed change was matched: the twin's action labels, in order (empty: a
-    stutter)."""
+    stutter), and the twin states the path went through (``states[-1]`` is the target)."""
 
     actions: tuple[str, ...]
+    states: tuple[State, ...] = ()
 
 
 class RefinementChecker:
@@ -152,15 +153,16 @@ class RefinementChecker:
         if before == after:
             return StepFound(())
         seen = {before}
-        frontier: deque[tuple[State, tuple[str, ...]]] = deque([(before, ())])
+        frontier: deque[tuple[State, tuple[str, ...], tuple[State, ...]]] = deque(
+            [(before, (), ())])
         while frontier:
-            state, path = frontier.popleft()
+            state, path, states = frontier.popleft()
             for label, nxt in self.refinement.successors(state, after):
                 if nxt == after:
-                    return StepFound((*path, label))
+                    return StepFound((*path, label), (*states, nxt))
                 if len(path) + 1 < self.max_steps and nxt not in seen:
                     seen.add(nxt)
-                    frontier.append((nxt, (*path, label)))
+                    frontier.append((nxt, (*path, label), (*states, nxt)))
         return None
 
     def check_step(self, before: State, after: State, context: str = "") -> StepFound:

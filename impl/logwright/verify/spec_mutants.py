@@ -112,11 +112,11 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "AdvanceHW bounded by the leader's LEO, not the least LEO of the ISR"),
     _m("LogStartOffset", "ElectOutsideIsr",
        "    /\\ r \\in isr /\\ r # leader\n    /\\ leader' = r\n"
-       "    /\\ epochStart' = leo[r]\n"
+       "    /\\ epochStart' = leo[r]\n    /\\ resp' = [resp EXCEPT ![r] = {}]\n"
        "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, committed, "
        "acked>>",
        "    /\\ r # leader\n    /\\ leader' = r\n    /\\ epochStart' = leo[r]\n"
-       "    /\\ isr' = {r}\n"
+       "    /\\ resp' = [resp EXCEPT ![r] = {}]\n    /\\ isr' = {r}\n"
        "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, committed, acked>>",
        "elect any replica, as an unclean election does (its ISR is then the new leader alone)"),
     _m("LogStartOffset", "ExpandIgnoresEpochStart",
@@ -147,9 +147,22 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "        limit == leo[r]",
        "retention bounded by the LEO instead of the HW"),
     _m("LogStartOffset", "FollowerStartAboveHW",
-       "                newStart == Max(logStart[r], Min({logStart[leader], newHW}))",
-       "                newStart == Max(logStart[r], logStart[leader])",
+       "                    newStart == Max(logStart[r], Min({m.start, newHW}))",
+       "                    newStart == Max(logStart[r], m.start)",
        "a follower raises its start offset without bounding it by its HW"),
+    _m("LogStartOffset", "FollowerHWFromServedLEO",
+       "                LET newHW == Max(logStart[r], Min({m.hw, o}))",
+       "                LET newHW == Max(logStart[r], Min({m.hw, m.leo}))",
+       "a follower that fetched only part of the response takes the served HW unclamped to "
+       "its own LEO"),
+    _m("LogStartOffset", "TruncateBelowHW",
+       "        /\\ hw[r] <= o /\\ o < leo[r] /\\ o <= leo[leader]\n",
+       "        /\\ o < leo[r] /\\ o <= leo[leader]\n",
+       "a follower truncates below its HW (to a divergence point it should never find there)"),
+    _m("LogStartOffset", "InSyncTruncatesCommitted",
+       "        /\\ r \\in isr => o >= committed\n", "",
+       "an in-sync follower truncates committed records (its log diverging below the HW of "
+       "the partition)"),
     _m("LogStartOffset", "SkipCheckpoint",
        '    IF Bug = "StartOffsetCheckpointLazy" THEN ckptStart ELSE [ckptStart EXCEPT ![r] = new]',
        "    ckptStart",

@@ -22,6 +22,8 @@ from logwright.model.log_start_offset.twin import (
 from logwright.model.packed import Branch, Codes, Mask, PackedSpec
 
 PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
+RESPONSE = ("respLeo", "respHw", "respStart")
+"""A response in flight to replica i: the flag ``resp<i>`` and these three (0 when none)."""
 
 
 class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
@@ -34,6 +36,7 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
         fields: list[tuple[str, int]] = []
         for i in range(len(cfg.replicas)):
             fields += [(f"{name}{i}", radix) for name in PER_REPLICA] + [(f"isr{i}", 2)]
+            fields += [(f"resp{i}", 2)] + [(f"{name}{i}", radix) for name in RESPONSE]
         fields += [("leader", len(cfg.replicas)), ("epochStart", radix), ("committed", radix),
                    ("acked", radix)]
         self.use_layout(fields)
@@ -50,6 +53,10 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
             for name in PER_REPLICA:
                 values[f"{name}{i}"] = getattr(s, name)[i]
             values[f"isr{i}"] = int(r in s.isr)
+            m = self.response_of(s, r)
+            values[f"resp{i}"] = int(m is not None)
+            for j, name in enumerate(RESPONSE):
+                values[f"{name}{i}"] = m[j + 1] if m is not None else 0
         return self.layout.pack(values)
 
     def decode(self, code: int) -> State:
@@ -59,7 +66,9 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
         per = {name: tuple(v[f"{name}{i}"] for i in n) for name in PER_REPLICA}
         return S(per["leo"], per["hw"], per["logStart"], per["segStart"], per["ckptStart"],
                  per["flushed"], frozenset(self.replicas[i] for i in n if v[f"isr{i}"]),
-                 self.replicas[v["leader"]], v["epochStart"], v["committed"], v["acked"])
+                 self.replicas[v["leader"]], v["epochStart"], v["committed"], v["acked"],
+                 frozenset((self.replicas[i], v[f"respLeo{i}"], v[f"respHw{i}"],
+                            v[f"respStart{i}"]) for i in n if v[f"resp{i}"]))
 
     def _columns(self, codes: Codes) -> dict[str, Codes]:
         return {name: self.layout.column(codes, name) for name in self.layout.names}
@@ -104,25 +113,54 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
         # Append
         yield branch(leo_l < max_offset, set_leader("leo", leo_l + 1))
         action += 1
-        # FollowerFetch(r)
+        def clear(i: int) -> Codes:
+            """The delta that removes the response in flight to replica i (0 when none)."""
+            return -(c[f"resp{i}"] * w[f"resp{i}"]
+                     + sum(c[f"{name}{i}"] * w[f"{name}{i}"] for name in RESPONSE))
+
+        # ServeFetch(r)
+        for i in range(n):
+            yield branch((ld != i) & (c[f"resp{i}"] == 0),
+                         w[f"resp{i}"] + leo_l * w[f"respLeo{i}"] + hw_l * w[f"respHw{i}"]
+                         + ls_l * w[f"respStart{i}"])
+            action += 1
+        # ApplyFetch(r): one branch per new LEO o, ascending
         for i in range(n):
             leo, hw, ls = c[f"leo{i}"], c[f"hw{i}"], c[f"logStart{i}"]
             fl = c[f"flushed{i}"]
-            oor = leo < ls_l
-            new = ls_l
-            new_hw = np.maximum(hw, np.minimum(hw_l, leo_l))
-            new_start = np.maximum(ls, np.minimum(ls_l, new_hw))
-            # Out of range: leo, logStart, segStart, flushed become the leader's start offset.
-            oor_hw = hw if self.bug == "FollowerRaisesStartBeforeHW" else new
-            d_oor = ((new - leo) * w[f"leo{i}"] + (oor_hw - hw) * w[f"hw{i}"]
-                     + (new - ls) * w[f"logStart{i}"]
-                     + (new - c[f"segStart{i}"]) * w[f"segStart{i}"]
-                     + ckpt_delta(i, np.ones_like(oor), new) + (new - fl) * w[f"flushed{i}"])
-            d_in = ((leo_l - leo) * w[f"leo{i}"] + (new_hw - hw) * w[f"hw{i}"]
-                    + (new_start - ls) * w[f"logStart{i}"]
-                    + ckpt_delta(i, new_start != ls, new_start)
-                    + (np.minimum(fl, leo_l) - fl) * w[f"flushed{i}"])
-            yield branch(ld != i, np.where(oor, d_oor, d_in))
+            m_leo, m_hw, m_st = c[f"respLeo{i}"], c[f"respHw{i}"], c[f"respStart{i}"]
+            ready = (ld != i) & (c[f"resp{i}"] == 1)
+            oor = leo < m_st
+            gone = clear(i)
+            # Out of range: leo, logStart, segStart, flushed become the served start offset.
+            oor_hw = hw if self.bug == "FollowerRaisesStartBeforeHW" else m_st
+            d_oor = ((m_st - leo) * w[f"leo{i}"] + (oor_hw - hw) * w[f"hw{i}"]
+                     + (m_st - ls) * w[f"logStart{i}"]
+                     + (m_st - c[f"segStart{i}"]) * w[f"segStart{i}"]
+                     + ckpt_delta(i, np.ones_like(oor), m_st) + (m_st - fl) * w[f"flushed{i}"]
+                     + gone)
+            for o in offsets:
+                new_hw = np.maximum(ls, np.minimum(m_hw, o))
+                new_start = np.maximum(ls, np.minimum(m_st, new_hw))
+                d_in = ((o - leo) * w[f"leo{i}"] + (new_hw - hw) * w[f"hw{i}"]
+                        + (new_start - ls) * w[f"logStart{i}"]
+                        + ckpt_delta(i, new_start != ls, new_start) + gone)
+                ok = ready & np.where(oor, m_st == o, (leo <= o) & (o <= m_leo))
+                yield branch(ok, np.where(oor, d_oor, d_in), o)
+            action += 1
+        # DropResponse(r)
+        for i in range(n):
+            yield branch(c[f"resp{i}"] == 1, clear(i))
+            action += 1
+        # TruncateFollower(r): one branch per offset o truncated to, ascending
+        for i in range(n):
+            leo, hw, fl = c[f"leo{i}"], c[f"hw{i}"], c[f"flushed{i}"]
+            in_isr = c[f"isr{i}"] == 1
+            for o in offsets:
+                yield branch((ld != i) & (hw <= o) & (o < leo) & (o <= leo_l)
+                             & ~(in_isr & (o < c["committed"])),
+                             (o - leo) * w[f"leo{i}"] + (np.minimum(fl, o) - fl) * w[f"flushed{i}"],
+                             o)
             action += 1
         # AdvanceHW: one branch per new HW h, ascending
         if self.bug == "HWIgnoresIsr":
@@ -149,7 +187,7 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
         for i in range(n):
             yield branch((c[f"isr{i}"] == 1) & (ld != i),
                          (i - ld) * w["leader"]
-                         + (c[f"leo{i}"] - c["epochStart"]) * w["epochStart"])
+                         + (c[f"leo{i}"] - c["epochStart"]) * w["epochStart"] + clear(i))
             action += 1
         # DeleteRecords(o)
         for o in offsets:
@@ -195,7 +233,8 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
                 base = ((new_leo - leo) * w[f"leo{i}"] + (start - c[f"logStart{i}"])
                         * w[f"logStart{i}"] + (seg - c[f"segStart{i}"]) * w[f"segStart{i}"]
                         + (new_leo - fl) * w[f"flushed{i}"] - hw * w[f"hw{i}"]
-                        + np.where(ld == i, (new_leo - c["epochStart"]) * w["epochStart"], 0))
+                        + np.where(ld == i, (new_leo - c["epochStart"]) * w["epochStart"], 0)
+                        + clear(i))
                 top = np.minimum(hw, new_leo)
                 for h in offsets:
                     yield branch(ok_e & (start <= h) & (h <= top), base + h * w[f"hw{i}"],

@@ -10,8 +10,11 @@ TLA+ module for why each action is shaped as it is, the comments here only point
 Python differs in form.
 
 A state is a :class:`LogStartOffsetState`: per-replica tuples indexed by the replica's position in
-the sorted ``replicas`` (TLA+'s functions over ``Replicas``), the ISR as a frozenset of ids and the
-leader as an id. Its packed numpy encoding (the checker's batched fast path) is
+the sorted ``replicas`` (TLA+'s functions over ``Replicas``), the ISR as a frozenset of ids, the
+leader as an id, and the fetch responses in flight (TLA+'s ``resp``) as one frozenset of
+(replica, served LEO, served HW, served start offset). A fetch is two actions, ``ServeFetch``
+and ``ApplyFetch``; :meth:`LogStartOffsetTwin.FollowerFetch` is both at once (not an action:
+what a trace records as one fetch). Its packed numpy encoding (the checker's batched fast path) is
 :mod:`logwright.model.log_start_offset.packed`.
 """
 
@@ -26,6 +29,10 @@ from typing import Any, NamedTuple, Self
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, Spec, State
 from logwright.model.log_start_offset.bugs import BUG_TABLE
+
+Response = tuple[int, int, int, int]
+"""A fetch response in flight: (replica it goes to, served LEO, served HW, served start
+offset)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,10 @@ class LogStartOffsetState(NamedTuple):
     epochStart: int
     committed: int
     acked: int
+    resp: frozenset[Response] = frozenset()
+    """The fetch responses in flight, at most one per follower: (replica, the leader's LEO, HW
+    and start offset when it served the fetch). TLA+'s ``resp[r]``, {} or one record, as one
+    set of the replicas' records (empty, the default: none in flight)."""
 
 
 S = LogStartOffsetState
@@ -130,25 +141,82 @@ class LogStartOffsetTwin(Spec):
             return None
         return s._replace(leo=_set(s.leo, L, s.leo[L] + 1))
 
-    def FollowerFetch(self, s: S, r: int) -> S | None:
-        """Follower r (a replica id) fetches from the leader."""
-        i, L = self.replicas.index(r), self.replicas.index(s.leader)
-        if i == L:
+    @staticmethod
+    def response_of(s: S, r: int) -> Response | None:
+        """The response in flight to replica r (TLA+'s one element of ``resp[r]``), or None."""
+        for m in s.resp:
+            if m[0] == r:
+                return m
+        return None
+
+    @staticmethod
+    def _without_response(s: S, r: int) -> frozenset[Response]:
+        return frozenset(m for m in s.resp if m[0] != r)
+
+    def ServeFetch(self, s: S, r: int) -> S | None:
+        """The leader serves follower r's fetch with its LEO, HW and start offset as they are
+        now (one fetch in flight per follower)."""
+        L = self.replicas.index(s.leader)
+        if r == s.leader or self.response_of(s, r) is not None:
             return None
-        if s.leo[i] < s.logStart[L]:
-            new = s.logStart[L]
+        return s._replace(resp=s.resp | {(r, s.leo[L], s.hw[L], s.logStart[L])})
+
+    def ApplyFetch(self, s: S, r: int, o: int) -> S | None:
+        """Follower r applies the response in flight to it, its LEO becoming o: below the
+        served start offset, the full truncation (o is that offset); otherwise o is any offset
+        from its LEO up to the served LEO (TLA+ chooses o inside the action)."""
+        i = self.replicas.index(r)
+        m = self.response_of(s, r)
+        if r == s.leader or m is None:
+            return None
+        _, m_leo, m_hw, m_start = m
+        resp = self._without_response(s, r)
+        if s.leo[i] < m_start:
+            if o != m_start:
+                return None
+            new = m_start
             hw = s.hw if self.bug == "FollowerRaisesStartBeforeHW" else _set(s.hw, i, new)
             return s._replace(leo=_set(s.leo, i, new), hw=hw, logStart=_set(s.logStart, i, new),
                               segStart=_set(s.segStart, i, new),
                               ckptStart=self._ckpt_after_raise(s, i, new),
-                              flushed=_set(s.flushed, i, new))
-        new_hw = max(s.hw[i], min(s.hw[L], s.leo[L]))
-        new_start = max(s.logStart[i], min(s.logStart[L], new_hw))
+                              flushed=_set(s.flushed, i, new), resp=resp)
+        if not s.leo[i] <= o <= m_leo:
+            return None
+        new_hw = max(s.logStart[i], min(m_hw, o))
+        new_start = max(s.logStart[i], min(m_start, new_hw))
         ckpt = s.ckptStart if new_start == s.logStart[i] else self._ckpt_after_raise(s, i,
                                                                                      new_start)
-        return s._replace(leo=_set(s.leo, i, s.leo[L]), hw=_set(s.hw, i, new_hw),
-                          logStart=_set(s.logStart, i, new_start), ckptStart=ckpt,
-                          flushed=_set(s.flushed, i, min(s.flushed[i], s.leo[L])))
+        return s._replace(leo=_set(s.leo, i, o), hw=_set(s.hw, i, new_hw),
+                          logStart=_set(s.logStart, i, new_start), ckptStart=ckpt, resp=resp)
+
+    def DropResponse(self, s: S, r: int) -> S | None:
+        """The response in flight to r is lost, or dropped by r."""
+        if self.response_of(s, r) is None:
+            return None
+        return s._replace(resp=self._without_response(s, r))
+
+    def TruncateFollower(self, s: S, r: int, o: int) -> S | None:
+        """Follower r truncates its log to o, where it diverges from the leader's: at least its
+        HW (and the committed offset, in the ISR), at most the leader's LEO."""
+        i, L = self.replicas.index(r), self.replicas.index(s.leader)
+        if i == L or not s.hw[i] <= o < s.leo[i] or o > s.leo[L]:
+            return None
+        if r in s.isr and o < s.committed:
+            return None
+        return s._replace(leo=_set(s.leo, i, o), flushed=_set(s.flushed, i, min(s.flushed[i], o)))
+
+    def FollowerFetch(self, s: S, r: int) -> S | None:
+        """Not an action: a whole fetch at once, ServeFetch then ApplyFetch of every record
+        served (with no other response in flight to r), as a trace records a follower's fetch.
+        None when either is not enabled."""
+        served = self.ServeFetch(s._replace(resp=self._without_response(s, r)), r)
+        if served is None:
+            return None
+        m = self.response_of(served, r)
+        assert m is not None
+        i = self.replicas.index(r)
+        t = self.ApplyFetch(served, r, m[3] if s.leo[i] < m[3] else m[1])
+        return None if t is None else t._replace(resp=s.resp)
 
     def AdvanceHW(self, s: S, h: int) -> S | None:
         """The leader raises its HW to h, at most the least LEO in the ISR (bug: its own LEO)."""
@@ -174,7 +242,8 @@ class LogStartOffsetTwin(Spec):
         """The controller makes in-sync replica r the leader (a clean election)."""
         if r == s.leader or r not in s.isr:
             return None
-        return s._replace(leader=r, epochStart=s.leo[self.replicas.index(r)])
+        return s._replace(leader=r, epochStart=s.leo[self.replicas.index(r)],
+                          resp=self._without_response(s, r))
 
     def DeleteRecords(self, s: S, o: int) -> S | None:
         """DeleteRecords(o) on the leader: its start offset rises to o, at most its HW."""
@@ -237,7 +306,8 @@ class LogStartOffsetTwin(Spec):
         return s._replace(leo=_set(s.leo, i, new_leo), hw=_set(s.hw, i, h),
                           logStart=_set(s.logStart, i, start), segStart=_set(s.segStart, i, seg),
                           flushed=_set(s.flushed, i, new_leo),
-                          epochStart=new_leo if r == s.leader else s.epochStart)
+                          epochStart=new_leo if r == s.leader else s.epochStart,
+                          resp=self._without_response(s, r))
 
     def _named_actions(self) -> list[tuple[str, Callable[..., S | None], list[Params]]]:
         """(label, method with the replica bound, the tuples of its other parameters in TLC's
@@ -249,7 +319,11 @@ class LogStartOffsetTwin(Spec):
         pairs: list[Params] = [(e, h) for e in offsets for h in offsets]
         out: list[tuple[str, Callable[..., S | None], list[Params]]] = [
             ("Append", self.Append, one)]
-        out += [(f"FollowerFetch({r})", partial(self.FollowerFetch, r=r), one) for r in rs]
+        out += [(f"ServeFetch({r})", partial(self.ServeFetch, r=r), one) for r in rs]
+        out += [(f"ApplyFetch({r})", partial(self._apply_fetch, r), by_offset) for r in rs]
+        out += [(f"DropResponse({r})", partial(self.DropResponse, r=r), one) for r in rs]
+        out += [(f"TruncateFollower({r})", partial(self._truncate_follower, r), by_offset)
+                for r in rs]
         out += [("AdvanceHW", self.AdvanceHW, by_offset)]
         out += [(f"ShrinkIsr({r})", partial(self.ShrinkIsr, r=r), one) for r in rs]
         out += [(f"ExpandIsr({r})", partial(self.ExpandIsr, r=r), one) for r in rs]
@@ -263,6 +337,12 @@ class LogStartOffsetTwin(Spec):
         out += [(f"Flush({r})", partial(self._flush, r), by_offset) for r in rs]
         out += [(f"CrashRestart({r})", partial(self._crash_restart, r), pairs) for r in rs]
         return out
+
+    def _apply_fetch(self, r: int, s: S, o: int) -> S | None:
+        return self.ApplyFetch(s, r, o)
+
+    def _truncate_follower(self, r: int, s: S, o: int) -> S | None:
+        return self.TruncateFollower(s, r, o)
 
     def _flush(self, r: int, s: S, f: int) -> S | None:
         return self.Flush(s, r, f)
@@ -294,7 +374,10 @@ class LogStartOffsetTwin(Spec):
         return (all(len(f) == n and all(v in offsets for v in f) for f in per_replica)
                 and s.isr <= set(self.replicas) and s.leader in self.replicas
                 and s.leader in s.isr and s.epochStart in offsets
-                and s.committed in offsets and s.acked in offsets)
+                and s.committed in offsets and s.acked in offsets
+                and all(m[0] in self.replicas and all(v in offsets for v in m[1:])
+                        for m in s.resp)
+                and len({m[0] for m in s.resp}) == len(s.resp))
 
     def NoNewDataDeleted(self, s: State) -> bool:
         """Nothing at or above the partition's HW is deleted (start offset or segments)."""
@@ -334,4 +417,8 @@ class LogStartOffsetTwin(Spec):
             lines.append(f"replica {r} {role}: first segment {s.segStart[i]}, log start "
                          f"{s.logStart[i]} (checkpoint {s.ckptStart[i]}), HW {s.hw[i]}, "
                          f"LEO {s.leo[i]} (flushed {s.flushed[i]})")
+            m = self.response_of(s, r)
+            if m is not None:
+                lines.append(f"  response in flight to {r}: served LEO {m[1]}, HW {m[2]}, "
+                             f"log start {m[3]}")
         return "\n".join(lines)
