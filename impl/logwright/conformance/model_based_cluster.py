@@ -2,7 +2,7 @@
 two-broker cluster.
 
 What it upholds: each generated path of the two-replica twin (the bug .cfg's constants: leader
-1, follower 2, offsets up to 3), driven through a real :class:`~logwright.cluster.Cluster`, leaves
+1, follower 2, offsets up to 2), driven through a real :class:`~logwright.cluster.Cluster`, leaves
 the partition where the twin says after every move: per replica its LEO, HW and log start
 offset, the ISR, the leader and the committed offset, read through
 :class:`~logwright.conformance.log_start_offset.ClusterProjection` (which also checks the twin's
@@ -10,10 +10,10 @@ invariants after every event). The counterexamples of the two bugs that need a f
 ``HWIgnoresIsr`` and ``FollowerRaisesStartBeforeHW``, are driven with the code as it is: at the
 move where the bug acts the cluster must be where the correct twin is.
 
-The twin is read only through its ``Spec`` interface: the labels of its actions
-(``Append``, ``AdvanceHW``, ``ExpandIsr(2)``, ``ShrinkIsr(2)``, ``FollowerFetch(2)``,
-``DeleteRecords(o)``) and the fields of its states named above, so that a change of how the
-model's fetch is written leaves this module alone as long as those names stay.
+The twin is read through the labels of its actions (``Append``, ``AdvanceHW``,
+``ExpandIsr(2)``, ``ShrinkIsr(2)``, ``DeleteRecords(o)``), the fields of its states named
+above, and its ``FollowerFetch`` (a whole fetch: ``ServeFetch`` then ``ApplyFetch`` of
+everything served, what one fetch answered and applied at once is in the code).
 
 The follower's fetch and OffsetForLeaderEpoch requests to the leader are intercepted on the
 simulated network and wait until a move releases them. A move is performed as (and stands for
@@ -23,7 +23,8 @@ the twin's steps):
   HW as far as the twin allows, ``AdvanceHW``: to its end when the ISR is itself alone);
 * ``Fetch``: the follower's waiting requests reach the leader until one fetch has been answered
   and applied (the leader's handling of the fetch: ``ExpandIsr(2)`` if the twin enables it, the
-  HW advanced as far as the twin allows, ``AdvanceHW``; then ``FollowerFetch(2)``);
+  HW advanced as far as the twin allows, ``AdvanceHW``; then the twin's ``FollowerFetch`` of
+  the follower: ``ServeFetch(2)`` and ``ApplyFetch`` of what was served);
 * ``ShrinkIsr``: the follower, behind the leader's end, stays silent past
   replica.lag.time.max.ms, the leader drops it from the ISR (``ShrinkIsr(2)``) and advances its
   HW over the ISR left (``AdvanceHW``). A follower at the leader's end stays in sync however
@@ -80,7 +81,7 @@ View = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], frozenset[int], 
 def twin(bug: str = "none") -> LogStartOffsetTwin:
     """The two-replica twin with the constants of the bugs' .cfg files."""
     return LogStartOffsetTwin(LogStartOffsetConfig(replicas=(LEADER, FOLLOWER), leader=LEADER,
-                                                   max_offset=3, segment_size=2, bug=bug))
+                                                   max_offset=2, segment_size=2, bug=bug))
 
 
 def view(s: State) -> View:
@@ -115,7 +116,10 @@ class Generator:
             return self._advance_hw(t) if t is not None else None
         if move.action == "Fetch":
             t = self._one(f"ExpandIsr({FOLLOWER})", s) or s
-            return self._one(f"FollowerFetch({FOLLOWER})", self._advance_hw(t))
+            assert isinstance(self.spec, LogStartOffsetTwin)
+            u = self._advance_hw(t)
+            assert isinstance(u, LogStartOffsetState)
+            return self.spec.FollowerFetch(u, FOLLOWER)
         if move.action == "ShrinkIsr":
             v = view(s)
             if FOLLOWER not in v[3] or v[0][0] <= v[0][1]:
