@@ -1,0 +1,38 @@
+"""A leader told of a new replica set at the same leader epoch (a reassignment adding replicas)
+follows the new replicas and lets them into the ISR once they have caught up (found by
+`make mutmut`: no test added a replica without a leader change, so the leader's bookkeeping of
+a replica added that way was never exercised)."""
+
+from __future__ import annotations
+
+import pytest
+
+from logwright.errors import Errors
+from tests.test_broker_harness import T0, World, state
+
+
+@pytest.mark.parametrize("added", [(3,), (3, 4)])
+@pytest.mark.parametrize("records", [0, 3])
+def test_a_replica_added_at_the_same_leader_epoch_catches_up_and_joins_the_isr(
+        added: tuple[int, ...], records: int) -> None:
+    w = World(broker_ids=(1, 2, 3, 4))
+    w.assign(T0, 1, 3, [1, 2])
+    for n in range(records):
+        assert w.produce(1, T0, [b"v%d" % n]).partitions[0].error is Errors.NONE
+    replicas = (1, 2, *added)
+    st = state(T0, 1, 3, [1, 2], replicas, partition_epoch=50)
+    for broker_id in replicas:
+        assert [e.error for e in w.lair(broker_id, [st]).partition_errors] == [Errors.NONE]
+    leader = w.partition(1, T0)
+    assert leader.is_leader and leader.leader_epoch == 3 and leader.replicas == replicas
+    assert w.run_until(lambda: set(replicas) <= set(w.partition(1, T0).isr), 10_000), \
+        f"the added replicas never joined the ISR: {w.partition(1, T0).isr}"
+    for broker_id in added:
+        assert w.values(broker_id, T0) == w.values(1, T0)
+    # Now in the ISR, the added replicas count for acks=all: a write is acknowledged only
+    # once they have it too.
+    r = w.produce(1, T0, [b"after"])
+    assert r.partitions[0].error is Errors.NONE
+    for broker_id in added:
+        assert w.partition(broker_id, T0).log_end_offset == records + 1
+    assert w.partition(1, T0).high_watermark == records + 1
