@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from logwright.errors import Errors
-from tests.test_broker_harness import T0, World, state
+from tests.test_broker_harness import T0, World, fast_config, state
 
 
 @pytest.mark.parametrize("added", [(3,), (3, 4)])
@@ -36,3 +36,19 @@ def test_a_replica_added_at_the_same_leader_epoch_catches_up_and_joins_the_isr(
     for broker_id in added:
         assert w.partition(broker_id, T0).log_end_offset == records + 1
     assert w.partition(1, T0).high_watermark == records + 1
+
+
+@pytest.mark.parametrize("lag_ms", [2_000, 30_000])
+def test_a_replica_added_straight_into_the_isr_has_the_full_lag_time_to_fetch(lag_ms: int) -> None:
+    """A replica the leader has not heard from yet, named in the ISR by a new assignment, counts
+    as caught up from that moment: it is dropped only if it then stays silent for
+    replica.lag.time.max.ms, as a member of the ISR a new leader starts with is."""
+    w = World(broker_ids=(1, 2, 3), config=fast_config(replica_lag_time_max_ms=lag_ms))
+    w.assign(T0, 1, 3, [1, 2])
+    w.run(3 * lag_ms)  # long after the leader started: a record of "never caught up" is old
+    w.crash_broker(3)  # the added replica will never fetch
+    w.lair(1, [state(T0, 1, 3, [1, 2, 3], [1, 2, 3], partition_epoch=50)])
+    assert w.partition(1, T0).isr == (1, 2, 3)
+    w.run(lag_ms // 2)
+    assert 3 in w.partition(1, T0).isr, "dropped before its lag time was up"
+    assert w.run_until(lambda: w.partition(1, T0).isr == (1, 2), 2 * lag_ms)
