@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from logwright.broker.partition import Role
 from logwright.errors import Errors
-from tests.test_broker_harness import T0, World, fast_config, state
+from logwright.world import Fault
+from tests.test_broker_harness import T0, T1, World, fast_config, state
 
 
 @pytest.mark.parametrize("added", [(3,), (3, 4)])
@@ -52,3 +54,29 @@ def test_a_replica_added_straight_into_the_isr_has_the_full_lag_time_to_fetch(la
     w.run(lag_ms // 2)
     assert 3 in w.partition(1, T0).isr, "dropped before its lag time was up"
     assert w.run_until(lambda: w.partition(1, T0).isr == (1, 2), 2 * lag_ms)
+
+
+@pytest.mark.parametrize("fault", [Fault.EIO, Fault.ENOSPC])
+def test_a_replica_whose_leadership_failed_on_its_disk_shows_no_role_leader_or_epoch(
+        fault: Fault) -> None:
+    """LeaderAndIsr creates the replica, then fails to record the new epoch on its dir: the
+    replica is answered KAFKA_STORAGE_ERROR and shown as it was before any LeaderAndIsr (no
+    role, no leader, no epoch, no ISR), counted offline and not under-replicated, while a
+    partition on the healthy dir leads."""
+    w = World(broker_ids=(1,), dirs=2)
+    for d in (1, 2):
+        w.fs.inject_fault(f"/b1/d{d}/t-0/leader-epoch-checkpoint.tmp", fault)
+    r = w.lair(1, [state(T0, 1, 4, [1, 2], [1, 2], partition_epoch=7), state(T1, 1, 0, [1])])
+    assert [(e.tp, e.error) for e in r.partition_errors] == [
+        (T0, Errors.KAFKA_STORAGE_ERROR), (T1, Errors.NONE)]
+    rm = w.brokers[1].replica_manager
+    p = rm.describe()[T0]
+    assert (p.role, p.leader_id, p.leader_epoch, p.partition_epoch) == (Role.NONE, -1, -1, -1)
+    assert (p.isr, p.replicas, p.maximal_isr, p.followers) == ((), (), (), {})
+    assert not p.is_leader and not p.is_under_replicated and p.offline
+    assert "none" in repr(p) and "leader=-1" in repr(p)
+    assert rm.offline_replica_count() == 1 and rm.under_replicated_count() == 0
+    assert w.partition(1, T1).is_leader
+    # Retried, it is refused at once: its dir is offline.
+    r = w.lair(1, [state(T0, 1, 5, [1])])
+    assert [e.error for e in r.partition_errors] == [Errors.KAFKA_STORAGE_ERROR]
