@@ -19,10 +19,12 @@ from logwright.protocol import (
     ListOffsetsResponse,
 )
 from logwright.storage.naming import TopicPartition
+from logwright.world import Fault
 from tests.test_broker_harness import T0, T1, World
 
 U0 = TopicPartition("u", 0)        # alice may not describe topic u
 GONE = TopicPartition("t", 7)      # no such partition here
+T2 = TopicPartition("t", 2)        # asked with a timestamp that means nothing
 
 
 def acls(_broker_id: int) -> AclAuthorizer:
@@ -37,33 +39,35 @@ def world() -> World:
     w.assign(T0, 1, 1, [1, 2])     # led here
     w.assign(U0, 1, 1, [1, 2])     # led here, not describable by alice
     w.assign(T1, 2, 1, [2, 1])     # led by broker 2
+    w.assign(T2, 1, 1, [1, 2])
     for tp in (T0, U0):
         w.produce(1, tp, [b"a", b"b", b"c"])
     return w
 
 
-EXPECTED = {
-    T0: (Errors.NONE, 3),
-    U0: (Errors.TOPIC_AUTHORIZATION_FAILED, -1),
-    T1: (Errors.NOT_LEADER_OR_FOLLOWER, -1),
-    GONE: (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1),
+EXPECTED = {  # tp: (timestamp asked, error, offset)
+    T0: (LATEST_TIMESTAMP, Errors.NONE, 3),
+    U0: (LATEST_TIMESTAMP, Errors.TOPIC_AUTHORIZATION_FAILED, -1),
+    T1: (LATEST_TIMESTAMP, Errors.NOT_LEADER_OR_FOLLOWER, -1),
+    GONE: (LATEST_TIMESTAMP, Errors.UNKNOWN_TOPIC_OR_PARTITION, -1),
+    T2: (-3, Errors.INVALID_REQUEST, -1),
 }
 
 
-@pytest.mark.parametrize("order", list(itertools.permutations([T0, U0, T1, GONE]))[::5])
+@pytest.mark.parametrize("order", list(itertools.permutations([T0, U0, T1, GONE, T2]))[::23])
 def test_every_partition_of_a_list_offsets_is_answered_each_on_its_own(
         order: tuple[TopicPartition, ...]) -> None:
     """A refused partition (not authorized, not the leader, unknown) gets its error and offset
     -1; the partitions after it in the request are still answered, in the request's order."""
     w = world()
     cid = w.client.send(1, lambda cid: ListOffsetsRequest(
-        cid, CONSUMER_REPLICA_ID, tuple((tp, LATEST_TIMESTAMP) for tp in order),
+        cid, CONSUMER_REPLICA_ID, tuple((tp, EXPECTED[tp][0]) for tp in order),
         principal="User:alice"))
     assert w.run_until(lambda: cid in w.client.responses, 2_000)
     response = w.client.responses[cid]
     assert isinstance(response, ListOffsetsResponse)
     assert [(tp, e, o) for tp, e, o in response.partitions] == [
-        (tp, *EXPECTED[tp]) for tp in order]
+        (tp, *EXPECTED[tp][1:]) for tp in order]
 
 
 @pytest.mark.parametrize("tp, error", [
@@ -114,3 +118,32 @@ def test_list_offsets_by_timestamp_finds_the_first_record_at_or_after_it_below_t
         assert _list(w, T0, LATEST_TIMESTAMP, replica_id) == (Errors.NONE, 4)
     assert _list(w, T0, EARLIEST_TIMESTAMP, consumer) == (Errors.NONE, 0)
     assert _list(w, T0, -3, consumer) == (Errors.INVALID_REQUEST, -1)
+
+
+@pytest.mark.parametrize("fault", [Fault.EIO])
+@pytest.mark.parametrize("failing_first", [True, False])
+def test_a_timestamp_search_on_a_failing_disk_answers_a_storage_error_and_fails_the_dir(
+        fault: Fault, failing_first: bool) -> None:
+    """Regression (found by `make mutmut`): the search by timestamp let the disk's OSError out
+    of the broker's ListOffsets instead of answering KAFKA_STORAGE_ERROR as a fetch does. The
+    dir goes offline, the other partitions in the request are still answered."""
+    w = World(broker_ids=(1, 2))
+    w.assign(T0, 1, 1, [1, 2])
+    w.assign(T1, 1, 1, [1, 2])
+    for tp in (T0, T1):
+        w.produce(1, tp, [b"a", b"b"])
+    dirs = {tp: w.partition(1, tp).log.dir_path.rsplit("/", 1)[0] for tp in (T0, T1)}
+    if dirs[T0] == dirs[T1]:
+        pytest.skip("both logs on one dir")  # the placement is seeded; checked below
+    w.fs.inject_fault(w.partition(1, T0).log.dir_path, fault)
+    asked = [(T0, 0), (T1, 0)] if failing_first else [(T1, 0), (T0, 0)]
+    cid = w.client.send(1, lambda cid: ListOffsetsRequest(cid, CONSUMER_REPLICA_ID,
+                                                          tuple(asked)))
+    assert w.run_until(lambda: cid in w.client.responses, 2_000)
+    response = w.client.responses[cid]
+    assert isinstance(response, ListOffsetsResponse)
+    answers = {tp: (e, o) for tp, e, o in response.partitions}
+    assert [tp for tp, _, _ in response.partitions] == [tp for tp, _ in asked]
+    assert answers == {T0: (Errors.KAFKA_STORAGE_ERROR, -1), T1: (Errors.NONE, 0)}
+    assert w.partition(1, T0).offline and not w.partition(1, T1).offline
+    assert w.list_offsets(1, T0, 0) == (Errors.KAFKA_STORAGE_ERROR, -1)
