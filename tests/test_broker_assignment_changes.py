@@ -9,6 +9,7 @@ import pytest
 
 from logwright.broker.partition import Role
 from logwright.errors import Errors
+from logwright.protocol import StopReplicaPartition
 from logwright.world import Fault
 from tests.test_broker_harness import T0, T1, World, fast_config, state
 
@@ -80,3 +81,16 @@ def test_a_replica_whose_leadership_failed_on_its_disk_shows_no_role_leader_or_e
     # Retried, it is refused at once: its dir is offline.
     r = w.lair(1, [state(T0, 1, 5, [1])])
     assert [e.error for e in r.partition_errors] == [Errors.KAFKA_STORAGE_ERROR]
+
+
+def test_a_stop_replica_naming_a_partition_twice_still_stops_every_partition_after_it() -> None:
+    """One answer per partition, in the request's order; a repeated name is applied once and
+    does not end the request early."""
+    w = World(broker_ids=(1, 2))
+    w.assign(T0, 1, 1, [1, 2])
+    w.assign(T1, 1, 1, [1, 2])
+    r = w.stop(2, [StopReplicaPartition(T0, 1, True), StopReplicaPartition(T0, 1, True),
+                   StopReplicaPartition(T1, 1, False)])
+    assert [(e.tp, e.error) for e in r.partition_errors] == [(T0, Errors.NONE), (T1, Errors.NONE)]
+    rm = w.brokers[2].replica_manager
+    assert T0 not in rm.partitions and rm.partitions[T1].role is Role.NONE
