@@ -94,3 +94,13 @@ def test_a_stop_replica_naming_a_partition_twice_still_stops_every_partition_aft
     assert [(e.tp, e.error) for e in r.partition_errors] == [(T0, Errors.NONE), (T1, Errors.NONE)]
     rm = w.brokers[2].replica_manager
     assert T0 not in rm.partitions and rm.partitions[T1].role is Role.NONE
+
+
+def test_a_stop_replica_deleting_a_partition_not_hosted_here_is_answered_none() -> None:
+    """A deletion may reach a broker that never hosted the partition (or no longer does): it is
+    answered NONE, and a partition hosted beside it in the same request is deleted."""
+    w = World(broker_ids=(1, 2))
+    w.assign(T1, 1, 1, [1, 2])
+    r = w.stop(2, [StopReplicaPartition(T0, -2, True), StopReplicaPartition(T1, -2, True)])
+    assert [(e.tp, e.error) for e in r.partition_errors] == [(T0, Errors.NONE), (T1, Errors.NONE)]
+    assert not w.brokers[2].replica_manager.partitions
