@@ -145,7 +145,7 @@ def print_table(result: dict[str, object]) -> None:
     from rich.table import Table
 
     table = Table(box=box.SIMPLE, title="mutmut: killed / (killed + survived), timeouts killed")
-    for column in ("file", "killed", "t/o", "survived", "score %", "no tests", "not run"):
+    for column in ("file", "killed", "t/o", "surv.", "score", "no test", "not run"):
         table.add_column(column, justify="left" if column == "file" else "right", no_wrap=True)
     files = result["files"]
     assert isinstance(files, list)
