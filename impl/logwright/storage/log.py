@@ -473,19 +473,24 @@ class PartitionLog:
                     yield offset, record
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
-        """The first offset whose batch has a timestamp >= ``timestamp_ms`` (ListOffsets)."""
+        """The first offset whose batch has a timestamp >= ``timestamp_ms`` (ListOffsets).
+
+        An I/O error takes the log offline and raises ``KafkaStorageError``, as a read does."""
         self._guard()
-        for segment in self._segments:
-            if segment.size_bytes == 0 or segment.max_timestamp_ms < timestamp_ms:
-                continue
-            start = max(segment.time_index.lookup(timestamp_ms), self._log_start_offset)
-            loc = segment.locate(start)
-            while loc is not None:
-                data = segment.read(loc.base_offset, loc.size_bytes, self.log_end_offset)[1]
-                for _, header in iter_batches(data, verify_crc=False):
-                    if header.max_timestamp >= timestamp_ms:
-                        return max(header.base_offset, self._log_start_offset)
-                loc = segment.locate(loc.last_offset + 1)
+        try:
+            for segment in self._segments:
+                if segment.size_bytes == 0 or segment.max_timestamp_ms < timestamp_ms:
+                    continue
+                start = max(segment.time_index.lookup(timestamp_ms), self._log_start_offset)
+                loc = segment.locate(start)
+                while loc is not None:
+                    data = segment.read(loc.base_offset, loc.size_bytes, self.log_end_offset)[1]
+                    for _, header in iter_batches(data, verify_crc=False):
+                        if header.max_timestamp >= timestamp_ms:
+                            return max(header.base_offset, self._log_start_offset)
+                    loc = segment.locate(loc.last_offset + 1)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
         return None
 
     # ---- high watermark and log start offset ---------------------------------------------------
