@@ -94,12 +94,24 @@ class ControlRequests(ControllerCore):
             if states:
                 self._leader_and_isr(broker_id, LeaderAndIsrType.INCREMENTAL, states, new)
         elif isinstance(request, StopReplicaRequest):
-            # Not if the broker became a replica of the partition again since.
-            partitions = [p for p in request.partitions
-                          if (s := self.store.partition(p.tp)) is None
-                          or s.topic_id != p.topic_id or broker_id not in s.replicas]
+            # Not if the broker became a replica of the partition again since. A name the
+            # broker hosts again under another topic id (the topic was deleted and created
+            # again) gets the current decision instead: a LeaderAndIsr of the new topic, which
+            # sets the old log aside as a stray. A StopReplica of the old id sent now would
+            # carry a newer version than the new topic's LeaderAndIsr already sent, and the
+            # broker, which takes only the newest version per name, would refuse that one.
+            partitions, recreated = [], []
+            for p in request.partitions:
+                s = self.store.partition(p.tp)
+                if s is None or broker_id not in s.replicas:
+                    partitions.append(p)
+                elif s.topic_id != p.topic_id:
+                    recreated.append(s)
             if partitions:
                 self._send_stop_replica(broker_id, partitions)
+            if recreated:
+                # Not new: its replica may already hold records, on a dir now offline.
+                self._leader_and_isr(broker_id, LeaderAndIsrType.INCREMENTAL, recreated)
         else:
             current = [s for w in request.partition_states
                        if (s := self.store.partition(w.tp)) is not None

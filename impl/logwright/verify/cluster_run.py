@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from logwright.broker import BrokerConfig
 from logwright.cluster import Cluster
 from logwright.conformance.controller_fencing import ControllerFencingProjection
 from logwright.conformance.fetcher_failure import FetcherFailureProjection
@@ -87,7 +88,15 @@ class ClusterRun:
 
     def __init__(self, cluster_args: Mapping[str, Any], event: EventSink | None = None) -> None:
         self.cluster_args = dict(cluster_args)
-        self.cluster = Cluster.simulated(**self.cluster_args)
+        # Two JSON-able extras beside Cluster.simulated's own arguments: broker configs by
+        # Kafka name, and the topic configs every topic of the run is created with (an alter
+        # that deletes one of them goes back to the run's value, not the broker default).
+        args = dict(self.cluster_args)
+        properties = args.pop("broker_properties", None)
+        self.topic_configs: dict[str, Any] = dict(args.pop("topic_configs", None) or {})
+        if properties:
+            args["broker_config"] = BrokerConfig.from_properties(dict(properties))
+        self.cluster = Cluster.simulated(**args)
         self.world = self.cluster.simulated_world
         self.event: EventSink = event if event is not None else (lambda _label: None)
         self.steps: list[Step] = []
@@ -181,8 +190,9 @@ class ClusterRun:
     def _op_create_topic(self, step: Step) -> None:
         name = step["topic"]
         try:
+            configs = {**self.topic_configs, **(step.get("configs") or {})}
             topic_id: Uuid | None = self.cluster.create_topic(
-                name, step["partitions"], step["replication_factor"], step.get("configs"))
+                name, step["partitions"], step["replication_factor"], configs or None)
         except KafkaError as exc:
             self.event(f"create_topic failed: {exc.name}")
             record = self.cluster.store.topic(name)
@@ -286,8 +296,11 @@ class ClusterRun:
 
     def _op_alter_configs(self, step: Step) -> None:
         try:
-            self.cluster.alter_topic_configs(step["topic"], step.get("set") or None,
-                                             step.get("delete", []))
+            deleted = step.get("delete", [])
+            restored = {k: self.topic_configs[k] for k in deleted if k in self.topic_configs}
+            self.cluster.alter_topic_configs(
+                step["topic"], {**(step.get("set") or {}), **restored} or None,
+                [k for k in deleted if k not in restored])
         except KafkaError as exc:
             self.event(f"alter_topic_configs failed: {exc.name}")
 
