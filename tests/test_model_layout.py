@@ -77,7 +77,7 @@ def test_model_imports_only_the_standard_library_numpy_and_itself(path: Path) ->
 
 def test_every_model_module_imports_and_holds_nothing_forbidden() -> None:
     names = [m.name for m in pkgutil.walk_packages(logwright.model.__path__, "logwright.model.")]
-    assert len(names) >= 5 * 4 + 5  # five packages of four modules, and the engine
+    assert len(names) >= 5 * 4 + 5  # five packages of three or four modules, and the engine
     for name in names:
         module = importlib.import_module(name)
         held = {k for k, v in vars(module).items()
@@ -98,7 +98,11 @@ def test_each_twin_is_apart_from_its_packed_encoding() -> None:
         twin = importlib.import_module(f"{package.__name__}.twin")
         twin_class = getattr(twin, f"{module}Twin")
         assert not issubclass(twin_class, PackedSpec), module
-        assert issubclass(spec_class, twin_class) and issubclass(spec_class, PackedSpec)
+        # A module may have no packed encoding (StrayCleanup: its network has no small fixed
+        # shape); then the registered spec is the twin, which the generic engine explores.
+        packed = (MODEL_DIR / snake_case(module) / "packed.py").exists()
+        assert issubclass(spec_class, twin_class)
+        assert issubclass(spec_class, PackedSpec) is packed, module
         source = Path(twin.__file__ or "").read_text(encoding="utf-8")
         assert "import numpy" not in source and "np." not in source, module
         assert "def packed_" not in source and "def encode" not in source, module
@@ -130,7 +134,7 @@ def test_the_bug_table_is_the_one_source_of_every_module(module: str) -> None:
     # The twin and its packed encoding test exactly the table's bugs, and use its table.
     package = MODEL_DIR / snake
     model_source = "".join((package / f).read_text(encoding="utf-8")
-                           for f in ("twin.py", "packed.py"))
+                           for f in ("twin.py", "packed.py") if (package / f).exists())
     assert set(BUG_LITERAL.findall(model_source)) - {NO_BUG} == names
     assert importlib.import_module(f"logwright.model.{snake}").BUG_TABLE is table
     # The .cfg files: one per bug, each switching on the bug its name says.

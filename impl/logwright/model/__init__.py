@@ -1,10 +1,10 @@
 """The executable reference model: Python twins of the TLA+ modules in spec/ and their checker.
 
 One package per TLA+ module (``log_start_offset/`` ...): ``twin.py``, the readable twin with one
-method per TLA+ action; ``packed.py``, its packed numpy encoding for the batched checker; and
-``bugs.py``, its table of bug switches. model/ imports only the standard library, numpy and
-itself (Spark executors import it): running TLC and reading the environment live in
-:mod:`logwright.verify`.
+method per TLA+ action; ``packed.py``, its packed numpy encoding for the batched checker (where
+it has one: StrayCleanup has none); and ``bugs.py``, its table of bug switches. model/ imports
+only the standard library, numpy and itself (Spark executors import it): running TLC and reading
+the environment live in :mod:`logwright.verify`.
 
 What it upholds: each twin's reachable states, explored by :func:`check`, are exactly the TLA+
 module's (same distinct-state count and depth as TLC on the same .cfg), so the safety invariants

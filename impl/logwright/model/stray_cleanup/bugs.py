@@ -6,12 +6,18 @@ from __future__ import annotations
 from logwright.model.bugs import Bug, BugTable
 
 BUG_TABLE = BugTable("StrayCleanup", (
-    Bug("StaleEpochStrayDeletion", "NoNewDataDeleted",
-        "a full request from a stale controller epoch still decides what is stray"),
     Bug("NoAgeGuard", "NoNewDataDeleted",
-        "strays are deleted whatever their segments' age"),
-    Bug("TopicNameOnlyMatch", "NoNewDataDeleted",
-        "a stray's deletion matches the partition name only: every log of it goes"),
+        "strays are deleted whatever the age of their newest write"),
+    Bug("StaleEpochStrayDeletion", "NoNewDataDeleted",
+        "a FULL request of a stale controller epoch still decides strays, for every partition "
+        "name whatever version the broker applied"),
+    Bug("StraySetInverted", "NoNewDataDeleted",
+        "a FULL request sets aside the live logs it lists (the hosted ones) instead of the others"),
+    Bug("StopReplicaIgnoresTopicId", "NoNewDataDeleted",
+        "StopReplica deletes the live log of the partition name whatever its topic id"),
+    Bug("NonNewReplicaWithDirOffline", "NoNewDataDeleted",
+        "a replica the request does not mark new is created empty while the broker's log dir "
+        "is offline, superseding the one on that dir"),
 ))
 """Every bug ``Bug`` can switch on in StrayCleanup, and the invariant each breaks."""
 
