@@ -672,6 +672,9 @@ class StrayCleanupProjection(ClusterObserver):
             elif t in seen_dirs and seen_dirs[t] != path:
                 self._superseded[(b, t)] = hidden  # another log of it made on another dir
                 del unreadable[t]
+            elif row[t - 1].state == NONE and not any(x.state == LIVE for x in row):
+                row[t - 1] = hidden  # dropped from an offline dir's list: still on its disk
+                held_dirs.append(False)
         inst.dirs[b] = {**{t: path for t, (path, _) in unreadable.items()}, **seen_dirs}
         has_live = any(x.state == LIVE for x in row)
         ok = all(held_dirs) and (has_live or all_online)
