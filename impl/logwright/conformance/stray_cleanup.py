@@ -376,7 +376,7 @@ class _Instance:
     overflow: bool = False
     mixed: set[int] = field(default_factory=set)
     #: Per broker: topic id -> (dir, log) of a live log on a dir its incarnation cannot read.
-    unreadable: dict[int, dict[int, tuple[str, Log]]] = field(default_factory=dict)
+    unreadable: dict[int, dict[int, tuple[str, Log, object]]] = field(default_factory=dict)
 
     def ordinal(self, topic_id: Uuid) -> int:
         """The model's topic id of ``topic_id`` (numbered in order of appearance)."""
@@ -544,13 +544,16 @@ class StrayCleanupProjection(ClusterObserver):
         for i, b in enumerate(inst.brokers):
             broker = cluster.brokers[b]
             alive = broker.alive
+            new_incarnation = False
             if alive and inst.incarnation.get(b) is not broker.incarnation_id:
+                new_incarnation = True
                 if before is not None:
                     restarted = True
                 inst.incarnation[b] = broker.incarnation_id
             row, dirs_ok = self._disk(tp, inst, b, broker, clock, alive,
                                       before.disk[i][0] if before is not None else None,
-                                      before.dirOnline[i] if before is not None else True)
+                                      before.dirOnline[i] if before is not None else True,
+                                      new_incarnation)
             epoch = max(0, broker.broker_epoch)
             registration = store.broker(b)
             if (alive and registration is not None
@@ -604,8 +607,8 @@ class StrayCleanupProjection(ClusterObserver):
                        (((NO_LOG,) * MAX_TOPIC_IDS,),) * n, frozenset(), frozenset())
 
     def _disk(self, tp: TopicPartition, inst: _Instance, b: int, broker: Broker, now: int,
-              alive: bool, before: tuple[Log, ...] | None, dir_before: bool
-              ) -> tuple[tuple[Log, ...], bool]:
+              alive: bool, before: tuple[Log, ...] | None, dir_before: bool,
+              restarted: bool = False) -> tuple[tuple[Log, ...], bool]:
         """``disk[b][p]`` and ``dirOnline[b]`` for the name (a broker that is down: as last
         seen)."""
         if not alive:
@@ -664,18 +667,22 @@ class StrayCleanupProjection(ClusterObserver):
             held = broker.log_manager.dirs.get(path)
             if (held is not None and not held.online and before is not None
                     and before[t - 1].state == LIVE and t not in seen_dirs):
-                unreadable[t] = (path, before[t - 1])
-        for t, (path, hidden) in list(unreadable.items()):
+                # seen live by this incarnation, or known from before its restart (None)
+                unreadable[t] = (path, before[t - 1],
+                                 None if restarted else broker.incarnation_id)
+        for t, (path, hidden, incarnation) in list(unreadable.items()):
             held = broker.log_manager.dirs.get(path)
             if held is None or held.online:
                 del unreadable[t]
             elif t in seen_dirs and seen_dirs[t] != path:
                 self._superseded[(b, t)] = hidden  # another log of it made on another dir
                 del unreadable[t]
-            elif row[t - 1].state == NONE and not any(x.state == LIVE for x in row):
-                row[t - 1] = hidden  # dropped from an offline dir's list: still on its disk
+            elif (incarnation is broker.incarnation_id
+                  and row[t - 1].state == NONE and not any(x.state == LIVE for x in row)):
+                # dropped from an offline dir's list by this incarnation: still on its disk
+                row[t - 1] = hidden
                 held_dirs.append(False)
-        inst.dirs[b] = {**{t: path for t, (path, _) in unreadable.items()}, **seen_dirs}
+        inst.dirs[b] = {**{t: path for t, (path, _, _) in unreadable.items()}, **seen_dirs}
         has_live = any(x.state == LIVE for x in row)
         ok = all(held_dirs) and (has_live or all_online)
         if not ok and all(held_dirs) and any(d.online for d in broker.log_manager.dirs.values()):
