@@ -711,6 +711,8 @@ class StrayCleanupProjection(ClusterObserver):
                     continue
                 if superseded:
                     old = self._superseded[(b, t)]
+                if old.lastWrite == EMPTY:
+                    continue  # a log that never held a record: no data to lose
                 ordered = gone and (b, t) in inst.stopped and old.state == LIVE
                 if spec.Current(judged, b, 1, t) or (
                         not ordered and after.now - old.lastWrite < retention):
