@@ -10,7 +10,8 @@ through one real log, the abstract states compared move by move.
 :mod:`~logwright.conformance.controller_fencing` and
 :mod:`~logwright.conformance.fetcher_failure` abstract a simulated cluster onto the
 ControllerFencing twin (per partition, over every broker) and the FetcherFailure twin (per
-replica).
+replica); :mod:`~logwright.conformance.stray_cleanup` onto the StrayCleanup twin (per
+partition name, over every broker, against the control requests the controllers sent).
 
 This package sits above ``cluster/`` and below ``verify/`` (docs/architecture.md): it may read
 everything the abstraction needs, and nothing below imports it.

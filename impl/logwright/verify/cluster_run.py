@@ -37,6 +37,7 @@ from logwright.cluster import Cluster
 from logwright.conformance.controller_fencing import ControllerFencingProjection
 from logwright.conformance.fetcher_failure import FetcherFailureProjection
 from logwright.conformance.log_start_offset import ClusterProjection
+from logwright.conformance.stray_cleanup import StrayCleanupProjection
 from logwright.errors import KafkaError, KafkaStorageError
 from logwright.identity import TopicPartition, Uuid
 from logwright.world import Fault, SimulatedCrash
@@ -119,6 +120,10 @@ class ClusterRun:
         self.fencing_projection.attach()
         self.fetcher_projection = FetcherFailureProjection(self.cluster, self.partitions)
         self.fetcher_projection.attach()
+        # StrayCleanup (per partition name, over every broker; its steps too, against the
+        # control requests the controllers sent), conformance/stray_cleanup.py.
+        self.stray_projection = StrayCleanupProjection(self.cluster, self.partitions)
+        self.stray_projection.attach()
 
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
@@ -440,6 +445,7 @@ class ClusterRun:
         self.projection.check("after a step")
         self.fencing_projection.check("after a step")
         self.fetcher_projection.check("after a step")
+        self.stray_projection.check("after a step")
 
     def _logs_served_under_their_own_topic_id(self) -> None:
         """Topic identity: every replica a running broker serves is of its log's own topic
