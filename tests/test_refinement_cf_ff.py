@@ -320,10 +320,8 @@ def _run(driver: str, tmp_path: Path, mutant: str | None) -> str:
 PLANTED = [
     ("a stale controller epoch accepted", [2],
      "CAUGHT ControllerFencing invariant StaleControllerFenced is violated"),
-    # The StrayCleanup projection, attached beside, refuses this one first: its Deliver takes
-    # only a request addressed to the broker's current incarnation.
     ("an older broker epoch accepted", [2],
-     f"CAUGHT StrayCleanup {NO_STEP}"),
+     "CAUGHT ControllerFencing invariant StaleControllerFenced is violated"),
     ("a fetcher dies on one partition's storage error", [27],
      f"CAUGHT FetcherFailure {NO_STEP}"),
     ("a fence with an older epoch fails the partition", [0],
