@@ -380,9 +380,11 @@ def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> Non
     event went missing); seed 8 had a deleted topic's late LeaderAndIsr reviving its replica
     after the StopReplica, then the topic re-created (another generation's events were taken
     for the new one's): since issue 10 the late request changes nothing and the re-created
-    topic's LeaderAndIsr sets the old log aside as a stray; seed 9 still has events of another
-    generation; seed 11 a replica deleted by a reassignment and created again empty, a follower
-    whose first fetch took a whole batch around the leader's start offset, and a LeaderAndIsr
+    topic's LeaderAndIsr sets the old log aside as a stray; seed 9 had events of another
+    generation until a lost StopReplica of a deleted generation was retried as the new
+    generation's LeaderAndIsr (regression 0008): it checks clean without any; seed 11 a
+    replica deleted by a reassignment and created again empty, a follower whose first fetch
+    took a whole batch around the leader's start offset, and a LeaderAndIsr
     older than one applied for its partition (STALE_CONTROLLER_EPOCH for it: the twin would
     apply it); seed 6 a stray revived (its start offset checkpoint was traced before the
     replica was known again, and its return is no step of the model)."""
@@ -393,7 +395,7 @@ def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> Non
     wanted = {1: ["FetcherFailure.StopReplica"],
               6: ["StrayCleanup.ReviveStray", "a stray revived"],
               8: ["StrayCleanup.MarkStray"],
-              9: ["another generation of the topic"],
+              9: ["LogStartOffset.DeleteReplica"],
               11: ["a reassignment deleted a replica", "took the whole batch",
                    "older than one the broker already applied"]}[seed]
     assert all(text in out for text in wanted), out
