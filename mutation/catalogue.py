@@ -9,6 +9,11 @@ the same change. Production code carries no switch for any of these.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -247,3 +252,19 @@ def apply(mutant: Mutant, root: Path) -> None:
     text = check_anchor(mutant, root)
     (root / mutant.file).write_text(text.replace(mutant.anchor, mutant.replacement),
                                     encoding="utf-8")
+
+
+def run_in_copy(code: str, dest: Path, mutant: str | None, argv: tuple[str, ...] = (),
+                timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Copy the package to ``dest``, plant the mutant named ``mutant`` there (None: none), and
+    run the Python ``code`` in a fresh interpreter importing ``logwright`` from that copy (it
+    checks that it does), with the repository on the path for ``tests``; returns the finished
+    process (text output)."""
+    shutil.copytree(ROOT / "impl", dest / "impl",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    if mutant is not None:
+        apply(by_name(mutant), dest)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(dest / "impl"), str(ROOT)])}
+    check = f"import logwright; assert logwright.__file__.startswith({str(dest)!r})\n"
+    return subprocess.run([sys.executable, "-c", check + textwrap.dedent(code), *argv],
+                          env=env, capture_output=True, text=True, timeout=timeout, cwd=dest)

@@ -5,10 +5,6 @@ recorder and its replay, the campaign (seeded, a failure saved as a trace that r
 from __future__ import annotations
 
 import inspect
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
-from mutation.catalogue import ROOT, by_name
-from mutation.catalogue import apply as plant
+from mutation.catalogue import run_in_copy
 
 from logwright import Cluster, KafkaError
 from logwright.cli import main
@@ -256,15 +251,9 @@ def test_a_campaign_saves_a_shrunk_failure_that_replays(tmp_path: Path) -> None:
     """With a fault planted in a copy of the package (the mutation catalogue's "the HW ignores
     the ISR"), the campaign finds it, saves each distinct failure once as a trace, and each
     saved trace fails the same way when replayed."""
-    copy = tmp_path / "copy"
-    shutil.copytree(ROOT / "impl", copy / "impl",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    plant(by_name("the HW ignores the ISR"), copy)
     out = tmp_path / "found"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy / "impl"), str(ROOT)])}
-    check = f"import logwright; assert logwright.__file__.startswith({str(copy)!r})\n"
-    run = subprocess.run([sys.executable, "-c", check + CAMPAIGN_DRIVER, str(out)], env=env,
-                         capture_output=True, text=True, timeout=900, cwd=copy)
+    run = run_in_copy(CAMPAIGN_DRIVER, tmp_path / "copy", "the HW ignores the ISR",
+                      (str(out),), timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
     found = next(line for line in lines if line.startswith("FOUND")).split()

@@ -9,18 +9,12 @@ the package and run in a fresh interpreter.
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mutation.catalogue import ROOT, by_name
-from mutation.catalogue import apply as plant
+from mutation.catalogue import run_in_copy
 
 from logwright import Cluster
 from logwright.conformance import RefinementChecker, RefinementViolation
@@ -304,14 +298,7 @@ else:
 
 
 def _run(driver: str, tmp_path: Path, mutant: str | None) -> str:
-    shutil.copytree(ROOT / "impl", tmp_path / "impl",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    if mutant is not None:
-        plant(by_name(mutant), tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "impl"), str(ROOT)])}
-    check = f"import logwright; assert logwright.__file__.startswith({str(tmp_path)!r})\n"
-    out = subprocess.run([sys.executable, "-c", check + textwrap.dedent(driver)], env=env,
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = run_in_copy(driver, tmp_path, mutant)
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout.strip().splitlines()[-1]
 
