@@ -112,8 +112,7 @@ def run_steps(seed: int, scenario: str = "steps_for") -> ClusterRun:
     """Apply ``steps_for(seed)`` (or ``offline_dir_restart``) to a fresh run, checking after
     every step."""
     run = ClusterRun({"brokers": 3, "log_dirs_per_broker": 2, "max_delay_ms": 10, "seed": seed,
-                      "broker_config": BrokerConfig.from_properties(CONFIG)},
-                     check_strays=True)
+                      "broker_config": BrokerConfig.from_properties(CONFIG)})
     steps = steps_for(seed) if scenario == "steps_for" else offline_dir_restart(seed)
     for step in steps:
         run.apply(step)
