@@ -209,7 +209,9 @@ def test_cluster_runs_with_deletions_recreations_and_orphans_refine_the_twin(see
     run = run_steps(seed)
     p = run.stray_projection
     assert p is not None
-    assert p.steps > 1000 and p.rebases > 0, "names changed and brokers restarted"
+    # steps: changes matched by a search (time passing alone is counted apart, in ticks)
+    assert p.steps > 50 and p.ticks > 500 and p.rebases > 0, \
+        "names changed, time passed and brokers restarted"
     assert p.stray_deletions > 0, "orphan removal deleted strays, each a twin step"
 
 
