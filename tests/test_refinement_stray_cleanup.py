@@ -112,8 +112,7 @@ def run_steps(seed: int, scenario: str = "steps_for") -> ClusterRun:
     """Apply ``steps_for(seed)`` (or ``offline_dir_restart``) to a fresh run, checking after
     every step."""
     run = ClusterRun({"brokers": 3, "log_dirs_per_broker": 2, "max_delay_ms": 10, "seed": seed,
-                      "broker_config": BrokerConfig.from_properties(CONFIG)},
-                     check_strays=True)
+                      "broker_config": BrokerConfig.from_properties(CONFIG)})
     steps = steps_for(seed) if scenario == "steps_for" else offline_dir_restart(seed)
     for step in steps:
         run.apply(step)
@@ -210,7 +209,9 @@ def test_cluster_runs_with_deletions_recreations_and_orphans_refine_the_twin(see
     run = run_steps(seed)
     p = run.stray_projection
     assert p is not None
-    assert p.steps > 1000 and p.rebases > 0, "names changed and brokers restarted"
+    # steps: changes matched by a search (time passing alone is counted apart, in ticks)
+    assert p.steps > 50 and p.ticks > 500 and p.rebases > 0, \
+        "names changed, time passed and brokers restarted"
     assert p.stray_deletions > 0, "orphan removal deleted strays, each a twin step"
 
 

@@ -28,9 +28,11 @@ What is abstracted, for name ``p`` and broker ``b``:
 * the store: ``controllerEpoch``; ``topicId[p]`` (the newest id, kept after a deletion);
   ``replicas[p]`` (``{}`` while the topic is deleted or being deleted); ``assignedAt[p][b]``:
   ``NO_VERSION`` when ``b`` is not a replica; otherwise the version of the first request ``b``
-  applied for ``p`` after it was assigned and that left it hosting the live log (the decision's
-  version as far as the broker has learnt it); :data:`PENDING` until then (above every
-  version: not yet ``Current``).
+  applied for ``p`` after it was assigned and that left it hosting the live log, newer than
+  every request sent to ``b`` before the check that saw it assigned (the decision's version as
+  far as the broker has learnt it); :data:`PENDING` until then (above every version: not yet
+  ``Current``). A stray on an offline dir does not make ``dirOnline`` False (nothing is done
+  to it there; the code acts on the online dirs).
 
 Hidden, chosen by the search: ``seq`` (0 in every abstract state; the controller's correlation
 ids are the versions of the requests it sent), and ``seenEpoch`` raised by a request about
@@ -176,8 +178,11 @@ class StrayCleanupRefinement:
     def _project(self, t: SCState, start: SCState, target: SCState) -> SCState:
         """A twin state as the projection shows it: seq and network hidden, the ghost the
         projection's, an assignment its broker has not learnt yet PENDING."""
-        assigned = tuple(PENDING if v not in (NO_VERSION, start.assignedAt[0][i]) else v
-                         for i, v in enumerate(t.assignedAt[0]))
+        # A new topic id's assignments are all new, even one whose version (``seq`` hidden,
+        # counted from 0 by the search) equals the old topic's.
+        renewed = t.topicId != start.topicId
+        assigned = tuple(PENDING if v != NO_VERSION and (renewed or v != start.assignedAt[0][i])
+                         else v for i, v in enumerate(t.assignedAt[0]))
         disk = tuple(
             (tuple(Log(LIVE, EMPTY, 0) if log.state == LIVE and old.state == NONE
                    and aim == Log(LIVE, EMPTY, 0) else log
@@ -214,6 +219,14 @@ class StrayCleanupRefinement:
                 if delivered is not None:
                     yield (f"Deliver({m.kind} to {b}, version ({m.epoch},{m.seq}))",
                            self._project(delivered, s, target))
+                    if i in self.mixed and m.kind == FULL and not target.dirOnline[i]:
+                        # the dir offline for the name: nothing created nor revived (no
+                        # replica that is not new while a dir is offline), but the FULL
+                        # request learnt: the strays of the online dirs were decided by it
+                        seen = delivered._replace(sawFull=_with(delivered.sawFull, i, True))
+                        yield (f"Deliver({m.kind} to {b}, version ({m.epoch},{m.seq})) "
+                               "(the dir offline for the name, another online: FULL learnt)",
+                               self._project(seen, s, target))
             # Orphan removal reads the strays' own dir, online here.
             strays = (s._replace(dirOnline=_with(s.dirOnline, i, True)) if i in self.mixed
                       else s)
@@ -366,6 +379,13 @@ class _Instance:
     ids: dict[Uuid, int] = field(default_factory=dict)
     topic_ord: int = 1
     assigned: dict[tuple[int, int], Version] = field(default_factory=dict)  # (b, ord)
+    #: Per broker: the newest version of a request naming the name (or FULL) sent to it, now
+    #: and as it was at the previous check.
+    sent_max: dict[int, Version] = field(default_factory=dict)
+    sent_max_checked: dict[int, Version] = field(default_factory=dict)
+    #: (b, ord) -> the newest version sent to ``b`` before the check that first saw ``b``
+    #: assigned: only a request newer than that can have told ``b`` of this assignment.
+    floor: dict[tuple[int, int], Version] = field(default_factory=dict)
     logs: dict[tuple[int, int], _LogSeen] = field(default_factory=dict)
     lost: set[tuple[int, int, int, int]] = field(default_factory=set)
     disk: dict[int, tuple[Log, ...]] = field(default_factory=dict)
@@ -402,6 +422,8 @@ class StrayCleanupProjection(ClusterObserver):
         self.checks = 0
         self.steps = 0
         self.rebases = 0
+        #: Changes that were time passing alone (the twin's Ticks, taken without a search).
+        self.ticks = 0
         self.names: dict[TopicPartition, _Instance] = {}
         self._sent: list[tuple[int, LeaderAndIsrRequest | StopReplicaRequest]] = []
         self._superseded: dict[tuple[int, int], Log] = {}
@@ -437,6 +459,13 @@ class StrayCleanupProjection(ClusterObserver):
 
     def _record_for(self, b: int, request: LeaderAndIsrRequest | StopReplicaRequest,
                     tp: TopicPartition, inst: _Instance) -> None:
+        version = (request.controller_epoch, request.correlation_id)
+        names = (isinstance(request, LeaderAndIsrRequest)
+                 and request.type == LeaderAndIsrType.FULL) or any(
+            x.tp == tp for x in (request.partitions if isinstance(request, StopReplicaRequest)
+                                 else request.partition_states))
+        if names and version > inst.sent_max.get(b, NO_VERSION):
+            inst.sent_max[b] = version
         if isinstance(request, StopReplicaRequest):
             for sp in request.partitions:
                 if sp.tp == tp and sp.delete_partition and sp.topic_id != Uuid.ZERO:
@@ -496,6 +525,13 @@ class StrayCleanupProjection(ClusterObserver):
         if inst.overflow:
             return
         if s == before:
+            return
+        if (before is not None and not restarted and s.now > before.now
+                and s._replace(now=before.now) == before):
+            # Time passed, nothing else: the twin's Ticks (time is unbounded, and neither
+            # invariant reads it), the most common change by far; taken without a search.
+            inst.checker.last = s
+            self.ticks += 1
             return
         where = f"{tp}, {context}"
         self.checks += 1
@@ -569,8 +605,13 @@ class StrayCleanupProjection(ClusterObserver):
             if (alive and not dirs_ok and before is not None and before.online[i]
                     and not before.dirOnline[i] and not restarted):
                 # The dir is offline for the name: the twin records nothing more until the
-                # restart (the code's records refuse only what the twin ignores anyway).
-                version, full = before.appliedVersion[i][0], before.sawFull[i]
+                # restart (the code's records refuse only what the twin ignores anyway). But
+                # a broker whose logs of the name all sit on online dirs (``mixed``) learns
+                # a FULL request as the twin's broker with its dir online does: it decides
+                # the strays there and may delete them (it creates no replica that is not new).
+                version = before.appliedVersion[i][0]
+                if b not in inst.mixed:
+                    full = before.sawFull[i]
             applied.append((version,))
             saw.append(full)
             dir_ok.append(dirs_ok)
@@ -579,10 +620,18 @@ class StrayCleanupProjection(ClusterObserver):
             key = (b, inst.topic_ord)
             if b not in replicas:
                 inst.assigned.pop(key, None)
+                inst.floor.pop(key, None)
                 assigned_at.append(NO_VERSION)
             else:
+                # A request sent before this check's events cannot be of this assignment if
+                # the previous check saw ``b`` unassigned (a StopReplica of the removal, say).
+                floor = inst.floor.setdefault(
+                    key, inst.sent_max_checked.get(b, NO_VERSION)
+                    if before is not None and (b not in before.replicas[0]
+                                               or before.topicId != (inst.topic_ord,))
+                    else NO_VERSION)
                 got = inst.assigned.get(key, PENDING)
-                if (got == PENDING and alive and version != NO_VERSION
+                if (got == PENDING and alive and version != NO_VERSION and version > floor
                         and row[inst.topic_ord - 1].state == LIVE
                         and (before is None or before.appliedVersion[i][0] != version
                              or before.replicas[0] != replicas)):
@@ -598,6 +647,7 @@ class StrayCleanupProjection(ClusterObserver):
         if before is not None and not restarted:
             new_lost |= self._lost(inst, before, s)
         inst.lost = new_lost
+        inst.sent_max_checked = dict(inst.sent_max)
         return s._replace(lost=frozenset(new_lost)), restarted
 
     def _empty(self, inst: _Instance) -> SCState:
@@ -651,7 +701,11 @@ class StrayCleanupProjection(ClusterObserver):
                 if t > MAX_TOPIC_IDS:
                     inst.overflow = True
                     continue
-                held_dirs.append(online)
+                if online:
+                    # a stray on an offline dir is neither served nor revived nor deleted
+                    # there: it does not take the name's dir offline (the code acts on the
+                    # online dirs, which the twin's one dir then stands for)
+                    held_dirs.append(online)
                 if row[t - 1].state == LIVE:
                     continue
                 kept = inst.logs.setdefault((b, t), _LogSeen())

@@ -88,7 +88,7 @@ class ClusterRun:
     ``event`` in the state machine; ignored on replay)."""
 
     def __init__(self, cluster_args: Mapping[str, Any], event: EventSink | None = None, *,
-                 check_strays: bool = False) -> None:
+                 check_strays: bool = True) -> None:
         self.cluster_args = dict(cluster_args)
         # Two JSON-able extras beside Cluster.simulated's own arguments: broker configs by
         # Kafka name, and the topic configs every topic of the run is created with (an alter
@@ -122,9 +122,8 @@ class ClusterRun:
         self.fetcher_projection = FetcherFailureProjection(self.cluster, self.partitions)
         self.fetcher_projection.attach()
         # StrayCleanup (per partition name, over every broker; its steps too, against the
-        # control requests the controllers sent), conformance/stray_cleanup.py: only when
-        # asked (``check_strays``), not yet in the campaign: after a restart with a dir still
-        # failed it still refuses steps the code is right to take (docs/verification.md §5).
+        # control requests the controllers sent), conformance/stray_cleanup.py. On unless
+        # ``check_strays=False`` (a caller measuring the other checks' cost alone).
         self.stray_projection: StrayCleanupProjection | None = None
         if check_strays:
             self.stray_projection = StrayCleanupProjection(self.cluster, self.partitions)
