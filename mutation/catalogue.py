@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,16 +256,22 @@ def apply(mutant: Mutant, root: Path) -> None:
 
 
 def run_in_copy(code: str, dest: Path, mutant: str | None, argv: tuple[str, ...] = (),
-                timeout: float = 300) -> subprocess.CompletedProcess[str]:
+                timeout: float = 300, *, plant: Callable[[Path], None] | None = None,
+                cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Copy the package to ``dest``, plant the mutant named ``mutant`` there (None: none), and
     run the Python ``code`` in a fresh interpreter importing ``logwright`` from that copy (it
     checks that it does), with the repository on the path for ``tests``; returns the finished
-    process (text output)."""
+    process (text output). ``plant``, if given, is called with ``dest`` after the copy to plant
+    a fault the catalogue does not name (``mutation/mutmut_run.py verify``); the interpreter
+    runs in ``cwd`` (default ``dest``)."""
     shutil.copytree(ROOT / "impl", dest / "impl",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     if mutant is not None:
         apply(by_name(mutant), dest)
+    if plant is not None:
+        plant(dest)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(dest / "impl"), str(ROOT)])}
     check = f"import logwright; assert logwright.__file__.startswith({str(dest)!r})\n"
     return subprocess.run([sys.executable, "-c", check + textwrap.dedent(code), *argv],
-                          env=env, capture_output=True, text=True, timeout=timeout, cwd=dest)
+                          env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=dest if cwd is None else cwd)

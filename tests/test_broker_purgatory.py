@@ -55,3 +55,29 @@ def test_the_purgatory_is_bounded() -> None:
     purgatory.cancel_all()
     scheduler.advance(200)
     assert done == [], "cancelled operations are never answered"
+
+
+@pytest.mark.parametrize("timeouts", [[100], [100, 250], [30, 30, 400]])
+def test_an_operation_expires_at_its_timeout_and_a_completed_ones_timer_is_cancelled(
+        timeouts: list[int]) -> None:
+    scheduler = SimScheduler(VirtualClock(0), seed=0)
+    purgatory: Purgatory[WaitFor] = Purgatory("test", scheduler, max_operations=10)
+    done: list[str] = []
+    boxes = [[0] for _ in timeouts]
+    ops = [WaitFor(box, 1, done) for box in boxes]
+    for op, timeout in zip(ops, timeouts, strict=True):
+        assert not purgatory.try_complete_else_watch(op, [id(op)], timeout)
+    assert len(scheduler.pending()) == len(timeouts), "one expiry timer each"
+    first = min(timeouts)
+    scheduler.advance(first - 1)
+    assert done == [] and purgatory.expired_count == 0, "not before its timeout"
+    scheduler.advance(1)
+    expired = timeouts.count(first)
+    assert done == ["expired"] * expired and purgatory.expired_count == expired
+    for op, box in zip(ops, boxes, strict=True):  # the others complete by their condition
+        box[0] = 1
+        purgatory.check_and_complete(id(op))
+    assert done == ["expired"] * expired + ["met"] * (len(timeouts) - expired)
+    assert scheduler.pending() == [], "a completed operation's timer is cancelled"
+    scheduler.advance(1_000)
+    assert purgatory.expired_count == expired

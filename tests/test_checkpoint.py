@@ -18,6 +18,7 @@ from logwright.storage.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
+    checkpoint_path,
     offset_checkpoint_files,
 )
 from logwright.storage.metadata_files import (
@@ -63,6 +64,17 @@ def test_file_names_are_kafkas() -> None:
     assert sorted(offset_checkpoint_files(SimFileSystem(), "/d")) == sorted([
         RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT,
         CLEANER_OFFSET_CHECKPOINT])
+
+
+@pytest.mark.parametrize("log_dir", ["/logs", "/data/d2"])
+def test_each_offset_checkpoint_file_of_a_dir_is_written_in_that_dir(log_dir: str) -> None:
+    fs = sim_dir(log_dir)
+    for name, cp in offset_checkpoint_files(fs, log_dir).items():
+        assert checkpoint_path(log_dir, name) == f"{log_dir}/{name}"
+        cp.write({TP("a", 0): len(name)})
+        assert fs.read_file(f"{log_dir}/{name}") == b"0\n1\na 0 %d\n" % len(name)
+        assert cp.read() == {TP("a", 0): len(name)}
+    assert sorted(fs.listdir(log_dir)) == sorted(offset_checkpoint_files(fs, log_dir))
 
 
 def test_write_is_sorted_and_byte_exact() -> None:

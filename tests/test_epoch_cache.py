@@ -364,3 +364,26 @@ def test_a_crash_at_any_step_leaves_a_cache_that_describes_the_log(operation: st
             assert k > 1, "the operation must write something for this test to mean much"
             break
         k += 1
+
+
+@pytest.mark.parametrize(("batches", "expected"), [
+    ([(0, 0), (0, 3), (2, 7)], [(0, 0), (2, 7)]),
+    ([(-1, 0), (0, 4), (1, 6), (1, 8)], [(0, 4), (1, 6)]),
+    ([(0, 5)], [(0, 5)]),
+    ([(3, 0), (1, 2), (4, 9)], [(3, 0), (4, 9)]),
+])
+def test_a_lost_cache_is_rebuilt_from_the_batches_epoch_0_included(
+        batches: list[tuple[int, int]], expected: list[tuple[int, int]]) -> None:
+    fs, _ = new_log()
+    cache = LeaderEpochCache(fs, DIR)
+    assert cache.rebuild(batches) is True
+    assert entries(cache) == expected and on_disk(fs) == expected
+
+
+@pytest.mark.parametrize("batches", [[], [(-1, 0)], [(-1, 0), (-1, 5)]])
+def test_a_rebuild_from_batches_without_an_epoch_changes_nothing(
+        batches: list[tuple[int, int]]) -> None:
+    fs, _ = new_log()
+    cache = LeaderEpochCache(fs, DIR)
+    assert cache.rebuild(batches) is False
+    assert entries(cache) == []

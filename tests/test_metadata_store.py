@@ -123,7 +123,8 @@ def test_topics_and_partitions_round_trip(store: MetadataStore) -> None:
     assert record.config_map == {"retention.ms": "1000"}
     assert store.partitions("t") == states and store.partitions() == states
     moved = PartitionState(states[1].tp, record.topic_id, (1, 2, 3), (1, 2), 2, 1, 1,
-                           adding_replicas=(3,), target_log_dirs=("any", "any", "/d2"))
+                           adding_replicas=(3,), removing_replicas=(1,),
+                           target_log_dirs=("any", "any", "/d2"))
     store.write(epoch, MetadataDelta(partitions=[moved], reassignments=[
         PendingReassignment(moved.tp, (2, 3), ("any", "/d2"))]))
     assert store.partition(moved.tp) == moved and moved.log_dir_for(3) == "/d2"

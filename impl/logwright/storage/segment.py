@@ -120,8 +120,10 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         epochs: list[int] | None = [] if collect_epochs else None
         walked = self._walk(0, self.size_bytes, epochs)
+        max_ts_so_far = -1
         for loc, batch_max_ts in walked:
-            self._index_batch(loc.base_offset, loc.position, loc.size_bytes, batch_max_ts)
+            max_ts_so_far = max(max_ts_so_far, batch_max_ts)
+            self._index_batch(loc.base_offset, loc.position, loc.size_bytes, max_ts_so_far)
         if epochs is None:
             self.epoch_runs = None
             return
@@ -133,11 +135,17 @@ class LogSegment:
                 runs.append((epoch, loc.base_offset, loc.last_offset))
         self.epoch_runs = runs
 
-    def _index_batch(self, base_offset: int, position: int, size: int, max_ts: int) -> None:
+    def _index_batch(self, base_offset: int, position: int, size: int,
+                     max_ts_so_far: int) -> None:
+        # The time index entry holds the segment's largest timestamp up to and including this
+        # batch (as Kafka's does), not the batch's own: a batch before it that was not indexed
+        # may hold a larger one, and both the timestamp search (which skips every batch before
+        # an entry below its target) and the tail's max timestamp read back after a restart
+        # rely on no batch before an entry having a larger timestamp than the entry's.
         assert self._index is not None and self._time_index is not None
         if self._bytes_since_index_entry > self.index_interval_bytes:
             self._index.append(base_offset, position)
-            self._time_index.maybe_append(max_ts, base_offset)
+            self._time_index.maybe_append(max_ts_so_far, base_offset)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
 
@@ -239,17 +247,17 @@ class LogSegment:
         self.epoch_runs = None
         if self._index is None:
             self._load_indexes()
+        current_max = self._max_timestamp_ms
+        if current_max is None:
+            # Computed once for a segment loaded from disk, over the bytes before this append.
+            current_max = self.max_timestamp_ms
+        self._max_timestamp_ms = max(current_max, max_timestamp_ms)
         size = len(data)
-        self._index_batch(first_offset, position, size, max_timestamp_ms)
+        self._index_batch(first_offset, position, size, self._max_timestamp_ms)
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
         if self.first_batch_timestamp_ms is None:
             self.first_batch_timestamp_ms = max_timestamp_ms
-        current_max = self._max_timestamp_ms
-        if current_max is None:
-            current_max = self.max_timestamp_ms  # computed once for a segment loaded from disk
-        if max_timestamp_ms > current_max:
-            self._max_timestamp_ms = max_timestamp_ms
         return position
 
     def read(self, start_offset: int, max_bytes: int, max_offset: int,
