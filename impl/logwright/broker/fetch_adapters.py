@@ -91,11 +91,18 @@ class LeaderSource:
 
     def _with_topic_ids(self, partitions: Sequence[FetchPartition]) -> list[FetchPartition]:
         """Each partition with the topic id of this broker's replica (Fetch v13+, KIP-516):
-        a leader holding another generation of the topic answers INCONSISTENT_TOPIC_ID."""
+        a leader holding another generation of the topic answers INCONSISTENT_TOPIC_ID.
+
+        The log start offset reported is the replica's durable one when its log writes each
+        raise at once (the two are then equal): the leader acknowledges a DeleteRecords on
+        what the followers report (docs/delete-records.md)."""
         out = []
         for fp in partitions:
             partition = self.rm.partitions.get(fp.tp)
             topic_id = partition.topic_id if partition is not None else None
+            if partition is not None and partition.log.start_offset_checkpoint is not None:
+                fp = replace(fp, log_start_offset=min(fp.log_start_offset,
+                                                      partition.log.durable_log_start_offset))
             out.append(replace(fp, topic_id=topic_id) if topic_id is not None else fp)
         return out
 
