@@ -206,9 +206,11 @@ class ReplicaFetchTarget:
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
                                               min(data.high_watermark, log.log_end_offset)))
-            if data.log_start_offset > log.log_start_offset:
-                # Durable, and the epoch cache trimmed, before it returns.
-                log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
+            # Durable, and the epoch cache trimmed, before it returns; then the segments wholly
+            # below it go, whatever the cleanup policy (hazard 9).
+            if data.log_start_offset > log.log_start_offset and log.increment_log_start_offset(
+                    min(data.log_start_offset, log.high_watermark)):
+                log.delete_segments_below_start_offset()
             partition.check_offsets()
             return log.log_end_offset
         end = self._storage(run)
