@@ -163,11 +163,13 @@ def test_a_follower_out_of_the_isr_on_a_dead_broker_does_not_block() -> None:
     """Kafka's rule: a replica on a broker the metadata says is not live, and not in the
     ISR, is not counted."""
     w = World(broker_ids=(1, 2))                        # broker 3 is down all along
+    st = state(T0, 1, 1, [1, 2], [1, 2, 3])
     w.assign(T0, 1, 1, [1, 2], [1, 2, 3])
     w.produce(1, T0, [b"a", b"b", b"c"])
+    # The metadata says broker 3 is live: its replica counts, and never reports.
+    w.control(1, lambda: w.controller.update_metadata(1, [st], [1, 2, 3]))
     assert delete(w, 1, [(T0, 1)], timeout_ms=500) == {T0: (Errors.REQUEST_TIMED_OUT, -1)}
-    for b in (1, 2):                                    # now the metadata says so
-        w.metadata(b, [state(T0, 1, 1, [1, 2], [1, 2, 3])])
+    w.control(1, lambda: w.controller.update_metadata(1, [st], [1, 2]))
     assert w.brokers[1].replica_manager.metadata.live_brokers == {1, 2}
     assert delete(w, 1, [(T0, 2)], timeout_ms=2_000) == {T0: (Errors.NONE, 2)}
 

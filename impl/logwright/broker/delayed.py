@@ -119,10 +119,20 @@ class DelayedFetch(DelayedOperation):
 
     def try_complete(self) -> bool:
         datas, size, has_error = self.rm.read_partitions(self.request, self.denied)
-        if size >= self.request.min_bytes or has_error:
+        if size >= self.request.min_bytes or has_error or self._start_offset_news(datas):
             self._datas = datas
             return self.force_complete()
         return False
+
+    def _start_offset_news(self, datas: list[FetchPartitionData]) -> bool:
+        """A follower's fetch: whether the leader's start offset is above the one the follower
+        reported (a DeleteRecords raised it), so the follower learns it now, not after
+        ``max_wait_ms`` (a DeleteRecords waits for it). A caught-up follower's HW is the
+        leader's, so its start offset reaches the leader's within one fetch: no busy loop."""
+        if self.request.replica_id < 0:
+            return False
+        return any(0 <= fp.log_start_offset < data.log_start_offset
+                   for fp, data in zip(self.request.partitions, datas, strict=True))
 
     def on_complete(self) -> None:
         datas = self._datas
@@ -191,7 +201,9 @@ class DelayedDeleteRecords(DelayedOperation):
                 if low >= status.required_offset:
                     # Acknowledged only once durable on the leader (and, by what the followers
                     # report, on every replica counted): hazard 12.
-                    assert partition.log.durable_log_start_offset >= status.required_offset, (
+                    log = partition.log
+                    assert (log.start_offset_checkpoint is None
+                            or log.durable_log_start_offset >= status.required_offset), (
                         f"{tp}: a deletion acknowledged before the leader's start offset is "
                         "durable")
                     status.low_watermark = low

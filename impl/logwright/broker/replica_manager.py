@@ -1002,16 +1002,23 @@ class ReplicaManager:
         if self.trace.enabled:
             tracing.replica(self.trace, self.broker_id, log, "DeleteRecords",
                             {"o": log.log_start_offset})
+        self.fetch_purgatory.check_and_complete(tp)  # parked followers learn it now
         return DeleteRecordsStatus(wanted, partition.leader_epoch)
 
     def low_watermark(self, partition: Partition) -> int:
         """The smallest durable log start offset over the leader, every replica on a live
         broker (the last UpdateMetadata's), and every member of the (maximal) ISR, live or not
-        (-1 while one of them has not reported since this leadership began). Beyond Kafka, an
+        (-1 while one of them has not reported since this leadership began; with the log
+        manager's ``durable_log_start_offset`` off, the start offsets in memory, as Kafka
+        counts them). Beyond Kafka, an
         in-sync replica on a dead broker counts: it may be elected when it comes back, and
         must not bring deleted records back (docs/delete-records.md)."""
         assert partition.is_leader
-        low = partition.log.durable_log_start_offset
+        log = partition.log
+        # Kafka's behaviour when logs write their start offset only at the periodic
+        # checkpoint (durable_log_start_offset=False): the start offset in memory.
+        low = (log.durable_log_start_offset if log.start_offset_checkpoint is not None
+               else log.log_start_offset)
         live = self.metadata.live_brokers
         counted = {r for r in partition.replicas if r in live} | set(partition.maximal_isr)
         for r in counted:
