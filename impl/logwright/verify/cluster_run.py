@@ -323,6 +323,7 @@ class ClusterRun:
                 f"{topic}-{p}: delete_records below {offset} acknowledged with low watermark "
                 f"{result.low_watermark}")
         if book is not None and self.topics.get(topic) is book and p < book.partitions:
+            self.projection.acknowledge(TopicPartition(topic, p), result.low_watermark)
             book.deleted_below[p] = max(book.deleted_below[p], result.low_watermark)
             book.maybe_deleted_below[p] = max(book.maybe_deleted_below[p],
                                               result.low_watermark)
