@@ -555,9 +555,6 @@ class PartitionLog:
                 self._log_start_offset = previous
                 raise self._io_failed(exc) from exc
         self._epochs_changed(lambda cache: cache.truncate_from_start(value))
-        if self.start_offset_checkpoint is not None:
-            assert self._durable_log_start_offset == value, (
-                f"{self.tp}: a raised start offset is durable before the raise returns")
 
     # ---- truncation ----------------------------------------------------------------------------
 
