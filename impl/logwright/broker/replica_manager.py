@@ -921,8 +921,6 @@ class ReplicaManager:
 
 
 
-    # ---- trace (world/trace.py) ----------------------------------------------------------------
-
     # ---- DeleteRecords (KIP-107) ---------------------------------------------------------------
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
@@ -1027,6 +1025,8 @@ class ReplicaManager:
             follower = partition.followers.get(r)
             low = min(low, follower.log_start_offset if follower is not None else UNKNOWN_OFFSET)
         return low
+
+    # ---- trace (world/trace.py) ----------------------------------------------------------------
 
     def _trace_replica_deleted(self, tp: TopicPartition, topic_id: Uuid | None) -> None:
         """LogStartOffset: this broker's replica of ``tp`` and its log are gone; a replica
