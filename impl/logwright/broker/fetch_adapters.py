@@ -206,11 +206,9 @@ class ReplicaFetchTarget:
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
                                               min(data.high_watermark, log.log_end_offset)))
-            # Durable, and the epoch cache trimmed, before it returns; then the segments wholly
-            # below it go, whatever the cleanup policy (hazard 9).
-            if data.log_start_offset > log.log_start_offset and log.increment_log_start_offset(
-                    min(data.log_start_offset, log.high_watermark)):
-                log.delete_segments_below_start_offset()
+            # Durable, and the epoch cache trimmed, before it returns.
+            if data.log_start_offset > log.log_start_offset:
+                log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
             partition.check_offsets()
             return log.log_end_offset
         end = self._storage(run)
@@ -218,6 +216,11 @@ class ReplicaFetchTarget:
             tracing.replica(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
                             {"leaderHw": data.high_watermark,
                              "leaderLogStart": data.log_start_offset, "fetchedTo": end})
+        # Then the segments wholly below the start offset, whatever the cleanup policy (hazard
+        # 9); a step of its own, as retention's.
+        if log.segments[0].next_offset <= log.log_start_offset and len(log.segments) > 1:
+            self._storage(lambda: tracing.delete_segments_below_start_offset(
+                self.rm.trace, self.rm.broker_id, log))
         return end
 
 

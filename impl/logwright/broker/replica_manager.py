@@ -992,14 +992,15 @@ class ReplicaManager:
         partition.check_topic_identity()
         try:
             log.increment_log_start_offset(wanted)  # never backwards; durable when it returns
-            log.delete_segments_below_start_offset()
+            if self.trace.enabled:
+                tracing.replica(self.trace, self.broker_id, log, "DeleteRecords",
+                                {"o": log.log_start_offset})
+            # Then the segments wholly below it, whatever the cleanup policy (hazard 9).
+            tracing.delete_segments_below_start_offset(self.trace, self.broker_id, log)
         except KafkaStorageError:
             self.check_offline_dirs()
             return Errors.KAFKA_STORAGE_ERROR
         partition.check_offsets()
-        if self.trace.enabled:
-            tracing.replica(self.trace, self.broker_id, log, "DeleteRecords",
-                            {"o": log.log_start_offset})
         self.fetch_purgatory.check_and_complete(tp)  # parked followers learn it now
         return DeleteRecordsStatus(wanted, partition.leader_epoch)
 
