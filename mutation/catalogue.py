@@ -173,6 +173,38 @@ MUTANTS: tuple[Mutant, ...] = (
              "would bring the deleted records back (hazard 12).",
     ),
     Mutant(
+        name="start offset acknowledged before durable",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="        for r in counted:\n            if r == self.broker_id:",
+        replacement="        for r in ():\n            if r == self.broker_id:",
+        loss="A DeleteRecords would be acknowledged once the leader's start offset is durable, "
+             "before the followers hold it; the leader's crash and a follower's election would "
+             "bring the deleted records back (hazard 12).",
+    ),
+    Mutant(
+        name="follower raises its start offset before its HW",
+        file="impl/logwright/broker/fetch_adapters.py",
+        anchor=("            if data.high_watermark >= 0:\n"
+                "                log.update_high_watermark(max(log.log_start_offset,\n"
+                "                                              min(data.high_watermark, "
+                "log.log_end_offset)))\n"
+                "            # Durable, and the epoch cache trimmed, before it returns.\n"
+                "            if data.log_start_offset > log.log_start_offset:\n"
+                "                log.increment_log_start_offset(min(data.log_start_offset, "
+                "log.high_watermark))\n"),
+        replacement=("            if data.log_start_offset > log.log_start_offset:\n"
+                     "                log.increment_log_start_offset(min(data.log_start_offset, "
+                     "log.log_end_offset))\n"
+                     "            if data.high_watermark >= 0:\n"
+                     "                log.update_high_watermark(max(log.log_start_offset,\n"
+                     "                                              min(data.high_watermark, "
+                     "log.log_end_offset)))\n"),
+        loss="A follower would take the leader's start offset before the HW of the same "
+             "response, above its own HW: refused (the fetch of the partition fails), or, "
+             "without the log's guard, a replica with HW below its start offset that serves "
+             "OFFSET_OUT_OF_RANGE at its HW once elected (hazard 8).",
+    ),
+    Mutant(
         name="topic id ignored on StopReplica",
         file="impl/logwright/broker/replica_manager.py",
         anchor="if sp.topic_id != Uuid.ZERO and held is not None and held != sp.topic_id:",

@@ -196,6 +196,21 @@ BAD: dict[str, Bad] = {
                                                                              "latest")),
                              st.integers(), st.none(), st.just(["latest"])),
              timeout_ms=bad_optional_timeout)),
+    "delete_records": Bad(
+        dict(offsets={("t", 0): 0}, timeout_ms=30_000),
+        dict(offsets=st.one_of(
+            st.just({}), st.integers(), st.text(max_size=3), st.none(),
+            st.lists(st.tuples(st.just("t"), st.just(0)), min_size=1, max_size=2),
+            st.sampled_from(["t", ("t",), ("t", 0, 1), 5, None]).map(lambda k: {k: 0}),
+            st.one_of(illegal_topic, st.none(), st.integers(), st.binary(max_size=4))
+            .map(lambda t: {(t, 0): 0}),
+            st.one_of(st.integers(max_value=-1), st.integers(min_value=INT32_MAX + 1),
+                      st.booleans(), st.floats(), st.text(max_size=2), st.none())
+            .map(lambda p: {("t", p): 0}),
+            st.one_of(st.integers(max_value=-2), st.integers(min_value=2**63), st.booleans(),
+                      st.floats(), st.text(max_size=2), st.none())
+            .map(lambda o: {("t", 0): o})),
+             timeout_ms=bad_timeout)),
     "alter_topic_configs": Bad(
         dict(topic="t", set={"retention.ms": "60000"}, delete=()),
         dict(topic=st.one_of(bad_topic, unknown_topic),
@@ -532,6 +547,15 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
                   st.sampled_from(["x", "-1x", ""])).map(list),
         st.just(["--out", "{file}"]),
         st.sampled_from([["--nope"], ["--seed"], ["extra"]]),
+    ),
+    "delete-records": st.one_of(
+        st.tuples(st.sampled_from(["{file}", "{below_file}", "{full}"]),
+                  st.just("--offset-json-file"),
+                  st.sampled_from(["{file}", "{below_file}", "{full}"])).map(list),
+        st.tuples(st.just("{full}"), st.just("--offset-json-file"), st.just("{file}"),
+                  st.just("--timeout-ms"), st.sampled_from(["0", "-1", "x", "1.5", ""]))
+        .map(list),
+        st.sampled_from([["{full}"], ["--nope"], [], ["{full}", "--offset-json-file"]]),
     ),
     "log-dirs": st.one_of(
         st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["describe",

@@ -287,6 +287,115 @@ def log_dirs_describe(path: str, broker_id: int | None, as_json: bool) -> None:
                            f"next check {nxt}")
 
 
+@main.command("delete-records")
+@click.argument("path", metavar="DATA_PATH")
+@click.option("--offset-json-file", "offset_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help='Kafka\'s JSON: {"partitions": [{"topic": "t", "partition": 0, '
+                   '"offset": 3}], "version": 1}; offset -1 means the high watermark.')
+@click.option("--timeout-ms", type=click.IntRange(1, 2**31 - 1), default=30_000,
+              show_default=True, help="How long each partition's deletion may wait.")
+def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
+    """Delete every record below an offset of each partition (kafka-delete-records.sh).
+
+    Reads FILE first and refuses it whole, in one line, if it is not valid: not JSON, a
+    missing or wrongly typed field, a partition named twice, an offset below -1, a version
+    other than 1. Then opens the real cluster whose data is under DATA_PATH (as Cluster.real
+    does), refuses a partition the cluster does not have before deleting anything, sends
+    DeleteRecords to each partition's leader, prints one line per partition,
+    "partition: t-0<TAB>low_watermark: N" or "partition: t-0<TAB>error: ...", and shuts the
+    cluster down cleanly. A deletion is acknowledged once every replica counted holds the new
+    start offset durably (docs/delete-records.md).
+
+    \b
+    Exit codes:
+      0  every partition's deletion acknowledged
+      1  a bad FILE or DATA_PATH (nothing deleted), or some partition answered an error
+         (its line says which; the others are deleted)
+      2  usage error
+      5  internal error (rerun with --debug)
+    """
+    from logwright.cluster import Cluster
+    from logwright.errors import InvalidArgument
+
+    try:
+        with open(offset_file, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise InvalidArgument(f"{offset_file}: cannot read the offset JSON file: "
+                              f"{exc.strerror or exc}") from exc
+    wanted = parse_offset_json(text, offset_file)
+    brokers, dirs = _cluster_layout(path)
+    failed = False
+    with Cluster.real(path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
+        for (topic, partition), _ in wanted.items():
+            record = cluster.store.topic(topic)
+            if record is None or partition >= record.partition_count:
+                raise InvalidArgument(
+                    f"{offset_file}: partition {topic}-{partition} does not exist in the "
+                    f"cluster under {path}" + (
+                        "" if record is None else
+                        f" (topic {topic} has partitions 0 to {record.partition_count - 1})")
+                    + "; nothing was deleted")
+        results = cluster.delete_records(wanted, timeout_ms=timeout_ms)
+        for (topic, partition), result in results.items():
+            if result.ok:
+                click.echo(f"partition: {topic}-{partition}\tlow_watermark: "
+                           f"{result.low_watermark}")
+            else:
+                failed = True
+                detail = f"{result.error.name} ({int(result.error)})"
+                click.echo(f"partition: {topic}-{partition}\terror: {detail}")
+    if failed:
+        sys.exit(EXIT_FAILED)
+
+
+def parse_offset_json(text: str, source: str = "offset JSON") -> dict[tuple[str, int], int]:
+    """Kafka's kafka-delete-records.sh input, ``{"partitions": [{"topic": t, "partition": p,
+    "offset": o}, ...], "version": 1}``, as {(topic, partition): offset} in file order.
+    ``InvalidArgument`` names the first problem: not JSON, not that shape, a missing or
+    wrongly typed field, a partition named twice, an offset below -1, an illegal topic name."""
+    from logwright.errors import InvalidArgument
+    from logwright.identity import PARTITION_MAX, topic_name_problem
+    from logwright.storage.naming import OFFSET_MAX
+
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"{source}: not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("partitions"), list):
+        raise InvalidArgument(f'{source}: expected {{"partitions": [...], "version": 1}}')
+    if "version" in doc and doc["version"] != 1:
+        raise InvalidArgument(f"{source}: unsupported version {doc['version']!r} (only 1)")
+    if not doc["partitions"]:
+        raise InvalidArgument(f"{source}: \"partitions\" is empty: nothing to delete")
+    out: dict[tuple[str, int], int] = {}
+    for i, entry in enumerate(doc["partitions"]):
+        where = f"{source}: partitions[{i}]"
+        if not isinstance(entry, dict):
+            raise InvalidArgument(f"{where}: expected an object, not {entry!r}")
+        for key in ("topic", "partition", "offset"):
+            if key not in entry:
+                raise InvalidArgument(f'{where}: missing "{key}"')
+        topic, partition, offset = entry["topic"], entry["partition"], entry["offset"]
+        if not isinstance(topic, str) or topic_name_problem(topic) is not None:
+            raise InvalidArgument(f"{where}: bad topic {topic!r}"
+                                  + (f": {topic_name_problem(topic)}"
+                                     if isinstance(topic, str) else ""))
+        if type(partition) is not int or not 0 <= partition <= PARTITION_MAX:
+            raise InvalidArgument(f"{where}: partition must be an integer from 0, "
+                                  f"not {partition!r}")
+        if type(offset) is not int or offset > OFFSET_MAX:
+            raise InvalidArgument(f"{where}: offset must be an integer, not {offset!r}")
+        if offset < -1:
+            raise InvalidArgument(f"{where}: offset {offset} is below -1 (-1 means the high "
+                                  "watermark)")
+        if (topic, partition) in out:
+            raise InvalidArgument(f"{where}: partition {topic}-{partition} is named twice")
+        out[(topic, partition)] = offset
+    return out
+
+
 def _utc(ms: int) -> str:
     """A time in ms since the epoch, as UTC to the second (for reading, never deciding)."""
     from datetime import UTC, datetime

@@ -40,6 +40,7 @@ from logwright.protocol import (
     BrokerHeartbeat,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    DeleteRecordsRequest,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     FetchPartitionData,
@@ -78,7 +79,8 @@ from logwright.world.trace import (
 ControllerLocator = Callable[[], str | None]
 
 _SERVED = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, ProduceRequest,
-           FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest)
+           FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest,
+           DeleteRecordsRequest)
 """The requests a broker serves (never answers to its own requests)."""
 
 
@@ -331,6 +333,8 @@ class Broker:
             return self._handle_fetch(src, message)
         if isinstance(message, ListOffsetsRequest):
             return self._handle_list_offsets(src, message)
+        if isinstance(message, DeleteRecordsRequest):
+            return self._handle_delete_records(src, message)
         if isinstance(message, OffsetForLeaderEpochRequest):
             return self._handle_offsets_for_leader_epoch(src, message)
         if isinstance(message, MetadataRequest):
@@ -418,6 +422,15 @@ class Broker:
         denied = self._denied_topics(request.principal, Operation.DESCRIBE,
                                      (tp for tp, _ in request.partitions))
         return [Send(src, self.replica_manager.list_offsets(request, denied))]
+
+    def _handle_delete_records(self, src: str, request: DeleteRecordsRequest) -> list[Effect]:
+        # DELETE on the topic, as Kafka requires (TOPIC_AUTHORIZATION_FAILED per partition).
+        denied = self._denied_topics(request.principal, Operation.DELETE, (
+            TopicPartition(t.name, p.partition_index) for t in request.topics
+            for p in t.partitions))
+        response = self.replica_manager.handle_delete_records(request, denied,
+                                                              self._responder(src))
+        return [] if response is None else [Send(src, response)]
 
     def _handle_metadata(self, src: str, request: MetadataRequest) -> list[Effect]:
         # Answered from the metadata cache, by any broker, leader or not (as Kafka does).

@@ -21,6 +21,9 @@ from logwright.broker.purgatory import DelayedOperation
 from logwright.errors import Errors
 from logwright.identity import TopicPartition
 from logwright.protocol import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
     FetchPartitionData,
     FetchRequest,
     FetchResponse,
@@ -116,10 +119,20 @@ class DelayedFetch(DelayedOperation):
 
     def try_complete(self) -> bool:
         datas, size, has_error = self.rm.read_partitions(self.request, self.denied)
-        if size >= self.request.min_bytes or has_error:
+        if size >= self.request.min_bytes or has_error or self._start_offset_news(datas):
             self._datas = datas
             return self.force_complete()
         return False
+
+    def _start_offset_news(self, datas: list[FetchPartitionData]) -> bool:
+        """A follower's fetch: whether the leader's start offset is above the one the follower
+        reported (a DeleteRecords raised it), so the follower learns it now, not after
+        ``max_wait_ms`` (a DeleteRecords waits for it). A caught-up follower's HW is the
+        leader's, so its start offset reaches the leader's within one fetch: no busy loop."""
+        if self.request.replica_id < 0:
+            return False
+        return any(0 <= fp.log_start_offset < data.log_start_offset
+                   for fp, data in zip(self.request.partitions, datas, strict=True))
 
     def on_complete(self) -> None:
         datas = self._datas
@@ -128,4 +141,93 @@ class DelayedFetch(DelayedOperation):
         self.respond(FetchResponse(self.request.correlation_id, Errors.NONE, tuple(datas)))
 
 
-__all__ = ["DelayedFetch", "DelayedProduce", "ProduceStatus", "ReplicaView"]
+class LowWatermarkView(Protocol):
+    """What a delayed DeleteRecords reads of the replica manager (no import of it)."""
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, Partition]:
+        """The partitions hosted here."""
+        ...
+
+    def low_watermark(self, partition: Partition) -> int:
+        """The smallest durable log start offset over the replicas of ``partition`` a
+        deletion must reach before it is acknowledged."""
+        ...
+
+
+@dataclass
+class DeleteRecordsStatus:
+    """Where one partition of a DeleteRecords stands: the offset its low watermark must
+    reach, under the leader epoch that raised the leader's start offset."""
+
+    required_offset: int
+    leader_epoch: int
+    low_watermark: int = -1
+    error: Errors = Errors.NONE
+    pending: bool = True
+
+
+class DelayedDeleteRecords(DelayedOperation):
+    """DeleteRecords: waits until the low watermark of each partition reaches its offset
+    (KIP-107). Leadership lost meanwhile: NOT_LEADER_OR_FOLLOWER; the dir offline:
+    KAFKA_STORAGE_ERROR; not reached in time: REQUEST_TIMED_OUT. Partitions that failed at
+    once carry their error in ``results`` and no status."""
+
+    def __init__(self, rm: LowWatermarkView, correlation_id: int,
+                 results: list[tuple[TopicPartition, DeleteRecordsPartitionResult]],
+                 statuses: dict[TopicPartition, DeleteRecordsStatus],
+                 respond: Callable[[DeleteRecordsResponse], None]) -> None:
+        super().__init__()
+        self.rm = rm
+        self.correlation_id = correlation_id
+        self.results = results
+        self.statuses = statuses
+        self.respond = respond
+
+    def try_complete(self) -> bool:
+        for tp, status in self.statuses.items():
+            if not status.pending:
+                continue
+            partition = self.rm.partitions.get(tp)
+            if (partition is None or not partition.is_leader
+                    or partition.leader_epoch != status.leader_epoch):
+                status.error = Errors.NOT_LEADER_OR_FOLLOWER
+                status.pending = False
+            elif partition.offline:
+                status.error = Errors.KAFKA_STORAGE_ERROR
+                status.pending = False
+            else:
+                low = self.rm.low_watermark(partition)
+                if low >= status.required_offset:
+                    # Acknowledged only once durable on the leader (and, by what the followers
+                    # report, on every replica counted): hazard 12.
+                    log = partition.log
+                    assert (log.start_offset_checkpoint is None
+                            or log.durable_log_start_offset >= status.required_offset), (
+                        f"{tp}: a deletion acknowledged before the leader's start offset is "
+                        "durable")
+                    status.low_watermark = low
+                    status.pending = False
+        if any(s.pending for s in self.statuses.values()):
+            return False
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        by_topic: dict[str, list[DeleteRecordsPartitionResult]] = {}
+        for tp, result in self.results:
+            status = self.statuses.get(tp)
+            if status is not None:
+                if status.pending:
+                    result = DeleteRecordsPartitionResult(tp.partition, -1,
+                                                          Errors.REQUEST_TIMED_OUT)
+                elif status.error is not Errors.NONE:
+                    result = DeleteRecordsPartitionResult(tp.partition, -1, status.error)
+                else:
+                    result = DeleteRecordsPartitionResult(tp.partition, status.low_watermark)
+            by_topic.setdefault(tp.topic, []).append(result)
+        self.respond(DeleteRecordsResponse(self.correlation_id, tuple(
+            DeleteRecordsTopicResult(name, tuple(parts)) for name, parts in by_topic.items())))
+
+
+__all__ = ["DelayedDeleteRecords", "DelayedFetch", "DelayedProduce", "DeleteRecordsStatus",
+           "LowWatermarkView", "ProduceStatus", "ReplicaView"]

@@ -91,11 +91,18 @@ class LeaderSource:
 
     def _with_topic_ids(self, partitions: Sequence[FetchPartition]) -> list[FetchPartition]:
         """Each partition with the topic id of this broker's replica (Fetch v13+, KIP-516):
-        a leader holding another generation of the topic answers INCONSISTENT_TOPIC_ID."""
+        a leader holding another generation of the topic answers INCONSISTENT_TOPIC_ID.
+
+        The log start offset reported is the replica's durable one when its log writes each
+        raise at once (the two are then equal): the leader acknowledges a DeleteRecords on
+        what the followers report (docs/delete-records.md)."""
         out = []
         for fp in partitions:
             partition = self.rm.partitions.get(fp.tp)
             topic_id = partition.topic_id if partition is not None else None
+            if partition is not None and partition.log.start_offset_checkpoint is not None:
+                fp = replace(fp, log_start_offset=min(fp.log_start_offset,
+                                                      partition.log.durable_log_start_offset))
             out.append(replace(fp, topic_id=topic_id) if topic_id is not None else fp)
         return out
 
@@ -199,8 +206,8 @@ class ReplicaFetchTarget:
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
                                               min(data.high_watermark, log.log_end_offset)))
+            # Durable, and the epoch cache trimmed, before it returns.
             if data.log_start_offset > log.log_start_offset:
-                # Durable, and the epoch cache trimmed, before it returns.
                 log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
             partition.check_offsets()
             return log.log_end_offset
@@ -209,6 +216,11 @@ class ReplicaFetchTarget:
             tracing.replica(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
                             {"leaderHw": data.high_watermark,
                              "leaderLogStart": data.log_start_offset, "fetchedTo": end})
+        # Then the segments wholly below the start offset, whatever the cleanup policy (hazard
+        # 9); a step of its own, as retention's.
+        if log.segments[0].next_offset <= log.log_start_offset and len(log.segments) > 1:
+            self._storage(lambda: tracing.delete_segments_below_start_offset(
+                self.rm.trace, self.rm.broker_id, log))
         return end
 
 

@@ -266,12 +266,16 @@ class Partition:
 
     def replicas_to_add_to_isr(self) -> list[int]:
         """Followers outside the ISR that have reached the high watermark and the start of the
-        current leader epoch (so they hold everything committed in it)."""
+        current leader epoch (so they hold everything committed in it) and, beyond Kafka, have
+        reported (durably) the leader's log start offset: an in-sync replica may be elected,
+        and must not serve records a DeleteRecords acknowledged as gone (while one waits, the
+        ISR members count in its low watermark: docs/delete-records.md)."""
         out = []
         for r, follower in self.followers.items():
             if r in self.isr or r not in self.replicas:
                 continue
             if (follower.log_end_offset >= self.high_watermark
-                    and follower.log_end_offset >= self.leader_epoch_start_offset):
+                    and follower.log_end_offset >= self.leader_epoch_start_offset
+                    and follower.log_start_offset >= self.log_start_offset):
                 out.append(r)
         return out

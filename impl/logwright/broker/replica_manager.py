@@ -36,12 +36,18 @@ from collections.abc import Callable, Iterable, Mapping
 
 from logwright.broker import tracing
 from logwright.broker.config import BrokerConfig
-from logwright.broker.delayed import DelayedFetch, DelayedProduce, ProduceStatus
+from logwright.broker.delayed import (
+    DelayedDeleteRecords,
+    DelayedFetch,
+    DelayedProduce,
+    DeleteRecordsStatus,
+    ProduceStatus,
+)
 from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
 from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
 from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
-from logwright.broker.partition import NO_LEADER, Partition, PendingIsrChange
+from logwright.broker.partition import NO_LEADER, UNKNOWN_OFFSET, Partition, PendingIsrChange
 from logwright.broker.purgatory import Purgatory
 from logwright.broker.strays import NO_VERSION, Version, full_request_strays, request_version
 from logwright.configs import parse_topic_configs
@@ -59,12 +65,16 @@ from logwright.errors import (
 from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import LogManager
 from logwright.protocol import (
+    DELETE_TO_HIGH_WATERMARK,
     EARLIEST_TIMESTAMP,
     EPOCH_DURING_DELETE,
     LATEST_TIMESTAMP,
     NO_EPOCH,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     FetchPartition,
     FetchPartitionData,
     FetchRequest,
@@ -126,6 +136,8 @@ class ReplicaManager:
             "produce", EmittedTimers(emit), config.max_purgatory_operations)
         self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory(
             "fetch", EmittedTimers(emit), config.max_purgatory_operations)
+        self.delete_records_purgatory: Purgatory[DelayedDeleteRecords] = Purgatory(
+            "delete-records", EmittedTimers(emit), config.max_purgatory_operations)
         self.fetch_target = ReplicaFetchTarget(self)
         self.replica_fetcher_manager = FetcherManager(
             f"broker-{broker_id} ReplicaFetcherManager", "Replica", config.num_replica_fetchers,
@@ -161,6 +173,7 @@ class ReplicaManager:
         self.replica_fetcher_manager.shutdown()
         self.produce_purgatory.cancel_all()
         self.fetch_purgatory.cancel_all()
+        self.delete_records_purgatory.cancel_all()
 
     # ---- lookup ------------------------------------------------------------------------------
 
@@ -547,6 +560,10 @@ class ReplicaManager:
         and live brokers in the metadata cache (``MetadataCache.update``)."""
         self.apply_topic_configs(request)
         self.metadata.update(request)
+        # A broker no longer live stops counting in the low watermark of DeleteRecords waiting.
+        for tp in list(self.partitions):
+            if self.delete_records_purgatory.watched(tp):
+                self.delete_records_purgatory.check_and_complete(tp)
 
     # ---- produce -----------------------------------------------------------------------------
 
@@ -660,6 +677,8 @@ class ReplicaManager:
                                                   fp.log_start_offset, now)
             self._maybe_expand_isr(partition)
             self._maybe_increment_hw(partition)
+            # The follower reported its (durable) start offset: the low watermark may rise.
+            self.delete_records_purgatory.check_and_complete(fp.tp)
 
     def read_partitions(self, request: FetchRequest, denied: Mapping[TopicPartition, Errors]
                         ) -> tuple[list[FetchPartitionData], int, bool]:
@@ -793,6 +812,7 @@ class ReplicaManager:
     def _complete_delayed(self, tp: TopicPartition) -> None:
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
+        self.delete_records_purgatory.check_and_complete(tp)
 
     def maybe_shrink_isr(self) -> None:
         """Drop ISR members that have not caught up for replica.lag.time.max.ms."""
@@ -855,6 +875,7 @@ class ReplicaManager:
         if self.trace.enabled:
             self._trace_leader(partition, "AlterPartition committed")
         self._maybe_increment_hw(partition)
+        self.delete_records_purgatory.check_and_complete(partition.tp)  # fewer replicas counted
 
     # ---- offline dirs ------------------------------------------------------------------------
 
@@ -900,21 +921,113 @@ class ReplicaManager:
 
 
 
-    # ---- trace (world/trace.py) ----------------------------------------------------------------
+    # ---- DeleteRecords (KIP-107) ---------------------------------------------------------------
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
-        """DeleteRecords on the leader of ``tp``: raise its log start offset to ``offset`` (at
-        most the high watermark, OFFSET_OUT_OF_RANGE above it), durably; returns the new log
-        start offset. The request that carries it from a client comes with the DeleteRecords
-        issue; this is the leader's effect."""
+        """The leader's effect of a DeleteRecords on ``tp`` alone, with no purgatory: raise its
+        log start offset to ``offset`` (-1: the HW; OFFSET_OUT_OF_RANGE above the HW),
+        durably, and delete the segments wholly below it; returns the new log start offset.
+        Any refusal raises its ``KafkaError``. Clients use the request
+        (``handle_delete_records``)."""
+        found = self._delete_one(tp, offset)
+        if isinstance(found, Errors):
+            raise KafkaError.of(found, f"{tp}: delete records below {offset}")
+        return self.partitions[tp].log_start_offset
+
+    def handle_delete_records(self, request: DeleteRecordsRequest,
+                              denied: Mapping[TopicPartition, Errors],
+                              respond: Callable[[DeleteRecordsResponse], None]
+                              ) -> DeleteRecordsResponse | None:
+        """DeleteRecords on the partitions this broker leads (docs/delete-records.md): each
+        partition's start offset is raised at once, durably, and its segments wholly below it
+        deleted; the answer waits in the purgatory until every partition's low watermark
+        (``low_watermark``) reached its offset, or ``request.timeout_ms`` passed. Returns the
+        answer if there is one at once, else None (``respond`` gets it later). A partition
+        named twice takes its first offset."""
+        results: list[tuple[TopicPartition, DeleteRecordsPartitionResult]] = []
+        statuses: dict[TopicPartition, DeleteRecordsStatus] = {}
+        seen: set[TopicPartition] = set()
+        for topic in request.topics:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.name, part.partition_index)
+                if tp in seen:
+                    continue
+                seen.add(tp)
+                error = denied.get(tp)
+                if error is None:
+                    found = self._delete_one(tp, part.offset)
+                    if isinstance(found, DeleteRecordsStatus):
+                        statuses[tp] = found
+                        found_result = DeleteRecordsPartitionResult(tp.partition, -1)
+                        results.append((tp, found_result))
+                        continue
+                    error = found
+                results.append((tp, DeleteRecordsPartitionResult(tp.partition, -1, error)))
+        op = DelayedDeleteRecords(self, request.correlation_id, results, statuses, respond)
+        answered: list[DeleteRecordsResponse] = []
+        op.respond = answered.append  # an answer at once is returned, not sent
+        if not statuses:
+            op.force_complete()
+            return answered[0]
+        if self.delete_records_purgatory.try_complete_else_watch(
+                op, list(statuses), max(0, request.timeout_ms)):
+            return answered[0]
+        op.respond = respond
+        return None
+
+    def _delete_one(self, tp: TopicPartition, offset: int) -> DeleteRecordsStatus | Errors:
+        """Raise ``tp``'s start offset for a DeleteRecords; its status to wait on, or its
+        error."""
         found = self._leader_partition(tp)
         if isinstance(found, Errors):
-            raise KafkaError.of(found, f"{tp}: not the leader here")
-        found.log.increment_log_start_offset(offset)
-        if self.trace.enabled:
-            tracing.replica(self.trace, self.broker_id, found.log, "DeleteRecords",
-                            {"o": found.log.log_start_offset})
-        return found.log_start_offset
+            return found
+        partition = found
+        log = partition.log
+        if not log.config.deletes:
+            return Errors.POLICY_VIOLATION  # cleanup.policy without "delete"
+        hw = partition.high_watermark
+        wanted = hw if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if wanted < 0 or wanted > hw:
+            return Errors.OFFSET_OUT_OF_RANGE
+        partition.check_topic_identity()
+        try:
+            log.increment_log_start_offset(wanted)  # never backwards; durable when it returns
+            if self.trace.enabled:
+                tracing.replica(self.trace, self.broker_id, log, "DeleteRecords",
+                                {"o": log.log_start_offset})
+            # Then the segments wholly below it, whatever the cleanup policy (hazard 9).
+            tracing.delete_segments_below_start_offset(self.trace, self.broker_id, log)
+        except KafkaStorageError:
+            self.check_offline_dirs()
+            return Errors.KAFKA_STORAGE_ERROR
+        partition.check_offsets()
+        self.fetch_purgatory.check_and_complete(tp)  # parked followers learn it now
+        return DeleteRecordsStatus(wanted, partition.leader_epoch)
+
+    def low_watermark(self, partition: Partition) -> int:
+        """The smallest durable log start offset over the leader, every replica on a live
+        broker (the last UpdateMetadata's), and every member of the (maximal) ISR, live or not
+        (-1 while one of them has not reported since this leadership began; with the log
+        manager's ``durable_log_start_offset`` off, the start offsets in memory, as Kafka
+        counts them). Beyond Kafka, an
+        in-sync replica on a dead broker counts: it may be elected when it comes back, and
+        must not bring deleted records back (docs/delete-records.md)."""
+        assert partition.is_leader
+        log = partition.log
+        # Kafka's behaviour when logs write their start offset only at the periodic
+        # checkpoint (durable_log_start_offset=False): the start offset in memory.
+        low = (log.durable_log_start_offset if log.start_offset_checkpoint is not None
+               else log.log_start_offset)
+        live = self.metadata.live_brokers
+        counted = {r for r in partition.replicas if r in live} | set(partition.maximal_isr)
+        for r in counted:
+            if r == self.broker_id:
+                continue
+            follower = partition.followers.get(r)
+            low = min(low, follower.log_start_offset if follower is not None else UNKNOWN_OFFSET)
+        return low
+
+    # ---- trace (world/trace.py) ----------------------------------------------------------------
 
     def _trace_replica_deleted(self, tp: TopicPartition, topic_id: Uuid | None) -> None:
         """LogStartOffset: this broker's replica of ``tp`` and its log are gone; a replica

@@ -45,6 +45,21 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
                           durable=log.start_offset_checkpoint is not None, always=always)
 
 
+def delete_segments_below_start_offset(recorder: TraceRecorder, broker_id: int,
+                                       log: PartitionLog) -> int:
+    """Delete ``log``'s segments wholly below its start offset (``PartitionLog.
+    delete_segments_below_start_offset``) and, when tracing, report them as LogStartOffset's
+    ``DeleteOldestSegment`` (one size per segment), as retention does; returns how many went.
+    Raises what the log raises (``KafkaStorageError``)."""
+    bases = [seg.base_offset for seg in log.segments] if recorder.enabled else []
+    gone = log.delete_segments_below_start_offset()
+    if gone and recorder.enabled:
+        ends = [*bases[1:gone], log.segments[0].base_offset]
+        replica(recorder, broker_id, log, "DeleteOldestSegment",
+                {"segments": [end - base for base, end in zip(bases[:gone], ends, strict=True)]})
+    return gone
+
+
 def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tuple[int, ...],
         after: tuple[int, ...], cause: str, known: Mapping[int, int], topic_id: str) -> None:
     """The leader's ISR of ``tp`` went from ``before`` to ``after``: one ShrinkIsr per member

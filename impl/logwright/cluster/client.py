@@ -34,6 +34,10 @@ from logwright.protocol import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     NO_EPOCH,
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
     FetchPartition,
     FetchRequest,
     FetchResponse,
@@ -128,6 +132,27 @@ class ConsumerRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class DeleteRecordsResult:
+    """One partition's answer to ``Cluster.delete_records``.
+
+    ``error`` is ``Errors.NONE`` when the deletion is acknowledged: then ``low_watermark`` is
+    the partition's low watermark (every record below it is gone from every replica counted,
+    durably) and is at least the offset asked (the high watermark for -1). Otherwise
+    ``low_watermark`` is -1 and ``error`` says why (``message`` the detail); a deletion that
+    timed out may still have raised the leader's start offset."""
+
+    tp: TopicPartition
+    low_watermark: int
+    error: Errors = Errors.NONE
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the deletion was acknowledged."""
+        return self.error is Errors.NONE
 
 
 class ClientRuntime(Protocol):
@@ -407,6 +432,46 @@ class Client:
 
         self._with_retries(tp, f"list_offsets {which}", deadline, attempt)
         return result
+
+    def delete_records(self, offsets: Sequence[tuple[TopicPartition, int]], timeout_ms: int
+                       ) -> dict[TopicPartition, DeleteRecordsResult]:
+        """DeleteRecords: for each (partition, offset), a request to the partition's leader,
+        retried as Kafka's admin client does (new metadata after NOT_LEADER_OR_FOLLOWER and
+        the like) until ``timeout_ms`` passes, which is also the time each leader waits for
+        the low watermark. One result per partition, never raised: a partition's error is in
+        its result. Partitions are asked one after the other, each with its own deadline."""
+        self._require_open()
+        out: dict[TopicPartition, DeleteRecordsResult] = {}
+        for tp, offset in offsets:
+            if tp in out:
+                continue
+            deadline = self._deadline(timeout_ms, self.config.default_api_timeout_ms)
+            found: list[int] = []
+
+            def attempt(node: str, _meta: MetadataPartition, wait_ms: int,
+                        tp: TopicPartition = tp, offset: int = offset,
+                        found: list[int] = found) -> tuple[Errors, str]:
+                request = DeleteRecordsRequest(
+                    self.node.next_correlation_id(),
+                    (DeleteRecordsTopic(tp.topic, (DeleteRecordsPartition(tp.partition,
+                                                                          offset),)),),
+                    wait_ms)
+                response = self._call(node, request, wait_ms)
+                if (not isinstance(response, DeleteRecordsResponse) or len(response.topics) != 1
+                        or len(response.topics[0].partitions) != 1):
+                    return Errors.REQUEST_TIMED_OUT, f"no answer from {node} in {wait_ms} ms"
+                answer = response.topics[0].partitions[0]
+                if answer.error is Errors.NONE:
+                    found.append(answer.low_watermark)
+                return answer.error, f"delete records below {offset}"
+
+            try:
+                self._with_retries(tp, "delete_records", deadline, attempt)
+            except KafkaError as exc:
+                out[tp] = DeleteRecordsResult(tp, -1, exc.error, exc.message)
+            else:
+                out[tp] = DeleteRecordsResult(tp, found[-1])
+        return out
 
     # ---- the retry loop ------------------------------------------------------------------------
 

@@ -24,7 +24,14 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from logwright.broker import Broker, BrokerConfig, BrokerState
 from logwright.broker.metrics import MAX_LAG, PER_LOG_PREFIX, BrokerMetrics, merged_collector
 from logwright.cluster import validate
-from logwright.cluster.client import Acks, Client, ClientConfig, ClientNode, ConsumerRecord
+from logwright.cluster.client import (
+    Acks,
+    Client,
+    ClientConfig,
+    ClientNode,
+    ConsumerRecord,
+    DeleteRecordsResult,
+)
 from logwright.configs import (
     ConfigEntry,
     describe_topic_configs,
@@ -430,6 +437,21 @@ class Cluster:
         """"earliest" is the log start offset; "latest" the high watermark."""
         validate.list_offsets(self, topic, partition, which, timeout_ms)
         return self.client.list_offsets(TopicPartition(topic, partition), which, timeout_ms)
+
+    def delete_records(self, offsets: Mapping[tuple[str, int], int], timeout_ms: int = 30_000
+                       ) -> dict[tuple[str, int], DeleteRecordsResult]:
+        """DeleteRecords (KIP-107): delete every record below ``offset`` of each
+        ``(topic, partition)`` (-1: below the high watermark). Returns one
+        ``DeleteRecordsResult`` per partition, keyed as given: its low watermark once every
+        replica counted holds the new start offset durably (docs/delete-records.md), else its
+        error (OFFSET_OUT_OF_RANGE above the high watermark, POLICY_VIOLATION without
+        ``delete`` in cleanup.policy, TOPIC_AUTHORIZATION_FAILED, REQUEST_TIMED_OUT after
+        ``timeout_ms``, ...). Bad arguments raise ``InvalidArgument`` before anything is sent.
+        """
+        checked = validate.delete_records(self, offsets, timeout_ms)
+        results = self.client.delete_records(
+            [(TopicPartition(t, p), o) for (t, p), o in checked], timeout_ms)
+        return {(t, p): results[TopicPartition(t, p)] for (t, p), _ in checked}
 
     # ---- faults --------------------------------------------------------------------------------
 

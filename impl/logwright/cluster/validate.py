@@ -331,6 +331,24 @@ def list_offsets(cluster: Cluster, name: object, part: object, which: object,
     timeout("timeout_ms", timeout_ms, optional=True)
 
 
+def delete_records(cluster: Cluster, offsets: object, timeout_ms: object
+                   ) -> list[tuple[tuple[str, int], int]]:
+    """``Cluster.delete_records``: a mapping of (topic, partition) to an offset >= -1, not
+    empty, and a positive timeout; returns the pairs in order."""
+    usable(cluster)
+    if not isinstance(offsets, Mapping) or not offsets:
+        raise InvalidArgument(f"offsets must be a non-empty mapping of (topic, partition) to "
+                              f"an offset, not {_kind(offsets)} {_show(offsets)}")
+    out: list[tuple[tuple[str, int], int]] = []
+    for key, offset in offsets.items():
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise InvalidArgument(f"offsets: key {_show(key)} must be a (topic, partition) pair")
+        name, part = topic(key[0]), partition(key[1])
+        out.append(((name, part), integer(f"offsets[{key!r}]", offset, -1, OFFSET_MAX)))
+    timeout("timeout_ms", timeout_ms)
+    return out
+
+
 def alter_topic_configs(cluster: Cluster, name: object, changes: object,
                         deletions: object) -> None:
     """``Cluster.alter_topic_configs``: a legal topic, a mapping of configs to set, and config

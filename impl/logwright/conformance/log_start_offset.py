@@ -322,6 +322,11 @@ class _Watch:
     outside: str = ""
     """Set during a check when the change is outside the model (a restart): a new
     behaviour starts there."""
+    acked: int = 0
+    """The ghost ``acked``: the highest low watermark a DeleteRecords response reported that
+    the projection mapped onto ``AcknowledgeDeleteRecords``."""
+    reported: int = 0
+    """The highest low watermark a DeleteRecords response reported (``acknowledge``)."""
 
 
 class ClusterProjection(ClusterObserver):
@@ -380,6 +385,18 @@ class ClusterProjection(ClusterObserver):
         self.steps = 0
         self.rebases = 0
         self.epoch_bumps = 0
+        self.acks = 0
+        self.acks_unmapped = 0
+
+    def acknowledge(self, tp: TopicPartition, low_watermark: int) -> None:
+        """A DeleteRecords response reported ``low_watermark`` for ``tp``: at the next check it
+        is the twin's ``AcknowledgeDeleteRecords`` when it equals the twin's low watermark (the
+        least start offset over the partition's replicas). It may not: a replica on a dead
+        broker outside the ISR is not counted by the broker (Kafka's rule) and is by the twin;
+        such an answer is counted in ``acks_unmapped`` and not mapped."""
+        w = self.watches.get(tp)
+        if w is not None:
+            w.reported = max(w.reported, low_watermark)
 
     def check(self, context: str = "") -> None:
         """Abstract every partition and check the twin's invariants; raises
@@ -405,6 +422,8 @@ class ClusterProjection(ClusterObserver):
             nw.incarnations = {b: v for b, v in w.incarnations.items() if b in replicas}
             nw.fenced = {b: e for b, e in w.fenced.items() if b in replicas}
             nw.seg_start = {b: v for b, v in w.seg_start.items() if b in replicas}
+            # ``acked`` starts over: a new replica (start offset 0 until it fetches) is not
+            # one the acknowledged deletions were counted on.
         self.watches[tp] = nw
         return nw
 
@@ -487,10 +506,17 @@ class ClusterProjection(ClusterObserver):
             # Elected, not yet told (or down): its epoch starts at its LEO (the model's
             # election); when it takes the epoch, the offset it records is read instead.
             w.epoch_start = views[replicas.index(w.leader)].leo
+        if w.reported > w.acked:
+            if w.reported == min(v.log_start for v in views):
+                w.acked = w.reported
+                self.acks += 1
+            else:
+                self.acks_unmapped += 1
+            w.reported = w.acked
         s = S(tuple(v.leo for v in views), tuple(v.hw for v in views),
               tuple(v.log_start for v in views), tuple(segs),
               tuple(v.ckpt_start for v in views), tuple(v.flushed for v in views), isr,
-              w.leader, w.epoch_start, w.committed, 0)
+              w.leader, w.epoch_start, w.committed, w.acked)
         if s == w.checker.last:
             return  # the same abstract state: it was checked
         self.checks += 1

@@ -11,6 +11,7 @@ from logwright.identity import TopicPartition, Uuid
 
 __all__ = [
     "CONSUMER_REPLICA_ID",
+    "DELETE_TO_HIGH_WATERMARK",
     "EARLIEST_TIMESTAMP",
     "EPOCH_DURING_DELETE",
     "LATEST_TIMESTAMP",
@@ -20,6 +21,12 @@ __all__ = [
     "BrokerHeartbeat",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
+    "DeleteRecordsPartition",
+    "DeleteRecordsPartitionResult",
+    "DeleteRecordsRequest",
+    "DeleteRecordsResponse",
+    "DeleteRecordsTopic",
+    "DeleteRecordsTopicResult",
     "DescribeLogDirsPartition",
     "DescribeLogDirsRequest",
     "DescribeLogDirsResponse",
@@ -464,3 +471,61 @@ class DescribeLogDirsResponse(Message):
 
     error: Errors
     results: tuple[DescribeLogDirsResult, ...] = ()
+
+
+# ---- DeleteRecords (KIP-107; Kafka's API key 21) ---------------------------------------------
+
+DELETE_TO_HIGH_WATERMARK = -1  # DeleteRecords offset -1: "up to the high watermark"
+
+
+@dataclass(frozen=True)
+class DeleteRecordsPartition:
+    """One partition of a DeleteRecords request: delete every record below ``offset`` (-1: the
+    high watermark)."""
+
+    partition_index: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class DeleteRecordsTopic:
+    """The partitions of one topic in a DeleteRecords request."""
+
+    name: str
+    partitions: tuple[DeleteRecordsPartition, ...]
+
+
+@dataclass(frozen=True)
+class DeleteRecordsRequest(Message):
+    """Kafka's DeleteRecords request, sent to the leader of every partition it names; the
+    leader answers when each partition's low watermark reached its offset, or after
+    ``timeout_ms`` (REQUEST_TIMED_OUT for those that did not)."""
+
+    topics: tuple[DeleteRecordsTopic, ...]
+    timeout_ms: int
+    principal: str = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True)
+class DeleteRecordsPartitionResult:
+    """One partition's answer: its low watermark (the smallest log start offset over the
+    replicas counted; -1 with an error) and its error."""
+
+    partition_index: int
+    low_watermark: int
+    error: Errors = Errors.NONE
+
+
+@dataclass(frozen=True)
+class DeleteRecordsTopicResult:
+    """The answers for one topic's partitions."""
+
+    name: str
+    partitions: tuple[DeleteRecordsPartitionResult, ...]
+
+
+@dataclass(frozen=True)
+class DeleteRecordsResponse(Message):
+    """Kafka's DeleteRecords response: one result per partition asked, grouped by topic."""
+
+    topics: tuple[DeleteRecordsTopicResult, ...] = ()

@@ -128,6 +128,10 @@ class PartitionLog:
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._log_start_offset = log_start_offset
+        # The start offset a crash can no longer take back: what the loader found, or the
+        # last value the dir's log-start-offset-checkpoint holds (DeleteRecords acknowledges
+        # on this, docs/delete-records.md).
+        self._durable_log_start_offset = log_start_offset
         self._high_watermark = high_watermark
         self.recovery_point = recovery_point
         #: The leader epoch cache: read it freely; only this log changes it.
@@ -213,6 +217,19 @@ class PartitionLog:
     def log_start_offset(self) -> int:
         """The first offset a reader may ask for."""
         return self._log_start_offset
+
+    @property
+    def durable_log_start_offset(self) -> int:
+        """The log start offset a crash cannot take back (written to the dir's
+        ``log-start-offset-checkpoint``, or loaded); at most ``log_start_offset``. Equal to it
+        whenever the log writes each raise at once (the log manager's default)."""
+        return self._durable_log_start_offset
+
+    def start_offset_written(self, offset: int) -> None:
+        """The dir's checkpoint now holds ``offset`` for this log (durably): the durable start
+        offset becomes it (never backwards)."""
+        assert offset <= self._log_start_offset, "only a value the log held can be written"
+        self._durable_log_start_offset = max(self._durable_log_start_offset, offset)
 
     @property
     def high_watermark(self) -> int:
@@ -618,6 +635,13 @@ class PartitionLog:
             deleted += self._delete_segments(self._size_breach())
             deleted += self._delete_segments(self._time_breach())
         return deleted
+
+    def delete_segments_below_start_offset(self) -> int:
+        """Delete every segment lying wholly below the log start offset (a DeleteRecords or a
+        follower's raise), whatever the cleanup policy (hazard 9), never one holding offsets
+        at or above the high watermark (hazard 1); returns how many went."""
+        self._guard()
+        return self._delete_segments(self._breached_start_offset)
 
     def _breached_start_offset(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
         return nxt is not None and nxt.base_offset <= self._log_start_offset

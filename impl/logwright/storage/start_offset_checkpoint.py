@@ -30,6 +30,10 @@ class HasLogStartOffset(Protocol):
         """The first offset a reader may ask for."""
         ...
 
+    def start_offset_written(self, offset: int) -> None:
+        """The checkpoint file now holds ``offset`` for this log, durably."""
+        ...
+
 
 class LogStartOffsetCheckpoint:
     """The ``log-start-offset-checkpoint`` of the dir ``log_dir``, holding every log in ``logs``.
@@ -49,7 +53,10 @@ class LogStartOffsetCheckpoint:
     def write(self) -> None:
         """Rewrite the file from every log's current start offset (tmp, fsync, rename, dir
         fsync). Raises ``OSError`` if it cannot."""
-        self.file.write({tp: log.log_start_offset for tp, log in self._logs.items()})
+        written = {tp: log.log_start_offset for tp, log in self._logs.items()}
+        self.file.write(written)
+        for tp, offset in written.items():
+            self._logs[tp].start_offset_written(offset)
 
     def persist(self, tp: TopicPartition) -> None:
         """``tp``'s log raised its start offset: make it durable now. Raises ``OSError``."""

@@ -51,7 +51,7 @@ EventSink = Callable[[str], None]
 OPS = ("create_topic", "delete_topic", "recreate_topic", "produce", "fetch", "list_offsets",
        "alter_configs", "reassign", "crash", "crash_during", "restart", "fail_dir",
        "fail_controller", "isolate", "cut", "heal", "network", "advance", "settle",
-       "repair_and_settle")
+       "repair_and_settle", "delete_records")
 
 
 class PropertyViolated(AssertionError):
@@ -72,11 +72,25 @@ class TopicBook:
     partitions: int
     sent: dict[int, set[bytes]] = field(default_factory=dict)
     acked: dict[int, dict[int, bytes]] = field(default_factory=dict)
+    #: Per partition, the highest low watermark a DeleteRecords acknowledged: nothing below it
+    #: may ever be served or held again.
+    deleted_below: dict[int, int] = field(default_factory=dict)
+    #: Per partition, the highest offset a DeleteRecords asked, acknowledged or not (a leader
+    #: may have raised its start offset before the answer was lost): records below it may be
+    #: legitimately gone, acknowledged or not.
+    maybe_deleted_below: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for p in range(self.partitions):
             self.sent.setdefault(p, set())
             self.acked.setdefault(p, {})
+            self.deleted_below.setdefault(p, 0)
+            self.maybe_deleted_below.setdefault(p, 0)
+
+    def promised(self, p: int) -> dict[int, bytes]:
+        """The acknowledged records of partition ``p`` no DeleteRecords may have deleted."""
+        floor = self.maybe_deleted_below[p]
+        return {o: v for o, v in self.acked[p].items() if o >= floor}
 
 
 class ClusterRun:
@@ -275,6 +289,10 @@ class ClusterRun:
 
     def _check_served(self, topic: str, p: int, book: TopicBook,
                       served: Mapping[int, bytes | None], who: str) -> None:
+        floor = book.deleted_below[p]
+        below = [o for o in served if o < floor]
+        _ensure(not below, f"{who} reads {topic}-{p} offset {min(below or [0])}, below the "
+                f"low watermark {floor} a DeleteRecords acknowledged (NeverServeBelowLogStart)")
         for offset, value in served.items():
             if value is None or value in book.sent[p]:
                 continue
@@ -283,10 +301,31 @@ class ClusterRun:
             raise PropertyViolated(
                 f"{who} reads {value!r} at {topic}-{p} offset {offset}, a record of {origin} "
                 f"(topic id {book.topic_id})")
-        for offset, value in book.acked[p].items():
+        for offset, value in book.promised(p).items():
             _ensure(offset not in served or served[offset] == value,
                     f"{who} reads {served.get(offset)!r} at {topic}-{p} offset {offset}, "
                     f"expected the acknowledged {value!r}")
+
+    def _op_delete_records(self, step: Step) -> None:
+        """DeleteRecords of one partition below ``offset``; an acknowledged low watermark is
+        booked (never to be served again), an attempt too (its records may be gone)."""
+        topic, p, offset = step.get("topic", "s"), step["partition"], step["offset"]
+        book = self.topics.get(topic)
+        if book is not None and p < book.partitions:
+            book.maybe_deleted_below[p] = max(book.maybe_deleted_below[p], offset)
+        result = self.cluster.delete_records({(topic, p): offset}, timeout_ms=5_000)[(topic, p)]
+        if not result.ok:
+            self.event(f"delete_records failed: {result.error.name}")
+            return
+        self.event("delete_records acknowledged")
+        _ensure(result.low_watermark >= offset,
+                f"{topic}-{p}: delete_records below {offset} acknowledged with low watermark "
+                f"{result.low_watermark}")
+        if book is not None and self.topics.get(topic) is book and p < book.partitions:
+            self.projection.acknowledge(TopicPartition(topic, p), result.low_watermark)
+            book.deleted_below[p] = max(book.deleted_below[p], result.low_watermark)
+            book.maybe_deleted_below[p] = max(book.maybe_deleted_below[p],
+                                              result.low_watermark)
 
     def _op_list_offsets(self, step: Step) -> None:
         topic, p = step.get("topic", "s"), step["partition"]
@@ -297,10 +336,14 @@ class ClusterRun:
             self.event(f"list_offsets failed: {exc.name}")
             return
         self.event("list_offsets answered")
-        # Nothing in this alphabet raises a log start offset (no DeleteRecords, retention far
-        # beyond the run's time), so the earliest offset of a current incarnation is 0.
-        if which == "earliest" and topic in self.topics:
-            _ensure(offset == 0, f"earliest offset of {topic}-{p} is {offset}, expected 0")
+        # Only DeleteRecords raises a log start offset in this alphabet (retention is far
+        # beyond the run's time): the earliest offset of a current incarnation lies between
+        # the highest acknowledged low watermark and the highest offset asked.
+        book = self.topics.get(topic)
+        if which == "earliest" and book is not None and p < book.partitions:
+            low, high = book.deleted_below[p], book.maybe_deleted_below[p]
+            _ensure(low <= offset <= high, f"earliest offset of {topic}-{p} is {offset}, "
+                    f"expected from {low} (acknowledged deletion) to {high}")
         _ensure(offset >= 0, f"list_offsets {which} of {topic}-{p} answered {offset}")
 
     def _op_alter_configs(self, step: Step) -> None:
@@ -546,7 +589,7 @@ class ClusterRun:
                     continue  # the leader's dir failed just now
                 self.event("leader's log checked")
                 self._check_served(name, p, book, held, f"leader {state.leader}'s log")
-                for offset, value in book.acked[p].items():
+                for offset, value in book.promised(p).items():
                     _ensure(held.get(offset) == value,
                             f"{tp}: acknowledged record at {offset} is {held.get(offset)!r} on "
                             f"leader {state.leader} (epoch {state.leader_epoch}), expected "
@@ -568,10 +611,11 @@ class ClusterRun:
                         f"the topic's id is {state.topic_id}")
 
     def _consume(self, topic: str, p: int, max_fetches: int = 1_000) -> dict[int, bytes | None]:
-        """Every committed record of ``topic``-``p`` from offset 0, as a consumer polling until
-        an empty answer reads them (one fetch may stop at a segment's end, as in Kafka)."""
+        """Every committed record of ``topic``-``p`` from its earliest offset (0 unless a
+        DeleteRecords raised it), as a consumer polling until an empty answer reads them (one
+        fetch may stop at a segment's end, as in Kafka)."""
         got: dict[int, bytes | None] = {}
-        offset = 0
+        offset = self.cluster.list_offsets(topic, p, "earliest", timeout_ms=10_000)
         for _ in range(max_fetches):
             records = self.cluster.fetch(topic, p, offset, timeout_ms=10_000)
             if not records:
@@ -585,7 +629,7 @@ class ClusterRun:
             for p in range(book.partitions):
                 got = self._consume(name, p)
                 self._check_served(name, p, book, got, "after settling, a consumer")
-                for offset, value in book.acked[p].items():
+                for offset, value in book.promised(p).items():
                     _ensure(got.get(offset) == value,
                             f"{name}-{p}: after settling, a consumer reads {got.get(offset)!r} "
                             f"at {offset}, expected the acknowledged {value!r}")

@@ -1,7 +1,8 @@
 """The Hypothesis state machine of the simulated cluster: the fuzzer's alphabet.
 
-Every user action the facade has: produce (acks 0, 1 and all), fetch, list offsets, create a
-topic, delete one, delete and re-create one at once, reassign, change a topic's configs. Every
+Every user action the facade has: produce (acks 0, 1 and all), fetch, list offsets, delete
+records (KIP-107), create a topic, delete one, delete and re-create one at once, reassign, change
+a topic's configs. Every
 fault: a crash (process kill, or power loss), a power loss right after any of a broker's file
 system operations during a step, a restart with the failed dirs repaired or still failed, a failed
 log dir, controller failover (with zombies), a network partition between any two nodes, message
@@ -20,8 +21,10 @@ partition or lossy network, dir failure) may strike and no reassignment may star
 keep data (process kills, network partitions, loss, duplication, reordering) are otherwise free.
 Outside this model acknowledged records can be lost, here as in Kafka before KIP-966 (see
 docs/cluster.md, "Limits"). ``unclean.leader.election.enable`` is not in the alphabet: it gives
-up acks=all by design. Retention is left long (no record gets old enough within a run) and
-DeleteRecords is not a cluster action, so no record leaves a log except by a fault.
+up acks=all by design. Retention is left long (no record gets old enough within a run), so no
+record leaves a log except by a fault or a DeleteRecords: the run books what each DeleteRecords
+asked and acknowledged, so that records below an acknowledged low watermark are legitimately
+gone and must never be served again (``ClusterRun``).
 """
 
 from __future__ import annotations
@@ -145,6 +148,20 @@ class ClusterMachine(RuleBasedStateMachine):
                       "which": which})
 
     @precondition(_ready)
+    @rule(data=st.data())
+    def delete_records(self, data: st.DataObject) -> None:
+        """DeleteRecords below an offset up to just past the highest acknowledged one (so
+        some are above the HW: OFFSET_OUT_OF_RANGE)."""
+        where = self._partition(data)
+        if where is None:
+            return
+        acked = self.run.topics[where[0]].acked[where[1]]
+        top = max(acked, default=-1) + 2
+        offset = data.draw(st.integers(0, top), label="offset")
+        self._do({"op": "delete_records", "topic": where[0], "partition": where[1],
+                  "offset": offset})
+
+    @precondition(_ready)
     @rule(name=st.sampled_from(TOPICS), partitions=st.integers(1, 3), rf=st.integers(2, 3))
     def create_topic(self, name: str, partitions: int, rf: int) -> None:
         if name in self.run.retired and not self._allowed("reuse_name"):
@@ -216,13 +233,19 @@ class ClusterMachine(RuleBasedStateMachine):
             nested: Step = {"op": "restart", "broker": b, "repair": True}
         else:
             kind = data.draw(st.sampled_from(["advance", "produce", "alter_configs",
-                                              "delete_topic"]), label="during")
+                                              "delete_topic", "delete_records"]),
+                             label="during")
             where = self._partition(data)
             if kind == "advance" or where is None:
                 nested = {"op": "advance", "ms": data.draw(st.sampled_from([100, 2_000]))}
             elif kind == "produce":
                 nested = {"op": "produce", "topic": where[0], "partition": where[1],
                           "values": self._values(2), "acks": -1}
+            elif kind == "delete_records":
+                acked = self.run.topics[where[0]].acked[where[1]]
+                nested = {"op": "delete_records", "topic": where[0], "partition": where[1],
+                          "offset": data.draw(st.integers(0, max(acked, default=-1) + 2),
+                                              label="offset")}
             elif kind == "alter_configs":
                 nested = {"op": "alter_configs", "topic": where[0],
                           "set": {"segment.bytes": 100}, "delete": []}
