@@ -129,7 +129,7 @@ DurableStart(r) == Max(ckptStart[r], segStart[r])
 \* The low watermark a DeleteRecords is acknowledged with: the least durable start offset over
 \* the counted replicas (the bugs: Kafka's, in memory).
 AckLowWatermark ==
-    IF Bug \in {"AckBeforeDurable", "StartOffsetCheckpointLazy"} THEN LowWatermark
+    IF Bug = "AckBeforeDurable" \/ Bug = "StartOffsetCheckpointLazy" THEN LowWatermark
     ELSE Min({DurableStart(r) : r \in Counted})
 
 \* The log start offset's checkpoint after it was raised to `new`: written at once, before anything

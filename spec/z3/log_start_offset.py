@@ -52,8 +52,6 @@ REPLICAS = (1, 2)
 FIRST_LEADER = 1
 INVARIANTS = ("NoNewDataDeleted", "NeverServeBelowLogStart", "CommittedDataOnIsr")
 PER_REPLICA = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
-IN_MEMORY_ACK = ("AckBeforeDurable", "StartOffsetCheckpointLazy")
-"""The bugs that acknowledge a DeleteRecords on the in-memory low watermark."""
 RESPONSE = ("respLeo", "respHw", "respStart")
 """The fetch response in flight to replica i: the Boolean ``resp<i>`` and these (0 when none)."""
 
@@ -84,6 +82,8 @@ def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
     BUG_TABLE.check(bug)
     lazy = bug == "StartOffsetCheckpointLazy"
+    # The bugs that acknowledge a DeleteRecords on the in-memory low watermark.
+    in_memory = bug == "AckBeforeDurable" or bug == "StartOffsetCheckpointLazy"
 
     def ckpt_after_raise(i: int, new: Any) -> dict[str, Any]:
         return {} if lazy else {_v("ckptStart", i): new}
@@ -195,7 +195,7 @@ def system(bug: str = "none") -> TransitionSystem:
         # The least (durable; with the bugs, in-memory) start offset over the replicas that
         # are up: a replica down counts as the leader's value (never below the least).
         def start(i: int) -> Any:
-            return s[_v("logStart", i)] if bug in IN_MEMORY_ACK else _durable(s, i)
+            return s[_v("logStart", i)] if in_memory else _durable(s, i)
         lead = start(REPLICAS[-1])
         for j in reversed(REPLICAS[:-1]):
             lead = z3.If(s["leader"] == j, start(j), lead)

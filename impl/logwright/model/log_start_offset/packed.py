@@ -209,7 +209,7 @@ class LogStartOffsetSpec(LogStartOffsetTwin, PackedSpec):
         # AcknowledgeDeleteRecords: the least (durable, or with the bugs in-memory) start offset
         # over the replicas that are up
         big = max_offset + 1
-        in_memory = self.bug in ("AckBeforeDurable", "StartOffsetCheckpointLazy")
+        in_memory = self.bug == "AckBeforeDurable" or self.bug == "StartOffsetCheckpointLazy"
         lw = np.min(np.stack([np.where(up[i], c[f"logStart{i}"] if in_memory else durable[i],
                                        big) for i in range(n)]), axis=0)
         yield branch((pending != 0) & (lw >= pending),

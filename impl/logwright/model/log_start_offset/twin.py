@@ -149,7 +149,7 @@ class LogStartOffsetTwin(Spec):
         """The low watermark a DeleteRecords is acknowledged with: the least durable start
         offset over the counted replicas (the bugs AckBeforeDurable and
         StartOffsetCheckpointLazy: Kafka's, in memory)."""
-        if self.bug in ("AckBeforeDurable", "StartOffsetCheckpointLazy"):
+        if self.bug == "AckBeforeDurable" or self.bug == "StartOffsetCheckpointLazy":
             return self.LowWatermark(s)
         return min(self.DurableStart(s, i) for i in self.Counted(s))
 
