@@ -62,7 +62,9 @@ def test_packed_actions_are_the_python_actions(bug: str) -> None:
     actions' successors, action by action and in order."""
     spec = LogStartOffsetSpec(LogStartOffsetConfig(
         replicas=(1, 2), max_offset=1, segment_size=1, bug=bug))
-    states = sorted(_reachable(spec), key=spec.encode)
+    # Every third of the reachable states, in code order (all of them agree too; since issue 11
+    # there are about 5,700, and the generic successors of all take half a minute per bug).
+    states = sorted(_reachable(spec), key=spec.encode)[::3]
     assert len(states) > 200
     codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
     assert [spec.decode(int(c)) for c in codes] == states
