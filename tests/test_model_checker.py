@@ -252,6 +252,15 @@ def test_parse_tlc_output_of_a_violation() -> None:
     assert r.trace[2].variables == {"x": "3", "y": "(1 :> 0 @@ 2 :> 1)"}
 
 
+def test_parse_tlc_output_of_a_violated_action_property() -> None:
+    """Regression: TLC reports a ``[][A]_v`` property (LogStartOffset's DurableStartMonotone) as
+    an action property; it was read as a tool error, not as the violation it is."""
+    out = TLC_VIOLATION_OUTPUT.replace("Error: Invariant Inv is violated.",
+                                       "Error: Action property Mono is violated.")
+    r = parse_tlc_output(out, "Tiny", "Tiny.cfg")
+    assert r.ok and r.violation == "Mono" and len(r.trace) == 3
+
+
 def test_parse_tlc_output_of_an_error() -> None:
     r = parse_tlc_output("Error: The constraint x specified in the configuration file\n", "T")
     assert not r.ok and r.error is not None and "constraint" in r.error

@@ -62,7 +62,9 @@ def test_packed_actions_are_the_python_actions(bug: str) -> None:
     actions' successors, action by action and in order."""
     spec = LogStartOffsetSpec(LogStartOffsetConfig(
         replicas=(1, 2), max_offset=1, segment_size=1, bug=bug))
-    states = sorted(_reachable(spec), key=spec.encode)
+    # Every third of the reachable states, in code order (all of them agree too; since issue 11
+    # there are about 5,700, and the generic successors of all take half a minute per bug).
+    states = sorted(_reachable(spec), key=spec.encode)[::3]
     assert len(states) > 200
     codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
     assert [spec.decode(int(c)) for c in codes] == states
@@ -152,9 +154,12 @@ def test_counterexample_reads_as_a_story() -> None:
     r = check(spec)
     assert r.violation is not None
     text = r.violation.format(spec)
-    assert "Invariant NeverServeBelowLogStart is violated after 9 states" in text
-    assert "DeleteRecords(1)" in text and "AcknowledgeDeleteRecords" in text
-    assert text.rstrip().splitlines()[-4].startswith("State 9: CrashRestart(")
+    # Kafka as shipped: the follower is down (not counted), the leader raises its start offset
+    # in memory, acknowledges it, and a crash of the leader brings the deleted record back.
+    assert "Invariant NeverServeBelowLogStart is violated after 7 states" in text
+    assert "GoDown(2)" in text and "DeleteRecords(1)" in text
+    assert "AcknowledgeDeleteRecords" in text
+    assert text.rstrip().splitlines()[-4].startswith("State 7: CrashRestart(1)")
     assert "(checkpoint 0)" in text
 
 
@@ -194,3 +199,99 @@ def test_z3_finds_each_bug_with_readable_steps(z3_encoding, bug: str) -> None:  
     # Z3 over unbounded offsets finds a behaviour no longer than TLC's shortest one.
     depth = FIGURES[f"LogStartOffset_bug_{bug}.cfg"]["depth"]
     assert len(r.counterexample) <= depth
+
+
+def _committed_one(spec: LogStartOffsetSpec) -> LogStartOffsetState:
+    """One record on both replicas, committed (HW 1 on the leader, 0 on the follower)."""
+    s = spec.Append(next(iter(spec.init_states())))  # type: ignore[arg-type]
+    assert s is not None
+    s = spec.FollowerFetch(s, 2)
+    assert s is not None
+    s = spec.AdvanceHW(s, 1)
+    assert s is not None and s.hw == (1, 0)
+    return s
+
+
+def test_delete_records_waits_for_a_durable_low_watermark() -> None:
+    """The purgatory: accepted at most the HW, one at a time; acknowledged only once every
+    counted replica's start offset is durable (AckBeforeDurable: once it is in memory)."""
+    spec, buggy = LogStartOffsetSpec(), LogStartOffsetSpec(LogStartOffsetConfig(
+        bug="AckBeforeDurable"))
+    s = _committed_one(spec)
+    assert spec.DeleteRecords(s, 2) is None  # above the HW: OFFSET_OUT_OF_RANGE
+    s = spec.DeleteRecords(s, 1)
+    assert s is not None and s.pending == 1 and s.logStart == (1, 0) and s.ckptStart == (1, 0)
+    assert spec.DeleteRecords(s, 1) is None  # one request at a time
+    assert spec.AcknowledgeDeleteRecords(s) is None  # the follower is still at 0
+    served = spec.ServeFetch(s, 2)
+    assert served is not None
+    raised = spec.ApplyFetch(served, 2, 1)
+    assert raised is not None and raised.logStart == (1, 1) and raised.ckptStart == (1, 0)
+    assert spec.AcknowledgeDeleteRecords(raised) is None  # in memory only: not durable
+    early = buggy.AcknowledgeDeleteRecords(raised)
+    assert early is not None and early.acked == 1  # the bug acknowledges it now
+    lost = buggy.CrashRestart(early, 2, 1, 1)  # and a crash brings the record back
+    assert lost is not None and lost.logStart == (1, 0) and 2 in lost.isr
+    assert not buggy.NeverServeBelowLogStart(lost)
+    durable = spec.CheckpointStartOffset(raised, 2)
+    assert durable is not None
+    done = spec.AcknowledgeDeleteRecords(durable)
+    assert done is not None and done.acked == 1 and done.pending == 0 and done.isrFloor == 1
+    again = spec.CrashRestart(done, 2, 1, 1)  # now a crash keeps it
+    assert again is not None and again.logStart == (1, 1) and spec.NeverServeBelowLogStart(again)
+
+
+def test_a_waiting_delete_records_ends_on_timeout_election_or_leader_restart() -> None:
+    spec = LogStartOffsetSpec()
+    s = spec.DeleteRecords(_committed_one(spec), 1)
+    assert s is not None and s.pending == 1
+    expired = spec.ExpireDeleteRecords(s)
+    assert expired is not None and expired.pending == 0 and expired.acked == 0
+    assert spec.ExpireDeleteRecords(expired) is None
+    elected = spec.ElectLeader(s, 2)  # NOT_LEADER_OR_FOLLOWER
+    assert elected is not None and elected.pending == 0 and elected.isrFloor == 0
+    restarted = spec.CrashRestart(s, 1, 1, 1)  # the purgatory is in memory
+    assert restarted is not None and restarted.pending == 0 and restarted.isrFloor == 1
+
+
+def test_a_replica_down_is_not_counted_and_rejoins_the_isr_only_at_the_floor() -> None:
+    """Kafka's low watermark leaves out a dead broker's replica; beyond Kafka, it rejoins the
+    ISR only once its durable start offset reaches the leader's ISR floor, so an election can
+    never bring back what was acknowledged while it was down."""
+    spec = LogStartOffsetSpec()
+    s = spec.GoDown(_committed_one(spec), 2)
+    assert s is not None and s.down == {2} and s.isr == {1}
+    assert spec.GoDown(s, 1) is None  # never the leader
+    assert spec.ServeFetch(s, 2) is None and spec.ExpandIsr(s, 2) is None
+    s = spec.DeleteRecords(s, 1)
+    assert s is not None
+    s = spec.AcknowledgeDeleteRecords(s)  # the leader alone is counted
+    assert s is not None and s.acked == 1 and s.isrFloor == 1
+    back = spec.Restart(s, 2, 1, 0)
+    assert back is not None and back.down == frozenset() and back.logStart == (1, 0)
+    assert 2 not in back.isr and spec.NeverServeBelowLogStart(back)  # it serves nobody
+    assert spec.ExpandIsr(back, 2) is None  # caught up (LEO 1 = HW), but below the floor
+    t = spec.FollowerFetch(back, 2)
+    assert t is not None and t.logStart == (1, 1) and t.ckptStart == (1, 1)
+    assert spec.ExpandIsr(t, 2) is not None
+
+
+def test_the_liveness_cfg_has_tlc_s_figures() -> None:
+    cfg = SPEC / "LogStartOffset_liveness.cfg"
+    r = check(LogStartOffsetSpec.from_cfg(cfg))
+    want = FIGURES[cfg.name]
+    assert r.violation is None
+    assert (r.distinct, r.generated, r.depth) == (want["distinct"], want["generated"],
+                                                  want["depth"])
+
+
+def test_durable_start_offsets_never_go_backwards() -> None:
+    """DurableStartMonotone (a TLC property) on every step of a small model."""
+    spec = LogStartOffsetSpec(LogStartOffsetConfig(max_offset=1, segment_size=1))
+    steps = 0
+    for s in _reachable(spec):
+        for _, fn in spec.actions():
+            for t in fn(s):
+                assert spec.durable_start_monotone(s, t)  # type: ignore[arg-type]
+                steps += 1
+    assert steps > 10_000

@@ -72,3 +72,19 @@ def test_tlc_catches_a_dropped_guard_and_not_an_equivalent_change() -> None:
     assert caught.verdict == "caught" and caught.violation == "AtomicMoveSwap"
     survived = run_mutant(by_name["ReplicaMove", "SwapBeforeCopyDone"])
     assert survived.verdict == "survived"  # argued equivalent in spec/README.md
+
+
+def test_every_mutant_names_a_cfg_that_exists() -> None:
+    for m in MUTANTS:
+        assert (SPEC / m.cfg_name).is_file(), f"{m.module}/{m.name}: no {m.cfg_name}"
+    fair = [m for m in MUTANTS if m.cfg]
+    assert fair and all(m.cfg == f"{m.module}_liveness.cfg" for m in fair)
+
+
+@pytest.mark.skipif(find_tools() is None, reason="TLC not installed (set TLA2TOOLS_JAR)")
+def test_a_fairness_mutant_is_a_lasso_on_the_liveness_cfg() -> None:
+    """LogStartOffset's liveness is checked on its own .cfg: a mutant of the fairness runs
+    there, and TLC finds the DeleteRecords that waits forever."""
+    by_name = {(m.module, m.name): m for m in MUTANTS}
+    r = run_mutant(by_name["LogStartOffset", "NoAckFairness"])
+    assert r.verdict == "caught" and r.violation == "temporal properties"

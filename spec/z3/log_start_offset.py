@@ -9,11 +9,13 @@ TLA+), and ``leader`` is the leading replica's id.
 Two proofs of each invariant, both unbounded:
 
 * induction (k = 1) on the invariant joined with the strengthening stated in
-  :func:`strengthening` (the leader a replica of the ISR, each replica's offsets ordered
-  segStart <= logStart <= HW <= LEO and flushed <= LEO, the checkpoint equal to the start offset,
-  every HW at most the partition's, the acknowledged low watermark at most every start offset,
-  the partition's HW at most the leader's HW or its epoch's start offset, and the three
-  invariants themselves): a handful of SMT checks, well under a second;
+  :func:`strengthening` (the leader a replica of the ISR and up, no in-sync replica down, each
+  replica's offsets ordered segStart <= logStart <= HW <= LEO and flushed <= LEO, the
+  checkpoint at most the start offset, every HW at most the partition's, the acknowledged low
+  watermark at most every in-sync replica's durable start offset and at most the leader's ISR
+  floor, itself at most the leader's durable start offset, the partition's HW at most the
+  leader's HW or its epoch's start offset, a waiting DeleteRecords' offset at most the leader's
+  start offset, and the three invariants themselves): a handful of SMT checks;
 * Spacer (``spacer=True``), which finds a strengthening by itself (reported in the detail); the
   tests run it on NoNewDataDeleted only.
 
@@ -71,10 +73,17 @@ def _at_leader(s: Mapping[str, Any], name: str, new: Any) -> dict[str, Any]:
     return {_v(name, i): z3.If(s["leader"] == i, new, s[_v(name, i)]) for i in REPLICAS}
 
 
+def _durable(s: Mapping[str, Any], i: int) -> Any:
+    """DurableStart(i): max(checkpoint, first segment's base)."""
+    return max_of([s[_v("ckptStart", i)], s[_v("segStart", i)]])
+
+
 def system(bug: str = "none") -> TransitionSystem:
     """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
     BUG_TABLE.check(bug)
     lazy = bug == "StartOffsetCheckpointLazy"
+    # The bugs that acknowledge a DeleteRecords on the in-memory low watermark.
+    in_memory = bug == "AckBeforeDurable" or bug == "StartOffsetCheckpointLazy"
 
     def ckpt_after_raise(i: int, new: Any) -> dict[str, Any]:
         return {} if lazy else {_v("ckptStart", i): new}
@@ -82,8 +91,10 @@ def system(bug: str = "none") -> TransitionSystem:
     def init(s: Mapping[str, Any]) -> Any:
         zeros = [s[_v(n, i)] == 0 for n in (*PER_REPLICA, *RESPONSE) for i in REPLICAS]
         return z3.And(*zeros, *[s[_v("isr", i)] for i in REPLICAS],
-                      *[z3.Not(s[_v("resp", i)]) for i in REPLICAS], s["leader"] == FIRST_LEADER,
-                      s["epochStart"] == 0, s["committed"] == 0, s["acked"] == 0)
+                      *[z3.Not(s[_v("resp", i)]) for i in REPLICAS],
+                      *[z3.Not(s[_v("down", i)]) for i in REPLICAS], s["leader"] == FIRST_LEADER,
+                      s["epochStart"] == 0, s["committed"] == 0, s["acked"] == 0,
+                      s["pending"] == 0, s["isrFloor"] == 0)
 
     def append(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         return z3.BoolVal(True), _at_leader(s, "leo", _of_leader(s, "leo") + 1)
@@ -94,7 +105,7 @@ def system(bug: str = "none") -> TransitionSystem:
 
     def serve_fetch(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-            return (z3.And(s["leader"] != i, z3.Not(s[_v("resp", i)])),
+            return (z3.And(s["leader"] != i, z3.Not(s[_v("down", i)]), z3.Not(s[_v("resp", i)])),
                     {_v("resp", i): z3.BoolVal(True),
                      _v("respLeo", i): _of_leader(s, "leo"), _v("respHw", i): _of_leader(s, "hw"),
                      _v("respStart", i): _of_leader(s, "logStart")})
@@ -117,10 +128,9 @@ def system(bug: str = "none") -> TransitionSystem:
                 _v("flushed", i): z3.If(oor, m_st, s[_v("flushed", i)]),
                 **no_response(i),
             }
-            if not lazy:
-                ck = s[_v("ckptStart", i)]
-                upd[_v("ckptStart", i)] = z3.If(oor, m_st, z3.If(new_start == ls, ck, new_start))
-            guard = z3.And(s["leader"] != i, s[_v("resp", i)],
+            if not lazy:  # the full truncation's raise is checkpointed; the other in memory
+                upd[_v("ckptStart", i)] = z3.If(oor, m_st, s[_v("ckptStart", i)])
+            guard = z3.And(s["leader"] != i, z3.Not(s[_v("down", i)]), s[_v("resp", i)],
                            z3.If(oor, o == m_st, z3.And(leo <= o, o <= m_leo)))
             return guard, upd
         return ActionDef(f"ApplyFetch({i})", fn, ("o",))
@@ -134,7 +144,8 @@ def system(bug: str = "none") -> TransitionSystem:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             o = p["o"]
             leo = s[_v("leo", i)]
-            guard = z3.And(s["leader"] != i, s[_v("hw", i)] <= o, o < leo,
+            guard = z3.And(s["leader"] != i, z3.Not(s[_v("down", i)]), s[_v("hw", i)] <= o,
+                           o < leo,
                            o <= _of_leader(s, "leo"),
                            z3.Implies(s[_v("isr", i)], o >= s["committed"]))
             return guard, {_v("leo", i): o, _v("flushed", i): min_of([s[_v("flushed", i)], o])}
@@ -158,15 +169,17 @@ def system(bug: str = "none") -> TransitionSystem:
 
     def expand_isr(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-            return (z3.And(z3.Not(s[_v("isr", i)]), s[_v("leo", i)] >= _of_leader(s, "hw"),
-                           s[_v("leo", i)] >= s["epochStart"]),
+            return (z3.And(z3.Not(s[_v("isr", i)]), z3.Not(s[_v("down", i)]),
+                           s[_v("leo", i)] >= _of_leader(s, "hw"),
+                           s[_v("leo", i)] >= s["epochStart"], _durable(s, i) >= s["isrFloor"]),
                     {_v("isr", i): z3.BoolVal(True)})
         return ActionDef(f"ExpandIsr({i})", fn)
 
     def elect_leader(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             return (z3.And(s[_v("isr", i)], s["leader"] != i),
-                    {"leader": z3.IntVal(i), "epochStart": s[_v("leo", i)], **no_response(i)})
+                    {"leader": z3.IntVal(i), "epochStart": s[_v("leo", i)], **no_response(i),
+                     "pending": z3.IntVal(0), "isrFloor": _durable(s, i)})
         return ActionDef(f"ElectLeader({i})", fn)
 
     def delete_records(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -174,11 +187,25 @@ def system(bug: str = "none") -> TransitionSystem:
         upd = _at_leader(s, "logStart", o)
         if not lazy:
             upd.update(_at_leader(s, "ckptStart", o))
-        return z3.And(_of_leader(s, "logStart") < o, o <= _of_leader(s, "hw")), upd
+        upd["pending"] = o
+        return z3.And(s["pending"] == 0, _of_leader(s, "logStart") < o,
+                      o <= _of_leader(s, "hw")), upd
 
     def acknowledge(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-        lw = min_of([s[_v("logStart", i)] for i in REPLICAS])
-        return lw > s["acked"], {"acked": lw}
+        # The least (durable; with the bugs, in-memory) start offset over the replicas that
+        # are up: a replica down counts as the leader's value (never below the least).
+        def start(i: int) -> Any:
+            return s[_v("logStart", i)] if in_memory else _durable(s, i)
+        lead = start(REPLICAS[-1])
+        for j in reversed(REPLICAS[:-1]):
+            lead = z3.If(s["leader"] == j, start(j), lead)
+        lw = min_of([z3.If(s[_v("down", i)], lead, start(i)) for i in REPLICAS])
+        return (z3.And(s["pending"] != 0, lw >= s["pending"]),
+                {"acked": max_of([s["acked"], lw]), "pending": z3.IntVal(0),
+                 "isrFloor": max_of([s["isrFloor"], lw])})
+
+    def expire(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        return s["pending"] != 0, {"pending": z3.IntVal(0)}
 
     def delete_oldest_segment(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -190,37 +217,57 @@ def system(bug: str = "none") -> TransitionSystem:
             if not lazy:
                 upd[_v("ckptStart", i)] = z3.If(new_start == ls, s[_v("ckptStart", i)],
                                                 new_start)
-            return nxt <= limit, upd
+            return z3.And(z3.Not(s[_v("down", i)]), nxt <= limit), upd
         return ActionDef(f"DeleteOldestSegment({i})", fn)
 
     def checkpoint(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-            return (s[_v("ckptStart", i)] != s[_v("logStart", i)],
+            return (z3.And(z3.Not(s[_v("down", i)]), s[_v("ckptStart", i)] != s[_v("logStart", i)]),
                     {_v("ckptStart", i): s[_v("logStart", i)]})
         return ActionDef(f"CheckpointStartOffset({i})", fn)
 
     def flush(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
             f = p["f"]
-            return (z3.And(s[_v("flushed", i)] < f, f <= s[_v("leo", i)]),
+            return (z3.And(z3.Not(s[_v("down", i)]), s[_v("flushed", i)] < f,
+                           f <= s[_v("leo", i)]),
                     {_v("flushed", i): f})
         return ActionDef(f"Flush({i})", fn, ("f",))
 
+    def recover(i: int, s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        start = _durable(s, i)
+        e, h = p["e"], p["h"]
+        new_leo = max_of([e, start])
+        guard = z3.And(s[_v("flushed", i)] <= e, e <= s[_v("leo", i)],
+                       z3.Implies(s[_v("isr", i)], e >= s["committed"]),
+                       start <= h, h <= s[_v("hw", i)], h <= new_leo)
+        return guard, {
+            _v("leo", i): new_leo, _v("hw", i): h, _v("logStart", i): start,
+            _v("segStart", i): z3.If(e < start, start, s[_v("segStart", i)]),
+            _v("flushed", i): new_leo,
+            "epochStart": z3.If(s["leader"] == i, new_leo, s["epochStart"])}
+
     def crash_restart(i: int) -> ActionDef:
         def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-            start = max_of([s[_v("ckptStart", i)], s[_v("segStart", i)]])
-            e, h = p["e"], p["h"]
-            new_leo = max_of([e, start])
-            guard = z3.And(s[_v("flushed", i)] <= e, e <= s[_v("leo", i)],
-                           z3.Implies(s[_v("isr", i)], e >= s["committed"]),
-                           start <= h, h <= s[_v("hw", i)], h <= new_leo)
-            return guard, {
-                _v("leo", i): new_leo, _v("hw", i): h, _v("logStart", i): start,
-                _v("segStart", i): z3.If(e < start, start, s[_v("segStart", i)]),
-                _v("flushed", i): new_leo,
-                "epochStart": z3.If(s["leader"] == i, new_leo, s["epochStart"]),
-                **no_response(i)}
+            guard, upd = recover(i, s, p)
+            return z3.And(z3.Not(s[_v("down", i)]), guard), {
+                **upd, **no_response(i),
+                "pending": z3.If(s["leader"] == i, 0, s["pending"]),
+                "isrFloor": z3.If(s["leader"] == i, _durable(s, i), s["isrFloor"])}
         return ActionDef(f"CrashRestart({i})", fn, ("e", "h"))
+
+    def go_down(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            return (z3.And(s["leader"] != i, z3.Not(s[_v("down", i)])),
+                    {_v("down", i): z3.BoolVal(True), _v("isr", i): z3.BoolVal(False),
+                     **no_response(i)})
+        return ActionDef(f"GoDown({i})", fn)
+
+    def restart(i: int) -> ActionDef:
+        def fn(s: Mapping[str, Any], p: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+            guard, upd = recover(i, s, p)
+            return z3.And(s[_v("down", i)], guard), {**upd, _v("down", i): z3.BoolVal(False)}
+        return ActionDef(f"Restart({i})", fn, ("e", "h"))
 
     actions = [ActionDef("Append", append)]
     actions += [serve_fetch(i) for i in REPLICAS] + [apply_fetch(i) for i in REPLICAS]
@@ -229,11 +276,13 @@ def system(bug: str = "none") -> TransitionSystem:
     actions += [shrink_isr(i) for i in REPLICAS] + [expand_isr(i) for i in REPLICAS]
     actions += [elect_leader(i) for i in REPLICAS]
     actions += [ActionDef("DeleteRecords", delete_records, ("o",)),
-                ActionDef("AcknowledgeDeleteRecords", acknowledge)]
+                ActionDef("AcknowledgeDeleteRecords", acknowledge),
+                ActionDef("ExpireDeleteRecords", expire)]
     actions += [delete_oldest_segment(i) for i in REPLICAS]
     actions += [checkpoint(i) for i in REPLICAS]
     actions += [flush(i) for i in REPLICAS]
     actions += [crash_restart(i) for i in REPLICAS]
+    actions += [go_down(i) for i in REPLICAS] + [restart(i) for i in REPLICAS]
 
     def no_new_data_deleted(s: Mapping[str, Any]) -> Any:
         return z3.And(*[z3.And(s[_v("segStart", i)] <= s["committed"],
@@ -243,7 +292,8 @@ def system(bug: str = "none") -> TransitionSystem:
         return z3.And(*[z3.And(s[_v("logStart", i)] >= 0,
                                s[_v("logStart", i)] <= s[_v("hw", i)],
                                s[_v("hw", i)] <= s[_v("leo", i)],
-                               s["acked"] <= s[_v("logStart", i)]) for i in REPLICAS])
+                               z3.Implies(s[_v("isr", i)], s["acked"] <= s[_v("logStart", i)]))
+                        for i in REPLICAS])
 
     def committed_data_on_isr(s: Mapping[str, Any]) -> Any:
         return z3.And(*[z3.Implies(s[_v("isr", i)], s[_v("leo", i)] >= s["committed"])
@@ -252,8 +302,9 @@ def system(bug: str = "none") -> TransitionSystem:
     return TransitionSystem(
         name="LogStartOffset",
         int_vars=[_v(n, i) for n in (*PER_REPLICA, *RESPONSE) for i in REPLICAS]
-        + ["leader", "epochStart", "committed", "acked"],
-        bool_vars=[_v("isr", i) for i in REPLICAS] + [_v("resp", i) for i in REPLICAS],
+        + ["leader", "epochStart", "committed", "acked", "pending", "isrFloor"],
+        bool_vars=[_v("isr", i) for i in REPLICAS] + [_v("resp", i) for i in REPLICAS]
+        + [_v("down", i) for i in REPLICAS],
         init=init,
         actions=actions,
         invariants=[("NoNewDataDeleted", no_new_data_deleted),
@@ -283,12 +334,14 @@ def twin_views(spec: Any) -> list[TwinView]:
         assert isinstance(s, LogStartOffsetState)
         out: dict[str, int | bool] = {"SegmentSize": k.segment_size, "leader": s.leader,
                                       "epochStart": s.epochStart, "committed": s.committed,
-                                      "acked": s.acked}
+                                      "acked": s.acked, "pending": s.pending,
+                                      "isrFloor": s.isrFloor}
         for n in PER_REPLICA:
             for j, i in enumerate(REPLICAS):
                 out[_v(n, i)] = getattr(s, n)[j]
         for i in REPLICAS:
             out[_v("isr", i)] = i in s.isr
+            out[_v("down", i)] = i in s.down
             m = spec.response_of(s, i)
             out[_v("resp", i)] = m is not None
             for pos, n in enumerate(RESPONSE):
@@ -318,7 +371,8 @@ def twin_views(spec: Any) -> list[TwinView]:
     exact += [(f"ElectLeader({i})", lambda s, i=i: some(spec.ElectLeader(s, i)))
               for i in REPLICAS]
     exact += [("DeleteRecords", lambda s: some(*[spec.DeleteRecords(s, o) for o in offsets])),
-              ("AcknowledgeDeleteRecords", lambda s: some(spec.AcknowledgeDeleteRecords(s)))]
+              ("AcknowledgeDeleteRecords", lambda s: some(spec.AcknowledgeDeleteRecords(s))),
+              ("ExpireDeleteRecords", lambda s: some(spec.ExpireDeleteRecords(s)))]
     exact += [(f"DeleteOldestSegment({i})", lambda s, i=i: some(spec.DeleteOldestSegment(s, i)))
               for i in REPLICAS]
     exact += [(f"CheckpointStartOffset({i})",
@@ -328,6 +382,10 @@ def twin_views(spec: Any) -> list[TwinView]:
     exact += [(f"CrashRestart({i})", lambda s, i=i: some(*[spec.CrashRestart(s, i, e, h)
                                                           for e in offsets for h in offsets]))
               for i in REPLICAS]
+    exact += [(f"GoDown({i})", lambda s, i=i: some(spec.GoDown(s, i))) for i in REPLICAS]
+    exact += [(f"Restart({i})", lambda s, i=i: some(*[spec.Restart(s, i, e, h)
+                                                     for e in offsets for h in offsets]))
+              for i in REPLICAS]
     return [TwinView("LogStartOffset", abstract, exact, bounds)]
 
 
@@ -336,7 +394,8 @@ def describe(values: Mapping[str, str]) -> str:
     parts = []
     for i in REPLICAS:
         leads = values["leader"] == str(i)
-        role = "leader" if leads else f"follower{'' if values[_v('isr', i)] == 'True' else '*'}"
+        role = ("leader" if leads else "down" if values.get(_v("down", i)) == "True" else
+                f"follower{'' if values[_v('isr', i)] == 'True' else '*'}")
         parts.append(f"r{i} {role}: seg {values[_v('segStart', i)]}, start "
                      f"{values[_v('logStart', i)]} (ckpt {values[_v('ckptStart', i)]}), HW "
                      f"{values[_v('hw', i)]}, LEO {values[_v('leo', i)]} (flushed "
@@ -346,6 +405,7 @@ def describe(values: Mapping[str, str]) -> str:
                         if values.get(_v("resp", i)) == "True" else ""))
     return "; ".join(parts) + (f"; epoch start {values['epochStart']}, committed "
                                f"{values['committed']}, acked {values['acked']}, "
+                               f"pending {values['pending']}, ISR floor {values['isrFloor']}, "
                                f"segment size {values['SegmentSize']}")
 
 
@@ -353,7 +413,11 @@ def strengthening() -> list[tuple[str, Any]]:
     """The stated strengthening invariants that make the invariants inductive (correct model)."""
 
     def leader_in_isr(s: Mapping[str, Any]) -> Any:
-        return z3.Or(*[z3.And(s["leader"] == i, s[_v("isr", i)]) for i in REPLICAS])
+        return z3.Or(*[z3.And(s["leader"] == i, s[_v("isr", i)], z3.Not(s[_v("down", i)]))
+                       for i in REPLICAS])
+
+    def isr_up(s: Mapping[str, Any]) -> Any:
+        return z3.And(*[z3.Not(z3.And(s[_v("isr", i)], s[_v("down", i)])) for i in REPLICAS])
 
     def ordered(s: Mapping[str, Any]) -> Any:
         return z3.And(*[z3.And(s[_v("segStart", i)] >= 0,
@@ -362,17 +426,27 @@ def strengthening() -> list[tuple[str, Any]]:
                                s[_v("hw", i)] <= s[_v("leo", i)],
                                s[_v("flushed", i)] <= s[_v("leo", i)]) for i in REPLICAS])
 
-    def checkpointed(s: Mapping[str, Any]) -> Any:
-        return z3.And(*[s[_v("ckptStart", i)] == s[_v("logStart", i)] for i in REPLICAS])
+    def checkpoint_behind(s: Mapping[str, Any]) -> Any:
+        return z3.And(*[s[_v("ckptStart", i)] <= s[_v("logStart", i)] for i in REPLICAS])
 
     def hw_committed(s: Mapping[str, Any]) -> Any:
         return z3.And(*[s[_v("hw", i)] <= s["committed"] for i in REPLICAS])
 
-    def acked_below_starts(s: Mapping[str, Any]) -> Any:
-        return z3.And(*[s["acked"] <= s[_v("logStart", i)] for i in REPLICAS])
+    def acked_durable_on_isr(s: Mapping[str, Any]) -> Any:
+        return z3.And(*[z3.Implies(s[_v("isr", i)], s["acked"] <= _durable(s, i))
+                        for i in REPLICAS])
 
     def committed_marked(s: Mapping[str, Any]) -> Any:
         return s["committed"] <= max_of([_of_leader(s, "hw"), s["epochStart"]])
+
+    def pending_below_leader_start(s: Mapping[str, Any]) -> Any:
+        return z3.And(s["pending"] >= 0, s["pending"] <= _of_leader(s, "logStart"))
+
+    def floor_between(s: Mapping[str, Any]) -> Any:
+        durable_l = _durable(s, REPLICAS[-1])
+        for j in reversed(REPLICAS[:-1]):
+            durable_l = z3.If(s["leader"] == j, _durable(s, j), durable_l)
+        return z3.And(s["acked"] <= s["isrFloor"], s["isrFloor"] <= durable_l)
 
     def responses_served(s: Mapping[str, Any]) -> Any:
         # A response carries a leader's start offset and HW of some moment: ordered, and at
@@ -384,10 +458,13 @@ def strengthening() -> list[tuple[str, Any]]:
                         for i in REPLICAS])
 
     ts = system()
-    return [("LeaderInIsr", leader_in_isr), ("OffsetsOrdered", ordered),
-            ("StartOffsetCheckpointed", checkpointed), ("HWAtMostCommitted", hw_committed),
-            ("AckedAtMostEveryStart", acked_below_starts),
+    return [("LeaderInIsrAndUp", leader_in_isr), ("InSyncReplicasUp", isr_up),
+            ("OffsetsOrdered", ordered), ("CheckpointAtMostStartOffset", checkpoint_behind),
+            ("HWAtMostCommitted", hw_committed),
+            ("AckedDurableOnEveryInSyncReplica", acked_durable_on_isr),
             ("CommittedAtMostLeaderHWOrEpochStart", committed_marked),
+            ("PendingAtMostLeaderStart", pending_below_leader_start),
+            ("AckedAtMostFloorAtMostLeaderDurableStart", floor_between),
             ("ResponsesServedBelowCommitted", responses_served),
             *[(name, ts.invariant(name)) for name in INVARIANTS]]
 

@@ -29,7 +29,16 @@ values only from the offsets present in the two states it links; every move is s
 of genuine twin steps. The twin's fetch response in flight (``resp``) is hidden: abstract
 states hold none, and an ``ApplyFetch`` move applies a response the leader may have served
 (its state in the step's source, or one the projection saw earlier), ``ServeFetch`` folded
-into it.
+into it. The DeleteRecords waiting in the purgatory (``pending``) is hidden too (the
+implementation does not expose it to the projection yet): abstract states have none, a
+``DeleteRecords`` move is the request accepted with its outcome hidden, and an
+``AcknowledgeDeleteRecords`` move acknowledges a hidden request for an offset the search
+chooses (the acknowledged low watermark itself), so an acknowledgement is checked against the
+model's rule, a low watermark durable on every counted replica. No replica is ``down`` in an
+abstract state: a dead broker's replica keeps the state last seen, as before, and counts in the
+low watermark (the stronger condition). The leader's ISR floor (``isrFloor``) is hidden as
+well, always 0 in an abstract state: the implementation keeps none yet, so its ISR expansions
+are not held to the model's rule that a follower's durable start offset reaches the floor.
 """
 
 from __future__ import annotations
@@ -108,7 +117,9 @@ class LogStartOffsetRefinement:
         """Every twin move from ``state`` with parameters among the offsets of ``state`` and
         ``target``; runs of Append and of DeleteOldestSegment are one move."""
         assert isinstance(state, LogStartOffsetState) and isinstance(target, LogStartOffsetState)
-        return self._moves(state, sorted(_values(state) | _values(target)))
+        for label, t in self._moves(state, sorted(_values(state) | _values(target))):
+            assert isinstance(t, LogStartOffsetState)
+            yield label, t._replace(isrFloor=0)  # hidden: see the module docstring
 
     def _responses(self, s: S) -> list[Served]:
         L = self._spec.replicas.index(s.leader)
@@ -161,13 +172,15 @@ class LogStartOffsetRefinement:
                 t = fn(s, r)
                 if t is not None:
                     yield f"{name}({r})", t
-        for o in values:
+        for o in values:  # the request's outcome hidden: pending is 0 again after it
             t = spec.DeleteRecords(s, o)
             if t is not None:
-                yield f"DeleteRecords({o})", t
-        t = spec.AcknowledgeDeleteRecords(s)
-        if t is not None:
-            yield "AcknowledgeDeleteRecords", t
+                yield f"DeleteRecords({o})", t._replace(pending=0)
+        lw = spec.AckLowWatermark(s)
+        if lw > s.acked:  # a hidden request (pending, any offset up to lw) acknowledged
+            t = spec.AcknowledgeDeleteRecords(s._replace(pending=lw))
+            if t is not None:
+                yield "AcknowledgeDeleteRecords", t
         for i, r in enumerate(spec.replicas):
             for v in values:  # DeleteOldestSegment(r)×k: up to a base that occurs
                 if v > s.segStart[i]:

@@ -111,7 +111,14 @@ def _crash(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
 
 
 def model_step(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
-    """The twin's successor of ``s`` under ``move`` (None: the move is not enabled there)."""
+    """The twin's successor of ``s`` under ``move`` (None: the move is not enabled there), with
+    the request waiting in the purgatory (``pending``) and the leader's ISR floor hidden, as the
+    projection of the implementation has neither."""
+    t = _model_step(twin, s, move)
+    return None if t is None else t._replace(pending=0, isrFloor=0)
+
+
+def _model_step(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
     leo, hw, start, seg = s.leo[0], s.hw[0], s.logStart[0], s.segStart[0]
     if move == "Append":
         return twin.Append(s)
@@ -119,12 +126,15 @@ def model_step(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
         return twin.AdvanceHW(s, leo)
     if move == "AdvanceHW(partial)":
         return twin.AdvanceHW(s, hw + 1) if hw + 1 < leo else None
+    # A DeleteRecords is accepted with its outcome hidden, and an acknowledgement answers a
+    # hidden request for the low watermark it reports, when that is new.
     if move == "DeleteRecords(to HW)":
         return twin.DeleteRecords(s, hw)
     if move == "DeleteRecords(partial)":
         return twin.DeleteRecords(s, start + 1) if start + 1 < hw else None
     if move == "AcknowledgeDeleteRecords":
-        return twin.AcknowledgeDeleteRecords(s)
+        lw = twin.AckLowWatermark(s)
+        return twin.AcknowledgeDeleteRecords(s._replace(pending=lw)) if lw > s.acked else None
     if move.startswith("Retention"):
         # Each of the driven log's segments holds one record; the active one (appends go to
         # it) is the last record's, [LEO - 1, LEO), or an empty one at the LEO once every
@@ -424,6 +434,7 @@ def bug_cases(max_offset: int = GEN_MAX_OFFSET) -> list[BugReport]:
         moves: list[str] = []
         for label, t in steps[1:]:
             assert isinstance(t, LogStartOffsetState)
+            t = t._replace(pending=0, isrFloor=0)  # as the moves hide them
             s = states[-1]
             move = next((m for m in MOVES if model_step(buggy, s, m) == t), None)
             if move is None:

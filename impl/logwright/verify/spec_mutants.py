@@ -40,6 +40,14 @@ class SpecMutant:
     replace: str
     why: str
     """The mistake it stands for, in a line."""
+    cfg: str = ""
+    """The .cfg TLC runs it on, in spec/: empty for the module's correct one (``<Module>.cfg``);
+    a mutation of the fairness names the module's liveness .cfg."""
+
+    @property
+    def cfg_name(self) -> str:
+        """The .cfg file TLC checks the mutant with."""
+        return self.cfg or f"{self.module}.cfg"
 
     def apply(self, text: str) -> str:
         """``text`` with the mutation applied; ValueError unless ``find`` occurs exactly once."""
@@ -50,8 +58,8 @@ class SpecMutant:
         return text.replace(self.find, self.replace)
 
 
-def _m(module: str, name: str, find: str, replace: str, why: str) -> SpecMutant:
-    return SpecMutant(module, name, find, replace, why)
+def _m(module: str, name: str, find: str, replace: str, why: str, cfg: str = "") -> SpecMutant:
+    return SpecMutant(module, name, find, replace, why, cfg)
 
 
 MUTANTS: tuple[SpecMutant, ...] = (
@@ -111,13 +119,16 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "    /\\ hw[leader] < h /\\ h <= leo[leader]\n",
        "AdvanceHW bounded by the leader's LEO, not the least LEO of the ISR"),
     _m("LogStartOffset", "ElectOutsideIsr",
-       "    /\\ r \\in isr /\\ r # leader\n    /\\ leader' = r\n"
-       "    /\\ epochStart' = leo[r]\n    /\\ resp' = [resp EXCEPT ![r] = {}]\n"
+       "    /\\ r \\in isr /\\ r # leader\n    /\\ leader' = r\n    /\\ epochStart' = leo[r]\n"
+       "    /\\ resp' = [resp EXCEPT ![r] = {}]\n    /\\ pending' = 0\n"
+       "    /\\ isrFloor' = DurableStart(r)\n"
        "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, isr, committed, "
-       "acked>>",
-       "    /\\ r # leader\n    /\\ leader' = r\n    /\\ epochStart' = leo[r]\n"
-       "    /\\ resp' = [resp EXCEPT ![r] = {}]\n    /\\ isr' = {r}\n"
-       "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, committed, acked>>",
+       "acked,\n                   down>>",
+       "    /\\ r # leader /\\ r \\notin down\n    /\\ leader' = r\n"
+       "    /\\ epochStart' = leo[r]\n    /\\ resp' = [resp EXCEPT ![r] = {}]\n"
+       "    /\\ pending' = 0\n    /\\ isrFloor' = DurableStart(r)\n    /\\ isr' = {r}\n"
+       "    /\\ UNCHANGED <<leo, hw, logStart, segStart, ckptStart, flushed, committed, acked,"
+       "\n                   down>>",
        "elect any replica, as an unclean election does (its ISR is then the new leader alone)"),
     _m("LogStartOffset", "ExpandIgnoresEpochStart",
        "    /\\ leo[r] >= hw[leader] /\\ leo[r] >= epochStart\n",
@@ -168,9 +179,49 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "    ckptStart",
        "a raise of the start offset skips its checkpoint"),
     _m("LogStartOffset", "RestartIgnoresCheckpoint",
-       "    LET start == Max(ckptStart[r], segStart[r]) IN",
+       "    LET start == DurableStart(r) IN",
        "    LET start == segStart[r] IN",
        "a restart loads the start offset from the first segment alone"),
+    _m("LogStartOffset", "AckOnInMemoryLowWatermark",
+       "    ELSE Min({DurableStart(r) : r \\in Counted})",
+       "    ELSE LowWatermark",
+       "acknowledge a DeleteRecords on Kafka's in-memory low watermark"),
+    _m("LogStartOffset", "AckCountsLeaderOnly",
+       "Counted == Replicas \\ down",
+       "Counted == {leader}",
+       "the low watermark counts the leader alone, not the followers that are up"),
+    _m("LogStartOffset", "ExpandIgnoresIsrFloor",
+       "    /\\ DurableStart(r) >= isrFloor\n", "",
+       "a follower rejoins the ISR whatever its durable start offset (Kafka's rule)"),
+    _m("LogStartOffset", "ElectedWithoutFloor",
+       "    /\\ isrFloor' = DurableStart(r)\n",
+       "    /\\ isrFloor' = 0\n",
+       "a new leader starts its ISR floor at 0, not at its durable start offset"),
+    _m("LogStartOffset", "RestartedLeaderWithoutFloor",
+       "    /\\ isrFloor' = IF r = leader THEN DurableStart(r) ELSE isrFloor",
+       "    /\\ isrFloor' = IF r = leader THEN 0 ELSE isrFloor",
+       "a restarted leader's ISR floor starts at 0 (it was in memory)"),
+    _m("LogStartOffset", "FollowerRaiseCheckpointed",
+       "                /\\ UNCHANGED <<segStart, ckptStart, flushed>>",
+       "                /\\ ckptStart' = [ckptStart EXCEPT ![r] = newStart]\n"
+       "                /\\ UNCHANGED <<segStart, flushed>>",
+       "a follower checkpoints its raised start offset with the raise (stronger: an equivalent "
+       "change the invariants must not see)"),
+    _m("LogStartOffset", "CountsDownReplicas",
+       "Counted == Replicas \\ down",
+       "Counted == Replicas",
+       "the low watermark counts the replicas that are down too: a DeleteRecords waits for a "
+       "broker that may never come back", cfg="LogStartOffset_liveness.cfg"),
+    _m("LogStartOffset", "NoAckFairness",
+       "    /\\ WF_vars(AcknowledgeDeleteRecords)",
+       "    /\\ TRUE",
+       "leave the acknowledgement's fairness out: a DeleteRecords may wait forever",
+       cfg="LogStartOffset_liveness.cfg"),
+    _m("LogStartOffset", "NoCheckpointFairness",
+       "/\\ WF_vars(CheckpointStartOffset(r))",
+       "/\\ TRUE",
+       "leave the follower's checkpoint write unfair: its start offset may never be durable",
+       cfg="LogStartOffset_liveness.cfg"),
     # -- StrayCleanup ------------------------------------------------------------------------
     _m("StrayCleanup", "NoRetentionGuard",
        '    /\\ Bug # "NoAgeGuard" => now - l.lastWrite >= RetentionPeriod\n', "",
@@ -246,15 +297,16 @@ def spec_root() -> Path:
 
 def run_mutant(mutant: SpecMutant, root: Path | None = None,
                tools: TlaTools | None = None, timeout_s: float = 900) -> MutantResult:
-    """Apply ``mutant`` to a temporary copy of its module and run TLC on the correct .cfg."""
+    """Apply ``mutant`` to a temporary copy of its module and run TLC on its .cfg (the correct
+    one unless the mutant names another)."""
     base = root or spec_root()
     with tempfile.TemporaryDirectory(prefix="logwright-spec-mutant-") as tmp:
         work = Path(tmp)
         tla = work / f"{mutant.module}.tla"
         tla.write_text(mutant.apply((base / f"{mutant.module}.tla").read_text(encoding="utf-8")),
                        encoding="utf-8")
-        cfg = work / f"{mutant.module}.cfg"
-        shutil.copyfile(base / f"{mutant.module}.cfg", cfg)
+        cfg = work / mutant.cfg_name
+        shutil.copyfile(base / mutant.cfg_name, cfg)
         r = run_tlc(tla, cfg, tools=tools, timeout_s=timeout_s)
     if not r.ok:
         return MutantResult(mutant, "error", None, r.seconds, r.error or "")

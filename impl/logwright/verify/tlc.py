@@ -134,7 +134,8 @@ def run_sany(tla: str | Path, tools: TlaTools | None = None, timeout_s: float = 
 _COUNTS = re.compile(r"([\d,]+) states generated, ([\d,]+) distinct states found, "
                      r"([\d,]+) states left on queue")
 _DEPTH = re.compile(r"The depth of the complete state graph search is (\d+)")
-_VIOLATED = re.compile(r"^Error: Invariant (\S+) is violated", re.MULTILINE)
+_VIOLATED = re.compile(r"^Error: (?:Invariant|Action property) (\S+) is violated", re.MULTILINE)
+"""An invariant, or an action property (``[][A]_v``, checked on each step like one), violated."""
 _TEMPORAL = re.compile(r"^Error: Temporal properties were violated", re.MULTILINE)
 TEMPORAL = "temporal properties"
 """``violation`` when TLC reports a temporal property violated and the .cfg lists several (TLC

@@ -281,6 +281,7 @@ class _LsoInstance:
         twin = self.twin()
         if t is None:
             return None
+        t = t._replace(isrFloor=0)  # hidden: the implementation keeps no ISR floor yet
         for m in sorted(t.isr - isr):
             t = twin.ShrinkIsr(t, m) if t is not None else None
         for m in sorted(isr - t.isr if t is not None else ()):
@@ -329,6 +330,9 @@ class _LsoInstance:
              node: str = "") -> LogStartOffsetState | None:
         if self.pending_restart:
             self.settle_restarts(action, args, node)
+        # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
+        # neither (the implementation keeps no ISR floor yet, so ExpandIsr is not held to it).
+        self.state = self.state._replace(pending=0, isrFloor=0)
         s, twin = self.state, self.twin()
         self.label = action
         actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
@@ -380,7 +384,9 @@ class _LsoInstance:
             if t is None and args.get("cause", "").startswith("AlterPartition refused"):
                 raise _Outside("an ISR change the controller refused was withdrawn")
         elif action == "DeleteRecords":
+            # The request's outcome (the twin's purgatory, pending) is not recorded: hidden.
             t = twin.DeleteRecords(s, int(args["o"]))
+            t = None if t is None else t._replace(pending=0)
         elif action == "DeleteOldestSegment":
             assert r is not None
             t = s

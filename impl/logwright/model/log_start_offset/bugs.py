@@ -11,9 +11,13 @@ BUG_TABLE = BugTable("LogStartOffset", (
     Bug("FollowerRaisesStartBeforeHW", "NeverServeBelowLogStart",
         "a follower that truncates fully raises its start offset but not its HW (hazard 8)"),
     Bug("StartOffsetCheckpointLazy", "NeverServeBelowLogStart",
-        "the start offset is checkpointed later, not when it is raised (hazard 12)"),
+        "the start offset is checkpointed later, not when it is raised, and DeleteRecords is "
+        "acknowledged on the in-memory low watermark (Kafka as shipped, hazard 12)"),
     Bug("HWIgnoresIsr", "CommittedDataOnIsr",
         "the leader advances its HW to its own LEO, not the least LEO of the ISR"),
+    Bug("AckBeforeDurable", "NeverServeBelowLogStart",
+        "DeleteRecords is acknowledged on the in-memory low watermark, before the new start "
+        "offset is durable on the followers"),
 ))
 """Every bug ``Bug`` can switch on in LogStartOffset, and the invariant each breaks."""
 

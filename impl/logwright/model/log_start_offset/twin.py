@@ -3,11 +3,17 @@ partition's replicas, across crashes and leader changes.
 
 What it upholds: NoNewDataDeleted (nothing at or above the partition's high watermark is
 deleted, logically or physically, hazard 1), NeverServeBelowLogStart (0 <= logStart <= HW <=
-LEO on every replica, and an acknowledged DeleteRecords stays done across crashes, hazard 8 and
-12) and CommittedDataOnIsr (every in-sync replica holds every committed offset, so whoever is
-elected next has them). Each TLA+ action has a method of the same name and parameters; read the
-TLA+ module for why each action is shaped as it is, the comments here only point out where
-Python differs in form.
+LEO on every replica, and no replica that can serve, the leader or an in-sync replica, has a
+start offset below an acknowledged DeleteRecords, whatever crashed since, hazard 8 and 12) and
+CommittedDataOnIsr (every in-sync replica holds every committed offset, so whoever is elected
+next has them). A DeleteRecords waits in the leader's purgatory (``pending``) until the low
+watermark over the leader and the replicas that are up (not ``down``) reaches its offset; the
+correct model acknowledges it with the least DURABLE start offset of those replicas. The
+TLA+ module's temporal properties (DurableStartMonotone, DeleteRecordsCompletes,
+FollowerStartCatchesUp) are TLC's alone; :meth:`LogStartOffsetTwin.durable_start_monotone` is
+the first one as a check of one step. Each TLA+ action has a method of the same name and
+parameters; read the TLA+ module for why each action is shaped as it is, the comments here only
+point out where Python differs in form.
 
 A state is a :class:`LogStartOffsetState`: per-replica tuples indexed by the replica's position in
 the sorted ``replicas`` (TLA+'s functions over ``Replicas``), the ISR as a frozenset of ids, the
@@ -81,6 +87,14 @@ class LogStartOffsetState(NamedTuple):
     """The fetch responses in flight, at most one per follower: (replica, the leader's LEO, HW
     and start offset when it served the fetch). TLA+'s ``resp[r]``, {} or one record, as one
     set of the replicas' records (empty, the default: none in flight)."""
+    down: frozenset[int] = frozenset()
+    """The replicas whose broker is down (never the leader; the default: none)."""
+    pending: int = 0
+    """The offset of the DeleteRecords waiting in the leader's purgatory, 0 when none (the
+    default)."""
+    isrFloor: int = 0
+    """The leader's floor for ISR expansion: its durable start offset when its leadership began
+    (or it restarted), raised to each low watermark it acknowledged (the default: 0)."""
 
 
 S = LogStartOffsetState
@@ -116,9 +130,28 @@ class LogStartOffsetTwin(Spec):
             return s.ckptStart
         return _set(s.ckptStart, i, new)
 
+    def Counted(self, s: S) -> list[int]:
+        """The positions of the replicas the low watermark counts: the leader and every replica
+        that is up."""
+        return [i for i, r in enumerate(self.replicas) if r not in s.down]
+
     def LowWatermark(self, s: S) -> int:
-        """The least log start offset over all replicas."""
-        return min(s.logStart)
+        """Kafka's low watermark: the least log start offset over the counted replicas."""
+        return min(s.logStart[i] for i in self.Counted(s))
+
+    @staticmethod
+    def DurableStart(s: S, i: int) -> int:
+        """The start offset replica position ``i`` restarts with: its checkpoint, or its first
+        segment's base."""
+        return max(s.ckptStart[i], s.segStart[i])
+
+    def AckLowWatermark(self, s: S) -> int:
+        """The low watermark a DeleteRecords is acknowledged with: the least durable start
+        offset over the counted replicas (the bugs AckBeforeDurable and
+        StartOffsetCheckpointLazy: Kafka's, in memory)."""
+        if self.bug == "AckBeforeDurable" or self.bug == "StartOffsetCheckpointLazy":
+            return self.LowWatermark(s)
+        return min(self.DurableStart(s, i) for i in self.Counted(s))
 
     def HWLimit(self, s: S) -> int:
         """How far the leader may raise its HW: the least LEO in the ISR (bug: its own LEO)."""
@@ -157,17 +190,20 @@ class LogStartOffsetTwin(Spec):
         """The leader serves follower r's fetch with its LEO, HW and start offset as they are
         now (one fetch in flight per follower)."""
         L = self.replicas.index(s.leader)
-        if r == s.leader or self.response_of(s, r) is not None:
+        if r == s.leader or r in s.down or self.response_of(s, r) is not None:
             return None
         return s._replace(resp=s.resp | {(r, s.leo[L], s.hw[L], s.logStart[L])})
 
     def ApplyFetch(self, s: S, r: int, o: int) -> S | None:
         """Follower r applies the response in flight to it, its LEO becoming o: below the
-        served start offset, the full truncation (o is that offset); otherwise o is any offset
-        from its LEO up to the served LEO (TLA+ chooses o inside the action)."""
+        served start offset, the full truncation (o is that offset; its segments are gone, so
+        the new start offset is durable); otherwise o is any offset from its LEO up to the
+        served LEO (TLA+ chooses o inside the action), its HW the served one clamped to
+        [logStart, o] (it may go down), and its start offset raised in memory only
+        (CheckpointStartOffset writes it)."""
         i = self.replicas.index(r)
         m = self.response_of(s, r)
-        if r == s.leader or m is None:
+        if r == s.leader or r in s.down or m is None:
             return None
         _, m_leo, m_hw, m_start = m
         resp = self._without_response(s, r)
@@ -184,10 +220,22 @@ class LogStartOffsetTwin(Spec):
             return None
         new_hw = max(s.logStart[i], min(m_hw, o))
         new_start = max(s.logStart[i], min(m_start, new_hw))
-        ckpt = s.ckptStart if new_start == s.logStart[i] else self._ckpt_after_raise(s, i,
-                                                                                     new_start)
         return s._replace(leo=_set(s.leo, i, o), hw=_set(s.hw, i, new_hw),
-                          logStart=_set(s.logStart, i, new_start), ckptStart=ckpt, resp=resp)
+                          logStart=_set(s.logStart, i, new_start), resp=resp)
+
+    def ApplyWholeFetch(self, s: S, r: int) -> S | None:
+        """ApplyFetch of every record served (what the liveness's fairness asks of a fetch)."""
+        m = self.response_of(s, r)
+        if m is None:
+            return None
+        i = self.replicas.index(r)
+        return self.ApplyFetch(s, r, m[3] if s.leo[i] < m[3] else m[1])
+
+    def Stale(self, s: S, r: int) -> bool:
+        """The response in flight to r cannot be applied: below its LEO."""
+        m = self.response_of(s, r)
+        i = self.replicas.index(r)
+        return m is None or (m[3] <= s.leo[i] and m[1] < s.leo[i])
 
     def DropResponse(self, s: S, r: int) -> S | None:
         """The response in flight to r is lost, or dropped by r."""
@@ -199,7 +247,7 @@ class LogStartOffsetTwin(Spec):
         """Follower r truncates its log to o, where it diverges from the leader's: at least its
         HW (and the committed offset, in the ISR), at most the leader's LEO."""
         i, L = self.replicas.index(r), self.replicas.index(s.leader)
-        if i == L or not s.hw[i] <= o < s.leo[i] or o > s.leo[L]:
+        if i == L or r in s.down or not s.hw[i] <= o < s.leo[i] or o > s.leo[L]:
             return None
         if r in s.isr and o < s.committed:
             return None
@@ -207,8 +255,10 @@ class LogStartOffsetTwin(Spec):
 
     def FollowerFetch(self, s: S, r: int) -> S | None:
         """Not an action: a whole fetch at once, ServeFetch then ApplyFetch of every record
-        served (with no other response in flight to r), as a trace records a follower's fetch.
-        None when either is not enabled."""
+        served (with no other response in flight to r), then, unless the bug
+        StartOffsetCheckpointLazy is on, CheckpointStartOffset of a raised start offset (the
+        implementation writes it with the raise), as a trace records a follower's fetch. None
+        when ServeFetch or ApplyFetch is not enabled."""
         served = self.ServeFetch(s._replace(resp=self._without_response(s, r)), r)
         if served is None:
             return None
@@ -216,7 +266,11 @@ class LogStartOffsetTwin(Spec):
         assert m is not None
         i = self.replicas.index(r)
         t = self.ApplyFetch(served, r, m[3] if s.leo[i] < m[3] else m[1])
-        return None if t is None else t._replace(resp=s.resp)
+        if t is None:
+            return None
+        if self.bug != "StartOffsetCheckpointLazy":
+            t = self.CheckpointStartOffset(t, r) or t
+        return t._replace(resp=s.resp)
 
     def AdvanceHW(self, s: S, h: int) -> S | None:
         """The leader raises its HW to h, at most the least LEO in the ISR (bug: its own LEO)."""
@@ -232,40 +286,55 @@ class LogStartOffsetTwin(Spec):
         return s._replace(isr=s.isr - {r})
 
     def ExpandIsr(self, s: S, r: int) -> S | None:
-        """The leader adds back follower r, caught up to its HW and its epoch's start offset."""
+        """The leader adds back follower r, up, caught up to its HW and its epoch's start
+        offset, and (beyond Kafka) with its durable start offset at least the leader's
+        isrFloor."""
         i, L = self.replicas.index(r), self.replicas.index(s.leader)
-        if r in s.isr or s.leo[i] < s.hw[L] or s.leo[i] < s.epochStart:
+        if r in s.isr or r in s.down or s.leo[i] < s.hw[L] or s.leo[i] < s.epochStart:
+            return None
+        if self.DurableStart(s, i) < s.isrFloor:
             return None
         return s._replace(isr=s.isr | {r})
 
     def ElectLeader(self, s: S, r: int) -> S | None:
-        """The controller makes in-sync replica r the leader (a clean election)."""
+        """The controller makes in-sync replica r the leader (a clean election); a waiting
+        DeleteRecords ends with NOT_LEADER_OR_FOLLOWER; its isrFloor starts at its durable start
+        offset."""
         if r == s.leader or r not in s.isr:
             return None
-        return s._replace(leader=r, epochStart=s.leo[self.replicas.index(r)],
-                          resp=self._without_response(s, r))
+        i = self.replicas.index(r)
+        return s._replace(leader=r, epochStart=s.leo[i], resp=self._without_response(s, r),
+                          pending=0, isrFloor=self.DurableStart(s, i))
 
     def DeleteRecords(self, s: S, o: int) -> S | None:
-        """DeleteRecords(o) on the leader: its start offset rises to o, at most its HW."""
+        """DeleteRecords(o) accepted by the leader (none waiting): its start offset rises to o,
+        above it and at most its HW, and the request waits in the purgatory."""
         L = self.replicas.index(s.leader)
-        if not s.logStart[L] < o <= s.hw[L]:
+        if s.pending != 0 or not s.logStart[L] < o <= s.hw[L]:
             return None
         return s._replace(logStart=_set(s.logStart, L, o),
-                          ckptStart=self._ckpt_after_raise(s, L, o))
+                          ckptStart=self._ckpt_after_raise(s, L, o), pending=o)
 
     def AcknowledgeDeleteRecords(self, s: S) -> S | None:
-        """A DeleteRecords response reports a low watermark higher than any before."""
-        lw = self.LowWatermark(s)
-        if lw <= s.acked:
+        """The waiting DeleteRecords is acknowledged with the low watermark, once that reaches
+        its offset; the leader's isrFloor rises to it."""
+        lw = self.AckLowWatermark(s)
+        if s.pending == 0 or lw < s.pending:
             return None
-        return s._replace(acked=lw)
+        return s._replace(acked=max(s.acked, lw), pending=0, isrFloor=max(s.isrFloor, lw))
+
+    def ExpireDeleteRecords(self, s: S) -> S | None:
+        """The waiting DeleteRecords times out (REQUEST_TIMED_OUT): nothing acknowledged."""
+        if s.pending == 0:
+            return None
+        return s._replace(pending=0)
 
     def DeleteOldestSegment(self, s: S, r: int) -> S | None:
         """Retention on replica r deletes its first segment, wholly below the HW (bug: LEO)."""
         i = self.replicas.index(r)
         nxt = s.segStart[i] + self.config.segment_size
         limit = s.leo[i] if self.bug == "RetentionIgnoresHW" else s.hw[i]
-        if nxt > limit:
+        if r in s.down or nxt > limit:
             return None
         new_start = max(s.logStart[i], nxt)
         ckpt = s.ckptStart if new_start == s.logStart[i] else self._ckpt_after_raise(s, i,
@@ -274,31 +343,27 @@ class LogStartOffsetTwin(Spec):
                           logStart=_set(s.logStart, i, new_start), ckptStart=ckpt)
 
     def CheckpointStartOffset(self, s: S, r: int) -> S | None:
-        """The periodic checkpoint of replica r's start offset, when behind."""
+        """Replica r writes its start offset to its checkpoint, when behind (a follower's raise,
+        or the lazy bug's periodic checkpoint)."""
         i = self.replicas.index(r)
-        if s.ckptStart[i] == s.logStart[i]:
+        if r in s.down or s.ckptStart[i] == s.logStart[i]:
             return None
         return s._replace(ckptStart=_set(s.ckptStart, i, s.logStart[i]))
 
     def Flush(self, s: S, r: int, f: int) -> S | None:
         """Replica r's records below f reach the disk (f above what was flushed, at most LEO)."""
         i = self.replicas.index(r)
-        if not s.flushed[i] < f <= s.leo[i]:
+        if r in s.down or not s.flushed[i] < f <= s.leo[i]:
             return None
         return s._replace(flushed=_set(s.flushed, i, f))
 
-    def CrashRestart(self, s: S, r: int, e: int, h: int) -> S | None:
-        """Replica r crashes and restarts with its durable state: its records up to e (at least
-        what was flushed; an in-sync replica keeps every committed one), and HW h from a
-        checkpoint, at most what remains.
-
-        TLA+ chooses e and h inside the action (``\\E e ...: \\E h ...``); here they are
-        parameters.
-        """
+    def _recover(self, s: S, r: int, e: int, h: int) -> S | None:
+        """Recover: replica r's durable state after a crash, records up to e kept and HW h
+        loaded (None when e or h is out of its bounds)."""
         i = self.replicas.index(r)
         if not s.flushed[i] <= e <= s.leo[i] or (r in s.isr and e < s.committed):
             return None
-        start = max(s.ckptStart[i], s.segStart[i])
+        start = self.DurableStart(s, i)
         new_leo = max(e, start)
         if not start <= h <= min(s.hw[i], new_leo):
             return None
@@ -306,8 +371,42 @@ class LogStartOffsetTwin(Spec):
         return s._replace(leo=_set(s.leo, i, new_leo), hw=_set(s.hw, i, h),
                           logStart=_set(s.logStart, i, start), segStart=_set(s.segStart, i, seg),
                           flushed=_set(s.flushed, i, new_leo),
-                          epochStart=new_leo if r == s.leader else s.epochStart,
+                          epochStart=new_leo if r == s.leader else s.epochStart)
+
+    def CrashRestart(self, s: S, r: int, e: int, h: int) -> S | None:
+        """Replica r crashes and restarts at once with its durable state: its records up to e
+        (at least what was flushed; an in-sync replica keeps every committed one), and HW h
+        from a checkpoint, at most what remains. A leader's purgatory is lost, and its isrFloor
+        starts again at its durable start offset.
+
+        TLA+ chooses e and h inside the action (``\\E e ...: \\E h ...``); here they are
+        parameters.
+        """
+        if r in s.down:
+            return None
+        t = self._recover(s, r, e, h)
+        if t is None:
+            return None
+        leads = r == s.leader
+        return t._replace(resp=self._without_response(s, r),
+                          pending=0 if leads else s.pending,
+                          isrFloor=(self.DurableStart(s, self.replicas.index(r)) if leads
+                                    else s.isrFloor))
+
+    def GoDown(self, s: S, r: int) -> S | None:
+        """Follower r's broker goes down: out of the ISR and of the low watermark."""
+        if r == s.leader or r in s.down:
+            return None
+        return s._replace(down=s.down | {r}, isr=s.isr - {r},
                           resp=self._without_response(s, r))
+
+    def Restart(self, s: S, r: int, e: int, h: int) -> S | None:
+        """Replica r's broker comes back with its durable state (records up to e, HW h),
+        outside the ISR."""
+        if r not in s.down:
+            return None
+        t = self._recover(s, r, e, h)
+        return None if t is None else t._replace(down=s.down - {r})
 
     def _named_actions(self) -> list[tuple[str, Callable[..., S | None], list[Params]]]:
         """(label, method with the replica bound, the tuples of its other parameters in TLC's
@@ -330,12 +429,15 @@ class LogStartOffsetTwin(Spec):
         out += [(f"ElectLeader({r})", partial(self.ElectLeader, r=r), one) for r in rs]
         out += [(f"DeleteRecords({o})", partial(self.DeleteRecords, o=o), one) for o in offsets]
         out += [("AcknowledgeDeleteRecords", self.AcknowledgeDeleteRecords, one)]
+        out += [("ExpireDeleteRecords", self.ExpireDeleteRecords, one)]
         out += [(f"DeleteOldestSegment({r})", partial(self.DeleteOldestSegment, r=r), one)
                 for r in rs]
         out += [(f"CheckpointStartOffset({r})", partial(self.CheckpointStartOffset, r=r), one)
                 for r in rs]
         out += [(f"Flush({r})", partial(self._flush, r), by_offset) for r in rs]
         out += [(f"CrashRestart({r})", partial(self._crash_restart, r), pairs) for r in rs]
+        out += [(f"GoDown({r})", partial(self.GoDown, r=r), one) for r in rs]
+        out += [(f"Restart({r})", partial(self._restart, r), pairs) for r in rs]
         return out
 
     def _apply_fetch(self, r: int, s: S, o: int) -> S | None:
@@ -349,6 +451,9 @@ class LogStartOffsetTwin(Spec):
 
     def _crash_restart(self, r: int, s: S, e: int, h: int) -> S | None:
         return self.CrashRestart(s, r, e, h)
+
+    def _restart(self, r: int, s: S, e: int, h: int) -> S | None:
+        return self.Restart(s, r, e, h)
 
     def actions(self) -> Sequence[Action]:
         """Next's disjuncts, one per action and replica, labelled as TLC labels them."""
@@ -377,7 +482,9 @@ class LogStartOffsetTwin(Spec):
                 and s.committed in offsets and s.acked in offsets
                 and all(m[0] in self.replicas and all(v in offsets for v in m[1:])
                         for m in s.resp)
-                and len({m[0] for m in s.resp}) == len(s.resp))
+                and len({m[0] for m in s.resp}) == len(s.resp)
+                and s.down <= set(self.replicas) and s.leader not in s.down
+                and not s.isr & s.down and s.pending in offsets and s.isrFloor in offsets)
 
     def NoNewDataDeleted(self, s: State) -> bool:
         """Nothing at or above the partition's HW is deleted (start offset or segments)."""
@@ -386,10 +493,13 @@ class LogStartOffsetTwin(Spec):
                    for seg, ls in zip(s.segStart, s.logStart, strict=True))
 
     def NeverServeBelowLogStart(self, s: State) -> bool:
-        """0 <= logStart <= HW <= LEO everywhere, and no start offset below an acknowledged one."""
+        """0 <= logStart <= HW <= LEO everywhere, and no replica that can serve (the leader, or
+        an in-sync replica, which may be elected) has a start offset below an acknowledged
+        one."""
         assert isinstance(s, LogStartOffsetState)
-        return all(0 <= ls <= hw <= leo and s.acked <= ls
-                   for ls, hw, leo in zip(s.logStart, s.hw, s.leo, strict=True))
+        return (all(0 <= ls <= hw <= leo
+                    for ls, hw, leo in zip(s.logStart, s.hw, s.leo, strict=True))
+                and all(s.acked <= s.logStart[self.replicas.index(r)] for r in s.isr))
 
     def CommittedDataOnIsr(self, s: State) -> bool:
         """Every in-sync replica holds every committed offset: its log reaches the partition's
@@ -397,6 +507,12 @@ class LogStartOffsetTwin(Spec):
         every acknowledged record."""
         assert isinstance(s, LogStartOffsetState)
         return all(s.leo[self.replicas.index(r)] >= s.committed for r in s.isr)
+
+    def durable_start_monotone(self, s: S, t: S) -> bool:
+        """DurableStartMonotone on one step s -> t: no replica's durable start offset goes
+        backwards."""
+        return all(self.DurableStart(t, i) >= self.DurableStart(s, i)
+                   for i in range(len(self.replicas)))
 
     def invariants(self) -> Sequence[Invariant]:
         """In the .cfg's order: TypeOK, NoNewDataDeleted, NeverServeBelowLogStart,
@@ -411,9 +527,12 @@ class LogStartOffsetTwin(Spec):
         assert isinstance(s, LogStartOffsetState)
         isr = ",".join(str(r) for r in sorted(s.isr))
         lines = [f"leader {s.leader} (epoch start {s.epochStart})  ISR {{{isr}}}  partition HW "
-                 f"(committed) {s.committed}  acknowledged low watermark {s.acked}"]
+                 f"(committed) {s.committed}  acknowledged low watermark {s.acked}"
+                 + (f"  DeleteRecords({s.pending}) waiting" if s.pending else "")
+                 + (f"  ISR floor {s.isrFloor}" if s.isrFloor else "")]
         for i, r in enumerate(self.replicas):
-            role = "leader  " if r == s.leader else "follower"
+            role = ("leader  " if r == s.leader else
+                    "down    " if r in s.down else "follower")
             lines.append(f"replica {r} {role}: first segment {s.segStart[i]}, log start "
                          f"{s.logStart[i]} (checkpoint {s.ckptStart[i]}), HW {s.hw[i]}, "
                          f"LEO {s.leo[i]} (flushed {s.flushed[i]})")
