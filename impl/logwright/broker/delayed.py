@@ -56,6 +56,19 @@ class ProduceStatus:
     pending: bool = True
 
 
+def _still_leading(partitions: Mapping[TopicPartition, Partition], tp: TopicPartition,
+                   leader_epoch: int) -> Partition | Errors:
+    """The partition a delayed operation waits on, if this broker still leads it at the
+    operation's leader epoch with its dir online; else the error that ends the wait
+    (NOT_LEADER_OR_FOLLOWER, or KAFKA_STORAGE_ERROR)."""
+    partition = partitions.get(tp)
+    if partition is None or not partition.is_leader or partition.leader_epoch != leader_epoch:
+        return Errors.NOT_LEADER_OR_FOLLOWER
+    if partition.offline:
+        return Errors.KAFKA_STORAGE_ERROR
+    return partition
+
+
 class DelayedProduce(DelayedOperation):
     """acks=all: waits until the HW passes each partition's last appended offset."""
 
@@ -74,13 +87,9 @@ class DelayedProduce(DelayedOperation):
         for tp, status in self.statuses.items():
             if not status.pending:
                 continue
-            partition = self.rm.partitions.get(tp)
-            if (partition is None or not partition.is_leader
-                    or partition.leader_epoch != status.leader_epoch):
-                status.result = ProducePartitionResult(tp, Errors.NOT_LEADER_OR_FOLLOWER)
-                status.pending = False
-            elif partition.offline:
-                status.result = ProducePartitionResult(tp, Errors.KAFKA_STORAGE_ERROR)
+            partition = _still_leading(self.rm.partitions, tp, status.leader_epoch)
+            if isinstance(partition, Errors):
+                status.result = ProducePartitionResult(tp, partition)
                 status.pending = False
             elif partition.high_watermark >= status.required_offset:
                 status.pending = False
@@ -188,13 +197,9 @@ class DelayedDeleteRecords(DelayedOperation):
         for tp, status in self.statuses.items():
             if not status.pending:
                 continue
-            partition = self.rm.partitions.get(tp)
-            if (partition is None or not partition.is_leader
-                    or partition.leader_epoch != status.leader_epoch):
-                status.error = Errors.NOT_LEADER_OR_FOLLOWER
-                status.pending = False
-            elif partition.offline:
-                status.error = Errors.KAFKA_STORAGE_ERROR
+            partition = _still_leading(self.rm.partitions, tp, status.leader_epoch)
+            if isinstance(partition, Errors):
+                status.error = partition
                 status.pending = False
             else:
                 low = self.rm.low_watermark(partition)
