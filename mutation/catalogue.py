@@ -287,6 +287,35 @@ def apply(mutant: Mutant, root: Path) -> None:
                                     encoding="utf-8")
 
 
+def refinement_driver(imports: str, runs: str = "run_steps(seed)") -> str:
+    """The Python a planted-fault refinement test runs in a copy (:func:`caught_in_copy`):
+    after ``imports``, the call ``runs`` (over ``seed``) for each seed of the template field
+    ``{seeds}``; the last line printed is ``CAUGHT <module> <reason>`` for the first
+    RefinementViolation, ``RAISED <type>`` when a run stopped another way, or ``MISSED``."""
+    return "\n".join([
+        "from logwright.conformance import RefinementViolation",
+        imports,
+        "for seed in {seeds}:",
+        "    try:",
+        f"        {runs}",
+        "    except RefinementViolation as exc:",
+        '        print("CAUGHT", exc.module, exc.reason)',
+        "        break",
+        "    except Exception as exc:  # the fault stopped the run another way: not a catch",
+        '        print("RAISED", type(exc).__name__)',
+        "else:",
+        '    print("MISSED")',
+        ""])
+
+
+def caught_in_copy(driver: str, dest: Path, mutant: str | None) -> str:
+    """Run ``driver`` with :func:`run_in_copy` (``mutant`` planted; None: none) and return the
+    last line it printed; the interpreter must exit cleanly."""
+    out = run_in_copy(driver, dest, mutant)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
 def run_in_copy(code: str, dest: Path, mutant: str | None, argv: tuple[str, ...] = (),
                 timeout: float = 300, *, plant: Callable[[Path], None] | None = None,
                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

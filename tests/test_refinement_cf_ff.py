@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mutation.catalogue import run_in_copy
+from mutation.catalogue import caught_in_copy, refinement_driver
 
 from logwright import Cluster
 from logwright.conformance import RefinementChecker, RefinementViolation
@@ -282,27 +282,7 @@ def test_a_late_registration_of_a_replaced_incarnation_is_refused() -> None:
 
 # ---- planted faults, through the real code paths ------------------------------------------------
 
-DRIVER = """
-import sys
-from logwright.conformance import RefinementViolation
-from tests.test_refinement_cf_ff import run_steps
-for seed in {seeds}:
-    try:
-        run_steps(seed)
-    except RefinementViolation as exc:
-        print("CAUGHT", exc.module, exc.reason)
-        break
-    except Exception as exc:  # the fault stopped the run another way: not the check's catch
-        print("RAISED", type(exc).__name__)
-else:
-    print("MISSED")
-"""
-
-
-def _run(driver: str, tmp_path: Path, mutant: str | None) -> str:
-    out = run_in_copy(driver, tmp_path, mutant)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.strip().splitlines()[-1]
+DRIVER = refinement_driver("from tests.test_refinement_cf_ff import run_steps")
 
 
 # The seeds of ``steps_for`` where each fault first shows; the unmutated code passes them all.
@@ -325,10 +305,10 @@ PLANTED = [
 def test_a_planted_fault_is_caught_by_the_refinement_check(mutant: str, seeds: list[int],
                                                            expected: str,
                                                            tmp_path: Path) -> None:
-    assert _run(DRIVER.format(seeds=seeds), tmp_path, mutant) == expected
+    assert caught_in_copy(DRIVER.format(seeds=seeds), tmp_path, mutant) == expected
 
 
 def test_the_driver_passes_on_the_unmutated_code(tmp_path: Path) -> None:
     """The planted-fault runs above can fail only because of the fault."""
     seeds = sorted({s for _, ss, _ in PLANTED for s in ss})
-    assert _run(DRIVER.format(seeds=seeds), tmp_path, None) == "MISSED"
+    assert caught_in_copy(DRIVER.format(seeds=seeds), tmp_path, None) == "MISSED"

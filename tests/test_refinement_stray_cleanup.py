@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mutation.catalogue import run_in_copy
+from mutation.catalogue import caught_in_copy, refinement_driver
 
 from logwright.broker.config import BrokerConfig
 from logwright.conformance import RefinementChecker, RefinementViolation
@@ -217,26 +217,9 @@ def test_cluster_runs_with_deletions_recreations_and_orphans_refine_the_twin(see
 
 # ---- planted faults, through the real code paths ------------------------------------------------
 
-DRIVER = """
-from logwright.conformance import RefinementViolation
-from tests.test_refinement_stray_cleanup import run_steps
-for seed in {seeds}:
-    try:
-        run_steps(seed)
-    except RefinementViolation as exc:
-        print("CAUGHT", exc.module, exc.reason)
-        break
-    except Exception as exc:  # the fault stopped the run another way: not the check's catch
-        print("RAISED", type(exc).__name__)
-else:
-    print("MISSED")
-"""
-
-
-def _run(driver: str, tmp_path: Path, mutant: str | None) -> str:
-    out = run_in_copy(driver, tmp_path, mutant)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.strip().splitlines()[-1]
+def _driver(scenario: str) -> str:
+    return refinement_driver("from tests.test_refinement_stray_cleanup import run_steps",
+                             f"run_steps(seed, {scenario!r})")
 
 
 # The seeds where each fault first shows (``offline``: ``offline_dir_restart``, else
@@ -255,15 +238,12 @@ PLANTED = [
                          ids=[m for m, _, _, _ in PLANTED])
 def test_a_planted_fault_is_refused_by_the_stray_cleanup_projection(
         mutant: str, scenario: str, seeds: list[int], expected: str, tmp_path: Path) -> None:
-    driver = DRIVER.format(seeds=seeds).replace("run_steps(seed)",
-                                                f"run_steps(seed, {scenario!r})")
-    assert _run(driver, tmp_path, mutant) == expected
+    assert caught_in_copy(_driver(scenario).format(seeds=seeds), tmp_path, mutant) == expected
 
 
 def test_the_driver_passes_on_the_unmutated_code(tmp_path: Path) -> None:
     """The planted-fault runs above can fail only because of the fault."""
     for scenario in ("steps_for", "offline"):
         seeds = sorted({s for _, sc, ss, _ in PLANTED if sc == scenario for s in ss})
-        driver = DRIVER.format(seeds=seeds).replace("run_steps(seed)",
-                                                    f"run_steps(seed, {scenario!r})")
-        assert _run(driver, tmp_path / scenario, None) == "MISSED"
+        driver = _driver(scenario).format(seeds=seeds)
+        assert caught_in_copy(driver, tmp_path / scenario, None) == "MISSED"
