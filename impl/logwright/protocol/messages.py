@@ -18,6 +18,12 @@ __all__ = [
     "NO_EPOCH",
     "AlterPartitionRequest",
     "AlterPartitionResponse",
+    "AlterReplicaLogDirsDir",
+    "AlterReplicaLogDirsPartitionResult",
+    "AlterReplicaLogDirsRequest",
+    "AlterReplicaLogDirsResponse",
+    "AlterReplicaLogDirsTopic",
+    "AlterReplicaLogDirsTopicResult",
     "BrokerHeartbeat",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
@@ -471,6 +477,59 @@ class DescribeLogDirsResponse(Message):
 
     error: Errors
     results: tuple[DescribeLogDirsResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class AlterReplicaLogDirsTopic:
+    """The partitions of one topic whose replica on the receiving broker should live in a dir."""
+
+    name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AlterReplicaLogDirsDir:
+    """One destination dir (its absolute path, as the broker names it) and the replicas to move
+    there."""
+
+    path: str
+    topics: tuple[AlterReplicaLogDirsTopic, ...]
+
+
+@dataclass(frozen=True)
+class AlterReplicaLogDirsRequest(Message):
+    """Kafka's AlterReplicaLogDirs (key 34, KIP-113), sent to the broker holding the replicas:
+    move each named replica to its dir (a future log filled by the dir-move fetcher, then the
+    swap). Needs ALTER on the cluster."""
+
+    dirs: tuple[AlterReplicaLogDirsDir, ...]
+    principal: str = "User:ANONYMOUS"
+
+
+@dataclass(frozen=True)
+class AlterReplicaLogDirsPartitionResult:
+    """One replica's answer: NONE (the move started, restarted towards a new dir, or the replica
+    is already there), LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR (the destination or the replica's
+    dir offline), REPLICA_NOT_AVAILABLE (no such replica here yet: the dir is remembered and
+    used when it is created) or CLUSTER_AUTHORIZATION_FAILED."""
+
+    partition_index: int
+    error: Errors = Errors.NONE
+
+
+@dataclass(frozen=True)
+class AlterReplicaLogDirsTopicResult:
+    """The answers for one topic's partitions."""
+
+    name: str
+    partitions: tuple[AlterReplicaLogDirsPartitionResult, ...]
+
+
+@dataclass(frozen=True)
+class AlterReplicaLogDirsResponse(Message):
+    """Kafka's AlterReplicaLogDirs response: one result per replica asked, grouped by topic."""
+
+    results: tuple[AlterReplicaLogDirsTopicResult, ...] = ()
 
 
 # ---- DeleteRecords (KIP-107; Kafka's API key 21) ---------------------------------------------
