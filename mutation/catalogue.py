@@ -182,6 +182,15 @@ MUTANTS: tuple[Mutant, ...] = (
              "bring the deleted records back (hazard 12).",
     ),
     Mutant(
+        name="ISR expansion ignores the ISR floor",
+        file="impl/logwright/broker/partition.py",
+        anchor="                    and follower.log_start_offset >= self.isr_floor):",
+        replacement="                    and True):",
+        loss="A follower that was down while a DeleteRecords was acknowledged without it would "
+             "rejoin the ISR with its old start offset, and its election would serve the deleted "
+             "records again (hazard 12).",
+    ),
+    Mutant(
         name="follower raises its start offset before its HW",
         file="impl/logwright/broker/fetch_adapters.py",
         anchor=("            if data.high_watermark >= 0:\n"

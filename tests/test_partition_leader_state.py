@@ -130,3 +130,46 @@ def test_under_replication_is_a_leaders_isr_smaller_than_its_replicas() -> None:
     p = leader(isr=(1, 2), replicas=(1, 2, 3))
     p.role = Role.FOLLOWER
     assert not p.is_under_replicated
+
+
+def test_the_isr_floor_starts_at_the_leaders_durable_start_and_rises_with_acknowledgements(
+        ) -> None:
+    """Beyond Kafka (the LogStartOffset model's isrFloor): a follower joins the ISR only with a
+    reported start offset at least the floor, which is the leader's durable start offset when
+    its leadership began, raised to each low watermark a DeleteRecords was acknowledged with.
+    It is not the leader's current start offset: a follower one retention pass behind joins."""
+    p = leader(isr=(1, 2), replicas=(1, 2, 3))
+    assert p.isr_floor == 0
+    p.update_follower_fetch_state(2, 4, 0, T)
+    assert p.maybe_increment_high_watermark() and p.high_watermark == 4
+    p.log.increment_log_start_offset(2)                     # retention, not acknowledged
+    p.check_offsets()
+    p.update_follower_fetch_state(3, 4, 0, T)
+    assert p.replicas_to_add_to_isr() == [3]                # start 0 >= floor 0
+    p.raise_isr_floor(2)                                    # a deletion acknowledged at 2
+    assert p.isr_floor == 2
+    for start, joins in ((0, False), (1, False), (2, True), (3, True)):
+        p.update_follower_fetch_state(3, 4, start, T)
+        assert p.replicas_to_add_to_isr() == ([3] if joins else []), start
+    p.raise_isr_floor(1)                                    # never lowered
+    assert p.isr_floor == 2
+    # A new leadership starts again from the durable start offset, here 2.
+    st = LeaderAndIsrPartitionState(TP, Uuid(bytes(range(16))), 1, 1, 1, (1, 2), 1, (1, 2, 3))
+    p.log.increment_log_start_offset(3)
+    assert p.make_leader(st, T) and p.isr_floor == 3
+    p.update_follower_fetch_state(3, 4, 2, T)
+    assert p.replicas_to_add_to_isr() == []
+
+
+def test_a_follower_that_never_reported_its_start_offset_stays_out() -> None:
+    p = leader(isr=(1, 2), replicas=(1, 2, 3))
+    p.followers[3].log_end_offset = 4
+    assert p.followers[3].log_start_offset < 0
+    assert p.replicas_to_add_to_isr() == []
+
+
+def test_the_isr_floor_is_never_above_the_leaders_durable_start_offset() -> None:
+    p = leader()
+    p.raise_isr_floor(1)
+    with pytest.raises(AssertionError, match="ISR floor"):
+        p.check_offsets()

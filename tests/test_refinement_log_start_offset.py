@@ -26,6 +26,7 @@ from logwright.conformance.log_start_offset import (
     ClusterProjection,
     LogStartOffsetRefinement,
     twin_for,
+    visible,
 )
 from logwright.conformance.refinement import NO_STEP
 from logwright.model.log_start_offset import LogStartOffsetState
@@ -390,3 +391,24 @@ def test_a_segment_deleted_before_a_power_loss_may_come_back_below_the_start_off
     projected = h.projections[tp].checker.last
     assert isinstance(projected, LogStartOffsetState)
     assert projected.segStart == (first,)  # ... and counts as deleted
+
+
+def test_the_isr_floor_is_carried_by_the_search_and_holds_expansions_to_it() -> None:
+    """The implementation's ISR floor is not abstracted: the search carries the twin's own
+    (an acknowledged deletion raises it), and later ISR expansions must respect it."""
+    spec = twin_for((1, 2), 1)
+    c = RefinementChecker(LogStartOffsetRefinement(spec), max_steps=3, visible=visible)
+    both = _s((2, 2), (2, 2), start=(2, 2), seg=(0, 0), committed=2)
+    c.rebase(both)
+    # An acknowledgement of the low watermark 2: the target says nothing of the floor (0)...
+    c.check(both._replace(acked=2))
+    last = c.last
+    assert isinstance(last, S) and last.acked == 2 and last.isrFloor == 2  # ...the path does
+    # A follower whose durable start offset lies below the floor may not rejoin the ISR.
+    lagging = _s((2, 2), (2, 2), start=(2, 0), seg=(0, 0), isr=frozenset({1}), committed=2)
+    c.rebase(lagging._replace(isrFloor=2))
+    with pytest.raises(RefinementViolation, match="no step of the model"):
+        c.check(lagging._replace(isr=frozenset({1, 2})))
+    # With the floor at 0 (a leadership that began before the deletion) it may.
+    c.rebase(lagging)
+    assert c.check(lagging._replace(isr=frozenset({1, 2}))).actions == ("ExpandIsr(2)",)

@@ -211,6 +211,7 @@ class DelayedDeleteRecords(DelayedOperation):
                             or log.durable_log_start_offset >= status.required_offset), (
                         f"{tp}: a deletion acknowledged before the leader's start offset is "
                         "durable")
+                    partition.raise_isr_floor(low)
                     status.low_watermark = low
                     status.pending = False
         if any(s.pending for s in self.statuses.values()):

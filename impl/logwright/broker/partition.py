@@ -74,6 +74,11 @@ class Partition:
         self.isr: tuple[int, ...] = ()
         self.replicas: tuple[int, ...] = ()
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
+        self.isr_floor = 0
+        """While leading: the least durable start offset a follower must have reported to join
+        the ISR (the LogStartOffset model's ``isrFloor``): the leader's durable start offset when
+        its leadership began, raised to every low watermark a DeleteRecords was acknowledged
+        with (``raise_isr_floor``). Beyond Kafka: docs/delete-records.md."""
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: PendingIsrChange | None = None
 
@@ -135,9 +140,28 @@ class Partition:
             f"{self.tp}: served as topic id {self.topic_id} from a log of topic id {held}"
 
     def check_offsets(self) -> None:
-        """Assert NeverServeBelowLogStart's offset order on this replica."""
+        """Assert NeverServeBelowLogStart's offset order on this replica, and, on a leader, the
+        model's ``isrFloor <= DurableStart(leader)``."""
         lso, hw, leo = self.log_start_offset, self.high_watermark, self.log_end_offset
         assert 0 <= lso <= hw <= leo, f"{self.tp}: start {lso} hw {hw} leo {leo}"
+        assert not self.is_leader or self.isr_floor <= self.durable_start_offset, (
+            f"{self.tp}: ISR floor {self.isr_floor} above the durable start offset "
+            f"{self.durable_start_offset}")
+
+    @property
+    def durable_start_offset(self) -> int:
+        """The start offset a restart of this replica loads (the model's ``DurableStart``); with
+        the log manager's ``durable_log_start_offset`` off, the start offset in memory, as
+        Kafka has it."""
+        log = self.log
+        return (log.durable_log_start_offset if log.start_offset_checkpoint is not None
+                else log.log_start_offset)
+
+    def raise_isr_floor(self, low_watermark: int) -> None:
+        """A DeleteRecords was acknowledged with ``low_watermark``: no follower below it may
+        join the ISR while this leadership lasts (the model's ``AcknowledgeDeleteRecords``)."""
+        assert self.is_leader
+        self.isr_floor = max(self.isr_floor, low_watermark)
 
     # ---- role changes --------------------------------------------------------------------------
 
@@ -165,6 +189,7 @@ class Partition:
         self._apply_assignment(state)
         self.role = Role.LEADER
         self.leader_epoch_start_offset = self.log_end_offset
+        self.isr_floor = self.durable_start_offset  # the model's ElectLeader
         self.followers = {
             r: FollowerState(r, last_caught_up_time_ms=now_ms if r in self.isr else 0)
             for r in self.replicas if r != self.local_broker_id}
@@ -267,15 +292,15 @@ class Partition:
     def replicas_to_add_to_isr(self) -> list[int]:
         """Followers outside the ISR that have reached the high watermark and the start of the
         current leader epoch (so they hold everything committed in it) and, beyond Kafka, have
-        reported (durably) the leader's log start offset: an in-sync replica may be elected,
-        and must not serve records a DeleteRecords acknowledged as gone (while one waits, the
-        ISR members count in its low watermark: docs/delete-records.md)."""
+        reported a durable start offset at least the ISR floor (``isr_floor``): an in-sync
+        replica may be elected, and must not serve records a DeleteRecords acknowledged as
+        gone (docs/delete-records.md; the LogStartOffset model's ``ExpandIsr``)."""
         out = []
         for r, follower in self.followers.items():
             if r in self.isr or r not in self.replicas:
                 continue
             if (follower.log_end_offset >= self.high_watermark
                     and follower.log_end_offset >= self.leader_epoch_start_offset
-                    and follower.log_start_offset >= self.log_start_offset):
+                    and follower.log_start_offset >= self.isr_floor):
                 out.append(r)
         return out

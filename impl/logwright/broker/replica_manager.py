@@ -1013,11 +1013,7 @@ class ReplicaManager:
         in-sync replica on a dead broker counts: it may be elected when it comes back, and
         must not bring deleted records back (docs/delete-records.md)."""
         assert partition.is_leader
-        log = partition.log
-        # Kafka's behaviour when logs write their start offset only at the periodic
-        # checkpoint (durable_log_start_offset=False): the start offset in memory.
-        low = (log.durable_log_start_offset if log.start_offset_checkpoint is not None
-               else log.log_start_offset)
+        low = partition.durable_start_offset
         live = self.metadata.live_brokers
         counted = {r for r in partition.replicas if r in live} | set(partition.maximal_isr)
         for r in counted:

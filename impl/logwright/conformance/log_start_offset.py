@@ -36,10 +36,20 @@ implementation does not expose it to the projection yet): abstract states have n
 chooses (the acknowledged low watermark itself), so an acknowledgement is checked against the
 model's rule, a low watermark durable on every counted replica. No replica is ``down`` in an
 abstract state: a dead broker's replica keeps the state last seen, as before, and counts in the
-low watermark (the stronger condition). The leader's ISR floor (``isrFloor``) is hidden as
-well, always 0 in an abstract state: the implementation keeps none yet, so its ISR expansions
-are not held to the model's rule that a follower's durable start offset reaches the floor.
+low watermark (the stronger condition).
+
+The leader's ISR floor (``isrFloor``) is carried, not abstracted
+(:class:`~logwright.conformance.refinement.RefinementChecker`'s ``visible``): the search
+ignores it when matching, and the twin's own steps set it along the path found (an election
+sets it to the new leader's durable start offset, an acknowledged DeleteRecords raises it), so
+every ISR expansion of the implementation is held to the model's rule: the follower's durable
+start offset at least the floor. The implementation keeps its own floor
+(``Partition.isr_floor``): set when a leadership begins, which may be later than the election
+the model takes, and so at least the carried one; its expansions, gated on it, pass. At a
+rebase (outside the twin) the floor carried on is the last one, or the leader's durable start
+offset when the leader changed or restarted (what the model's election or restart sets).
 """
+
 
 from __future__ import annotations
 
@@ -73,6 +83,12 @@ MAX_OFFSET = 2**62
 """The twin's MaxOffset for refinement: far beyond any offset a test reaches."""
 
 S = LogStartOffsetState
+
+
+def visible(s: State) -> State:
+    """What the abstraction sees of a twin state: all but the carried ``isrFloor``."""
+    assert isinstance(s, LogStartOffsetState)
+    return s._replace(isrFloor=0)
 
 
 def twin_for(replicas: tuple[int, ...], leader: int, bug: str = "none") -> LogStartOffsetTwin:
@@ -117,9 +133,8 @@ class LogStartOffsetRefinement:
         """Every twin move from ``state`` with parameters among the offsets of ``state`` and
         ``target``; runs of Append and of DeleteOldestSegment are one move."""
         assert isinstance(state, LogStartOffsetState) and isinstance(target, LogStartOffsetState)
-        for label, t in self._moves(state, sorted(_values(state) | _values(target))):
-            assert isinstance(t, LogStartOffsetState)
-            yield label, t._replace(isrFloor=0)  # hidden: see the module docstring
+        # isrFloor is carried, as the twin's steps set it: see the module docstring.
+        yield from self._moves(state, sorted(_values(state) | _values(target)))
 
     def _responses(self, s: S) -> list[Served]:
         L = self._spec.replicas.index(s.leader)
@@ -255,7 +270,8 @@ class LogProjection:
         self.spec = twin_for((1,), 1, bug)
         self.checker = RefinementChecker(LogStartOffsetRefinement(self.spec),
                                          max_steps=max_steps,
-                                         initial=next(iter(self.spec.init_states())))
+                                         initial=next(iter(self.spec.init_states())),
+                                         visible=visible)
         self.committed = 0
         self.acked = 0
         self.epoch_start = 0
@@ -404,7 +420,7 @@ class ClusterProjection(ClusterObserver):
     def acknowledge(self, tp: TopicPartition, low_watermark: int) -> None:
         """A DeleteRecords response reported ``low_watermark`` for ``tp``: at the next check it
         is the twin's ``AcknowledgeDeleteRecords`` when it equals the twin's low watermark (the
-        least start offset over the partition's replicas). It may not: a replica on a dead
+        least durable start offset over the partition's replicas). It may not: a replica on a dead
         broker outside the ISR is not counted by the broker (Kafka's rule) and is by the twin;
         such an answer is counted in ``acks_unmapped`` and not mapped."""
         w = self.watches.get(tp)
@@ -426,7 +442,7 @@ class ClusterProjection(ClusterObserver):
         # applied after it (a response of a leader outside the new replica set is harmless).
         served: dict[Served, None] = dict(w.served) if w is not None else {}
         checker = RefinementChecker(LogStartOffsetRefinement(spec, lambda: served),
-                                    max_steps=self.max_steps)
+                                    max_steps=self.max_steps, visible=visible)
         nw = _Watch(replicas, spec, checker, {}, {}, {}, {}, served=served)
         nw.outside = "a new replica set (a reassignment: the model's replicas are fixed)"
         if w is not None:  # a reassignment: the partition's ghosts and what was seen stay
@@ -486,11 +502,13 @@ class ClusterProjection(ClusterObserver):
         elif w.leader not in replicas:
             w.leader = replicas[0]
         zero = ReplicaView(0, 0, 0, 0, 0, 0)
+        restarted: set[int] = set()
         for b in replicas:
             view, incarnation = self._view(b, tp)
             if incarnation is not None:
                 seen = w.incarnations.setdefault(b, incarnation)
                 if seen != incarnation:
+                    restarted.add(b)
                     w.incarnations[b] = incarnation
                     w.outside = w.outside or f"broker {b} restarted"
                     if b in state.isr:
@@ -520,7 +538,8 @@ class ClusterProjection(ClusterObserver):
             # election); when it takes the epoch, the offset it records is read instead.
             w.epoch_start = views[replicas.index(w.leader)].leo
         if w.reported > w.acked:
-            if w.reported == min(v.log_start for v in views):
+            if w.reported == min(max(w.seg_start[b], v.ckpt_start)
+                                 for b, v in zip(replicas, views, strict=True)):
                 w.acked = w.reported
                 self.acks += 1
             else:
@@ -530,8 +549,16 @@ class ClusterProjection(ClusterObserver):
               tuple(v.log_start for v in views), tuple(segs),
               tuple(v.ckpt_start for v in views), tuple(v.flushed for v in views), isr,
               w.leader, w.epoch_start, w.committed, w.acked)
-        if s == w.checker.last:
+        last = w.checker.last
+        assert last is None or isinstance(last, LogStartOffsetState)
+        if last is not None and visible(s) == visible(last):
             return  # the same abstract state: it was checked
+        # The carried isrFloor, for a rebase or the invariants-only check (a step's search
+        # sets its own): the last one, unless the leader changed or restarted.
+        L = replicas.index(w.leader)
+        floor = (last.isrFloor if last is not None and last.leader == w.leader
+                 and w.leader not in restarted else max(s.ckptStart[L], s.segStart[L]))
+        s = s._replace(isrFloor=floor)
         self.checks += 1
         where = f"{tp}, {context}"
         if not self.check_steps:
@@ -541,8 +568,7 @@ class ClusterProjection(ClusterObserver):
             self.rebases += 1
             w.checker.rebase(s, f"{where}: {w.outside}" if w.outside else where)
         else:
-            last = w.checker.last
-            assert isinstance(last, LogStartOffsetState)
+            assert last is not None
             if last.leader == s.leader and last.epochStart != s.epochStart:
                 # A new leader epoch of the same leader (the controller bumps it with an ISR
                 # change it makes itself, or a reassignment): the model starts an epoch only
@@ -578,4 +604,5 @@ __all__ = [
     "checkpointed_start_offset",
     "twin_for",
     "view_of",
+    "visible",
 ]

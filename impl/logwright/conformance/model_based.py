@@ -112,10 +112,11 @@ def _crash(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
 
 def model_step(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
     """The twin's successor of ``s`` under ``move`` (None: the move is not enabled there), with
-    the request waiting in the purgatory (``pending``) and the leader's ISR floor hidden, as the
-    projection of the implementation has neither."""
+    the request waiting in the purgatory (``pending``) hidden, as the projection of the
+    implementation has none (the leader's ISR floor is carried by the projection's search, as
+    the twin's steps set it)."""
     t = _model_step(twin, s, move)
-    return None if t is None else t._replace(pending=0, isrFloor=0)
+    return None if t is None else t._replace(pending=0)
 
 
 def _model_step(twin: LogStartOffsetTwin, s: S, move: str) -> S | None:
@@ -434,7 +435,7 @@ def bug_cases(max_offset: int = GEN_MAX_OFFSET) -> list[BugReport]:
         moves: list[str] = []
         for label, t in steps[1:]:
             assert isinstance(t, LogStartOffsetState)
-            t = t._replace(pending=0, isrFloor=0)  # as the moves hide them
+            t = t._replace(pending=0)  # as the moves hide it
             s = states[-1]
             move = next((m for m in MOVES if model_step(buggy, s, m) == t), None)
             if move is None:

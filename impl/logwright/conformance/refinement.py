@@ -20,12 +20,20 @@ target state too, so a module may enumerate only the parameter values that can m
 values appearing in ``before`` and ``after``): every path it finds is still a path of genuine
 twin steps, so a pass is never wrong; a module that restricts too much only risks a false alarm,
 which names the two states.
+
+A variable of the twin that the implementation keeps no value for may be *carried* rather than
+abstracted (``RefinementChecker(visible=...)``): ``visible`` maps a twin state to what the
+abstraction can see (the carried variables set to a constant); the search matches the target's
+visible part only, and the state remembered (and checked against the invariants) is the twin
+state the path reached, with the carried variables as the twin's own steps set them. Any path
+that matches is a genuine behaviour of the twin, so the later steps are held to the guards that
+read the carried variables.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -84,6 +92,10 @@ class RefinementViolation(AssertionError):
             f"before:\n{_indent(before)}\nafter:\n{_indent(after)}")
 
 
+def _same(state: State) -> State:
+    return state
+
+
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
@@ -120,9 +132,11 @@ class RefinementChecker:
     """
 
     def __init__(self, refinement: Refinement, *, max_steps: int = DEFAULT_MAX_STEPS,
-                 initial: State | None = None) -> None:
+                 initial: State | None = None,
+                 visible: Callable[[State], State] | None = None) -> None:
         assert max_steps >= 1, "at least one twin step per observed change"
         self.refinement = refinement
+        self.visible: Callable[[State], State] = visible if visible is not None else _same
         self.spec = refinement.spec
         self.max_steps = max_steps
         self.last: State | None = None
@@ -150,7 +164,8 @@ class RefinementChecker:
     def find_path(self, before: State, after: State) -> StepFound | None:
         """The shortest path of at most ``max_steps`` twin steps from ``before`` to ``after``
         (an empty one if equal), or None."""
-        if before == after:
+        goal = self.visible(after)
+        if self.visible(before) == goal:
             return StepFound(())
         seen = {before}
         frontier: deque[tuple[State, tuple[str, ...], tuple[State, ...]]] = deque(
@@ -158,7 +173,7 @@ class RefinementChecker:
         while frontier:
             state, path, states = frontier.popleft()
             for label, nxt in self.refinement.successors(state, after):
-                if nxt == after:
+                if self.visible(nxt) == goal:
                     return StepFound((*path, label), (*states, nxt))
                 if len(path) + 1 < self.max_steps and nxt not in seen:
                     seen.add(nxt)
@@ -167,7 +182,8 @@ class RefinementChecker:
 
     def check_step(self, before: State, after: State, context: str = "") -> StepFound:
         """``after`` is ``before`` or reachable from it in at most ``max_steps`` twin steps, and
-        every invariant holds on ``after``; raises RefinementViolation otherwise."""
+        every invariant holds on the state reached (``after``, with any carried variables as the
+        path set them: ``reached``); raises RefinementViolation otherwise."""
         self.checks += 1
         found = self.find_path(before, after)
         if found is None:
@@ -178,8 +194,14 @@ class RefinementChecker:
             self.steps_by_length[n] = self.steps_by_length.get(n, 0) + 1
         else:
             self.stutters += 1
-        self.check_invariants(after, before, context)
+        self.check_invariants(self.reached(before, found), before, context)
         return found
+
+    @staticmethod
+    def reached(before: State, found: StepFound) -> State:
+        """The twin state a matched change ends in: the path's last (``before`` for a
+        stutter)."""
+        return found.states[-1] if found.actions else before
 
     def check(self, after: State, context: str = "") -> StepFound:
         """Check the change from the last state seen to ``after``, then remember ``after``."""
@@ -189,7 +211,7 @@ class RefinementChecker:
             self.last = after
             return StepFound(())
         found = self.check_step(self.last, after, context)
-        self.last = after
+        self.last = self.reached(self.last, found)
         return found
 
     def rebase(self, state: State, context: str = "") -> None:

@@ -281,7 +281,7 @@ class _LsoInstance:
         twin = self.twin()
         if t is None:
             return None
-        t = t._replace(isrFloor=0)  # hidden: the implementation keeps no ISR floor yet
+        t = t._replace(isrFloor=0)  # hidden: the trace records no acknowledgement to raise it
         for m in sorted(t.isr - isr):
             t = twin.ShrinkIsr(t, m) if t is not None else None
         for m in sorted(isr - t.isr if t is not None else ()):
@@ -331,7 +331,8 @@ class _LsoInstance:
         if self.pending_restart:
             self.settle_restarts(action, args, node)
         # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
-        # neither (the implementation keeps no ISR floor yet, so ExpandIsr is not held to it).
+        # neither (nor the acknowledgement that raises the floor), so ExpandIsr is not held to
+        # it here; the projections carry it (conformance/log_start_offset.py).
         self.state = self.state._replace(pending=0, isrFloor=0)
         s, twin = self.state, self.twin()
         self.label = action
