@@ -51,13 +51,22 @@ from logwright.errors import (
     DataDirLockedError,
     DataDirMismatchError,
     Errors,
+    InvalidArgument,
     InvalidConfig,
     KafkaError,
     LogwrightError,
 )
 from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
 from logwright.logmanager import DataDirIdentity
-from logwright.protocol import NO_EPOCH, DescribeLogDirsRequest, DescribeLogDirsResponse
+from logwright.protocol import (
+    NO_EPOCH,
+    AlterReplicaLogDirsDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirsTopic,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from logwright.storage.meta_properties import (
     LOCK_FILE,
     MetaProperties,
@@ -603,6 +612,48 @@ class Cluster:
                                     f"broker {b} did not answer DescribeLogDirs")
             answers[b] = answer
         return answers
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[str, int, int], str]
+                               ) -> dict[tuple[str, int, int], Errors]:
+        """Move replicas between a broker's log dirs (KIP-113, docs/jbod.md): for each
+        ``(topic, partition, broker)``, the absolute dir the broker should keep that replica
+        in. One AlterReplicaLogDirs request per broker, over the network; each answer is per
+        replica: NONE (the move started, restarted towards this dir, or the replica is already
+        there; the copy goes on in the background), LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR (the
+        destination or the replica's dir offline), REPLICA_NOT_AVAILABLE (not hosted there
+        yet: the dir is used when it is), CLUSTER_AUTHORIZATION_FAILED, or REQUEST_TIMED_OUT
+        when the broker does not answer. InvalidArgument for an unknown broker or a key that
+        is not (str, int, int); ClusterError when the broker is not running."""
+        validate.usable(self)
+        per_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for key, log_dir in moves.items():
+            if (not isinstance(key, tuple) or len(key) != 3 or not isinstance(key[0], str)
+                    or not isinstance(log_dir, str)):
+                raise InvalidArgument(f"a move is (topic, partition, broker) -> dir, not "
+                                      f"{key!r} -> {log_dir!r}")
+            topic, partition, b = key
+            validate.broker_id(self, b)
+            if not self.brokers[b].alive:
+                raise ClusterError(f"broker {b} is not running")
+            per_broker.setdefault(b, {}).setdefault(log_dir, {}).setdefault(
+                topic, []).append(partition)
+        node = self.client.node
+        asked = {b: node.request(broker_node_id(b), AlterReplicaLogDirsRequest(
+            node.next_correlation_id(), tuple(
+                AlterReplicaLogDirsDir(d, tuple(AlterReplicaLogDirsTopic(t, tuple(ps))
+                                                for t, ps in topics.items()))
+                for d, topics in dirs.items())))
+            for b, dirs in per_broker.items()}
+        self.runtime.run_until(lambda: all(c in node.responses for c in asked.values()),
+                               self.request_timeout_ms)
+        out: dict[tuple[str, int, int], Errors] = {}
+        for b, cid in asked.items():
+            answer = node.take(cid)
+            if isinstance(answer, AlterReplicaLogDirsResponse):
+                for t in answer.results:
+                    for p in t.partitions:
+                        out[(t.name, p.partition_index, b)] = p.error
+        return {key: out.get(key, Errors.REQUEST_TIMED_OUT) for key in moves}
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
         """Metric values with Kafka's names: one broker's, or over live brokers (counts summed,
