@@ -522,8 +522,9 @@ class Cluster:
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
-        """Run until every live leader has its records committed, and every live replica of its
-        partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
+        """Run until every live leader has its records committed, every live replica of its
+        partitions has caught up and is in the ISR, and no move between a live broker's log
+        dirs is running (or ``max_ms`` passed); returns whether that
         happened. An elected leader that has not created its replica yet, and a partition
         without a live leader but with a live in-sync replica that hosts it and reaches the
         controller (it is elected on its next heartbeat), are waited for."""
@@ -531,6 +532,8 @@ class Cluster:
         return self.runtime.run_until(self._quiet, max_ms)
 
     def _quiet(self) -> bool:
+        if any(b.alive and b.replica_manager.dir_mover.moves for b in self.brokers.values()):
+            return False  # a JBOD move is still copying (docs/jbod.md)
         for record in self.controller.topics():
             for p in range(record.partition_count):
                 tp = TopicPartition(record.name, p)
