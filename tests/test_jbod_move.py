@@ -143,17 +143,26 @@ def test_the_future_log_follows_a_delete_records_and_counts_in_the_low_watermark
 
 
 def test_the_low_watermark_waits_for_the_future_log() -> None:
-    c = _cluster(seed=4, rate=100, records=8)
+    # Issue 11's last item: while a move runs, the future log's durable start offset counts in
+    # the low watermark, so a DeleteRecords is acknowledged only once it holds there too.
+    c = _cluster(seed=4, rate=100, records=10)
     leader = _leader(c)
     c.alter_replica_log_dirs({("t", 0, leader): _other_dir(c, leader)})
     c.advance_time(50)
-    rm = c.brokers[leader].replica_manager
+    mover = _mover(c, leader)
+    mover.fail(TP, "test: the copy stopped", drop_future=False)  # the future log stays behind
     fut = c.brokers[leader].log_manager.get_future_log(TP)
     assert fut is not None and fut.log_start_offset == 0
-    rm.partitions[TP].log.increment_log_start_offset(5)
-    for f in rm.partitions[TP].followers.values():
-        f.log_start_offset = 5
-    assert rm.low_watermark(rm.partitions[TP]) == 0, "the future log still starts at 0"
+    result = c.delete_records({("t", 0): 5}, timeout_ms=2_000)[("t", 0)]
+    assert result.error is Errors.REQUEST_TIMED_OUT, result
+    assert fut.log_start_offset == 0
+    mover.add(TP)  # the copy goes on: the future log's start offset follows the source's
+    c.advance_time(200)
+    assert fut.durable_log_start_offset == 5
+    result = c.delete_records({("t", 0): 6}, timeout_ms=5_000)[("t", 0)]
+    assert result.ok and result.low_watermark == 6
+    c.run_until_idle()
+    assert c.brokers[leader].replica_manager.partitions[TP].log_start_offset == 6
 
 
 def _move_ops(seed: int, who: str) -> int:
