@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from logwright.broker.dir_move import DirMoveFetcher
 from logwright.errors import KafkaStorageError, LogwrightError
 from logwright.logmanager import LogManager, LogManagerConfig
 from logwright.storage.config import LogConfig
@@ -256,3 +257,119 @@ def test_a_dir_failing_during_the_swap_before_the_commit_keeps_the_source() -> N
         b.lm.swap_future_log(TP)
     assert b.lm.get_log(TP) is src and not src.offline
     assert b.lm.get_future_log(TP) is None and D2 in b.lm.offline_dirs
+
+
+def _mover(b: Broker, rate: int = 2**63 - 1) -> DirMoveFetcher:
+    swapped: list[PartitionLog] = []
+    mover = DirMoveFetcher(1, b.lm, b.clock, b.sched, rate_bytes_per_s=rate, max_bytes=100,
+                           backoff_ms=100, leader_epoch=lambda tp: 0,
+                           on_swapped=lambda tp, log: swapped.append(log),
+                           on_start_offset=lambda tp: None, on_storage_error=lambda: None)
+    return mover
+
+
+def test_the_future_log_follows_a_truncation_of_the_source() -> None:
+    # A follower's current log truncated below the future log's end (it diverged from its
+    # leader) and refetched other records: the future log drops what the source no longer has.
+    b = Broker()
+    src = filled(b, batches=6)  # epochs 0 (offsets 0-5) and 1 (offsets 6-11)
+    fut = b.lm.create_future_log(TP, D2)
+    mover = _mover(b)
+    while mover.copy(src, fut, 10_000, src.recovery_point):
+        pass
+    assert fut.log_end_offset == 12
+    src.truncate_to(8)
+    src.append_as_leader(batch(b"new-a", b"new-b"), leader_epoch=2)
+    src.append_as_leader(batch(b"new-c", b"new-d"), leader_epoch=2)
+    src.update_high_watermark(src.log_end_offset)
+    src.flush()
+    expected, epochs = read_all(src), list(src.leader_epoch_cache.entries)
+    mover.add(TP)
+    b.sched.run_pending()
+    assert b.lm.get_future_log(TP) is None and mover.stats.swaps == 1
+    moved = b.lm.get_log(TP)
+    assert moved is not None and moved.dir_path == f"{D2}/t-0"
+    assert read_all(moved) == expected and [v for _, v in expected][-4:] == [
+        b"new-a", b"new-b", b"new-c", b"new-d"]
+    assert list(moved.leader_epoch_cache.entries) == epochs
+
+
+def test_the_future_log_follows_a_start_offset_above_its_end() -> None:
+    b = Broker()
+    src = filled(b, batches=6)
+    b.lm.create_future_log(TP, D2)
+    src.increment_log_start_offset(9)
+    src.delete_segments_below_start_offset()
+    expected = read_all(src)
+    mover = _mover(b)
+    mover.add(TP)
+    b.sched.run_pending()
+    moved = b.lm.get_log(TP)
+    assert moved is not None and moved is not src and moved.dir_path == f"{D2}/t-0"
+    assert moved.log_start_offset == 9 and read_all(moved) == expected
+
+
+def test_a_clean_shutdown_during_a_move_resumes_it() -> None:
+    b = Broker()
+    src = filled(b)
+    fut = b.lm.create_future_log(TP, D2)
+    _mover(b).copy(src, fut, 150, src.recovery_point)
+    copied = fut.log_end_offset
+    assert 0 < copied < src.log_end_offset
+    expected = read_all(src)
+    b.lm.shutdown()
+    b.start()
+    fut = b.lm.get_future_log(TP)  # type: ignore[assignment]
+    assert fut is not None and fut.log_end_offset == copied and fut.generation == 1
+    mover = _mover(b)
+    mover.add(TP)
+    b.sched.run_pending()
+    assert live_dirs(b) == [D2] and read_all(b.lm.get_log(TP)) == expected  # type: ignore
+
+
+def test_deleting_or_setting_aside_a_partition_cancels_its_move() -> None:
+    b = Broker()
+    filled(b)
+    b.lm.create_future_log(TP, D2)
+    b.lm.mark_stray(TP, "test")
+    assert b.lm.get_future_log(TP) is None and names(b, D2) == [(DirKind.DELETE, TP)]
+    other = TopicPartition("t", 1)
+    b.lm.create_log(other, TOPIC_ID, D1)
+    b.lm.create_future_log(other, D3)
+    b.lm.delete_log(other)
+    assert b.lm.get_future_log(other) is None
+    assert (DirKind.DELETE, other) in names(b, D3) and (DirKind.FUTURE, other) not in names(b, D3)
+
+
+def test_a_crash_during_start_up_recovery_is_recovered_by_the_next_start_up() -> None:
+    # Two live dirs (a crash between S4 and S5); the start-up resolving them crashes after
+    # each of its own file system operations in turn.
+    expected: list[tuple[int, bytes | None]] = []
+
+    def two_live() -> Broker:
+        b = Broker()
+        src = filled(b)
+        expected[:] = read_all(src)
+        fut = b.lm.create_future_log(TP, D2)
+        copy_all(src, fut)
+        b.lm.swap_future_log(TP)
+        gone = next(n for n in b.fs.listdir(D1) if n.endswith("-delete"))
+        b.fs.rename(f"{D1}/{gone}", f"{D1}/t-0")
+        b.fs.fsync_dir(D1)
+        b.fs.crash()
+        return b
+    b = two_live()
+    before = b.fs.ops
+    b.start()
+    total = b.fs.ops - before
+    assert total >= 2, "the rename -delete and its dir fsync at least"
+    for k in range(1, total + 1):
+        b = two_live()
+        b.fs.crash_after(k)
+        try:
+            b.start()
+        except SimulatedCrash:
+            pass
+        b.crash_and_restart()
+        assert live_dirs(b) == [D2], k
+        assert read_all(b.lm.get_log(TP)) == expected  # type: ignore[arg-type]

@@ -565,7 +565,6 @@ class ReplicaManager:
                 gone = self.partitions.pop(sp.tp, None)
                 self.preferred_log_dirs.pop(sp.tp, None)
                 try:
-                    self.log_manager.abort_future_log(sp.tp)
                     self.log_manager.delete_log(sp.tp)
                 except KafkaStorageError:
                     results[sp.tp] = Errors.KAFKA_STORAGE_ERROR

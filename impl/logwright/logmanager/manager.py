@@ -702,7 +702,8 @@ class LogManager:
         return log
 
     def delete_log(self, tp: TopicPartition) -> str | None:
-        """Rename ``tp``'s dir to ``-delete`` (durably) and delete it after the delay.
+        """Rename ``tp``'s dir to ``-delete`` (durably) and delete it after the delay (a
+        future log of it too: its move is cancelled).
 
         Returns the new dir name, or None if ``tp`` has no log here.
         """
@@ -712,6 +713,7 @@ class LogManager:
         log = state.logs[tp]
         if not state.online:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
+        self.abort_future_log(tp)  # a move of it is cancelled with it
         name = delete_dir_name(tp, Uuid.from_random(self.rng))
         try:
             log.close()
@@ -958,6 +960,7 @@ class LogManager:
             return None
         if not state.online:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
+        self.abort_future_log(tp)  # a move of it is cancelled: only the live log is set aside
         log = state.logs[tp]
         name = stray_dir_name(tp, Uuid.from_random(self.rng))
         try:
