@@ -21,12 +21,12 @@ TP = TopicPartition("t", 0)
 
 
 def _cluster(seed: int, rate: int | None = None, dirs: int = 2, partitions: int = 1,
-             records: int = 6) -> Cluster:
+             records: int = 6, delete_delay_ms: int = 60_000) -> Cluster:
     config = BrokerConfig() if rate is None else BrokerConfig(
         replica_alter_log_dirs_io_max_bytes_per_second=rate)
     c = Cluster.simulated(brokers=3, log_dirs_per_broker=dirs, seed=seed, broker_config=config)
     c.create_topic("t", partitions=partitions, replication_factor=3,
-                   configs={"segment.bytes": 200})
+                   configs={"segment.bytes": 200, "file.delete.delay.ms": delete_delay_ms})
     for p in range(partitions):
         for i in range(records):
             c.produce("t", p, [b"p%d-v%02d" % (p, i)])
@@ -165,15 +165,18 @@ def test_the_low_watermark_waits_for_the_future_log() -> None:
     assert c.brokers[leader].replica_manager.partitions[TP].log_start_offset == 6
 
 
+DELAY = 500  # file.delete.delay.ms of the crash tests: S7 comes soon after the swap
+
+
 def _move_ops(seed: int, who: str) -> int:
-    c = _cluster(seed)
+    c = _cluster(seed, delete_delay_ms=DELAY)
     b = _pick(c, who)
     fs = c.simulated_world.new_fs(f"broker-{b}")
     before = fs.ops
     c.alter_replica_log_dirs({("t", 0, b): _other_dir(c, b)})
     c.produce("t", 0, [b"racing"])
     c.run_until_idle()
-    c.advance_time(61_000)
+    c.advance_time(DELAY + 1_000)
     ops = fs.ops - before
     c.close()
     return ops
@@ -187,7 +190,7 @@ def test_a_crash_after_any_file_system_operation_of_a_move_recovers_one_live_log
     assert total > 10
     outcomes = set()
     for k in range(1, total + 1):
-        c = _cluster(seed)
+        c = _cluster(seed, delete_delay_ms=DELAY)
         b = _pick(c, who)
         dirs = sorted(c.brokers[b].log_manager.dirs)
         src, dest = _dir_of(c, b), _other_dir(c, b)
@@ -201,7 +204,7 @@ def test_a_crash_after_any_file_system_operation_of_a_move_recovers_one_live_log
         except KafkaError:
             pass  # not acknowledged (the moving broker was the leader and crashed)
         c.run_until_idle()
-        c.advance_time(61_000)
+        c.advance_time(DELAY + 1_000)
         c.simulated_world.new_fs(f"broker-{b}").crash_after(None)
         if c.brokers[b].alive:
             c.crash_broker(b)
@@ -211,7 +214,7 @@ def test_a_crash_after_any_file_system_operation_of_a_move_recovers_one_live_log
         assert len(on_disk.get(DirKind.LIVE, [])) == 1, (k, on_disk)
         outcomes.add(on_disk[DirKind.LIVE][0])
         c.run_until_idle()
-        c.advance_time(61_000)
+        c.advance_time(61_000)  # a -delete dir found at start-up waits the broker default
         assert set(_on_disk(c, b)) == {DirKind.LIVE}, (k, _on_disk(c, b))
         held = _values(c, b)
         assert held in (acked, [*acked, b"racing"]), (k, held)  # an unacknowledged one may stay

@@ -275,7 +275,9 @@ class DirMoveFetcher:
         try:
             src.flush()
             while fut.log_end_offset < src.log_end_offset:
-                self.copy(src, fut, self.max_bytes, src.log_end_offset)
+                if not self.copy(src, fut, self.max_bytes, src.log_end_offset):
+                    raise LogwrightError(f"{tp}: nothing to copy at {fut.log_end_offset}, below "
+                                         f"the source's end {src.log_end_offset}")
             self._follow(src, fut)
             if fut.log_start_offset < src.log_start_offset:
                 # The source's start offset lies above its high watermark's copy: not yet.

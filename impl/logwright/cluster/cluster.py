@@ -51,7 +51,6 @@ from logwright.errors import (
     DataDirLockedError,
     DataDirMismatchError,
     Errors,
-    InvalidArgument,
     InvalidConfig,
     KafkaError,
     LogwrightError,
@@ -626,18 +625,14 @@ class Cluster:
         destination or the replica's dir offline), REPLICA_NOT_AVAILABLE (not hosted there
         yet: the dir is used when it is), CLUSTER_AUTHORIZATION_FAILED, or REQUEST_TIMED_OUT
         when the broker does not answer. InvalidArgument for an unknown broker or a key that
-        is not (str, int, int); ClusterError when the broker is not running."""
-        validate.usable(self)
-        per_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
-        for key, log_dir in moves.items():
-            if (not isinstance(key, tuple) or len(key) != 3 or not isinstance(key[0], str)
-                    or not isinstance(log_dir, str)):
-                raise InvalidArgument(f"a move is (topic, partition, broker) -> dir, not "
-                                      f"{key!r} -> {log_dir!r}")
-            topic, partition, b = key
-            validate.broker_id(self, b)
+        is not (topic, partition, broker) or a dir not a string; ClusterError when the broker is
+        not running. Nothing is sent unless every entry is well formed."""
+        checked = validate.alter_replica_log_dirs(self, moves)
+        for (_, _, b), _ in checked:
             if not self.brokers[b].alive:
                 raise ClusterError(f"broker {b} is not running")
+        per_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for (topic, partition, b), log_dir in checked:
             per_broker.setdefault(b, {}).setdefault(log_dir, {}).setdefault(
                 topic, []).append(partition)
         node = self.client.node
@@ -656,7 +651,7 @@ class Cluster:
                 for t in answer.results:
                     for p in t.partitions:
                         out[(t.name, p.partition_index, b)] = p.error
-        return {key: out.get(key, Errors.REQUEST_TIMED_OUT) for key in moves}
+        return {key: out.get(key, Errors.REQUEST_TIMED_OUT) for key, _ in checked}
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
         """Metric values with Kafka's names: one broker's, or over live brokers (counts summed,
