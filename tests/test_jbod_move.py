@@ -5,7 +5,9 @@ failure contained to its partition (KIP-461)."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+from pathlib import Path
 
 import pytest
 
@@ -383,3 +385,26 @@ def test_a_failed_copy_is_resumed_only_with_a_higher_leader_epoch() -> None:
     assert mover.failed_partitions_count == 0
     c.run_until_idle()
     assert lm.get_future_log(TP) is None and mover.stats.swaps == 1
+
+
+def test_a_move_on_the_real_file_system_survives_a_restart(tmp_path: Path) -> None:
+    path = str(tmp_path / "data")
+    c = Cluster.real(path, brokers=1, log_dirs_per_broker=2, seed=1)
+    c.create_topic("t", partitions=1, replication_factor=1)
+    for i in range(20):
+        c.produce("t", 0, [b"v%d" % i])
+    src, dest = _dir_of(c, 1), _other_dir(c, 1)
+    assert c.alter_replica_log_dirs({("t", 0, 1): dest}) == {("t", 0, 1): Errors.NONE}
+    assert c.run_until_idle()
+    assert _dir_of(c, 1) == dest and "t-0" in os.listdir(dest)
+    assert [n for n in os.listdir(src) if n.startswith("t-0")] == [
+        next(n for n in os.listdir(src) if n.endswith("-delete"))]
+    c.produce("t", 0, [b"after"])
+    c.close()
+    c = Cluster.real(path, brokers=1, log_dirs_per_broker=2, seed=1)
+    try:
+        c.run_until_idle()
+        assert _dir_of(c, 1) == dest
+        assert _consume(c) == [*(b"v%d" % i for i in range(20)), b"after"]
+    finally:
+        c.close()
