@@ -248,6 +248,49 @@ MUTANTS: tuple[Mutant, ...] = (
              "records are: data written within the retention period, which a reassignment "
              "moving the partition back would have revived, is gone.",
     ),
+    Mutant(
+        name="low watermark ignores a future log",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="future = self.log_manager.get_future_log(partition.tp)",
+        replacement="future = None",
+        loss="A DeleteRecords would be acknowledged while a JBOD move's future log still holds "
+             "the deleted records; the swap would then bring them back.",
+    ),
+    Mutant(
+        name="rename before the future is flushed",
+        file="impl/logwright/logmanager/manager.py",
+        anchor="fut.flush()  # S2",
+        replacement="pass  # S2",
+        loss="The swap would publish (S3, S4) a future log whose copied records are still in "
+             "the page cache: a crash then recovers to the moved log without them, and the "
+             "source, renamed -delete, is the only copy left.",
+    ),
+    Mutant(
+        name="append on the source after the swap began",
+        file="impl/logwright/broker/replica_manager.py",
+        anchor="            partition.log = log\n",
+        replacement="            pass\n",
+        loss="Appends acknowledged after a JBOD swap would land in the source log, renamed "
+             "-delete and deleted: every record written since the move is lost at the next "
+             "restart.",
+    ),
+    Mutant(
+        name="copier resumes from the current log's HW",
+        file="impl/logwright/broker/dir_move.py",
+        anchor="        start = fut.log_end_offset\n",
+        replacement="        start = max(src.high_watermark, src.log_start_offset)\n",
+        loss="KAFKA-9087: a future log ahead of (or behind) the current log's high watermark "
+             "gets records twice or with a gap; the move fails or swaps in a log missing "
+             "records.",
+    ),
+    Mutant(
+        name="un-fail of the dir-move fetcher on any epoch",
+        file="impl/logwright/broker/dir_move.py",
+        anchor="if leader_epoch <= failure.leader_epoch:",
+        replacement="if False:",
+        loss="A JBOD move failed by an error (KIP-461) would be retried by any LeaderAndIsr, "
+             "even one of the epoch it failed under, and fail again and again.",
+    ),
 )
 
 

@@ -45,6 +45,16 @@ INT32_MAX = 2**31 - 1
 
 # ---- strategies of bad values -------------------------------------------------------------------
 
+
+def hashable(value: object) -> bool:
+    """Whether ``value`` can be part of a mapping's key."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 #: Values that are not ints (a bool is not an int for these calls), never None.
 not_int = st.one_of(st.booleans(), st.floats(allow_nan=True), st.text(max_size=4),
                     st.binary(max_size=3), st.lists(st.integers(), max_size=2),
@@ -242,6 +252,18 @@ BAD: dict[str, Bad] = {
                    dict(broker_id=bad_broker_id.filter(lambda b: b is not None))),
     "describe_log_dirs": Bad(dict(broker_id=1),
                              dict(broker_id=bad_broker_id.filter(lambda b: b is not None))),
+    "alter_replica_log_dirs": Bad(
+        dict(moves={("t", 0, 1): "/nowhere"}),
+        dict(moves=st.one_of(
+            st.just({}), st.none(), st.integers(), st.text(max_size=3),
+            st.builds(lambda t: {(t, 0, 1): "/d"}, bad_topic.filter(hashable)),
+            st.builds(lambda p: {("t", p, 1): "/d"}, bad_partition.filter(hashable).filter(
+                lambda p: not (isinstance(p, int) and 0 <= p <= INT32_MAX))),
+            st.builds(lambda b: {("t", 0, b): "/d"}, bad_broker_id.filter(hashable)),
+            st.builds(lambda d: {("t", 0, 1): d}, not_a_value.filter(
+                lambda d: not isinstance(d, str))),
+            st.builds(lambda k: {k: "/d"}, st.one_of(st.tuples(st.just("t"), st.just(0)),
+                                                      st.text(max_size=3), st.integers()))))),
 }
 
 #: Public names that take no arguments, so there is no bad input to give them.

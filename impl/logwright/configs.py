@@ -202,6 +202,8 @@ def _def(name: str, type_: ConfigType, default: ConfigValue | None, doc: str,
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     _def("num.replica.fetchers", "int", 1, "Fetcher threads per source broker.", 1),
     _def("replica.fetch.max.bytes", "int", 1_048_576, "Bytes fetched per partition.", 0),
+    _def("replica.alter.log.dirs.io.max.bytes.per.second", "long", 2**63 - 1,
+         "Bytes per second the JBOD move copier may copy (default: unthrottled).", 1),
     _def("replica.fetch.response.max.bytes", "int", 10_485_760, "Bytes per fetch response.", 0),
     _def("replica.fetch.wait.max.ms", "int", 500, "How long a follower fetch may wait.", 0),
     _def("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", 1),

@@ -37,6 +37,10 @@ from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import DataDirIdentity, LogManager, StartupReport
 from logwright.protocol import (
     NO_EPOCH,
+    AlterReplicaLogDirsPartitionResult,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirsTopicResult,
     BrokerHeartbeat,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
@@ -341,6 +345,8 @@ class Broker:
             return self._handle_metadata(src, message)
         if isinstance(message, DescribeLogDirsRequest):
             return self._handle_describe_log_dirs(src, message)
+        if isinstance(message, AlterReplicaLogDirsRequest):
+            return self._handle_alter_replica_log_dirs(src, message)
         self.unknown_messages += 1  # a late answer, or nothing a broker serves
         return []
 
@@ -449,6 +455,24 @@ class Broker:
         return [Send(src, describe_log_dirs(self.log_manager, request,
                                             lambda tp: tp in rm.partitions))]
 
+    def _handle_alter_replica_log_dirs(self, src: str, request: AlterReplicaLogDirsRequest
+                                       ) -> list[Effect]:
+        # ALTER on the cluster, as Kafka requires (CLUSTER_AUTHORIZATION_FAILED per replica).
+        # A replica named twice takes its last dir, as Kafka's map of them does.
+        assignments = {TopicPartition(t.name, p): d.path for d in request.dirs
+                       for t in d.topics for p in t.partitions}
+        if self.authorizer.authorize_cluster(request.principal, Operation.ALTER):
+            results = self.replica_manager.alter_replica_log_dirs(assignments)
+        else:
+            results = dict.fromkeys(assignments, Errors.CLUSTER_AUTHORIZATION_FAILED)
+        by_topic: dict[str, list[AlterReplicaLogDirsPartitionResult]] = {}
+        for tp, error in results.items():
+            by_topic.setdefault(tp.topic, []).append(
+                AlterReplicaLogDirsPartitionResult(tp.partition, error))
+        return [Send(src, AlterReplicaLogDirsResponse(request.correlation_id, tuple(
+            AlterReplicaLogDirsTopicResult(topic, tuple(parts))
+            for topic, parts in by_topic.items())))]
+
     def _handle_offsets_for_leader_epoch(self, src: str, request: OffsetForLeaderEpochRequest
                                          ) -> list[Effect]:
         if request.replica_id >= 0:
@@ -470,8 +494,8 @@ class Broker:
         lm = self.log_manager
         return MetricSources(
             failed_partitions=lambda: float(fetchers.failed_partitions_count),
-            # The dir-move copier (ReplicaAlterLogDirs) comes with the JBOD issue.
-            alter_log_dirs_failed_partitions=lambda: 0.0,
+            alter_log_dirs_failed_partitions=lambda: float(
+                rm.dir_mover.failed_partitions_count),
             dead_threads=lambda: float(fetchers.dead_thread_count),
             max_lag=lambda: float(fetchers.max_lag),
             under_replicated=lambda: float(rm.under_replicated_count()),

@@ -39,6 +39,9 @@ class BrokerConfig:
     broker_registration_retry_ms: int = 1_000
     controller_socket_timeout_ms: int = 30_000  # controller.socket.timeout.ms (AlterPartition)
     min_insync_replicas: int = 1  # min.insync.replicas (broker default for every topic)
+    # replica.alter.log.dirs.io.max.bytes.per.second: the JBOD move copier's rate (virtual
+    # time); Kafka's default, Long.MAX_VALUE, is unthrottled.
+    replica_alter_log_dirs_io_max_bytes_per_second: int = 2**63 - 1
     # Control requests that arrive before the registration is answered wait for it (they cannot
     # be fenced before the broker knows its own epoch). Bounded, oldest dropped first.
     max_deferred_control_requests: int = 1_024
@@ -79,6 +82,8 @@ class BrokerConfig:
             "broker registration retry ms": self.broker_registration_retry_ms,
             "controller.socket.timeout.ms": self.controller_socket_timeout_ms,
             "min.insync.replicas": self.min_insync_replicas,
+            "replica.alter.log.dirs.io.max.bytes.per.second":
+                self.replica_alter_log_dirs_io_max_bytes_per_second,
             "max deferred control requests": self.max_deferred_control_requests,
             "max purgatory operations": self.max_purgatory_operations,
         }
@@ -109,6 +114,8 @@ _BROKER_FIELDS = {
     "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
     "controller.socket.timeout.ms": "controller_socket_timeout_ms",
     "min.insync.replicas": "min_insync_replicas",
+    "replica.alter.log.dirs.io.max.bytes.per.second":
+        "replica_alter_log_dirs_io_max_bytes_per_second",
 }
 _LOG_MANAGER_FIELDS = {
     "log.retention.check.interval.ms": "retention_check_interval_ms",

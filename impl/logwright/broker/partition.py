@@ -153,9 +153,7 @@ class Partition:
         """The start offset a restart of this replica loads (the model's ``DurableStart``); with
         the log manager's ``durable_log_start_offset`` off, the start offset in memory, as
         Kafka has it."""
-        log = self.log
-        return (log.durable_log_start_offset if log.start_offset_checkpoint is not None
-                else log.log_start_offset)
+        return self.log.counted_start_offset
 
     def raise_isr_floor(self, low_watermark: int) -> None:
         """A DeleteRecords was acknowledged with ``low_watermark``: no follower below it may

@@ -43,6 +43,7 @@ from logwright.broker.delayed import (
     DeleteRecordsStatus,
     ProduceStatus,
 )
+from logwright.broker.dir_move import DirMoveFetcher
 from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
 from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
@@ -144,6 +145,17 @@ class ReplicaManager:
             lambda source_id, _fetcher_id: LeaderSource(source_id, self), self.fetch_target,
             clock, scheduler, config.replica_fetch_backoff_ms, config.replica_fetch_max_bytes)
         self.known_offline_dirs: set[str] = set(log_manager.offline_dirs)
+        #: The JBOD move copier (KIP-113, ``dir_move.py``; Kafka's ReplicaAlterLogDirsManager).
+        self.dir_mover = DirMoveFetcher(
+            broker_id, log_manager, clock, scheduler,
+            rate_bytes_per_s=config.replica_alter_log_dirs_io_max_bytes_per_second,
+            max_bytes=config.replica_fetch_max_bytes, backoff_ms=config.replica_fetch_backoff_ms,
+            leader_epoch=self._leader_epoch_of, on_swapped=self._on_swapped,
+            on_start_offset=self._on_future_start_offset,
+            on_storage_error=self.check_offline_dirs)
+        #: Dirs asked for replicas not hosted yet (AlterReplicaLogDirs answered
+        #: REPLICA_NOT_AVAILABLE): used when the replica is created (Kafka's preferred log dir).
+        self.preferred_log_dirs: dict[TopicPartition, str] = {}
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.truncations = 0  # counted by the fetch target
@@ -171,6 +183,7 @@ class ReplicaManager:
         """Stop everything at once, without I/O (the process died); the driver cancels the
         timers."""
         self.replica_fetcher_manager.shutdown()
+        self.dir_mover.shutdown()
         self.produce_purgatory.cancel_all()
         self.fetch_purgatory.cancel_all()
         self.delete_records_purgatory.cancel_all()
@@ -250,6 +263,11 @@ class ReplicaManager:
                 to_follow.append((found, state))
         self._make_leaders(to_lead, results)
         self._make_followers(to_follow, results)
+        for partition, state in to_lead + to_follow:
+            if results.get(partition.tp) is Errors.NONE and not partition.offline:
+                # A move resumes (a future log found at start-up, R3) or, failed, is resumed
+                # only with a higher leader epoch (KIP-461).
+                self.dir_mover.leader_and_isr(partition.tp, state.leader_epoch)
         self.replica_fetcher_manager.shutdown_idle_fetchers()
         self.check_offline_dirs()
         if full:
@@ -368,7 +386,10 @@ class ReplicaManager:
                 log = self._revive(tp, topic_id)
             if log is None:
                 log_dir = None if state.log_dir == "any" else state.log_dir
+                if log_dir is None:
+                    log_dir = self.preferred_log_dirs.get(tp)
                 log = self.log_manager.create_log(tp, topic_id, log_dir)
+                self.preferred_log_dirs.pop(tp, None)
             if topic_id is not None:
                 # A dir without its topic id file (hazard 2) adopts the controller's id; a
                 # different one raises TopicIdMismatch.
@@ -539,8 +560,10 @@ class ReplicaManager:
         self.replica_fetcher_manager.remove_fetcher_for_partitions(sp.tp for sp in accepted)
         for sp in accepted:
             partition = self.partitions.get(sp.tp)
+            self.dir_mover.remove(sp.tp)
             if sp.delete_partition:
                 gone = self.partitions.pop(sp.tp, None)
+                self.preferred_log_dirs.pop(sp.tp, None)
                 try:
                     self.log_manager.delete_log(sp.tp)
                 except KafkaStorageError:
@@ -621,6 +644,9 @@ class ReplicaManager:
                 error_message=f"ISR {list(partition.isr)} is smaller than min.insync.replicas "
                 f"{min_isr}"), -1
         partition.check_topic_identity()
+        # S1..S6 of a JBOD swap run as one step of this broker: appends wait, none lands on the
+        # source once the swap began (docs/jbod.md).
+        assert tp not in self.dir_mover.swapping, f"{tp}: an append during its swap"
         try:
             info = partition.log.append_as_leader(records, partition.leader_epoch)
         except CorruptRecordError as exc:
@@ -893,9 +919,86 @@ class ReplicaManager:
             hit, f"storage error: log dir {', '.join(sorted(new))} went offline")
         for tp in hit:
             self._complete_delayed(tp)
+        self._stop_moves_on(new)
         if self.on_offline_dirs is not None:
             self.on_offline_dirs(new)
         return new
+
+    # ---- JBOD moves (KIP-113; docs/jbod.md) --------------------------------------------------
+
+    def alter_replica_log_dirs(self, assignments: Mapping[TopicPartition, str]
+                               ) -> dict[TopicPartition, Errors]:
+        """Move each partition's replica here to the dir given (AlterReplicaLogDirs): NONE when
+        the move started, restarted towards a new dir (the running one cancelled) or the
+        replica is already there (a move elsewhere is cancelled); LOG_DIR_NOT_FOUND when the
+        dir is not one of this broker's; KAFKA_STORAGE_ERROR when the destination or the
+        replica's dir is offline; REPLICA_NOT_AVAILABLE when the replica is not hosted here
+        yet (the dir is remembered and used when it is created). A topic whose future dir
+        name would be too long gets INVALID_TOPIC_EXCEPTION."""
+        lm = self.log_manager
+        out: dict[TopicPartition, Errors] = {}
+        for tp, log_dir in assignments.items():
+            path = posixpath.normpath(log_dir) if log_dir else log_dir
+            dest = lm.dirs.get(path) if posixpath.isabs(path) else None
+            if dest is None:
+                out[tp] = Errors.LOG_DIR_NOT_FOUND
+                continue
+            if not dest.online:
+                out[tp] = Errors.KAFKA_STORAGE_ERROR
+                continue
+            partition = self.partitions.get(tp)
+            current = lm.dir_of(tp)
+            if partition is None or current is None:
+                self.preferred_log_dirs[tp] = dest.path
+                out[tp] = Errors.REPLICA_NOT_AVAILABLE
+                continue
+            if not current.online or partition.offline:
+                out[tp] = Errors.KAFKA_STORAGE_ERROR
+                continue
+            try:
+                if current is dest:
+                    self.dir_mover.remove(tp)
+                    lm.abort_future_log(tp)
+                elif lm.future_dir_of(tp) is not dest or tp not in self.dir_mover.moves:
+                    self.dir_mover.remove(tp)
+                    lm.create_future_log(tp, dest.path)
+                    self.dir_mover.add(tp)
+                out[tp] = Errors.NONE
+            except KafkaStorageError:
+                self.check_offline_dirs()
+                out[tp] = Errors.KAFKA_STORAGE_ERROR
+            except KafkaError as exc:
+                out[tp] = exc.error
+            except LogwrightError:
+                out[tp] = Errors.KAFKA_STORAGE_ERROR
+        return out
+
+    def _leader_epoch_of(self, tp: TopicPartition) -> int:
+        partition = self.partitions.get(tp)
+        return partition.leader_epoch if partition is not None else NO_EPOCH
+
+    def _on_swapped(self, tp: TopicPartition, log: PartitionLog) -> None:
+        """S6 EndSwap: ``log`` (the moved one) is the partition's log from now on."""
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            partition.log = log
+            self._complete_delayed(tp)
+        _logger.info("broker %d: %s moved to %s", self.broker_id, tp,
+                     posixpath.dirname(log.dir_path))
+
+    def _on_future_start_offset(self, tp: TopicPartition) -> None:
+        """A future log's start offset rose: a DeleteRecords waiting on it may complete."""
+        self.delete_records_purgatory.check_and_complete(tp)
+
+    def _stop_moves_on(self, offline: list[str]) -> None:
+        """Moves whose source or destination dir went offline stop: the future log is
+        dropped (its files stay), the partition failed in the dir-move fetcher."""
+        lm = self.log_manager
+        for tp in sorted(self.dir_mover.moves, key=lambda t: (t.topic, t.partition)):
+            fut_dir, src_dir = lm.future_dir_of(tp), lm.dir_of(tp)
+            if any(d is not None and d.path in offline for d in (fut_dir, src_dir)):
+                self.dir_mover.fail(tp, f"storage error: log dir {', '.join(offline)} went "
+                                    "offline", drop_future=True)
 
     # ---- metrics -----------------------------------------------------------------------------
 
@@ -1014,6 +1117,10 @@ class ReplicaManager:
         must not bring deleted records back (docs/delete-records.md)."""
         assert partition.is_leader
         low = partition.durable_start_offset
+        future = self.log_manager.get_future_log(partition.tp)
+        if future is not None and not future.offline:
+            # A JBOD move's future log becomes the partition's log at the swap: it counts too.
+            low = min(low, future.counted_start_offset)
         live = self.metadata.live_brokers
         counted = {r for r in partition.replicas if r in live} | set(partition.maximal_isr)
         for r in counted:

@@ -57,7 +57,15 @@ from logwright.errors import (
 )
 from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
 from logwright.logmanager import DataDirIdentity
-from logwright.protocol import NO_EPOCH, DescribeLogDirsRequest, DescribeLogDirsResponse
+from logwright.protocol import (
+    NO_EPOCH,
+    AlterReplicaLogDirsDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirsTopic,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from logwright.storage.meta_properties import (
     LOCK_FILE,
     MetaProperties,
@@ -513,8 +521,9 @@ class Cluster:
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
-        """Run until every live leader has its records committed, and every live replica of its
-        partitions has caught up and is in the ISR (or ``max_ms`` passed); returns whether that
+        """Run until every live leader has its records committed, every live replica of its
+        partitions has caught up and is in the ISR, and no move between a live broker's log
+        dirs is running (or ``max_ms`` passed); returns whether that
         happened. An elected leader that has not created its replica yet, and a partition
         without a live leader but with a live in-sync replica that hosts it and reaches the
         controller (it is elected on its next heartbeat), are waited for."""
@@ -522,6 +531,8 @@ class Cluster:
         return self.runtime.run_until(self._quiet, max_ms)
 
     def _quiet(self) -> bool:
+        if any(b.alive and b.replica_manager.dir_mover.moves for b in self.brokers.values()):
+            return False  # a JBOD move is still copying (docs/jbod.md)
         for record in self.controller.topics():
             for p in range(record.partition_count):
                 tp = TopicPartition(record.name, p)
@@ -603,6 +614,44 @@ class Cluster:
                                     f"broker {b} did not answer DescribeLogDirs")
             answers[b] = answer
         return answers
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[str, int, int], str]
+                               ) -> dict[tuple[str, int, int], Errors]:
+        """Move replicas between a broker's log dirs (KIP-113, docs/jbod.md): for each
+        ``(topic, partition, broker)``, the absolute dir the broker should keep that replica
+        in. One AlterReplicaLogDirs request per broker, over the network; each answer is per
+        replica: NONE (the move started, restarted towards this dir, or the replica is already
+        there; the copy goes on in the background), LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR (the
+        destination or the replica's dir offline), REPLICA_NOT_AVAILABLE (not hosted there
+        yet: the dir is used when it is), CLUSTER_AUTHORIZATION_FAILED, or REQUEST_TIMED_OUT
+        when the broker does not answer. InvalidArgument for an unknown broker or a key that
+        is not (topic, partition, broker) or a dir not a string; ClusterError when the broker is
+        not running. Nothing is sent unless every entry is well formed."""
+        checked = validate.alter_replica_log_dirs(self, moves)
+        for (_, _, b), _ in checked:
+            if not self.brokers[b].alive:
+                raise ClusterError(f"broker {b} is not running")
+        per_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for (topic, partition, b), log_dir in checked:
+            per_broker.setdefault(b, {}).setdefault(log_dir, {}).setdefault(
+                topic, []).append(partition)
+        node = self.client.node
+        asked = {b: node.request(broker_node_id(b), AlterReplicaLogDirsRequest(
+            node.next_correlation_id(), tuple(
+                AlterReplicaLogDirsDir(d, tuple(AlterReplicaLogDirsTopic(t, tuple(ps))
+                                                for t, ps in topics.items()))
+                for d, topics in dirs.items())))
+            for b, dirs in per_broker.items()}
+        self.runtime.run_until(lambda: all(c in node.responses for c in asked.values()),
+                               self.request_timeout_ms)
+        out: dict[tuple[str, int, int], Errors] = {}
+        for b, cid in asked.items():
+            answer = node.take(cid)
+            if isinstance(answer, AlterReplicaLogDirsResponse):
+                for t in answer.results:
+                    for p in t.partitions:
+                        out[(t.name, p.partition_index, b)] = p.error
+        return {key: out.get(key, Errors.REQUEST_TIMED_OUT) for key, _ in checked}
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
         """Metric values with Kafka's names: one broker's, or over live brokers (counts summed,

@@ -447,3 +447,26 @@ def trace_path(value: object) -> str | None:
     if not fs.is_dir(parent):
         raise InvalidArgument(f"trace {path}: its directory {parent} does not exist")
     return path
+
+
+def alter_replica_log_dirs(cluster: Cluster, moves: object
+                           ) -> list[tuple[tuple[str, int, int], str]]:
+    """``Cluster.alter_replica_log_dirs``: a non-empty mapping of (topic, partition, broker)
+    to a dir (a string; whether it is one of the broker's dirs is the broker's answer), each
+    broker one of the cluster's; returns the pairs in order."""
+    usable(cluster)
+    if not isinstance(moves, Mapping) or not moves:
+        raise InvalidArgument(f"moves must be a non-empty mapping of (topic, partition, broker) "
+                              f"to a log dir, not {_kind(moves)} {_show(moves)}")
+    out: list[tuple[tuple[str, int, int], str]] = []
+    for key, log_dir in moves.items():
+        if not isinstance(key, tuple) or len(key) != 3:
+            raise InvalidArgument(f"moves: key {_show(key)} must be a (topic, partition, broker) "
+                                  "triple")
+        name, part = topic(key[0]), partition(key[1])
+        b = broker_id(cluster, key[2], "broker")
+        if not isinstance(log_dir, str):
+            raise InvalidArgument(f"moves[{key!r}] must be a log dir path (a string), not "
+                                  f"{_kind(log_dir)} {_show(log_dir)}")
+        out.append(((name, part, b), log_dir))
+    return out

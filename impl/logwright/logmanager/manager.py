@@ -37,6 +37,7 @@ import errno
 import logging
 import posixpath
 import random
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -85,6 +86,7 @@ from logwright.storage.naming import (
     TopicPartition,
     Uuid,
     delete_dir_name,
+    future_dir_name,
     is_ignored_entry,
     live_dir_name,
     parse_dir_name,
@@ -153,7 +155,15 @@ class LogDirState:
     logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
     pending_deletes: dict[str, int] = field(default_factory=dict)  # dir name -> due time ms
     strays: dict[str, StrayLog] = field(default_factory=dict)  # dir name -> the stray
+    #: Names of ``-future`` dirs found at start-up and not loaded (R5: a lone future dir, never
+    #: promoted; docs/jbod.md).
     futures: list[str] = field(default_factory=list)
+    #: The future logs in this dir (JBOD moves into it), by partition; each partition's live
+    #: log is in another dir.
+    future_logs: dict[TopicPartition, PartitionLog] = field(default_factory=dict)
+    #: ``logs`` and ``future_logs`` together (read live, never copied): what the dir's status
+    #: and start offset checkpoint cover.
+    all_logs: ChainMap[TopicPartition, PartitionLog] = field(init=False, repr=False)
     unrecognised: dict[str, str] = field(default_factory=dict)  # dir name -> why
     # Partitions whose dir here could not be loaded (a malformed metadata file of their own):
     # their data is in this offline dir, so they are not created afresh elsewhere.
@@ -164,7 +174,8 @@ class LogDirState:
     status: LogDirStatus = field(init=False)
 
     def __post_init__(self) -> None:
-        self.status = LogDirStatus(self.path, self.logs)
+        self.all_logs = ChainMap(self.logs, self.future_logs)
+        self.status = LogDirStatus(self.path, self.all_logs)
 
     @property
     def online(self) -> bool:
@@ -175,6 +186,17 @@ class LogDirState:
     def offline_reason(self) -> str | None:
         """Why the dir went offline, or None while it is online."""
         return self.status.offline_reason
+
+
+def tp_is_live(state: LogDirState, log: PartitionLog) -> bool:
+    """Whether ``log`` is its partition's live log in ``state`` (not a future log)."""
+    return state.logs.get(log.tp) is log
+
+
+#: What start-up does with a partition dir (R1..R5, docs/jbod.md), when the partition has more
+#: than one live or future dir: load it as the live log, rename it ``-delete`` (R2), load it as
+#: the future log of a move in progress (R3), or leave it untouched (R5).
+_LOAD, _DELETE, _RESUME, _LEAVE = "load", "delete", "resume", "leave"
 
 
 class _DirCheckpoints(NamedTuple):
@@ -235,7 +257,7 @@ class LogManager:
             if norm in self.dirs:
                 raise LogwrightError(f"log dir {path} is listed twice")
             state = self.dirs[norm] = LogDirState(norm)
-            state.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, norm, state.logs)
+            state.start_offset_checkpoint = LogStartOffsetCheckpoint(fs, norm, state.all_logs)
         if not self.dirs:
             raise LogwrightError("at least one log dir is needed")
         self.topic_configs: dict[str, LogConfig] = {}
@@ -246,6 +268,7 @@ class LogManager:
         self._tasks: list[Task] = []
         self.started = False
         self.full_request_applied = False  # set once this incarnation applied a FULL LeaderAndIsr
+        self._plan: dict[tuple[str, str], str] = {}
 
     # ---- start-up ------------------------------------------------------------------------------
 
@@ -254,6 +277,7 @@ class LogManager:
         report = StartupReport()
         if self.identity is not None:
             self._claim_dirs(self.identity, report)
+        self._plan = self._recovery_plan()
         for state in self.dirs.values():
             if not state.online:
                 continue
@@ -265,6 +289,67 @@ class LogManager:
         self._schedule_tasks()
         self.started = True
         return report
+
+    def _recovery_plan(self) -> dict[tuple[str, str], str]:
+        """Recovery of JBOD moves, from the dir names (and the generations their
+        ``partition.metadata`` records) alone, for each partition with more than one live or
+        future dir across the online dirs: R1 the live dir of the highest generation is loaded;
+        R2 a live dir of a lower generation is renamed ``-delete``; R3 a ``-future`` dir of a
+        higher generation than that live dir is loaded as the move's future log (the newest one
+        if several; any other goes ``-delete``); R5 with no live dir, a ``-future`` dir is left
+        untouched (never promoted). Two live dirs of the same highest generation are not
+        resolved (the second found is set aside, as before moves existed). A metadata file that
+        cannot be read leaves its partition to the ordinary loading (which reports it).
+        Returns (dir, name) -> what to do; a dir not named is loaded as it would be anyway."""
+        found: dict[TopicPartition, list[tuple[str, str, DirKind]]] = {}
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            try:
+                names = self.fs.listdir(state.path) if self.fs.exists(state.path) else []
+            except OSError:
+                continue  # loading the dir takes it offline
+            for name in names:
+                if is_ignored_entry(name):
+                    continue
+                try:
+                    parsed = parse_dir_name(name)
+                except LogDirNameError:
+                    continue
+                if parsed.kind in (DirKind.LIVE, DirKind.FUTURE):
+                    found.setdefault(parsed.tp, []).append((state.path, name, parsed.kind))
+        plan: dict[tuple[str, str], str] = {}
+        for entries in found.values():
+            if len(entries) == 1 and entries[0][2] is DirKind.LIVE:
+                continue
+            try:
+                gens = {(d, n): PartitionMetadataFile(self.fs, posixpath.join(d, n))
+                        .read_generation() for d, n, _ in entries}
+            except (OSError, CheckpointError):
+                continue
+            lives = [(gens[(d, n)], d, n) for d, n, k in entries if k is DirKind.LIVE]
+            futures = sorted(((gens[(d, n)], d, n) for d, n, k in entries
+                              if k is DirKind.FUTURE), reverse=True)
+            if not lives:
+                for _, d, n in futures:
+                    plan[(d, n)] = _LEAVE  # R5
+                continue
+            top = max(g for g, _, _ in lives)
+            winners = [(d, n) for g, d, n in lives if g == top]
+            if len(winners) > 1:
+                continue  # not resolvable from the names: the second is set aside
+            plan[winners[0]] = _LOAD  # R1
+            for g, d, n in lives:
+                if g < top:
+                    plan[(d, n)] = _DELETE  # R2
+            resumed = False
+            for g, d, n in futures:
+                if g > top and d != winners[0][0] and not resumed:
+                    plan[(d, n)] = _RESUME  # R3
+                    resumed = True
+                else:
+                    plan[(d, n)] = _DELETE
+        return plan
 
     def _claim_dirs(self, identity: DataDirIdentity, report: StartupReport) -> None:
         """Lock every dir, then check every meta.properties, then write the missing ones.
@@ -371,6 +456,14 @@ class LogManager:
             high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
         for name in fs.listdir(state.path):
+            action = self._plan.get((state.path, name))
+            if action == _DELETE:
+                self._recover_to_delete(state, name, report)
+                continue
+            if action == _RESUME:
+                self._load_partition(state, name, parse_dir_name(name).tp, checkpoints, clean,
+                                     report, future=True)
+                continue
             tp = self._classify_entry(state, name, seen, report)
             if tp is not None:
                 self._load_partition(state, name, tp, checkpoints, clean, report)
@@ -390,6 +483,19 @@ class LogManager:
         else:
             # Recovery may have cut tails; record the new recovery points at once.
             self._write_checkpoints(state)
+
+    def _recover_to_delete(self, state: LogDirState, name: str, report: StartupReport) -> None:
+        """R2 (and a superseded ``-future`` dir): rename ``name`` ``-delete`` and fsync the dir
+        (if a crash cuts this short, the next start-up decides again from the names), then
+        queue it for the delayed delete (R4). Raises OSError (the dir goes offline)."""
+        tp = parse_dir_name(name).tp
+        new = delete_dir_name(tp, Uuid.from_random(self.rng))
+        self.fs.rename(posixpath.join(state.path, name), posixpath.join(state.path, new))
+        self.fs.fsync_dir(state.path)
+        state.pending_deletes[new] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
+        report.queued_deletes.append(posixpath.join(state.path, new))
+        _logger.warning("%s: %s superseded by a newer log generation (a JBOD move's swap cut "
+                        "short), renamed %s", tp, posixpath.join(state.path, name), new)
 
     def _classify_entry(self, state: LogDirState, name: str, seen: dict[TopicPartition, str],
                         report: StartupReport) -> TopicPartition | None:
@@ -415,6 +521,9 @@ class LogManager:
             return None
         if parsed.kind is DirKind.FUTURE:
             state.futures.append(name)
+            if self._plan.get((state.path, name)) == _LEAVE:
+                report.set_aside[path] = ("a future log with no live log of its partition on "
+                                          "an online dir: never promoted (R5)")
             return None
         tp = parsed.tp
         if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
@@ -426,9 +535,11 @@ class LogManager:
         return tp
 
     def _load_partition(self, state: LogDirState, name: str, tp: TopicPartition,
-                        checkpoints: _DirCheckpoints, clean: bool, report: StartupReport) -> None:
-        """Load ``tp``'s log from the dir entry ``name``, handing it the dir's start offset
-        checkpoint. A malformed file of its own marks it unloadable (the dir goes offline)."""
+                        checkpoints: _DirCheckpoints, clean: bool, report: StartupReport,
+                        future: bool = False) -> None:
+        """Load ``tp``'s log (``future``: its future log, R3) from the dir entry ``name``,
+        handing it the dir's start offset checkpoint. A malformed file of its own marks it
+        unloadable (the dir goes offline)."""
         path = posixpath.join(state.path, name)
         try:
             log, load = PartitionLog.load(
@@ -441,6 +552,9 @@ class LogManager:
                 dir_status=state.status)
         except CheckpointError as exc:
             state.unloadable[tp] = str(exc)
+            return
+        if future:
+            state.future_logs[tp] = log
             return
         state.logs[tp] = log
         report.loaded += 1
@@ -494,7 +608,7 @@ class LogManager:
             self.topic_overrides.pop(topic, None)
             self.topic_configs.pop(topic, None)
         for state in self.dirs.values():
-            for tp, log in state.logs.items():
+            for tp, log in state.all_logs.items():
                 if tp.topic == topic:
                     log.update_config(config)
         return config
@@ -588,7 +702,8 @@ class LogManager:
         return log
 
     def delete_log(self, tp: TopicPartition) -> str | None:
-        """Rename ``tp``'s dir to ``-delete`` (durably) and delete it after the delay.
+        """Rename ``tp``'s dir to ``-delete`` (durably) and delete it after the delay (a
+        future log of it too: its move is cancelled).
 
         Returns the new dir name, or None if ``tp`` has no log here.
         """
@@ -598,6 +713,7 @@ class LogManager:
         log = state.logs[tp]
         if not state.online:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
+        self.abort_future_log(tp)  # a move of it is cancelled with it
         name = delete_dir_name(tp, Uuid.from_random(self.rng))
         try:
             log.close()
@@ -632,6 +748,180 @@ class LogManager:
                 del state.pending_deletes[name]
                 count += 1
         return count
+
+    # ---- JBOD moves (KIP-113; docs/jbod.md) -----------------------------------------------
+
+    def get_future_log(self, tp: TopicPartition) -> PartitionLog | None:
+        """The future log of ``tp`` (the target of a move between this broker's dirs), or
+        None."""
+        for state in self.dirs.values():
+            log = state.future_logs.get(tp)
+            if log is not None:
+                return log
+        return None
+
+    def future_dir_of(self, tp: TopicPartition) -> LogDirState | None:
+        """The dir holding ``tp``'s future log, or None."""
+        for state in self.dirs.values():
+            if tp in state.future_logs:
+                return state
+        return None
+
+    def create_future_log(self, tp: TopicPartition, log_dir: str) -> PartitionLog:
+        """Start moving ``tp``'s live log to ``log_dir``: an empty future log there
+        (``<tp>.<uuid>-future``, created durably) at the live log's start offset, of the live
+        log's generation + 1 (step G). An existing future log in ``log_dir`` is returned as it
+        is; one in another dir is aborted first.
+
+        Raises LogwrightError when ``tp`` has no live log here, ``log_dir`` is not one of this
+        broker's dirs, the live log is already in it, or it has no topic id (the generation is
+        kept beside the topic id); KafkaStorageError when either dir is offline or fails
+        meanwhile (the destination goes offline); KafkaError(INVALID_TOPIC_EXCEPTION) when the
+        future dir's name would exceed 255 characters."""
+        src_state = self.dir_of(tp)
+        if src_state is None:
+            raise LogwrightError(f"{tp} has no live log on this broker")
+        dest = self.dirs.get(posixpath.normpath(log_dir))
+        if dest is None:
+            raise LogwrightError(f"{log_dir} is not a log dir of this broker")
+        if dest is src_state:
+            raise LogwrightError(f"{tp} is already in {dest.path}")
+        if not src_state.online:
+            raise KafkaStorageError(f"{tp}: log dir {src_state.path} is offline")
+        if not dest.online:
+            raise KafkaStorageError(f"log dir {dest.path} is offline")
+        existing = dest.future_logs.get(tp)
+        if existing is not None:
+            return existing
+        if self.get_future_log(tp) is not None:
+            self.abort_future_log(tp)
+        src = src_state.logs[tp]
+        if src.topic_id is None:
+            raise LogwrightError(f"{tp}: its log has no topic id, so no log generation can be "
+                                 "recorded for a move")
+        path = posixpath.join(dest.path, future_dir_name(tp, Uuid.from_random(self.rng)))
+        try:
+            log = PartitionLog.create(
+                self.fs, path, tp, self.config_for(tp.topic), self.clock, src.topic_id,
+                src.log_start_offset, start_offset_checkpoint=self._start_offset_checkpoint(dest),
+                dir_status=dest.status, generation=src.generation + 1)
+        except OSError as exc:
+            self._take_offline(dest, f"creating {path}: {exc}")
+            raise KafkaStorageError(f"{tp}: I/O error creating its future log in {dest.path}: "
+                                    f"{exc}") from exc
+        dest.future_logs[tp] = log
+        if self.config.durable_log_start_offset and log.log_start_offset > 0:
+            # The future log's start offset may lie inside a batch (a DeleteRecords): make it
+            # durable now, or a crash would bring it back to the batch's base offset.
+            try:
+                dest.start_offset_checkpoint.write()
+            except OSError as exc:
+                dest.future_logs.pop(tp, None)
+                self._take_offline(dest, f"writing checkpoints: {exc}")
+                raise KafkaStorageError(f"{tp}: I/O error creating its future log in "
+                                        f"{dest.path}: {exc}") from exc
+        _logger.info("%s: moving from %s to %s (future log %s, generation %d)", tp,
+                     src_state.path, dest.path, path, log.generation)
+        return log
+
+    def abort_future_log(self, tp: TopicPartition) -> str | None:
+        """Cancel ``tp``'s move: its future dir renamed ``-delete`` (durably) and deleted after
+        the delay; on an offline dir the future log is only forgotten (its files stay). Returns
+        the ``-delete`` name, or None (no future log, or its dir offline). KafkaStorageError if
+        the dir fails meanwhile (it goes offline)."""
+        state = self.future_dir_of(tp)
+        if state is None:
+            return None
+        log = state.future_logs.pop(tp)
+        log.close()
+        if not state.online:
+            return None
+        name = delete_dir_name(tp, Uuid.from_random(self.rng))
+        try:
+            self.fs.rename(log.dir_path, posixpath.join(state.path, name))
+            self.fs.fsync_dir(state.path)
+        except OSError as exc:
+            self._take_offline(state, f"aborting the move of {tp}: {exc}")
+            raise KafkaStorageError(f"{tp}: I/O error aborting its move: {exc}") from exc
+        state.pending_deletes[name] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
+        return name
+
+    def drop_future_log(self, tp: TopicPartition) -> None:
+        """Forget ``tp``'s future log without touching its files (its dir, or the live log's,
+        failed: the move stops; what is on disk is decided at the next start-up)."""
+        state = self.future_dir_of(tp)
+        if state is not None:
+            state.future_logs.pop(tp).close()
+
+    def swap_future_log(self, tp: TopicPartition) -> PartitionLog:
+        """Steps S2 to S5 of the swap (docs/jbod.md), the caller holding ``tp``'s append lock
+        (S1) with the future log caught up: the same end offset, start offset and high
+        watermark as the live log, which is fsynced. In this order, each through the file
+        system: S2 fsync the future log; S3 rename ``<tp>.<id>-future`` to ``<tp>`` in the
+        destination; S4 fsync the destination dir (the commit point: from here a crash
+        recovers to the moved log, R1); S5 rename the source to ``<tp>.<id>-delete`` and fsync
+        the source dir. Returns the moved log, now ``tp``'s live log (step S6 is the caller's:
+        appends go to it). The source is deleted after ``file.delete.delay.ms`` (S7).
+
+        KafkaStorageError if a dir fails meanwhile: before S4 the live log stays the source
+        (the future log is dropped); from S4 on, the moved log is live (the source dir is
+        offline)."""
+        src_state, dest = self.dir_of(tp), self.future_dir_of(tp)
+        if src_state is None or dest is None:
+            raise LogwrightError(f"{tp} has no move in progress")
+        src, fut = src_state.logs[tp], dest.future_logs[tp]
+        if (fut.log_end_offset, fut.log_start_offset) != (src.log_end_offset,
+                                                           src.log_start_offset):
+            raise LogwrightError(
+                f"{tp}: the future log [{fut.log_start_offset}, {fut.log_end_offset}) has not "
+                f"caught up with [{src.log_start_offset}, {src.log_end_offset})")
+        assert src.recovery_point == src.log_end_offset, "S1 fsyncs the source first"
+        live = posixpath.join(dest.path, live_dir_name(tp))
+        renaming = False
+        try:
+            fut.flush()  # S2
+            fut.close()
+            renaming = True
+            self.fs.rename(fut.dir_path, live)  # S3
+            self.fs.fsync_dir(dest.path)  # S4: the commit point
+        except (OSError, KafkaStorageError) as exc:
+            dest.future_logs.pop(tp, None)
+            self._take_offline(dest, f"swapping {tp} in: {exc}")
+            if renaming:
+                # The rename may be durable: the next start-up may pick the moved log (R1), so
+                # the source must acknowledge nothing more; it stops serving here.
+                src.offline = True
+                src.close()
+            raise KafkaStorageError(f"{tp}: I/O error in the swap into {dest.path}: {exc}") \
+                from exc
+        del dest.future_logs[tp]
+        gone = delete_dir_name(tp, Uuid.from_random(self.rng))
+        try:
+            new, _ = PartitionLog.load(
+                self.fs, live, tp, self.config_for(tp.topic), self.clock,
+                log_start_offset_checkpoint=fut.log_start_offset,
+                recovery_point=fut.recovery_point, high_watermark_checkpoint=src.high_watermark,
+                clean_shutdown=True, start_offset_checkpoint=self._start_offset_checkpoint(dest),
+                dir_status=dest.status)
+        except (OSError, CheckpointError) as exc:
+            self._take_offline(dest, f"opening {live} after the swap: {exc}")
+            raise KafkaStorageError(f"{tp}: I/O error opening its moved log: {exc}") from exc
+        dest.logs[tp] = new
+        del src_state.logs[tp]
+        src.close()
+        try:
+            self.fs.rename(src.dir_path, posixpath.join(src_state.path, gone))  # S5
+            self.fs.fsync_dir(src_state.path)
+        except OSError as exc:
+            # The moved log is live (S4 is durable); the next start-up finishes S5 (R2).
+            self._take_offline(src_state, f"renaming {src.dir_path} after the swap: {exc}")
+            _logger.error("%s: the source %s was not renamed after the swap: %s", tp,
+                          src.dir_path, exc)
+        else:
+            src_state.pending_deletes[gone] = (self.clock.now_ms()
+                                               + self.file_delete_delay_ms_for(tp.topic))
+        _logger.info("%s: moved from %s to %s", tp, src_state.path, dest.path)
+        return new
 
     # ---- strays ---------------------------------------------------------------------------------
 
@@ -670,6 +960,7 @@ class LogManager:
             return None
         if not state.online:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
+        self.abort_future_log(tp)  # a move of it is cancelled: only the live log is set aside
         log = state.logs[tp]
         name = stray_dir_name(tp, Uuid.from_random(self.rng))
         try:
@@ -875,7 +1166,7 @@ class LogManager:
                 continue
             try:
                 self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: log.high_watermark for tp, log in state.logs.items()})
+                    {tp: log.high_watermark for tp, log in state.all_logs.items()})
             except OSError as exc:
                 self._take_offline(state, f"writing {REPLICATION_OFFSET_CHECKPOINT}: {exc}")
 
@@ -885,7 +1176,7 @@ class LogManager:
         it as restarted right after)."""
         try:
             self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
-                {tp: log.recovery_point for tp, log in state.logs.items()})
+                {tp: log.recovery_point for tp, log in state.all_logs.items()})
             state.start_offset_checkpoint.write()
         except OSError as exc:
             self._take_offline(state, f"writing checkpoints: {exc}")
@@ -946,18 +1237,18 @@ class LogManager:
             if not state.online:
                 continue
             try:
-                for log in state.logs.values():
+                for log in state.all_logs.values():
                     log.flush()
-                    if self.trace.enabled and self.trace_live:
+                    if self.trace.enabled and self.trace_live and tp_is_live(state, log):
                         self._trace_log(log, "Flush", {})
                 self._write_checkpoints(state)
                 self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: log.high_watermark for tp, log in state.logs.items()})
+                    {tp: log.high_watermark for tp, log in state.all_logs.items()})
                 if state.online:
                     write_file_atomic(self.fs, posixpath.join(state.path, CLEAN_SHUTDOWN_FILE), b"")
             except (OSError, KafkaStorageError) as exc:
                 self._take_offline(state, f"during shutdown: {exc}")
-            for log in state.logs.values():
+            for log in state.all_logs.values():
                 log.close()
         self._release_locks()
         self.started = False

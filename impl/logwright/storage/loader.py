@@ -62,6 +62,7 @@ class LoadedLog:
     topic_id: Uuid | None
     epoch_cache: LeaderEpochCache
     report: LoadReport
+    generation: int = 0  # the log generation in partition.metadata (a JBOD move's step G)
 
 
 def load_partition_dir(
@@ -82,7 +83,7 @@ def load_partition_dir(
     report = LoadReport()
     names = fs.listdir(dir_path)
     present = set(names)
-    topic_id = PartitionMetadataFile(fs, dir_path).read(
+    topic_id, generation = PartitionMetadataFile(fs, dir_path).read_with_generation(
         exists=PARTITION_METADATA_FILE in present)
     epoch_cache = LeaderEpochCache.read(fs, dir_path,
                                         exists=LEADER_EPOCH_CHECKPOINT_FILE in present)
@@ -112,7 +113,7 @@ def load_partition_dir(
     recovered = not clean_shutdown or report.distrusted is not None
     _reconcile_epoch_cache(epoch_cache, segments, log_start_offset, log_end_offset, recovered)
     return LoadedLog(segments, log_start_offset, high_watermark, log_end_offset, topic_id,
-                     epoch_cache, report)
+                     epoch_cache, report, generation)
 
 
 def restart_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment], offset: int,

@@ -139,6 +139,9 @@ class PartitionLog:
                                    else LeaderEpochCache(fs, dir_path))
         self.start_offset_checkpoint = start_offset_checkpoint
         self.dir_status = dir_status
+        #: The log generation in ``partition.metadata`` (a JBOD move's step G, docs/jbod.md):
+        #: a future log is one above its source; start-up keeps the live dir of the highest.
+        self.generation = 0
         self.offline = False
         self._dir_dirty = False  # a segment file was created since the directory was last synced
         self._check_offsets()
@@ -158,19 +161,24 @@ class PartitionLog:
         *,
         start_offset_checkpoint: LogStartOffsetCheckpoint | None = None,
         dir_status: LogDirStatus | None = None,
+        generation: int = 0,
     ) -> PartitionLog:
-        """Create the partition's directory (durably, with its topic id) and an empty log."""
+        """Create the partition's directory (durably, with its topic id and, above 0, its log
+        ``generation``) and an empty log."""
         assert start_offset >= 0, "offsets are never negative"
+        assert generation == 0 or topic_id is not None, "a generation is kept beside a topic id"
         fs.mkdir(dir_path)
         if topic_id is not None:
-            PartitionMetadataFile(fs, dir_path).write(topic_id)
+            PartitionMetadataFile(fs, dir_path).write(topic_id, generation)
         segment = LogSegment(fs, dir_path, start_offset, config.index_interval_bytes, create=True)
         segment.flush()
         fs.fsync_dir(dir_path)
         fs.fsync_dir(posixpath.dirname(dir_path))
-        return cls(fs, dir_path, tp, config, clock, [segment], start_offset, start_offset,
-                   start_offset, topic_id, start_offset_checkpoint=start_offset_checkpoint,
-                   dir_status=dir_status)
+        log = cls(fs, dir_path, tp, config, clock, [segment], start_offset, start_offset,
+                  start_offset, topic_id, start_offset_checkpoint=start_offset_checkpoint,
+                  dir_status=dir_status)
+        log.generation = generation
+        return log
 
     @classmethod
     def load(
@@ -203,6 +211,7 @@ class PartitionLog:
                   loaded.high_watermark, loaded.recovery_point, loaded.topic_id,
                   epoch_cache=loaded.epoch_cache, start_offset_checkpoint=start_offset_checkpoint,
                   dir_status=dir_status)
+        log.generation = loaded.generation
         return log, loaded.report
 
     def update_config(self, config: LogConfig) -> None:
@@ -224,6 +233,14 @@ class PartitionLog:
         ``log-start-offset-checkpoint``, or loaded); at most ``log_start_offset``. Equal to it
         whenever the log writes each raise at once (the log manager's default)."""
         return self._durable_log_start_offset
+
+    @property
+    def counted_start_offset(self) -> int:
+        """The start offset a low watermark counts for this log: the durable one, or, when the
+        log writes its start offset only at the periodic checkpoint (no
+        ``start_offset_checkpoint``: Kafka's behaviour), the one in memory, as Kafka counts it."""
+        return (self._durable_log_start_offset if self.start_offset_checkpoint is not None
+                else self._log_start_offset)
 
     def start_offset_written(self, offset: int) -> None:
         """The dir's checkpoint now holds ``offset`` for this log (durably): the durable start
@@ -292,7 +309,7 @@ class PartitionLog:
             return False
         self._guard()
         try:
-            PartitionMetadataFile(self.fs, self.dir_path).write(topic_id)
+            PartitionMetadataFile(self.fs, self.dir_path).write(topic_id, self.generation)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         self._topic_id = topic_id

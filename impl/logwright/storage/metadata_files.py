@@ -13,6 +13,12 @@ ordered: epochs strictly increasing, start offsets non-decreasing, on write and 
 
     version: 0
     topic_id: <22-character Kafka Uuid>
+    log_generation: <n>          (logwright, only when n > 0)
+
+The log generation (a JBOD move's step G, docs/jbod.md) tells two live dirs of one partition
+apart at start-up: a future log gets its source's generation + 1. A file without the line (every
+Kafka file, every log never moved) is generation 0, and a generation-0 file is written without
+it, byte for byte as Kafka writes it; Kafka reads the first two lines only.
 
 ``leader-epoch-checkpoint``: version 0, the entry count, then ``epoch start_offset`` lines.
 
@@ -42,6 +48,7 @@ PARTITION_METADATA_FILE = "partition.metadata"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 STRAY_START_OFFSET_FILE = "stray-log-start-offset"
 PARTITION_METADATA_VERSION = 0
+LOG_GENERATION_KEY = "log_generation"
 #: Leader epochs are int32 on the wire.
 LEADER_EPOCH_MAX = 2**31 - 1
 
@@ -56,14 +63,33 @@ class PartitionMetadataFile:
     def __repr__(self) -> str:
         return f"PartitionMetadataFile({self.path!r})"
 
-    def write(self, topic_id: Uuid) -> None:
-        """Record ``topic_id`` durably and atomically. The zero id ("no id") is refused."""
+    def write(self, topic_id: Uuid, generation: int = 0) -> None:
+        """Record ``topic_id`` (and the log ``generation``, when above 0) durably and
+        atomically. The zero id ("no id") is refused."""
         if not isinstance(topic_id, Uuid):
             raise TypeError(f"topic id must be a Uuid, not {type(topic_id).__name__}")
         if topic_id == Uuid.ZERO:
             raise ValueError(f"refusing to write the zero Uuid as the topic id to {self.path}")
-        data = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id}\n".encode("ascii")
-        write_file_atomic(self.fs, self.path, data)
+        if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
+            raise ValueError(f"log generation {generation!r} is not an integer >= 0")
+        text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id}\n"
+        if generation > 0:
+            text += f"{LOG_GENERATION_KEY}: {generation}\n"
+        write_file_atomic(self.fs, self.path, text.encode("ascii"))
+
+    def read_with_generation(self, *, exists: bool | None = None) -> tuple[Uuid | None, int]:
+        """The recorded topic id (None without the file) and log generation (0 without the
+        file or its line); CheckpointError if malformed."""
+        if not (self.fs.exists(self.path) if exists is None else exists):
+            return None, 0
+        return parse_partition_metadata_generation(self.path, self.fs.read_file(self.path))
+
+    def read_generation(self) -> int:
+        """The log generation recorded (0 when the file or its line is missing);
+        CheckpointError if the file is malformed."""
+        if not self.fs.exists(self.path):
+            return 0
+        return parse_partition_metadata_generation(self.path, self.fs.read_file(self.path))[1]
 
     def read(self, *, exists: bool | None = None) -> Uuid | None:
         """The recorded topic id; None if the file does not exist; CheckpointError if malformed.
@@ -82,6 +108,12 @@ def _key_value(path: str, line_no: int, line: str, key: str) -> str:
 
 def parse_partition_metadata(path: str, data: bytes) -> Uuid:
     """Parse the bytes of a ``partition.metadata`` file; ``path`` is used in error messages."""
+    return parse_partition_metadata_generation(path, data)[0]
+
+
+def parse_partition_metadata_generation(path: str, data: bytes) -> tuple[Uuid, int]:
+    """The topic id and the log generation (0 without its line) of a ``partition.metadata``
+    file's bytes; ``path`` is used in error messages."""
     lines = decode_lines(path, data, "'version: 0'")
     version = _key_value(path, 1, lines[0], "version")
     version_no = parse_non_negative(path, 1, "version", version, 2**31 - 1)
@@ -96,9 +128,17 @@ def parse_partition_metadata(path: str, data: bytes) -> Uuid:
         raise checkpoint_error(path, 2, f"bad topic_id: {e}") from None
     if topic_id == Uuid.ZERO:
         raise checkpoint_error(path, 2, "topic_id is the zero Uuid, which means 'no topic id'")
+    generation = 0
     if len(lines) > 2:
-        raise checkpoint_error(path, 3, f"trailing garbage after the topic_id: {lines[2]!r}")
-    return topic_id
+        if not lines[2].startswith(f"{LOG_GENERATION_KEY}:"):
+            raise checkpoint_error(path, 3, f"trailing garbage after the topic_id: {lines[2]!r}")
+        generation = parse_non_negative(path, 3, LOG_GENERATION_KEY,
+                                        _key_value(path, 3, lines[2], LOG_GENERATION_KEY),
+                                        2**31 - 1)
+    if len(lines) > 3:
+        raise checkpoint_error(path, 4, f"trailing garbage after the log generation: "
+                               f"{lines[3]!r}")
+    return topic_id, generation
 
 
 class LeaderEpochCheckpointFile:
