@@ -272,7 +272,7 @@ def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | N
 
     brokers_wanted = _int_list(broker_list, "--broker-list")
     topics_wanted = _name_list(topic_list, "--topic-list")
-    brokers, dirs = _cluster_layout(describe_path)
+    brokers, dirs = _cluster_layout(describe_path)  # before any line: a failure is one line
     click.echo("Querying brokers for log directories information", err=True)
     with Cluster.real(describe_path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
         if brokers_wanted is None:
