@@ -233,3 +233,14 @@ def test_a_bad_reassignment_gets_one_error_and_changes_nothing(
     assert not any(h.got(b, kind) for b in (1, 2, 3)
                    for kind in (LeaderAndIsrRequest, AlterReplicaLogDirsRequest,
                                 DescribeLogDirsRequest))
+
+
+def test_a_controller_that_stops_stops_asking(h: Harness) -> None:
+    h.controller.reassign(plan(entry([1, 2], [D2.format(1), "any"])))
+    h.run(SETTLE_MS)
+    old = h.controller
+    old.shutdown()
+    h.clear()
+    h.run(3 * POLL_MS)
+    assert h.sent_by(old.node_id) == 0
+    assert h.store.reassignments(), "the pending reassignment stays for the next controller"
