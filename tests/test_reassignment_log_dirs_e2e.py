@@ -96,3 +96,19 @@ def test_a_move_survives_its_broker_restarting_and_completes() -> None:
     assert c.runtime.run_until(lambda: c.controller.reassignment_status() == [], 120_000)
     assert where(c, 2, tp) == [(target, False)]
     assert values(c, "m", 0) == [b"x"] * 50
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_a_lossy_network_delays_but_does_not_stop_a_move_to_a_named_dir(seed: int) -> None:
+    c = Cluster.simulated(brokers=4, seed=seed)
+    c.controller.create_topic("r", 1, 2, assignment=[[1, 2]])
+    assert c.run_until_idle()
+    c.produce("r", 0, [b"kept"])
+    target = c.log_dirs[3][0]
+    network = c.simulated_world.network
+    network.drop_rate, network.duplicate_rate = 0.3, 0.1  # requests and answers get lost
+    c.reassign(plan("r", 0, [1, 3], ["any", target]))
+    assert c.partition_state("r", 0).replicas == (1, 3)
+    network.drop_rate = network.duplicate_rate = 0.0
+    assert where(c, 3, TopicPartition("r", 0)) == [(target, False)]
+    assert values(c, "r", 0) == [b"kept"]
