@@ -80,7 +80,7 @@ ControllerLocator = Callable[[], str | None]
 
 _SERVED = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, ProduceRequest,
            FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest,
-           DeleteRecordsRequest)
+           DeleteRecordsRequest, DescribeLogDirsRequest)
 """The requests a broker serves (never answers to its own requests)."""
 
 
