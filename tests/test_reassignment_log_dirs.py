@@ -244,3 +244,25 @@ def test_a_controller_that_stops_stops_asking(h: Harness) -> None:
     h.run(3 * POLL_MS)
     assert h.sent_by(old.node_id) == 0
     assert h.store.reassignments(), "the pending reassignment stays for the next controller"
+
+
+def test_a_large_reassignment_asks_each_broker_about_each_partition_once() -> None:
+    h = Harness(brokers=(1, 2))
+    h.start()
+    h.controller.create_topic("big", 40, 2, assignment=[[1, 2]] * 40)
+    h.run(SETTLE_MS)
+    h.clear()
+    h.controller.reassign(plan(*(entry([1, 2], [D2.format(1), "any"], topic="big", partition=p)
+                                 for p in range(40))))
+    h.run(SETTLE_MS)
+    named = [p for r in h.got(1, DescribeLogDirsRequest) for _, ps in r.topics or ()
+             for p in ps]
+    assert sorted(named) == list(range(40)), "each partition asked about once at the start"
+    assert sorted(p for _, p in [(t, int(t.rsplit("-", 1)[1])) for t, _ in asked(h, 1)]) == \
+        list(range(40))
+    h.clear()
+    h.run(POLL_MS)
+    [poll] = h.got(1, DescribeLogDirsRequest)  # then one request per poll for all of them
+    assert poll.topics == (("big", tuple(range(40))),)
+    answer_describe(h, 1, {tp("big", p): (D2.format(1), None) for p in range(40)})
+    assert h.store.reassignments() == []

@@ -150,7 +150,7 @@ class DirMoves(ControlRequests):
             tracked = moves[pending.tp] = {b: _Move(d) for b, d in targets.items()}
             self._ask_to_move(pending.tp, tracked, sorted(tracked))
             for broker_id in sorted(tracked):
-                self._describe(broker_id)
+                self._describe(broker_id, only=pending.tp)  # one per partition: O(n) in all
             self._arm_poll()
         return all(m.state() == "complete" for m in tracked.values())
 
@@ -187,9 +187,12 @@ class DirMoves(ControlRequests):
                 self._next_correlation_id(), (AlterReplicaLogDirsDir(target, (
                     AlterReplicaLogDirsTopic(tp.topic, (tp.partition,)),)),)))
 
-    def _describe(self, broker_id: int) -> None:
+    def _describe(self, broker_id: int, only: TopicPartition | None = None) -> None:
+        """Ask ``broker_id`` where its unfinished moves are (only ``only``'s, if given)."""
         wanted: dict[str, list[int]] = {}
         for tp, tracked in sorted(self._moves.items()):
+            if only is not None and tp != only:
+                continue
             move = tracked.get(broker_id)
             if move is not None and move.state() != "complete":
                 wanted.setdefault(tp.topic, []).append(tp.partition)
