@@ -585,6 +585,24 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.tuples(st.just("describe"), st.just("--broker"),
                   st.sampled_from(["x", "1.5", ""]), st.just("{full}")).map(list),
         st.sampled_from([["describe"], ["describe", "--nope", "{file}"], ["nope"]]),
+        st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["--describe",
+                                                                       "{" + p + "}"]),
+        st.tuples(st.just("--describe"), st.just("{full}"),
+                  st.sampled_from(["--broker-list", "--topic-list"]),
+                  st.sampled_from(["x", "1,,2", "", "-1", ","])).map(list),
+        st.sampled_from([["--describe"], ["--broker-list", "1"],
+                         ["--topic-list", "t", "describe", "{full}"]]),
+    ),
+    "reassign-partitions": st.one_of(
+        st.tuples(st.sampled_from(["{file}", "{below_file}", "{full}"]),
+                  st.sampled_from(["--execute", "--verify"]),
+                  st.just("--reassignment-json-file"),
+                  st.sampled_from(["{file}", "{below_file}", "{full}"])).map(list),
+        st.tuples(st.just("{full}"), st.just("--verify"), st.just("--reassignment-json-file"),
+                  st.just("{file}"), st.just("--timeout-ms"),
+                  st.sampled_from(["-1", "x", "1.5", ""])).map(list),
+        st.sampled_from([["{full}"], ["--nope"], [], ["{full}", "--execute"],
+                         ["{full}", "--reassignment-json-file", "{file}"]]),
     ),
 }
 
@@ -652,7 +670,7 @@ def test_unexpected_errors_are_one_line_exit_5() -> None:
 
 def test_help_documents_the_exit_codes() -> None:
     out = CliRunner().invoke(main, ["--help"]).output
-    for code in range(6):
+    for code in range(7):
         assert re.search(rf"^\s+{code}  \S", out, re.M), code
 
 

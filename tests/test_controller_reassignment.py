@@ -14,6 +14,7 @@ from logwright.controller import NotController, ReassignmentError, parse_reassig
 from logwright.controller.reassignment import MAX_REPLICAS
 from logwright.errors import Errors
 from logwright.protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
+from tests.reassign_helpers import POLL_MS, answer_describe
 from tests.test_controller import SETTLE_MS, Harness, tp
 
 
@@ -185,9 +186,14 @@ def test_reassignment_end_to_end_moves_leadership_and_removes_the_old_replicas(
     assert h.state("t").replicas == (1, 2, 3, 4)
     assert h.controller.reassignment_status()[0].waiting_for == (4,)
     assert not any(h.got(b, StopReplicaRequest) for b in (1, 2))
-    # Broker 4 caught up too: the controller completes the move.
-    h.clear()
+    # Broker 4 caught up too, but has not said where its replica is: not done yet.
     assert h.alter(1, tp(), (1, 2, 3, 4)).error == Errors.NONE
+    assert h.state("t").replicas == (1, 2, 3, 4)
+    assert [m.state for m in h.controller.reassignment_status()[0].dir_moves] == ["unknown"]
+    # Broker 4 reports its replica in the named dir: the controller completes the move.
+    h.clear()
+    h.run(POLL_MS)  # the controller asks again each poll
+    assert answer_describe(h, 4, {tp(): ("/data/4/d2", None)}) >= 1
     h.run(SETTLE_MS)
     done = h.state("t")
     assert done.replicas == (3, 4) and done.isr == (3, 4)

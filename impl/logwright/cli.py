@@ -20,6 +20,7 @@ EXIT_USAGE = 2
 EXIT_MISSED = 3
 EXIT_UNDECIDED = 4
 EXIT_INTERNAL = 5
+EXIT_IN_PROGRESS = 6  # reassign-partitions: the reassignment is still in progress
 
 
 def _one_line(text: str) -> str:
@@ -64,6 +65,7 @@ Exit codes:
   3  verify: a deliberately planted bug was not caught
   4  verify: a check could not decide
   5  internal or tool error (rerun with --debug)
+  6  reassign-partitions: the reassignment is still in progress
 A failure prints one line on stderr, 'error: <message>'; --debug adds the traceback.""")
 @click.version_option(__version__, prog_name="logwright")
 @click.option("--debug", is_flag=True, help="On failure, print the traceback too.")
@@ -229,9 +231,94 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
-@main.group("log-dirs")
-def log_dirs() -> None:
-    """The log dirs of a cluster's brokers (what Kafka's kafka-log-dirs.sh shows)."""
+@main.group("log-dirs", invoke_without_command=True)
+@click.option("--describe", "describe_path", metavar="DATA_PATH", default=None,
+              help="Print Kafka's JSON of the log dirs of the cluster under DATA_PATH.")
+@click.option("--broker-list", default=None, metavar="1,2",
+              help="With --describe: only these brokers (default: every running broker).")
+@click.option("--topic-list", default=None, metavar="t1,t2",
+              help="With --describe: only these topics' partitions (default: all).")
+@click.pass_context
+def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | None,
+             topic_list: str | None) -> None:
+    """The log dirs of a cluster's brokers (what Kafka's kafka-log-dirs.sh shows).
+
+    `logwright log-dirs --describe DATA_PATH [--broker-list 1,2] [--topic-list t1,t2]` works as
+    kafka-log-dirs.sh --describe: it opens the real cluster under DATA_PATH, asks each broker
+    DescribeLogDirs, and prints Kafka's JSON on stdout, {"version":1,"brokers":[{"broker":1,
+    "logDirs":[{"logDir":...,"error":null,"partitions":[{"partition":"t-0","size":...,
+    "offsetLag":0,"isFuture":false}],...}]}]}, each dir with the logwright extensions
+    "totalBytes", "usableBytes" and "strays"; Kafka's two lines before it ("Querying brokers for
+    log directories information", "Received log directory information from brokers 1,2") go to
+    stderr. `log-dirs describe DATA_PATH` prints the same as text.
+
+    \b
+    Exit codes:
+      0  described
+      1  no cluster under DATA_PATH, it cannot be opened, or a listed broker is not running
+      2  usage error (no --describe, a bad --broker-list or --topic-list)
+      5  internal error (rerun with --debug)
+    """
+    if ctx.invoked_subcommand is not None:
+        if describe_path is not None or broker_list is not None or topic_list is not None:
+            raise click.UsageError(f"--describe, --broker-list and --topic-list are options of "
+                                   f"'log-dirs --describe', not of '{ctx.invoked_subcommand}'")
+        return
+    if describe_path is None:
+        raise click.UsageError("give --describe DATA_PATH (or the subcommand describe)")
+    from logwright.broker.log_dirs import describe_json
+    from logwright.cluster import Cluster
+    from logwright.errors import ClusterError
+
+    brokers_wanted = _int_list(broker_list, "--broker-list")
+    topics_wanted = _name_list(topic_list, "--topic-list")
+    brokers, dirs = _cluster_layout(describe_path)  # before any line: a failure is one line
+    click.echo("Querying brokers for log directories information", err=True)
+    with Cluster.real(describe_path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
+        if brokers_wanted is None:
+            answers = cluster.describe_log_dirs()
+        else:
+            answers = {}
+            for b in brokers_wanted:
+                if b not in cluster.brokers:
+                    raise ClusterError(f"--broker-list: broker {b} is not in the cluster under "
+                                       f"{describe_path} (brokers 1 to {brokers})")
+                answers.update(cluster.describe_log_dirs(b))
+    click.echo("Received log directory information from brokers "
+               + ",".join(map(str, sorted(answers))), err=True)
+    rendered = describe_json(answers)
+    if topics_wanted is not None:
+        for broker in rendered["brokers"]:
+            for d in broker["logDirs"]:
+                d["partitions"] = [p for p in d["partitions"]
+                                   if p["partition"].rsplit("-", 1)[0] in topics_wanted]
+                d["strays"] = [s for s in d["strays"]
+                               if s["partition"].rsplit("-", 1)[0] in topics_wanted]
+    click.echo(json.dumps(rendered, separators=(",", ":")))
+
+
+def _int_list(text: str | None, option: str) -> list[int] | None:
+    """``"1,2"`` as [1, 2] (None: not given); a usage error names ``option`` otherwise."""
+    if text is None:
+        return None
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of broker ids",
+                                 param_hint=option) from None
+    if any(v < 0 for v in values):
+        raise click.BadParameter(f"{text!r}: broker ids are not negative", param_hint=option)
+    return sorted(set(values))
+
+
+def _name_list(text: str | None, option: str) -> set[str] | None:
+    """``"t1,t2"`` as {"t1", "t2"} (None: not given); a usage error for an empty name."""
+    if text is None:
+        return None
+    names = text.split(",")
+    if not all(names):
+        raise click.BadParameter(f"{text!r} has an empty topic name", param_hint=option)
+    return set(names)
 
 
 @log_dirs.command("describe")
@@ -348,6 +435,115 @@ def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
                 click.echo(f"partition: {topic}-{partition}\terror: {detail}")
     if failed:
         sys.exit(EXIT_FAILED)
+
+
+@main.command("reassign-partitions")
+@click.argument("path", metavar="DATA_PATH")
+@click.option("--execute", "mode", flag_value="execute", default=None,
+              help="Start the reassignment in FILE.")
+@click.option("--verify", "mode", flag_value="verify",
+              help="Say how far the reassignment in FILE has got.")
+@click.option("--reassignment-json-file", "json_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help='Kafka\'s JSON: {"version": 1, "partitions": [{"topic": "t", "partition": 0, '
+                   '"replicas": [1, 2], "log_dirs": ["any", "/data/broker-2/d2"]}]}.')
+@click.option("--timeout-ms", type=click.IntRange(0, 2**31 - 1), default=30_000,
+              show_default=True,
+              help="How long the cluster may run toward the reassignment's end before the "
+                   "command reports (it stops as soon as everything is complete).")
+def reassign_partitions(path: str, mode: str | None, json_file: str, timeout_ms: int) -> None:
+    """Move partitions' replicas between brokers and log dirs (kafka-reassign-partitions.sh).
+
+    Reads FILE first and refuses it whole, in one line, if it is not valid: not JSON, a missing,
+    unknown or wrongly typed field, a partition named twice, log_dirs not parallel to replicas,
+    a log dir neither "any" nor an absolute path. Then opens the real cluster under DATA_PATH
+    (as Cluster.real does) and, with --execute, refuses the file whole if the cluster cannot
+    honour it (an unknown topic, partition or broker, a dir the broker does not have, a
+    partition already being reassigned); nothing changes then. Otherwise it prints the current
+    assignment (Kafka's JSON, to save for a rollback), starts the reassignment and prints
+    Kafka's "Successfully started ..." lines. The cluster runs only while a command holds it, so
+    both --execute and --verify let it work toward the end for up to --timeout-ms; a pending
+    reassignment resumes whenever the cluster is opened again. --verify prints Kafka's status:
+    "Reassignment of partition t-0 is completed." (or "is still in progress.") per partition,
+    and per replica named with a log dir "Reassignment of replica t-0-2 completed
+    successfully." (or "is still in progress.", or where the replica is instead).
+
+    \b
+    Exit codes:
+      0  --execute: started and completed; --verify: everything is where FILE says
+      1  a bad FILE or DATA_PATH (nothing changed); --verify: nothing is pending, yet some
+         partition or replica is not where FILE says
+      2  usage error (neither or both of --execute and --verify, ...)
+      5  internal error (rerun with --debug)
+      6  the reassignment is still in progress (run --verify again later)
+    """
+    from logwright.cluster import Cluster
+    from logwright.cluster.reassign_tool import (
+        current_assignment_json,
+        execute_lines,
+        partition_status_lines,
+        replica_move_lines,
+        replica_moves,
+        verify_outcome,
+    )
+    from logwright.controller.reassignment import parse_reassignment, validate_plan
+    from logwright.errors import InvalidArgument, KafkaError
+
+    if mode is None:
+        raise click.UsageError("give --execute or --verify")
+    try:
+        with open(json_file, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise InvalidArgument(f"{json_file}: cannot read the reassignment JSON file: "
+                              f"{exc.strerror or exc}") from exc
+    try:
+        plan = parse_reassignment(text)
+    except KafkaError as exc:
+        raise KafkaError.of(exc.error, f"{json_file}: {exc.message}; nothing was changed") \
+            from exc
+    brokers, dirs = _cluster_layout(path)
+    with Cluster.real(path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
+        controller = cluster.controller
+
+        def status() -> tuple[str, list[str]]:
+            statuses = controller.reassignment_status(text)
+            named = {b for m in plan.moves for b, d in zip(m.replicas, m.log_dirs, strict=True)
+                     if d != "any"}
+            answers = {b: a for b in sorted(named)
+                       if b in cluster.brokers and cluster.brokers[b].alive
+                       for a in cluster.describe_log_dirs(b).values()}
+            moves = replica_moves(plan, answers)
+            return (verify_outcome(statuses, moves),
+                    partition_status_lines(statuses) + replica_move_lines(moves))
+
+        def settled() -> bool:  # no reassignment of FILE's partitions is pending
+            return all(s.state != "in progress" for s in controller.reassignment_status(text))
+
+        if mode == "execute":
+            try:
+                validate_plan(plan, cluster.store)
+            except KafkaError as exc:
+                raise KafkaError.of(exc.error, f"{json_file}: {exc.message}; nothing was "
+                                    "changed") from exc
+            click.echo("Current partition replica assignment\n\n"
+                       f"{current_assignment_json(plan, cluster.store)}\n\n"
+                       "Save this to use as the --reassignment-json-file option during rollback")
+            cluster.reassign(text, wait=False)
+            for line in execute_lines(plan):
+                click.echo(line)
+            if not cluster.runtime.run_until(settled, timeout_ms):
+                click.echo(f"The reassignment is still in progress after {timeout_ms} ms; it "
+                           f"goes on whenever the cluster under {path} is open: run --verify "
+                           "to follow it.", err=True)
+                sys.exit(EXIT_IN_PROGRESS)
+            return
+        cluster.runtime.run_until(settled, timeout_ms)
+        outcome, lines = status()
+    for line in lines:
+        click.echo(line)
+    if outcome != "complete":
+        sys.exit(EXIT_IN_PROGRESS if outcome == "in progress" else EXIT_FAILED)
 
 
 def parse_offset_json(text: str, source: str = "offset JSON") -> dict[tuple[str, int], int]:

@@ -84,7 +84,7 @@ ControllerLocator = Callable[[], str | None]
 
 _SERVED = (LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, ProduceRequest,
            FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest,
-           DeleteRecordsRequest)
+           DeleteRecordsRequest, DescribeLogDirsRequest, AlterReplicaLogDirsRequest)
 """The requests a broker serves (never answers to its own requests)."""
 
 
@@ -451,9 +451,11 @@ class Broker:
         if not self.authorizer.authorize_cluster(request.principal, Operation.DESCRIBE):
             return [Send(src, DescribeLogDirsResponse(request.correlation_id,
                                                       Errors.CLUSTER_AUTHORIZATION_FAILED))]
-        rm = self.replica_manager
-        return [Send(src, describe_log_dirs(self.log_manager, request,
-                                            lambda tp: tp in rm.partitions))]
+        rm, lm = self.replica_manager, self.log_manager
+        futures = {tp: log for state in lm.dirs.values() if state.online
+                   for tp, log in state.future_logs.items()}
+        return [Send(src, describe_log_dirs(lm, request, lambda tp: tp in rm.partitions,
+                                            futures))]
 
     def _handle_alter_replica_log_dirs(self, src: str, request: AlterReplicaLogDirsRequest
                                        ) -> list[Effect]:

@@ -1,14 +1,17 @@
 """DescribeLogDirs: what each log dir of a broker holds, as Kafka answers it, with strays.
 
 The answer is read from the log manager's state when the request is handled: each online dir's
-live logs (size, offset lag, not future) and, a logwright extension, its strays with orphan
-removal's last decision (docs/orphan-partitions.md). An offline dir answers KAFKA_STORAGE_ERROR
-and lists nothing, as in Kafka. ``describe_json`` renders answers in the JSON that Kafka's
-``kafka-log-dirs.sh --describe`` prints, plus each dir's ``strays``.
+live logs (size, offset lag, not future), the future logs of moves running into it (KIP-113:
+size, how far the future log's end offset is behind the current log's, ``is_future``) and, a
+logwright extension, its strays with orphan removal's last decision (docs/orphan-partitions.md).
+An offline dir answers KAFKA_STORAGE_ERROR and lists nothing, as in Kafka. ``describe_json``
+renders answers in the JSON that Kafka's ``kafka-log-dirs.sh --describe`` prints, plus each
+dir's ``strays``.
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +27,7 @@ from logwright.protocol.messages import (
     DescribeLogDirsStray,
     DescribeLogDirsTopic,
 )
+from logwright.storage.log import PartitionLog
 from logwright.world.trace import topic_id_text
 
 #: Kafka's OffsetLag for a log the broker does not host as a replica.
@@ -31,9 +35,20 @@ INVALID_OFFSET_LAG = -1
 
 
 def describe_log_dirs(log_manager: LogManager, request: DescribeLogDirsRequest,
-                      hosted: Callable[[TopicPartition], bool]) -> DescribeLogDirsResponse:
+                      hosted: Callable[[TopicPartition], bool],
+                      futures: Mapping[TopicPartition, PartitionLog] | None = None
+                      ) -> DescribeLogDirsResponse:
     """The answer to ``request`` from ``log_manager``'s state; ``hosted`` tells whether the
-    broker hosts a partition as a replica (else its offset lag is -1, as in Kafka)."""
+    broker hosts a partition as a replica (else its offset lag is -1, as in Kafka).
+
+    ``futures``: the future log of each partition being moved between dirs (the broker's
+    dir-move engine passes them), each listed in the dir that holds it with ``is_future`` and,
+    as its offset lag, the current log's end offset minus its own (Kafka's answer; never below
+    0), or -1 when the current log is not on an online dir."""
+    future_in: dict[str, list[tuple[TopicPartition, PartitionLog]]] = {}
+    for tp, future in sorted((futures or {}).items()):
+        future_in.setdefault(posixpath.dirname(future.dir_path.rstrip("/")), []).append(
+            (tp, future))
     wanted: set[TopicPartition] | None = None
     if request.topics is not None:
         wanted = {TopicPartition(t, p) for t, parts in request.topics for p in parts}
@@ -52,6 +67,15 @@ def describe_log_dirs(log_manager: LogManager, request: DescribeLogDirsRequest,
                    else INVALID_OFFSET_LAG)
             by_topic.setdefault(tp.topic, []).append(
                 DescribeLogDirsPartition(tp.partition, log.size_bytes, lag))
+        for tp, future in future_in.get(path, []):
+            if wanted is not None and tp not in wanted:
+                continue
+            home = log_manager.dir_of(tp)
+            current = home.logs.get(tp) if home is not None and home.online else None
+            lag = (INVALID_OFFSET_LAG if current is None
+                   else max(current.log_end_offset - future.log_end_offset, 0))
+            by_topic.setdefault(tp.topic, []).append(
+                DescribeLogDirsPartition(tp.partition, future.size_bytes, lag, is_future=True))
         strays = []
         for _, stray in sorted(state.strays.items()):
             if wanted is not None and stray.tp not in wanted:

@@ -579,7 +579,9 @@ class Cluster:
         return part is not None and not part.offline
 
     def reassign(self, json_text: str, wait: bool = True, timeout_ms: int = 120_000) -> None:
-        """Carry out a reassignment given as Kafka's reassignment JSON."""
+        """Carry out a reassignment given as Kafka's reassignment JSON; with ``wait``, until it
+        is complete: every target replica in the ISR, and every replica whose ``log_dirs`` entry
+        names a dir in that dir with no future log left (docs/jbod.md)."""
         validate.reassign(self, json_text, wait, timeout_ms)
         self.controller.reassign(json_text)
         if wait:

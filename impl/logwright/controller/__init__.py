@@ -5,11 +5,12 @@ registration and liveness, leader and ISR, topics, reassignment, and the control
 Layout (each module imports only those listed before it, and the floors below: identity,
 configs, errors, protocol, world): ``errors``, ``config``, ``store`` (records, interface,
 backends), ``reassignment`` (parsing and planning), ``core`` (shared state, effects out),
-the rooms ``control``, ``reassigning``, ``election``, ``liveness``, ``topics``, then
+the rooms ``control``, ``dir_moves``, ``reassigning``, ``election``, ``liveness``, ``topics``, then
 ``decisions`` (every input, returning effects) and ``driver`` (:class:`Controller`: performs them).
 """
 
 from logwright.controller.config import ControllerConfig
+from logwright.controller.dir_moves import DirMoveStatus
 from logwright.controller.driver import (
     LEADER_DURING_DELETE,
     ControlError,
@@ -52,6 +53,7 @@ __all__ = [
     "Controller",
     "ControllerConfig",
     "ControllerRecord",
+    "DirMoveStatus",
     "InvalidPartitions",
     "InvalidReplicaAssignment",
     "InvalidReplicationFactor",

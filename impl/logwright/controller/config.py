@@ -28,6 +28,10 @@ class ControllerConfig:
     max_outstanding_requests: int = 10_000  # an explicit bound on requests awaiting a response
     # unclean.leader.election.enable: the default for topics without the override.
     unclean_leader_election_enable: bool = False
+    # logwright's own: while a reassignment's dir move (KIP-113) is not known to be done, the
+    # controller asks the replica's broker where it is (DescribeLogDirs) this often, and waits
+    # this long for an answer to it or to an AlterReplicaLogDirs.
+    dir_move_poll_ms: int = 1_000
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> ControllerConfig:
@@ -70,6 +74,9 @@ class ControllerConfig:
         if retry is not None and (not integer(retry) or retry <= 0):
             raise InvalidConfig("control_request_retry_ms", retry,
                                 "must be a positive integer or None")
+        if not integer(self.dir_move_poll_ms) or self.dir_move_poll_ms <= 0:
+            raise InvalidConfig("dir_move_poll_ms", self.dir_move_poll_ms,
+                                "must be a positive integer")
         if not integer(self.max_outstanding_requests) or self.max_outstanding_requests < 0:
             raise InvalidConfig("max_outstanding_requests", self.max_outstanding_requests,
                                 "must be an integer >= 0")

@@ -31,8 +31,10 @@ from logwright.identity import TopicPartition
 from logwright.protocol.effects import TimerKey
 from logwright.protocol.messages import (
     AlterPartitionRequest,
+    AlterReplicaLogDirsResponse,
     BrokerHeartbeat,
     BrokerRegistrationRequest,
+    DescribeLogDirsResponse,
     LeaderAndIsrResponse,
     StopReplicaResponse,
     UpdateMetadataResponse,
@@ -116,6 +118,8 @@ class ControllerDecisions(Topics, Liveness):
         elif isinstance(message, LeaderAndIsrResponse | StopReplicaResponse
                         | UpdateMetadataResponse):
             self._on_control_response(src, message, None)
+        elif isinstance(message, AlterReplicaLogDirsResponse | DescribeLogDirsResponse):
+            pass  # a late answer to a dir-move request (dir_moves.py): the next poll asks again
         else:
             log.warning("%s ignores an unexpected %s from %s", self.node_id,
                         type(message).__name__, src)
@@ -124,6 +128,9 @@ class ControllerDecisions(Topics, Liveness):
     def on_timer(self, key: TimerKey) -> None:
         """Timer ``key`` (armed by an ArmTimer effect) fired."""
         kind, broker_id = key
+        if kind == "dir-moves":
+            self._poll_dir_moves()
+            return
         assert kind == "session", f"{self.node_id}: unknown timer {key}"
         self._check_session(broker_id)
 

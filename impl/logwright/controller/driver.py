@@ -31,6 +31,7 @@ from logwright.controller.control import (
 )
 from logwright.controller.core import Outcome
 from logwright.controller.decisions import ControlError, ControllerDecisions
+from logwright.controller.dir_moves import DIR_MOVE_REQUESTS, DIR_MOVE_RESPONSES
 from logwright.controller.errors import StaleControllerEpoch
 from logwright.controller.reassigning import ReassignmentStatus
 from logwright.controller.store import MetadataStore, PartitionState, TopicRecord
@@ -130,6 +131,15 @@ class Controller:
 
     def _request(self, effect: Request) -> None:
         dst, request = effect.dst, effect.message
+        if isinstance(request, DIR_MOVE_REQUESTS):
+            # A reassignment's dir move (dir_moves.py): its answer goes back to that room.
+            def moved(answer: Message | None) -> None:
+                assert answer is None or isinstance(answer, DIR_MOVE_RESPONSES)
+                self._run(lambda: self.decisions.on_dir_move_answer(dst, request, answer))
+
+            self.channel.send_request(dst, request, moved, effect.timeout_ms,
+                                      effect.timer_name or None)
+            return
         assert isinstance(request, CONTROL_REQUESTS), f"{self.node_id}: only control requests"
         if self.trace.enabled:
             self._trace_send(dst, request)
@@ -155,7 +165,8 @@ class Controller:
 
     def receive(self, src: str, message: object) -> None:
         """Handle one message from the network."""
-        if isinstance(message, CONTROL_RESPONSES) and self.channel.receive(src, message):
+        if (isinstance(message, CONTROL_RESPONSES + DIR_MOVE_RESPONSES)
+                and self.channel.receive(src, message)):
             return  # an answer to an outstanding request: its callback took it in
         self._run(lambda: self.decisions.receive(src, message))
 

@@ -4,7 +4,8 @@
 room writes them and announces them. A reassignment is written in one transaction for all its
 partitions; each partition completes once every target replica is in the ISR: leadership moves to
 a target replica if needed, the old replicas get StopReplica(delete), and the leader epoch is
-bumped.
+bumped. A reassignment whose ``log_dirs`` names dirs also waits for those moves (``dir_moves``);
+one that keeps the replicas as they are and only moves dirs bumps no leader epoch.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from logwright.controller.control import ControlRequests
 from logwright.controller.core import decision
+from logwright.controller.dir_moves import DirMoves, DirMoveStatus
 from logwright.controller.errors import StaleControllerEpoch
 from logwright.controller.reassignment import (
     begin_reassignment,
     complete_reassignment,
+    keeps_replicas,
     parse_reassignment,
     reassignment_done,
     validate_plan,
@@ -48,11 +50,17 @@ class ReassignmentStatus:
     adding_replicas: tuple[int, ...]
     removing_replicas: tuple[int, ...]
     waiting_for: tuple[int, ...]  # target replicas not yet in the ISR
+    dir_moves: tuple[DirMoveStatus, ...] = ()  # the replicas that name a dir (KIP-113)
+
+    @property
+    def moves_in_progress(self) -> tuple[DirMoveStatus, ...]:
+        """The dir moves not known to be done yet."""
+        return tuple(m for m in self.dir_moves if not m.done)
 
 
 
 
-class Reassignments(ControlRequests):
+class Reassignments(DirMoves):
     """The room of the reassignment state machine."""
 
     @decision
@@ -61,8 +69,12 @@ class Reassignments(ControlRequests):
 
         The whole request is validated first and written in one transaction (all partitions or
         none). Then each partition gets its new replicas (LeaderAndIsr), and completes once every
-        target replica is in the ISR: leadership moves to a target replica if needed, the old
-        replicas get StopReplica(delete), and the leader epoch is bumped.
+        target replica is in the ISR and every replica whose log dir is named is in that dir
+        with no future log left (AlterReplicaLogDirs to its broker, then DescribeLogDirs until
+        it is: ``dir_moves``): leadership moves to a target replica if needed, the old replicas
+        get StopReplica(delete), and the leader epoch is bumped. A reassignment that keeps the
+        replicas (same brokers, same order) and only names dirs changes neither the leader
+        epoch nor the ISR.
         Raises ReassignmentError (see logwright.controller.reassignment) for bad input.
         """
         self._require_active()
@@ -70,12 +82,15 @@ class Reassignments(ControlRequests):
         delta = MetadataDelta()
         for move in moves:
             state = self.partition_state(move.tp)
-            delta.partitions.append(begin_reassignment(state, move))
+            new = begin_reassignment(state, move)
+            if new != state:
+                delta.partitions.append(new)
             delta.reassignments.append(PendingReassignment(move.tp, move.replicas, move.log_dirs))
         self._commit(delta)
         for state in delta.partitions:
-            log.info("%s reassigning %s: replicas %s, adding %s, removing %s", self.node_id,
-                     state.tp, state.replicas, state.adding_replicas, state.removing_replicas)
+            log.info("%s reassigning %s: replicas %s, adding %s, removing %s, log dirs %s",
+                     self.node_id, state.tp, state.replicas, state.adding_replicas,
+                     state.removing_replicas, state.target_log_dirs or "any")
         self._send_leader_and_isr(delta.partitions)
         self._send_update_metadata(delta.partitions)
         for move in moves:
@@ -87,15 +102,29 @@ class Reassignments(ControlRequests):
             return
         pending = next((r for r in self.store.reassignments() if r.tp == tp), None)
         state = self.store.partition(tp)
-        if pending is None or state is None or not reassignment_done(state, pending):
+        if pending is None or state is None:
             return
+        # First, so that the dir moves start with the reassignment, not once the ISR is full.
+        moved = self._dir_moves_settled(pending)
+        if not moved or not reassignment_done(state, pending):
+            return  # an ISR change or the dir moves' answers call this again
         new = complete_reassignment(state, pending,
                                     [r for r in state.replicas if self._replica_alive(r, tp)])
+        if keeps_replicas(state, pending):
+            try:
+                self._commit(MetadataDelta(cleared_reassignments=[tp]))
+            except StaleControllerEpoch:
+                return
+            self._forget_dir_moves(tp)
+            log.info("%s completed the reassignment of %s: its replicas are in their log dirs "
+                     "%s", self.node_id, tp, pending.target_log_dirs)
+            return
         removed = [r for r in state.replicas if r not in new.replicas]
         try:
             self._commit(MetadataDelta(partitions=[new], cleared_reassignments=[tp]))
         except StaleControllerEpoch:
             return
+        self._forget_dir_moves(tp)
         log.info("%s completed the reassignment of %s: replicas %s, leader %d, leader epoch %d",
                  self.node_id, tp, new.replicas, new.leader, new.leader_epoch)
         self._send_leader_and_isr([new])
@@ -107,7 +136,8 @@ class Reassignments(ControlRequests):
         self._send_update_metadata([new])
 
     def reassignment_status(self, json_text: str | None = None) -> list[ReassignmentStatus]:
-        """Progress of the pending reassignments, or of the partitions named in ``json_text``."""
+        """Progress of the pending reassignments, or of the partitions named in ``json_text``
+        (each with what the controller last learnt of its dir moves while it is pending)."""
         pending = {r.tp: r for r in self.store.reassignments()}
         if json_text is None:
             wanted = [(tp, r.target_replicas) for tp, r in pending.items()]
@@ -124,6 +154,7 @@ class Reassignments(ControlRequests):
             statuses.append(ReassignmentStatus(
                 tp, phase, target, state.replicas, state.isr, state.leader,
                 state.adding_replicas, state.removing_replicas,
-                tuple(r for r in target if r not in state.isr)))
+                tuple(r for r in target if r not in state.isr),
+                self.dir_move_statuses(tp) if tp in pending else ()))
         return statuses
 

@@ -47,6 +47,7 @@ __all__ = [
     "ReassignmentPlan",
     "begin_reassignment",
     "complete_reassignment",
+    "keeps_replicas",
     "parse_reassignment",
     "reassignment_done",
     "validate_plan",
@@ -361,8 +362,18 @@ def begin_reassignment(state: PartitionState, move: PartitionMove) -> PartitionS
 
     The leader and ISR are unchanged; the leader epoch is bumped because the replica set the
     leader works with changes (every LeaderAndIsr the controller pushes carries a newer epoch).
+
+    A move that keeps the replicas as they are (the same brokers in the same order: at most a
+    change of log dirs, KIP-113) changes neither the leader epoch nor the ISR: only the stored
+    dirs, with a new partition epoch, and nothing at all when they are the same already.
     """
     assert state.tp == move.tp
+    if move.replicas == state.replicas:
+        dirs = tuple(move.log_dirs)
+        current = tuple(state.log_dir_for(r) for r in state.replicas)
+        if dirs == current:
+            return state
+        return replace(state, target_log_dirs=dirs, partition_epoch=state.partition_epoch + 1)
     adding = tuple(r for r in move.replicas if r not in state.replicas)
     removing = tuple(r for r in state.replicas if r not in move.replicas)
     replicas = state.replicas + adding
@@ -374,8 +385,15 @@ def begin_reassignment(state: PartitionState, move: PartitionMove) -> PartitionS
 
 
 def reassignment_done(state: PartitionState, pending: PendingReassignment) -> bool:
-    """Whether every target replica is in the ISR, so the old replicas can go."""
-    return all(r in state.isr for r in pending.target_replicas)
+    """Whether every target replica is in the ISR, so the old replicas can go; at once when the
+    replicas stay as they are (only their dirs may move: :func:`keeps_replicas`)."""
+    return keeps_replicas(state, pending) or all(r in state.isr for r in pending.target_replicas)
+
+
+def keeps_replicas(state: PartitionState, pending: PendingReassignment) -> bool:
+    """Whether ``pending`` keeps ``state``'s replicas (same brokers, same order): at most a move
+    between log dirs, which changes neither the leader epoch nor the ISR."""
+    return state.replicas == pending.target_replicas and not state.reassigning
 
 
 def complete_reassignment(state: PartitionState, pending: PendingReassignment,
@@ -384,9 +402,12 @@ def complete_reassignment(state: PartitionState, pending: PendingReassignment,
 
     The leader stays if it is a live target replica in the ISR; otherwise the first target
     replica (in the target's order) that is alive and in the ISR leads. The leader epoch is
-    bumped, which fences the removed replicas and the previous leadership.
+    bumped, which fences the removed replicas and the previous leadership. A reassignment that
+    keeps the replicas (:func:`keeps_replicas`) returns ``state`` unchanged.
     """
     assert reassignment_done(state, pending), f"{state.tp}: target replicas not all in the ISR"
+    if keeps_replicas(state, pending):
+        return state  # begin_reassignment stored the dirs; no epoch moves
     live = set(live_brokers)
     target = pending.target_replicas
     isr = tuple(r for r in state.isr if r in target)
