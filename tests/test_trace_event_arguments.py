@@ -68,6 +68,8 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     ("StrayCleanup", "DeferStrayDeletion"): {"b", "dir", "stray", "reason", "nextCheck"},
     ("StrayCleanup", "DeleteStray"): {"b", "dir", "stray", "reason", "renamedTo"},
 }
+INIT_ARGS = {"topicId", "replicas", "leader", "isr", "leaderEpoch", "controllerEpoch",
+             "brokerEpochs"}
 # Events about one partition, which name its topic id; the others are about a broker or all
 # partitions at once.
 WITHOUT_TOPIC_ID = {("ControllerFencing", a) for a in ("ElectController", "Register",
@@ -200,6 +202,8 @@ def test_every_event_names_its_node_and_the_arguments_the_schema_gives(
         if e["model"] == "-":
             assert e["action"] in ("Init", "Removed") and PARTITION.fullmatch(e["instance"]), e
             assert e["node"].startswith("controller-") and e["changed"] == {}, e
+            if e["action"] == "Init":
+                assert set(e["args"]) == INIT_ARGS, e
             continue
         assert key in REQUIRED, f"an action the schema does not name: {e}"
         assert REQUIRED[key] <= set(e["args"]), e
@@ -214,6 +218,19 @@ def test_every_event_names_its_node_and_the_arguments_the_schema_gives(
         if e["model"] == "StrayCleanup":
             assert e["node"] == f"broker-{e['args']['b']}" and e["changed"] == {}, e
             assert e["args"]["reason"] and "-stray" in e["args"]["path"], e
+
+
+def test_a_replica_records_an_event_only_when_one_of_its_variables_changed(
+        run: tuple[str, list[Event]]) -> None:
+    _, events = run
+    for e in events:
+        if e["model"] == "LogStartOffset" and e["action"] != "CrashRestart":
+            assert e["changed"], f"nothing changed, nothing to record: {e}"
+        if e["model"] == "FetcherFailure" and e["action"] == "LeaderAndIsr":
+            assert e["changed"] == {"knownEpoch": e["args"]["epoch"], "fetching": True,
+                                    "failedEpoch": -1, "alive": True}, e
+        if e["model"] == "FetcherFailure" and e["action"] == "StopReplica":
+            assert e["changed"] == {"knownEpoch": -1, "fetching": False, "failedEpoch": -1}, e
 
 
 def _generations(events: list[Event]) -> dict[str, set[str]]:
