@@ -212,6 +212,37 @@ def test_a_partition_named_twice_takes_its_first_offset() -> None:
     assert w.partition(1, T0).log_start_offset == 1
 
 
+def test_a_partition_named_twice_still_lets_the_partitions_after_it_be_deleted() -> None:
+    w = World(broker_ids=(1,))
+    for tp in (T0, T1, T2):
+        w.assign(tp, 1, 1, [1])
+        w.produce(1, tp, [b"a", b"b", b"c"])
+    cid = w.client.send(1, lambda cid: DeleteRecordsRequest(cid, (
+        DeleteRecordsTopic("t", (DeleteRecordsPartition(0, 1), DeleteRecordsPartition(0, 3),
+                                 DeleteRecordsPartition(1, 2), DeleteRecordsPartition(2, 3))),),
+        1_000))
+    assert answer(w, cid) == {T0: (Errors.NONE, 1), T1: (Errors.NONE, 2), T2: (Errors.NONE, 3)}
+    assert [w.partition(1, tp).log_start_offset for tp in (T0, T1, T2)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("records", [0, 3])
+def test_deleting_below_offset_0_is_allowed_and_deletes_nothing(records: int) -> None:
+    """Offset 0 (and -1, the high watermark, on an empty log) is a valid DeleteRecords that
+    deletes nothing; only offsets below -1 are out of range."""
+    w = World(broker_ids=(1, 2))
+    w.assign(T0, 1, 1, [1, 2])
+    if records:
+        w.produce(1, T0, [b"x"] * records)
+    w.run(1_000)
+    assert delete(w, 1, [(T0, 0)]) == {T0: (Errors.NONE, 0)}
+    empty = w.partition(1, T0).high_watermark == 0
+    if empty:
+        assert delete(w, 1, [(T0, -1)]) == {T0: (Errors.NONE, 0)}
+    assert delete(w, 1, [(T0, -2)]) == {T0: (Errors.OFFSET_OUT_OF_RANGE, -1)}
+    assert w.partition(1, T0).log_start_offset == 0
+    assert w.values(1, T0) == w.values(2, T0) and len(w.values(1, T0)) == records
+
+
 # ---- the follower's side (fetch_adapters.py) -------------------------------------------------
 
 
