@@ -341,3 +341,39 @@ def test_the_fetcher_machinery_copies_between_local_logs_and_contains_failures()
     (fetcher,) = manager.fetchers.values()
     manager.shutdown_idle_fetchers()  # as a LeaderAndIsr or StopReplica ends
     assert not manager.fetchers and not fetcher.running
+
+
+def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff() -> None:
+    """The source lost its last records and went on at a new epoch: a fetch above its end is
+    OFFSET_OUT_OF_RANGE; the replica waits the back-off, then finds the common point by the
+    epoch protocol, truncates there and copies the source's new records."""
+    clock = VirtualClock(1_000_000)
+    scheduler = SimScheduler(clock, seed=3)
+    fs = SimFileSystem(clock)
+    for d in ("/cur", "/fut"):
+        fs.makedirs(d)
+    tp = TopicPartition("m", 0)
+    current = {tp: PartitionLog.create(fs, f"/cur/{tp}", tp, LogConfig(), clock)}
+    future = {tp: PartitionLog.create(fs, f"/fut/{tp}", tp, LogConfig(), clock)}
+    source = current[tp]
+    for i in range(5):
+        source.append_as_leader(build_simple_batch([b"old-%d" % i], 0), 4)
+    source.update_high_watermark(3)
+    manager = FetcherManager(
+        "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
+        lambda _source, _fid: LocalLogSource(current),
+        FutureLogTarget(future), clock, scheduler, 1_000, 1 << 20,
+        idle_backoff_ms=10)
+    manager.add_fetcher_for_partitions({tp: InitialFetchState(0, 4, 0)})
+    scheduler.advance(100)
+    assert future[tp].log_end_offset == 5
+    source.truncate_to(3)
+    source.append_as_leader(build_simple_batch([b"new-3"], 0), 5)
+    scheduler.advance(500)
+    assert future[tp].log_end_offset == 5, "not before the back-off"
+    assert manager.failed_partitions_count == 0
+    scheduler.advance(1_000)
+    assert future[tp].log_end_offset == 4
+    assert future[tp].read(0, 1 << 20).records == source.read(0, 1 << 20).records
+    assert manager.failed_partitions_count == 0
+    manager.remove_fetcher_for_partitions([tp])
