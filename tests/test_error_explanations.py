@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from logwright import Cluster
 from logwright.broker.authorizer import (
     CLUSTER_NAME,
     AclAuthorizer,
@@ -25,6 +26,7 @@ from logwright.controller import (
     ControllerConfig,
     NotController,
     ReassignmentError,
+    StaleControllerEpoch,
     TopicAlreadyExists,
     parse_reassignment,
 )
@@ -131,3 +133,19 @@ def test_a_session_timeout_just_above_the_heartbeat_interval_is_valid(session: i
     with pytest.raises(InvalidConfig):
         ControllerConfig.from_properties({"broker.session.timeout.ms": str(heartbeat),
                                           "broker.heartbeat.interval.ms": str(heartbeat)})
+
+
+def test_a_deposed_controllers_write_is_refused_naming_both_epochs() -> None:
+    c = Cluster.simulated(seed=4)
+    old = c.controller
+    c.fail_controller(zombie=True)
+    c.advance_time(1_000)
+    new_epoch = c.controller.epoch
+    with pytest.raises(StaleControllerEpoch) as info:
+        old.create_topic("ghost", 1, 1)
+    e = info.value
+    assert (e.writer_epoch, e.current_epoch) == (old.epoch, new_epoch) and old.epoch < new_epoch
+    assert e.error is Errors.STALE_CONTROLLER_EPOCH
+    assert e.message == (f"controller epoch {old.epoch} is not the current one ({new_epoch}); "
+                         "the write was rejected")
+    c.close()
