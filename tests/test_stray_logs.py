@@ -193,7 +193,8 @@ def test_an_io_error_on_a_revived_log_takes_its_whole_dir_offline() -> None:
     stray = _stray(manager, 3)
     log = manager.revive_stray(stray)
     fs.inject_fault(stray.log_dir, Fault.EIO)
-    with pytest.raises(KafkaStorageError):
+    with pytest.raises(KafkaStorageError,
+                       match=f": t-0: I/O error in {log.dir_path}: .*Input/output error"):
         log.append_as_leader(build_simple_batch([b"x"], 0), 1)
     assert manager.offline_dirs == [stray.log_dir]
 
@@ -216,3 +217,19 @@ def test_a_revived_stray_is_checked_in_full_not_trusted_as_after_a_clean_shutdow
     f.close()
     log = manager.revive_stray(stray)
     assert log.log_end_offset == 1, "cut at the damaged batch, the segments after it gone"
+
+
+def test_a_stray_found_with_unreadable_metadata_has_no_topic_id_and_matches_none() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock)
+    stray = _stray(manager, 2)
+    manager.halt()
+    f = fs.open(f"{stray.path}/partition.metadata")
+    f.truncate(0)
+    f.append(b"version: 0\ntopic_id: garbage\n")
+    f.fsync()
+    f.close()
+    again = _manager(fs, clock)
+    (found,) = again.stray_logs()
+    assert found.topic_id is None
+    assert again.find_stray(TP, TID) is None and again.find_stray(TP, OTHER) is None
