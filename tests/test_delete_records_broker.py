@@ -27,7 +27,7 @@ from logwright.protocol import (
 from logwright.records import build_simple_batch
 from logwright.storage.naming import TopicPartition
 from logwright.world import Fault
-from tests.test_broker_harness import T0, T1, World, state
+from tests.test_broker_harness import T0, T1, World, fast_config, state
 
 U0 = TopicPartition("u", 0)        # alice may not delete from topic u
 C0 = TopicPartition("c", 0)        # cleanup.policy=compact
@@ -357,3 +357,22 @@ def test_fetch_answers_below_the_start_offset_carry_it() -> None:
             Errors.OFFSET_OUT_OF_RANGE, 2, 3)
     assert [o for o, _ in w.values(1, T0)] == [2]
     assert CONSUMER_REPLICA_ID == -1
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_follower_parked_in_a_fetch_learns_a_raised_start_offset_at_once(start: int) -> None:
+    """KIP-107: a follower's fetch waiting for new records is answered as soon as the
+    leader's start offset passes the follower's, so a DeleteRecords completes in the time of
+    a round trip, not of replica.fetch.wait.max.ms (here 10 s)."""
+    w = World(broker_ids=(1, 2), config=fast_config(replica_fetch_wait_max_ms=10_000,
+                                                    replica_socket_timeout_ms=30_000))
+    w.assign(T0, 1, 1, [1, 2])
+    w.produce(1, T0, [b"a", b"b", b"c", b"d"])
+    if start:
+        assert delete(w, 1, [(T0, start)]) == {T0: (Errors.NONE, start)}
+    w.run(1_000)  # the follower's next fetch is parked at the leader's end
+    sent = w.clock.now_ms()
+    cid = send(w, 1, [(T0, 3)], timeout_ms=30_000)
+    assert answer(w, cid, 2_000) == {T0: (Errors.NONE, 3)}
+    assert w.clock.now_ms() - sent < 1_000
+    assert w.partition(2, T0).log_start_offset == 3
