@@ -376,3 +376,24 @@ def test_a_follower_parked_in_a_fetch_learns_a_raised_start_offset_at_once(start
     assert answer(w, cid, 2_000) == {T0: (Errors.NONE, 3)}
     assert w.clock.now_ms() - sent < 1_000
     assert w.partition(2, T0).log_start_offset == 3
+
+
+def test_with_the_lazy_checkpoint_a_deletion_is_acknowledged_on_the_start_offsets_in_memory(
+        ) -> None:
+    """Kafka's behaviour (``durable_log_start_offset=False``): the raised start offsets are
+    written only by the periodic checkpoint (a minute here), and DeleteRecords is answered on
+    the start offsets in memory, long before it."""
+    base = fast_config()
+    config = dataclasses.replace(base, log=dataclasses.replace(
+        base.log, durable_log_start_offset=False))
+    w = World(broker_ids=(1, 2), config=config)
+    w.assign(T0, 1, 1, [1, 2])
+    w.produce(1, T0, [b"a", b"b", b"c", b"d"])
+    w.run(1_000)
+    sent = w.clock.now_ms()
+    cid = send(w, 1, [(T0, 3)], timeout_ms=30_000)
+    assert answer(w, cid, 5_000) == {T0: (Errors.NONE, 3)}
+    assert w.clock.now_ms() - sent < 5_000
+    leader = w.partition(1, T0).log
+    assert leader.log_start_offset == 3 and leader.durable_log_start_offset < 3, \
+        "not yet checkpointed"
