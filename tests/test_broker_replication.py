@@ -4,12 +4,15 @@ offset rules a follower follows (hazards 7 and 8)."""
 
 from __future__ import annotations
 
+import pytest
+
 from logwright.errors import Errors
 from logwright.protocol import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchPartitionData,
     ProduceRequest,
+    StopReplicaPartition,
 )
 from logwright.records import build_simple_batch, decode_records
 from tests.test_broker_harness import T0, World, fast_config, state
@@ -207,6 +210,26 @@ def test_follower_raises_its_start_offset_only_after_its_high_watermark() -> Non
     assert next_offset == 6
     assert (follower.log_start_offset, follower.high_watermark, follower.log_end_offset) == \
         (5, 5, 6)
+
+
+@pytest.mark.parametrize("ending", ["a newer epoch", "deleted", "stopped"])
+def test_waiting_acks_all_ends_when_this_leader_epoch_ends(ending: str) -> None:
+    """The wait is for the leader epoch the produce was appended at: the same broker leading
+    again at a newer epoch, or the replica stopped or deleted, answers it at once."""
+    w = World(broker_ids=(1, 2))
+    w.assign(T0, 1, 1, [1, 2])
+    w.network.partition("broker-1", "broker-2")
+    cid = w.produce_async(1, T0, [b"x"], acks=-1, timeout_ms=30_000)
+    w.run(100)
+    assert cid not in w.client.responses
+    if ending == "a newer epoch":
+        w.lair(1, [state(T0, 1, 2, [1, 2])])
+    else:
+        w.stop(1, [StopReplicaPartition(T0, 1, ending == "deleted")])
+    assert w.run_until(lambda: cid in w.client.responses, 100)
+    result = w.client.responses[cid].partitions[0]  # type: ignore[attr-defined]
+    assert result.error is Errors.NOT_LEADER_OR_FOLLOWER
+    assert w.brokers[1].replica_manager.produce_purgatory.watched(T0) == 0
 
 
 def test_waiting_acks_all_fails_fast_when_leadership_moves() -> None:

@@ -24,6 +24,7 @@ from logwright.storage.checkpoint import (
 from logwright.storage.metadata_files import (
     LeaderEpochCheckpointFile,
     PartitionMetadataFile,
+    StrayStartOffsetFile,
 )
 from logwright.storage.naming import TopicPartition, Uuid
 from logwright.world import Fault, RealFileSystem, SimFileSystem, SimulatedCrash
@@ -316,6 +317,33 @@ def test_malformed_partition_metadata(content: bytes, line: int, what: str) -> N
     with pytest.raises(CheckpointError) as e:
         PartitionMetadataFile(fs, DIR).read()
     assert str(e.value) == f"{DIR}/partition.metadata:{line}: {what}"
+
+
+def test_a_stray_start_offset_round_trips_and_is_absent_until_written() -> None:
+    fs = sim_dir(DIR)
+    f = StrayStartOffsetFile(fs, DIR)
+    assert f.read() is None
+    f.write(42)
+    assert f.read() == 42
+    assert fs.read_file(f"{DIR}/stray-log-start-offset") == b"0\n1\n42\n"
+
+
+@pytest.mark.parametrize(("content", "line", "what"), [
+    (b"0\n2\n1\n2\n", 3, "expected one start offset, found 2"),
+    (b"0\n0\n", 3, "expected one start offset, found 0"),
+    (b"0\n1\n-3\n", 3, "start offset -3 is negative"),
+    (b"0\n1\nx\n", 3, "start offset 'x' is not a non-negative integer"),
+    (b"0\n1\n1 2\n", 3,
+     "expected 1 fields 'start_offset' separated by single spaces, found 2 in '1 2'"),
+    (b"1\n1\n5\n", 1, "unsupported version 1 (expected 0)"),
+])
+def test_a_malformed_stray_start_offset_says_where_and_what(content: bytes, line: int,
+                                                             what: str) -> None:
+    fs = sim_dir(DIR)
+    put(fs, f"{DIR}/stray-log-start-offset", content)
+    with pytest.raises(CheckpointError) as e:
+        StrayStartOffsetFile(fs, DIR).read()
+    assert str(e.value) == f"{DIR}/stray-log-start-offset:{line}: {what}"
 
 
 def test_partition_metadata_crash_at_every_step() -> None:

@@ -27,7 +27,7 @@ from logwright.protocol import (
 from logwright.records import build_simple_batch
 from logwright.storage.naming import TopicPartition
 from logwright.world import Fault
-from tests.test_broker_harness import T0, T1, World, state
+from tests.test_broker_harness import T0, T1, World, fast_config, state
 
 U0 = TopicPartition("u", 0)        # alice may not delete from topic u
 C0 = TopicPartition("c", 0)        # cleanup.policy=compact
@@ -212,6 +212,37 @@ def test_a_partition_named_twice_takes_its_first_offset() -> None:
     assert w.partition(1, T0).log_start_offset == 1
 
 
+def test_a_partition_named_twice_still_lets_the_partitions_after_it_be_deleted() -> None:
+    w = World(broker_ids=(1,))
+    for tp in (T0, T1, T2):
+        w.assign(tp, 1, 1, [1])
+        w.produce(1, tp, [b"a", b"b", b"c"])
+    cid = w.client.send(1, lambda cid: DeleteRecordsRequest(cid, (
+        DeleteRecordsTopic("t", (DeleteRecordsPartition(0, 1), DeleteRecordsPartition(0, 3),
+                                 DeleteRecordsPartition(1, 2), DeleteRecordsPartition(2, 3))),),
+        1_000))
+    assert answer(w, cid) == {T0: (Errors.NONE, 1), T1: (Errors.NONE, 2), T2: (Errors.NONE, 3)}
+    assert [w.partition(1, tp).log_start_offset for tp in (T0, T1, T2)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("records", [0, 3])
+def test_deleting_below_offset_0_is_allowed_and_deletes_nothing(records: int) -> None:
+    """Offset 0 (and -1, the high watermark, on an empty log) is a valid DeleteRecords that
+    deletes nothing; only offsets below -1 are out of range."""
+    w = World(broker_ids=(1, 2))
+    w.assign(T0, 1, 1, [1, 2])
+    if records:
+        w.produce(1, T0, [b"x"] * records)
+    w.run(1_000)
+    assert delete(w, 1, [(T0, 0)]) == {T0: (Errors.NONE, 0)}
+    empty = w.partition(1, T0).high_watermark == 0
+    if empty:
+        assert delete(w, 1, [(T0, -1)]) == {T0: (Errors.NONE, 0)}
+    assert delete(w, 1, [(T0, -2)]) == {T0: (Errors.OFFSET_OUT_OF_RANGE, -1)}
+    assert w.partition(1, T0).log_start_offset == 0
+    assert w.values(1, T0) == w.values(2, T0) and len(w.values(1, T0)) == records
+
+
 # ---- the follower's side (fetch_adapters.py) -------------------------------------------------
 
 
@@ -326,3 +357,43 @@ def test_fetch_answers_below_the_start_offset_carry_it() -> None:
             Errors.OFFSET_OUT_OF_RANGE, 2, 3)
     assert [o for o, _ in w.values(1, T0)] == [2]
     assert CONSUMER_REPLICA_ID == -1
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_follower_parked_in_a_fetch_learns_a_raised_start_offset_at_once(start: int) -> None:
+    """KIP-107: a follower's fetch waiting for new records is answered as soon as the
+    leader's start offset passes the follower's, so a DeleteRecords completes in the time of
+    a round trip, not of replica.fetch.wait.max.ms (here 10 s)."""
+    w = World(broker_ids=(1, 2), config=fast_config(replica_fetch_wait_max_ms=10_000,
+                                                    replica_socket_timeout_ms=30_000))
+    w.assign(T0, 1, 1, [1, 2])
+    w.produce(1, T0, [b"a", b"b", b"c", b"d"])
+    if start:
+        assert delete(w, 1, [(T0, start)]) == {T0: (Errors.NONE, start)}
+    w.run(1_000)  # the follower's next fetch is parked at the leader's end
+    sent = w.clock.now_ms()
+    cid = send(w, 1, [(T0, 3)], timeout_ms=30_000)
+    assert answer(w, cid, 2_000) == {T0: (Errors.NONE, 3)}
+    assert w.clock.now_ms() - sent < 1_000
+    assert w.partition(2, T0).log_start_offset == 3
+
+
+def test_with_the_lazy_checkpoint_a_deletion_is_acknowledged_on_the_start_offsets_in_memory(
+        ) -> None:
+    """Kafka's behaviour (``durable_log_start_offset=False``): the raised start offsets are
+    written only by the periodic checkpoint (a minute here), and DeleteRecords is answered on
+    the start offsets in memory, long before it."""
+    base = fast_config()
+    config = dataclasses.replace(base, log=dataclasses.replace(
+        base.log, durable_log_start_offset=False))
+    w = World(broker_ids=(1, 2), config=config)
+    w.assign(T0, 1, 1, [1, 2])
+    w.produce(1, T0, [b"a", b"b", b"c", b"d"])
+    w.run(1_000)
+    sent = w.clock.now_ms()
+    cid = send(w, 1, [(T0, 3)], timeout_ms=30_000)
+    assert answer(w, cid, 5_000) == {T0: (Errors.NONE, 3)}
+    assert w.clock.now_ms() - sent < 5_000
+    leader = w.partition(1, T0).log
+    assert leader.log_start_offset == 3 and leader.durable_log_start_offset < 3, \
+        "not yet checkpointed"

@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from logwright import Cluster
 from logwright.broker.authorizer import (
     CLUSTER_NAME,
     AclAuthorizer,
@@ -25,6 +26,7 @@ from logwright.controller import (
     ControllerConfig,
     NotController,
     ReassignmentError,
+    StaleControllerEpoch,
     TopicAlreadyExists,
     parse_reassignment,
 )
@@ -56,6 +58,42 @@ def test_a_reassignment_error_names_the_json_path_and_the_type_found(text: str,
     with pytest.raises(ReassignmentError) as info:
         parse_reassignment(text)
     assert str(info.value) == f"INVALID_REQUEST (42): {expected}"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (doc([entry(log_dirs="x")]),
+     'INVALID_REQUEST (42): partitions[0].log_dirs: must be a list of paths or "any", not a '
+     'string'),
+    (doc([entry(log_dirs=["any"])]),
+     "INVALID_REQUEST (42): partitions[0].log_dirs: has 1 entries but replicas has 2; log_dirs "
+     "must parallel replicas"),
+    (doc([{"topic": "t", "partition": 0}]),
+     "INVALID_REQUEST (42): partitions[0].replicas: missing"),
+    (doc([entry(replicas="x")]),
+     "INVALID_REQUEST (42): partitions[0].replicas: must be a list of broker ids, not a string"),
+    (doc([entry(replicas=[])]),
+     "INVALID_REQUEST (42): partitions[0].replicas: is empty: a partition needs at least one "
+     "replica"),
+    (doc([entry(replicas=list(range(1001)))]),
+     "INVALID_REQUEST (42): partitions[0].replicas: 1001 replicas, more than the limit of 1000"),
+    (doc([entry(replicas=[-1, 1])]),
+     "INVALID_REQUEST (42): partitions[0].replicas[0]: broker id -1 is negative"),
+    (doc([entry(partition=2**31)]),
+     "UNKNOWN_TOPIC_OR_PARTITION (3): partitions[0].partition: partition 2147483648 of topic "
+     "'t' cannot exist (valid: 0 to 2147483647)"),
+])
+def test_a_malformed_move_is_refused_saying_where_and_why(text: str, expected: str) -> None:
+    with pytest.raises(ReassignmentError) as info:
+        parse_reassignment(text)
+    assert str(info.value) == expected
+
+
+def test_a_move_at_the_limits_is_accepted() -> None:
+    (move,) = parse_reassignment(doc([entry(partition=2**31 - 1,
+                                            replicas=list(range(1000)))])).moves
+    assert move.tp.partition == 2**31 - 1 and move.replicas == tuple(range(1000))
+    (move,) = parse_reassignment(doc([entry(replicas=[0, 1])])).moves
+    assert move.replicas == (0, 1), "broker id 0 is a broker id"
 
 
 def test_a_reassignment_error_without_a_path_is_the_problem_alone() -> None:
@@ -131,3 +169,39 @@ def test_a_session_timeout_just_above_the_heartbeat_interval_is_valid(session: i
     with pytest.raises(InvalidConfig):
         ControllerConfig.from_properties({"broker.session.timeout.ms": str(heartbeat),
                                           "broker.heartbeat.interval.ms": str(heartbeat)})
+
+
+def test_a_deposed_controllers_write_is_refused_naming_both_epochs() -> None:
+    c = Cluster.simulated(seed=4)
+    old = c.controller
+    c.fail_controller(zombie=True)
+    c.advance_time(1_000)
+    new_epoch = c.controller.epoch
+    with pytest.raises(StaleControllerEpoch) as info:
+        old.create_topic("ghost", 1, 1)
+    e = info.value
+    assert (e.writer_epoch, e.current_epoch) == (old.epoch, new_epoch) and old.epoch < new_epoch
+    assert e.error is Errors.STALE_CONTROLLER_EPOCH
+    assert e.message == (f"controller epoch {old.epoch} is not the current one ({new_epoch}); "
+                         "the write was rejected")
+    c.close()
+
+
+def test_a_plan_the_cluster_cannot_follow_is_refused_saying_why(h: Harness) -> None:
+    for text, expected in [
+        (doc([entry(topic="nope")]),
+         "UNKNOWN_TOPIC_OR_PARTITION (3): partitions[0].topic: topic 'nope' does not exist"),
+        (doc([entry(replicas=[1, 9])]),
+         "INVALID_REQUEST (42): partitions[0].replicas[1]: unknown broker id 9: no such broker "
+         "is registered (INVALID_REPLICA_ASSIGNMENT)"),
+    ]:
+        with pytest.raises(ReassignmentError) as info:
+            h.controller.reassign(text)
+        assert str(info.value) == expected
+    h.controller.reassign(doc([entry(replicas=[3, 4], log_dirs=["/data/3/./d2/", "any"])]))
+    (pending,) = h.store.reassignments()
+    assert pending.target_log_dirs == ("/data/3/d2", "any"), "the broker's own spelling"
+    with pytest.raises(ReassignmentError) as info:
+        h.controller.reassign(doc([entry(replicas=[1, 2])]))
+    assert str(info.value) == ("INVALID_REQUEST (42): partitions[0]: t-0 is already being "
+                               "reassigned (REASSIGNMENT_IN_PROGRESS)")

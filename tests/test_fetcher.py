@@ -72,6 +72,7 @@ def test_one_partitions_dir_failing_does_not_stop_the_shared_fetcher() -> None:
     assert w.run_until(lambda: w.partition(2, T1).log_end_offset == 5, 5_000)
     assert set(fm.failed_partitions) == {T0}
     assert fm.failed_partitions[T0].reason.startswith("storage error")
+    assert fm.failed_partitions[T0].action == "StorageError"
     fetcher = fm.fetcher_of(T1)
     assert fetcher is not None and fetcher.running and not fetcher.dead
     assert T0 not in fetcher.partitions and fm.fetch_state(T0) is None  # gone from lag stats
@@ -89,6 +90,25 @@ def test_one_partitions_dir_failing_does_not_stop_the_shared_fetcher() -> None:
     assert w.values(2, T1) == w.values(1, T1)
     # The broker tells the controller which dir it lost.
     assert w.controller.heartbeats[-1].offline_log_dirs == ("/b2/d1",)
+
+
+def test_a_dir_going_offline_fails_every_partition_fetched_into_it_even_an_idle_one() -> None:
+    """Broker 2 follows t-0 (led by 1) and t-1 (led by 3) into the same dir, in two fetchers.
+    Only t-0 receives records: its append fails the dir, and t-1, which fetches nothing and so
+    never touches the disk, is failed with it, for the dir, at once."""
+    w = World(broker_ids=(1, 2, 3))
+    place(w, T0, 1, 1, [1, 2], {2: "/b2/d1"})
+    place(w, T1, 3, 1, [3, 2], {2: "/b2/d1"})
+    fm = w.brokers[2].replica_manager.replica_fetcher_manager
+    assert fm.fetcher_of(T0) is not fm.fetcher_of(T1)
+    w.fs.inject_fault("/b2/d1", Fault.EIO)
+    w.produce(1, T0, [b"a"], acks=1)
+    assert w.run_until(lambda: T0 in fm.failed_partitions, 5_000)
+    w.run(500)
+    assert set(fm.failed_partitions) == {T0, T1}
+    assert "/b2/d1 went offline" in fm.failed_partitions[T1].reason
+    assert {f.action for f in fm.failed_partitions.values()} == {"StorageError"}
+    assert fm.fetch_state(T1) is None and fm.fetcher_of(T1) is None
 
 
 def test_a_fetcher_left_with_only_failed_partitions_shuts_down() -> None:
@@ -119,6 +139,7 @@ def test_a_fence_at_the_current_epoch_fails_and_a_newer_epoch_unfails() -> None:
     w.lair(1, [state(T0, 1, 2, [1, 2])])  # the follower is not told (yet)
     assert w.run_until(lambda: T0 in fm.failed_partitions, 5_000)
     assert fm.failed_partitions[T0].leader_epoch == 1
+    assert fm.failed_partitions[T0].action == "FetchFenced"
     w.produce(1, T0, [b"b"], acks=1)
     w.run(3_000)
     assert w.partition(2, T0).log_end_offset == 1, "a failed partition is not fetched"
@@ -320,3 +341,39 @@ def test_the_fetcher_machinery_copies_between_local_logs_and_contains_failures()
     (fetcher,) = manager.fetchers.values()
     manager.shutdown_idle_fetchers()  # as a LeaderAndIsr or StopReplica ends
     assert not manager.fetchers and not fetcher.running
+
+
+def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff() -> None:
+    """The source lost its last records and went on at a new epoch: a fetch above its end is
+    OFFSET_OUT_OF_RANGE; the replica waits the back-off, then finds the common point by the
+    epoch protocol, truncates there and copies the source's new records."""
+    clock = VirtualClock(1_000_000)
+    scheduler = SimScheduler(clock, seed=3)
+    fs = SimFileSystem(clock)
+    for d in ("/cur", "/fut"):
+        fs.makedirs(d)
+    tp = TopicPartition("m", 0)
+    current = {tp: PartitionLog.create(fs, f"/cur/{tp}", tp, LogConfig(), clock)}
+    future = {tp: PartitionLog.create(fs, f"/fut/{tp}", tp, LogConfig(), clock)}
+    source = current[tp]
+    for i in range(5):
+        source.append_as_leader(build_simple_batch([b"old-%d" % i], 0), 4)
+    source.update_high_watermark(3)
+    manager = FetcherManager(
+        "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
+        lambda _source, _fid: LocalLogSource(current),
+        FutureLogTarget(future), clock, scheduler, 1_000, 1 << 20,
+        idle_backoff_ms=10)
+    manager.add_fetcher_for_partitions({tp: InitialFetchState(0, 4, 0)})
+    scheduler.advance(100)
+    assert future[tp].log_end_offset == 5
+    source.truncate_to(3)
+    source.append_as_leader(build_simple_batch([b"new-3"], 0), 5)
+    scheduler.advance(500)
+    assert future[tp].log_end_offset == 5, "not before the back-off"
+    assert manager.failed_partitions_count == 0
+    scheduler.advance(1_000)
+    assert future[tp].log_end_offset == 4
+    assert future[tp].read(0, 1 << 20).records == source.read(0, 1 << 20).records
+    assert manager.failed_partitions_count == 0
+    manager.remove_fetcher_for_partitions([tp])

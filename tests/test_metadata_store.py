@@ -236,6 +236,19 @@ def test_sqlite_refuses_an_unknown_schema_version(tmp_path: Path) -> None:
         SqliteStore(path)
 
 
+def test_sqlite_refuses_another_programs_database_saying_it_is_left_as_it_is(
+        tmp_path: Path) -> None:
+    path = str(tmp_path / "notes.db")
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE notes (body TEXT)")
+    db.commit()
+    db.close()
+    with pytest.raises(ValueError) as info:
+        SqliteStore(path)
+    assert str(info.value) == (f"{path}: an SQLite database of another program (tables but no "
+                               "logwright schema version); refused, left as it is")
+
+
 def test_changed_topic_configs_are_written_conditionally_and_survive_a_reopen(
         make_store: Callable[[], MetadataStore]) -> None:
     from dataclasses import replace

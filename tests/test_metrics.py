@@ -124,3 +124,50 @@ def test_a_real_cluster_serves_its_metrics_over_http_until_closed(tmp_path: Path
     finally:
         blocker.close()
     assert taken > 0
+
+
+def test_each_per_log_familys_help_names_its_kafka_mbean() -> None:
+    c = Cluster.simulated(brokers=3, log_dirs_per_broker=1, seed=3)
+    c.create_topic("t", partitions=2, replication_factor=2)
+    assert c.run_until_idle()
+    helps = {family.name: family.documentation for family in
+             text_string_to_metric_families(c.metrics_exposition().decode())}
+    for name, mbean in (("kafka_log_log_logstartoffset", m.LOG_START_OFFSET),
+                        ("kafka_log_log_logendoffset", m.LOG_END_OFFSET),
+                        ("kafka_log_log_size", m.LOG_SIZE)):
+        assert helps[name] == mbean.format("<topic>", "<partition>")
+
+
+def _flaky_sources(failures: int) -> m.MetricSources:
+    """Sources whose dead-thread reading raises RuntimeError (a dict changed while iterated,
+    as a scrape on another thread may see) ``failures`` times, then reads 0."""
+    left = [failures]
+
+    def racing() -> float:
+        if left[0] > 0:
+            left[0] -= 1
+            raise RuntimeError("dictionary changed size during iteration")
+        return 0.0
+
+    def zero() -> float:
+        return 0.0
+
+    return m.MetricSources(
+        failed_partitions=zero, alter_log_dirs_failed_partitions=zero, dead_threads=racing,
+        max_lag=zero, under_replicated=zero, offline_replicas=zero, leader_count=zero,
+        partition_count=zero, offline_log_dirs=zero, log_dirs=("/d1",),
+        log_dir_offline=lambda d: 0.0)
+
+
+@pytest.mark.parametrize("failures", [0, 1, 2])
+def test_a_scrape_that_races_with_the_broker_is_read_again(failures: int) -> None:
+    broker = m.BrokerMetrics(1, _flaky_sources(failures))
+    got = samples(m.merged_exposition([broker]))
+    assert ("kafka_server_replicafetchermanager_deadthreadcount",
+            {"broker": "1", "clientId": "Replica"}, 0.0) in got
+
+
+def test_a_scrape_failing_three_times_in_a_row_reports_the_error() -> None:
+    broker = m.BrokerMetrics(1, _flaky_sources(3))
+    with pytest.raises(RuntimeError, match="changed size"):
+        m.merged_exposition([broker])

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from logwright.errors import KafkaStorageError, LogwrightError
+from logwright.errors import Errors, KafkaStorageError, LogwrightError
 from logwright.logmanager import LogManager, LogManagerConfig
+from logwright.logmanager.strays import StrayLog
 from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.naming import DirKind, TopicPartition, Uuid, parse_dir_name
@@ -109,3 +110,126 @@ def test_a_stray_without_its_start_offset_file_is_revived_from_its_segments() ->
     log = manager.revive_stray(stray)
     assert (log.log_start_offset, log.log_end_offset) == (0, 5)
     assert manager.offline_dirs == []
+
+
+def _stray(manager: LogManager, n: int = 5, start: int = 0) -> StrayLog:
+    _log_with_records(manager, n, start)
+    stray = manager.mark_stray(TP, "test")
+    assert stray is not None
+    return stray
+
+
+def test_each_refused_revival_says_why() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock, ("/d1", "/d2"))
+    stray = _stray(manager)
+    other = _manager(SimFileSystem(), clock)
+    with pytest.raises(LogwrightError, match=f"^{stray.path} is not a stray of this broker$"):
+        other.revive_stray(stray)
+    manager.create_log(TP, OTHER)
+    with pytest.raises(LogwrightError, match=r"^t-0 already has a live log$"):
+        manager.revive_stray(stray)
+
+
+def test_a_stray_on_an_offline_dir_is_not_revived_and_says_so() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock, ("/d1", "/d2"))
+    stray = _stray(manager)
+    manager.fail_dir(stray.log_dir, "test")
+    with pytest.raises(KafkaStorageError, match=f": t-0: log dir {stray.log_dir} is offline$"):
+        manager.revive_stray(stray)
+
+
+def test_a_revival_failing_on_the_disk_takes_its_dir_offline_and_says_why() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock, ("/d1", "/d2"))
+    stray = _stray(manager)
+    fs.inject_fault(stray.log_dir, Fault.EIO)
+    with pytest.raises(KafkaStorageError, match=": t-0: could not revive its stray: ") as e:
+        manager.revive_stray(stray)
+    assert e.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert manager.offline_dirs == [stray.log_dir] and manager.get_log(TP) is None
+    assert manager.stray_logs() == [], "no longer listed, as a stray that failed to be set aside"
+    state = manager.dirs[stray.log_dir]
+    assert state.status.offline_reason is not None
+    assert state.status.offline_reason.startswith(f"reviving stray {stray.path}: ")
+
+
+def test_a_revived_stray_is_recovered_as_after_a_crash() -> None:
+    """Bytes past the last whole batch of the stray's active segment (a write cut short
+    before it was set aside) are dropped at revival, as a crash's recovery drops them."""
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock)
+    stray = _stray(manager, 5)
+    segment = max(f for f in fs.listdir(stray.path) if f.endswith(".log"))
+    f = fs.open(f"{stray.path}/{segment}")
+    f.append(b"\x00\x00\x00\x00\x00\x00\x00\x09torn")
+    f.fsync()
+    f.close()
+    log = manager.revive_stray(stray)
+    assert log.log_end_offset == 5
+    log.append_as_leader(build_simple_batch([b"after"], 0), 1)
+    assert log.log_end_offset == 6
+
+
+def test_a_revived_stray_takes_its_topics_config_and_its_dirs_durable_start_offset() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock, ("/d1", "/d2"))
+    manager.set_topic_overrides("t", {"segment.bytes": 1000})
+    stray = _stray(manager, 6)
+    log = manager.revive_stray(stray)
+    assert log.config.segment_bytes == 1000
+    log.update_high_watermark(6)
+    assert log.increment_log_start_offset(4)
+    manager.halt()  # no clean shutdown, no periodic checkpoint: only the raise wrote it
+    again = _manager(fs, clock, ("/d1", "/d2"))
+    revived = again.get_log(TP)
+    assert revived is not None and revived.log_start_offset == 4
+
+
+def test_an_io_error_on_a_revived_log_takes_its_whole_dir_offline() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock, ("/d1", "/d2"))
+    stray = _stray(manager, 3)
+    log = manager.revive_stray(stray)
+    fs.inject_fault(stray.log_dir, Fault.EIO)
+    with pytest.raises(KafkaStorageError,
+                       match=f": t-0: I/O error in {log.dir_path}: .*Input/output error"):
+        log.append_as_leader(build_simple_batch([b"x"], 0), 1)
+    assert manager.offline_dirs == [stray.log_dir]
+
+
+def test_a_revived_stray_is_checked_in_full_not_trusted_as_after_a_clean_shutdown() -> None:
+    """A batch damaged in an older segment of the stray (its first batch and its tail intact)
+    ends the revived log there, as recovery after a crash would end it."""
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock)
+    stray = _stray(manager, 9)
+    segments = sorted(f for f in fs.listdir(stray.path) if f.endswith(".log"))
+    assert len(segments) >= 3
+    first = f"{stray.path}/{segments[0]}"
+    data = fs.read_file(first)
+    second_batch = 12 + int.from_bytes(data[8:12], "big")
+    assert second_batch < len(data)
+    f = fs.open(first)
+    f.write_at(second_batch + 40, bytes([data[second_batch + 40] ^ 0xFF]))
+    f.fsync()
+    f.close()
+    log = manager.revive_stray(stray)
+    assert log.log_end_offset == 1, "cut at the damaged batch, the segments after it gone"
+
+
+def test_a_stray_found_with_unreadable_metadata_has_no_topic_id_and_matches_none() -> None:
+    fs, clock = SimFileSystem(), VirtualClock(0)
+    manager = _manager(fs, clock)
+    stray = _stray(manager, 2)
+    manager.halt()
+    f = fs.open(f"{stray.path}/partition.metadata")
+    f.truncate(0)
+    f.append(b"version: 0\ntopic_id: garbage\n")
+    f.fsync()
+    f.close()
+    again = _manager(fs, clock)
+    (found,) = again.stray_logs()
+    assert found.topic_id is None
+    assert again.find_stray(TP, TID) is None and again.find_stray(TP, OTHER) is None
