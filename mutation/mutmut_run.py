@@ -40,6 +40,7 @@ import difflib
 import fnmatch
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -308,8 +309,10 @@ sys.exit(pytest.main(sys.argv[1:]))
 
 
 def verify(patch: MutantPatch, pytest_args: list[str], timeout: float = 600) -> str:
-    """``killed``, ``survived`` or ``error``: the tests ``pytest_args`` (run from the root) on a
-    temporary copy of the package with ``patch`` applied, in a fresh interpreter."""
+    """``killed``, ``survived``, ``timeout`` or ``error``: the tests ``pytest_args`` (run from
+    the root) on a temporary copy of the package with ``patch`` applied, in a fresh
+    interpreter. ``timeout``: they ran longer than ``timeout`` seconds (a hang, which fails CI
+    too: mutmut counts it caught, and so does the score)."""
     if str(ROOT) not in sys.path:  # run as a script: mutation/ is on the path, not the root
         sys.path.insert(0, str(ROOT))
     from mutation.catalogue import run_in_copy
@@ -317,8 +320,11 @@ def verify(patch: MutantPatch, pytest_args: list[str], timeout: float = 600) -> 
     os.environ.setdefault("HYPOTHESIS_PROFILE", "ci")
     args = ("-p", "no:cacheprovider", "-x", "-q", *pytest_args)
     with tempfile.TemporaryDirectory(prefix="mutmut-verify-") as tmp:
-        out = run_in_copy(PYTEST_DRIVER, Path(tmp), None, args, timeout=timeout,
-                          plant=patch.apply, cwd=ROOT)
+        try:
+            out = run_in_copy(PYTEST_DRIVER, Path(tmp), None, args, timeout=timeout,
+                              plant=patch.apply, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            return "timeout"
     if out.returncode == 0:
         return "survived"
     if out.returncode == 1:
@@ -350,7 +356,8 @@ def main_verify(args: argparse.Namespace) -> int:
             verdicts[name] = "error"
         print(f"{verdicts[name]}: {name}", flush=True)
     if len(names) > 1:
-        counts = {v: list(verdicts.values()).count(v) for v in ("killed", "survived", "error")}
+        counts = {v: list(verdicts.values()).count(v)
+                  for v in ("killed", "timeout", "survived", "error")}
         print(", ".join(f"{n} {v}" for v, n in counts.items()))
     if "error" in verdicts.values():
         return 2
