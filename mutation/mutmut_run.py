@@ -25,9 +25,10 @@ Three subcommands:
     mutates in a temporary copy of the current package (refusing if that function changed since
     mutmut generated the mutant), and runs ``pytest PYTEST ARGS`` in a fresh interpreter that
     imports the copy (``HYPOTHESIS_PROFILE=ci`` unless set). Prints the diff and one verdict per
-    mutant: ``killed`` (pytest failed), ``survived`` (it passed) or ``error`` (it collected
-    nothing, could not run, or the mutant does not apply). Exit status 0 when every mutant is
-    killed, 1 when one survived, 2 on an error.
+    mutant: ``killed`` (pytest failed), ``timeout`` (it ran past ``--timeout``: a hang, caught
+    as mutmut counts it), ``survived`` (it passed) or ``error`` (it collected nothing, could not
+    run, or the mutant does not apply). Exit status 0 when every mutant is killed or timed out,
+    1 when one survived, 2 on an error.
 
 Run from the repository root (mutmut reads ``[tool.mutmut]`` in ``pyproject.toml``).
 """

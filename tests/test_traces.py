@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -61,6 +63,19 @@ def test_the_corpus_checks() -> None:
     # store write, refused as the model's conditional write is.
     assert {"ControllerFencing.Deliver(reject)",
             "ControllerFencing.ElectLeader(refused)"} <= stutters
+
+
+def test_the_checked_in_corpus_is_what_the_generator_writes_today(tmp_path: Path) -> None:
+    """traces/generate_corpus.py reproduces traces/corpus/ byte for byte: a change of what the
+    implementation records is a change of the corpus, in the same commit."""
+    out = subprocess.run([sys.executable, str(CORPUS / ".." / "generate_corpus.py"),
+                          str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    written = sorted(p.name for p in tmp_path.glob("*.jsonl"))
+    assert written == sorted(p.name for p in CORPUS.glob("*.jsonl"))
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (CORPUS / name).read_bytes(), (
+            f"traces/corpus/{name} differs from what traces/generate_corpus.py writes now")
 
 
 def test_a_run_records_the_same_trace_for_the_same_seed(tmp_path: Path) -> None:
