@@ -51,7 +51,7 @@ EventSink = Callable[[str], None]
 OPS = ("create_topic", "delete_topic", "recreate_topic", "produce", "fetch", "list_offsets",
        "alter_configs", "reassign", "crash", "crash_during", "restart", "fail_dir",
        "fail_controller", "isolate", "cut", "heal", "network", "advance", "settle",
-       "repair_and_settle", "delete_records")
+       "repair_and_settle", "delete_records", "alter_log_dir")
 
 
 class PropertyViolated(AssertionError):
@@ -366,6 +366,23 @@ class ClusterRun:
             self.event(f"reassignment refused: {exc.name}")
             return
         self.event("reassignment started")
+
+    def _op_alter_log_dir(self, step: Step) -> None:
+        """Move broker ``broker``'s replica of a partition to its log dir ``dir`` (1 or 2;
+        KIP-113, docs/jbod.md): the copy and the swap go on in the background, racing whatever
+        comes next; a replica not hosted there yet takes the dir when it is created."""
+        b, j = step["broker"], step["dir"]
+        if not self.running(b):
+            self.event("alter_log_dir: broker down")
+            return
+        key = (step.get("topic", "s"), step["partition"], b)
+        try:
+            error = self.cluster.alter_replica_log_dirs(
+                {key: self.cluster.log_dirs[b][j - 1]})[key]
+        except KafkaError as exc:
+            self.event(f"alter_log_dir refused: {exc.name}")
+            return
+        self.event(f"alter_log_dir: {error.name}")
 
     def _op_crash(self, step: Step) -> None:
         b, power = step["broker"], step["power_loss"]

@@ -208,6 +208,17 @@ class ClusterMachine(RuleBasedStateMachine):
             self._do({"op": "reassign", "topic": where[0], "partition": where[1],
                       "replicas": replicas})
 
+    @precondition(_ready)
+    @rule(data=st.data(), b=st.sampled_from(BROKERS), j=st.integers(1, 2))
+    def alter_log_dir(self, data: st.DataObject, b: int, j: int) -> None:
+        """Move broker ``b``'s replica of a partition to its dir ``j`` (a JBOD move, or a
+        no-op when it is there, or a remembered choice when it does not host it); the copy
+        and the swap race the steps after it, crashes and dir failures included."""
+        where = self._partition(data)
+        if where is not None:
+            self._do({"op": "alter_log_dir", "topic": where[0], "partition": where[1],
+                      "broker": b, "dir": j})
+
     # ---- faults --------------------------------------------------------------------------------
 
     @precondition(_ready)
