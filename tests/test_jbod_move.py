@@ -408,3 +408,45 @@ def test_a_move_on_the_real_file_system_survives_a_restart(tmp_path: Path) -> No
         assert _consume(c) == [*(b"v%d" % i for i in range(20)), b"after"]
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("crash_after", [None, 1, 3, 6, 12])
+def test_the_cluster_runs_move_op_moves_and_keeps_every_property(crash_after: int | None) -> None:
+    """The stateful cluster test's ``alter_log_dir`` step (ClusterRun: every property and every
+    model projection after every step): the replica ends in the dir asked for, and a power loss
+    of the moving broker at its Nth file system operation loses no acknowledged record."""
+    from logwright.verify.cluster_run import ClusterRun
+
+    run = ClusterRun({"brokers": 3, "seed": 5, "max_delay_ms": 10})
+    move = {"op": "alter_log_dir", "topic": "s", "partition": 0, "broker": 2, "dir": 0}
+    steps: list[dict[str, object]] = [
+        {"op": "create_topic", "topic": "s", "partitions": 1, "replication_factor": 3},
+        {"op": "produce", "topic": "s", "partition": 0, "values": ["a", "b", "c"], "acks": -1},
+    ]
+    run.check()
+    for step in steps:
+        run.apply(step)
+        run.check()
+    lm = run.cluster.broker(2).log_manager
+    tp = TopicPartition("s", 0)
+    here = lm.dir_of(tp)
+    assert here is not None
+    other = 2 if here.path == run.cluster.log_dirs[2][0] else 1
+    move["dir"] = other
+    later: list[dict[str, object]] = [
+        {"op": "produce", "topic": "s", "partition": 0, "values": ["d"], "acks": -1},
+        {"op": "advance", "ms": 2_000},
+        {"op": "produce", "topic": "s", "partition": 0, "values": ["e"], "acks": -1},
+    ]
+    if crash_after is None:
+        tail: list[dict[str, object]] = [move, *later]
+    else:
+        tail = [move, {"op": "crash_during", "broker": 2, "after_ops": crash_after,
+                       "step": {"op": "advance", "ms": 2_000}}, *later]
+    for step in [*tail, {"op": "repair_and_settle"}]:
+        run.apply(step)
+        run.check()
+    lm = run.cluster.broker(2).log_manager
+    assert lm.get_future_log(tp) is None
+    now = lm.dir_of(tp)
+    assert now is not None and now.path == run.cluster.log_dirs[2][other - 1]
