@@ -75,7 +75,8 @@ def test_counterexample_reads_as_the_story_of_the_bug() -> None:
         "Initial predicate", "Append", "Flush", "Copy", "BeginSwap", "RenameFutureLive",
         "FsyncDir"]
     assert text.splitlines()[-3:] == [
-        "  broker up, append lock held; appends go to src; acked=1; authoritative on disk: fut",
+        "  broker up, append lock held; appends go to src; acked=1; authoritative on disk: fut; "
+        "in common: 1",
         "  src in D1: name=live (on disk live), records=1 (fsynced 1)",
         "  fut in D2: name=live (on disk live), records=1 (fsynced 0)"]
 
@@ -148,10 +149,43 @@ def test_every_crash_point_recovers_without_an_operator_and_loses_nothing() -> N
 def test_two_live_dirs_resolve_to_the_higher_generation() -> None:
     spec = ReplicaMoveSpec()
     crashed = RMState(up=False, current="none", locked=False, vol=(2, 2), dur=(2, 2),
-                      name=(LIVE, LIVE), durName=(LIVE, LIVE), acked=2, lateAppend=False)
+                      name=(LIVE, LIVE), durName=(LIVE, LIVE), acked=2, lateAppend=False,
+                      agree=2, skew=0, misplaced=False)
     recovered = spec.Recover(crashed)
     assert recovered is not None and recovered.current == FUT
-    assert recovered.durName == (DELETE, LIVE)  # recovery finishes step S5 itself
+    assert recovered.name == (DELETE, LIVE)  # recovery finishes step S5 itself...
+    assert recovered.durName == (LIVE, LIVE)  # ...durable only once D1 is fsynced
+    fsynced = spec.FsyncDir(recovered, SRC)
+    assert fsynced is not None and fsynced.durName == (DELETE, LIVE)
+    assert spec.EndSwap(fsynced) is None  # S6 belongs to the swap, not to recovery
+
+
+def test_a_crash_during_recovery_recovers_again_to_the_same_log() -> None:
+    """Recover's rename and the fsync of D1 are separate steps: a crash between them (or
+    between restarts, again and again) resolves to the future log each time, nothing lost."""
+    spec = ReplicaMoveSpec()
+    states = reachable(spec)
+    mid_recovery = [s for s in states if s.up and s.name[0] == DELETE and s.durName[0] == LIVE
+                    and s.durName[1] == LIVE and not s.locked]
+    assert mid_recovery
+    for s in mid_recovery:
+        again = spec.Recover(spec.Crash(s) or s)
+        assert again is not None and again.current == FUT and spec.AtomicMoveSwap(again)
+        assert again.vol[1] >= s.acked
+
+
+def test_promoting_a_future_log_that_has_not_caught_up_loses_an_acknowledged_record() -> None:
+    spec = spec_of("ReplicaMove_bug_SwapBeforeCopyDone.cfg")
+    violation = check(spec).violation
+    assert violation is not None and violation.invariant == "AtomicMoveSwap"
+    assert [action for action, _ in violation.steps] == [
+        "Initial predicate", "Append", "BeginSwap", "Flush", "RenameFutureLive", "FsyncDir"]
+    last = violation.steps[-1][1]
+    assert isinstance(last, RMState) and last.dur[1] < last.acked
+    # the correct model refuses that rename: the future log lacks the source's record
+    s = violation.steps[3][1]
+    assert isinstance(s, RMState) and s.vol == (1, 0)
+    assert ReplicaMoveSpec().RenameFutureLive(s) is None
 
 
 def test_a_lone_future_dir_is_never_promoted() -> None:
@@ -159,7 +193,7 @@ def test_a_lone_future_dir_is_never_promoted() -> None:
     spec = ReplicaMoveSpec()
     crashed = RMState(up=False, current="none", locked=False, vol=(0, 1), dur=(0, 1),
                       name=(DELETE, FUTURE), durName=(DELETE, FUTURE), acked=1,
-                      lateAppend=False)
+                      lateAppend=False, agree=0, skew=0, misplaced=False)
     assert spec.Recover(crashed) is None
     assert not spec.AtomicMoveSwap(crashed)
 
@@ -167,15 +201,17 @@ def test_a_lone_future_dir_is_never_promoted() -> None:
 def test_copier_copies_only_fsynced_records_from_the_future_log_s_own_position() -> None:
     spec = ReplicaMoveSpec()
     s = RMState(up=True, current=SRC, locked=False, vol=(3, 1), dur=(2, 0),
-                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=2, lateAppend=False)
+                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=2, lateAppend=False, agree=1,
+                skew=0, misplaced=False)
     copied = spec.Copy(s)
-    assert copied is not None and copied.vol == (3, 2)
+    assert copied is not None and copied.vol == (3, 2) and copied.agree == 2
     assert spec.Copy(copied) is None  # record 2 is not fsynced in the source yet
 
 
 def test_appends_wait_while_the_swap_holds_the_lock() -> None:
     s = RMState(up=True, current=SRC, locked=True, vol=(1, 1), dur=(1, 1),
-                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=1, lateAppend=False)
+                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=1, lateAppend=False, agree=1,
+                skew=0, misplaced=False)
     assert ReplicaMoveSpec().Append(s) is None
     buggy = ReplicaMoveSpec(ReplicaMoveConfig(bug="AppendDuringSwap"))
     appended = buggy.Append(s)
@@ -192,7 +228,7 @@ def test_unknown_bug_is_refused() -> None:
 def test_z3_proves_atomic_move_swap_unbounded() -> None:
     (result,) = load_z3().prove("none")
     assert result.invariant == "AtomicMoveSwap" and result.holds, result.detail
-    assert "Spacer" in result.detail
+    assert "inductive with the stated strengthening" in result.detail
 
 
 @pytest.mark.parametrize("bug", BUGS)
@@ -203,9 +239,54 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     assert steps is not None and steps[0].startswith("Init: up, appends to src, acked=0")
     story = {"SwapBeforeFlush": ("FsyncDir[fut]", "fut: name=live (disk live)"),
              "AppendDuringSwap": ("Append", "LATE APPEND"),
-             "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)")}
+             "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)"),
+             "SwapBeforeCopyDone": ("Flush[src]", "fut: name=live (disk live) records=0"),
+             "CopierResumesFromHW": ("Copy", "MISPLACED RECORD")}
     action, words = story[bug]
     assert steps[-1].startswith(action + ":") and words in steps[-1]
 
 
 # -- TLC itself, when installed -------------------------------------------------------------------
+
+
+# -- records by identity ------------------------------------------------------------------------
+
+class _CopiesUnflushed(ReplicaMoveSpec):
+    """The twin with the copier's guard weakened: it copies source records not fsynced yet."""
+
+    def Copy(self, s: RMState) -> RMState | None:
+        if not s.up or s.name[1] != FUTURE or s.vol[1] + s.skew >= s.vol[0]:
+            return None
+        same = s.skew == 0 and s.agree == s.vol[1]
+        return s._replace(vol=(s.vol[0], s.vol[1] + 1), agree=s.agree + 1 if same else s.agree)
+
+
+def test_copying_an_unflushed_record_is_caught_by_identity_not_by_counts() -> None:
+    """The future log keeps a record the source lost in a crash; the source re-appends another
+    at that offset and acknowledges it. Counts agree, so only record identity sees the loss."""
+    spec = _CopiesUnflushed(ReplicaMoveConfig(max_records=2))
+    result = check(spec, packed=False)
+    assert result.violation is not None and result.violation.invariant == "AtomicMoveSwap"
+    actions = [a for a, _ in result.violation.steps]
+    assert "Crash" in actions and actions.index("Copy") < actions.index("Crash")
+    last = result.violation.steps[-1][1]
+    assert isinstance(last, RMState)
+    assert Authoritative(last.durName) == FUT and last.dur[1] >= last.acked  # counts: fine
+    assert last.agree < last.acked  # identity: an acknowledged record is not in the future log
+    assert check(ReplicaMoveSpec(ReplicaMoveConfig(max_records=2))).holds
+
+
+def test_a_copier_resumed_from_the_hw_misplaces_a_record() -> None:
+    spec = spec_of("ReplicaMove_bug_CopierResumesFromHW.cfg")
+    violation = check(spec).violation
+    assert violation is not None and violation.invariant == "AtomicMoveSwap"
+    assert [a for a, _ in violation.steps][-4:] == ["Recover", "Append", "Flush", "Copy"]
+    resumed = violation.steps[-4][1]
+    assert isinstance(resumed, RMState) and resumed.skew == resumed.acked - resumed.dur[1] > 0
+    last = violation.steps[-1][1]
+    assert isinstance(last, RMState) and last.misplaced
+    # the correct recovery resumes from the future log's own end
+    crashed = violation.steps[-5][1]
+    assert isinstance(crashed, RMState)
+    fixed = ReplicaMoveSpec().Recover(crashed)
+    assert fixed is not None and fixed.skew == 0

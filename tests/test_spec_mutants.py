@@ -70,7 +70,7 @@ def test_tlc_catches_a_dropped_guard_and_not_an_equivalent_change() -> None:
     by_name = {(m.module, m.name): m for m in MUTANTS}
     caught = run_mutant(by_name["ReplicaMove", "AppendWhileLocked"])
     assert caught.verdict == "caught" and caught.violation == "AtomicMoveSwap"
-    survived = run_mutant(by_name["ReplicaMove", "SwapBeforeCopyDone"])
+    survived = run_mutant(by_name["ReplicaMove", "BeginSwapBeforeCaughtUp"])
     assert survived.verdict == "survived"  # argued equivalent in spec/README.md
 
 

@@ -40,7 +40,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         for i in range(len(LOGS)):
             fields += [(f"vol{i}", records), (f"dur{i}", records), (f"name{i}", len(_NAMES)),
                        (f"durName{i}", len(_NAMES))]
-        fields += [("acked", records), ("lateAppend", 2)]
+        fields += [("acked", records), ("lateAppend", 2), ("agree", records), ("skew", records),
+                   ("misplaced", 2)]
         self.use_layout(fields)
 
     # -- the packed fast path ----------------------------------------------------------------
@@ -50,7 +51,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         """The mixed-radix code of a state."""
         s = _rm(s)
         v = {"up": int(s.up), "current": _CURRENT.index(s.current), "locked": int(s.locked),
-             "acked": s.acked, "lateAppend": int(s.lateAppend)}
+             "acked": s.acked, "lateAppend": int(s.lateAppend), "agree": s.agree,
+             "skew": s.skew, "misplaced": int(s.misplaced)}
         for i in range(len(LOGS)):
             v |= {f"vol{i}": s.vol[i], f"dur{i}": s.dur[i],
                   f"name{i}": _NAMES.index(s.name[i]), f"durName{i}": _NAMES.index(s.durName[i])}
@@ -63,7 +65,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                        locked=bool(v["locked"]), vol=(v["vol0"], v["vol1"]),
                        dur=(v["dur0"], v["dur1"]), name=(_NAMES[v["name0"]], _NAMES[v["name1"]]),
                        durName=(_NAMES[v["durName0"]], _NAMES[v["durName1"]]),
-                       acked=v["acked"], lateAppend=bool(v["lateAppend"]))
+                       acked=v["acked"], lateAppend=bool(v["lateAppend"]), agree=v["agree"],
+                       skew=v["skew"], misplaced=bool(v["misplaced"]))
 
     def _authoritative(self, c: dict[str, Codes]) -> Codes:
         """Authoritative(durName) as a digit of ``current``, on each code."""
@@ -101,8 +104,12 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         yield branch(0, 0, up & unlocked & room,
                      np.where(to_src, w["vol0"], w["vol1"])
                      + (late - c["lateAppend"]) * w["lateAppend"])
-        # Copy
-        yield branch(1, 0, up & (name[1] == future) & (vol[1] < dur[0]), w["vol1"])
+        # Copy: from source offset vol[fut] + skew
+        agree, skew, misplaced = c["agree"], c["skew"], c["misplaced"]
+        same = (skew == 0) & (agree == vol[1])
+        yield branch(1, 0, up & (name[1] == future) & (vol[1] + skew < dur[0]),
+                     w["vol1"] + same * w["agree"]
+                     + ((skew != 0) & (misplaced == 0)) * w["misplaced"])
         # Flush(l), FsyncDir(l)
         for i, log in enumerate(LOGS):
             acked = np.where(current == _CURRENT.index(log), (vol[i] - c["acked"]) * w["acked"], 0)
@@ -114,7 +121,9 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         yield branch(4, 0, up & ~locked & (current == src) & (name[1] == future)
                      & (vol[1] == dur[0]), w["locked"])
         # RenameFutureLive
-        mask = up & locked & (name[1] == future) & (vol[1] == vol[0])
+        mask = up & locked & (name[1] == future)
+        if bug != "SwapBeforeCopyDone":
+            mask &= vol[1] == vol[0]
         if bug != "SwapBeforeFlush":
             mask &= dur[1] == vol[1]
         if bug == "DeleteSourceBeforeRename":
@@ -132,19 +141,25 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         # DeleteSource
         yield branch(8, 0, up & ~locked & (dur_name[0] == delete),
                      (gone - name[0]) * w["name0"] + (gone - dur_name[0]) * w["durName0"]
-                     - vol[0] * w["vol0"] - dur[0] * w["dur0"])
+                     - vol[0] * w["vol0"] - dur[0] * w["dur0"] - agree * w["agree"])
         # Crash: only fsynced records and fsynced dir names survive
-        crash = (-w["up"] + (none - current) * w["current"] - c["locked"] * w["locked"])
+        crash = (-w["up"] + (none - current) * w["current"] - c["locked"] * w["locked"]
+                 + (np.minimum(agree, np.minimum(dur[0], dur[1])) - agree) * w["agree"]
+                 - skew * w["skew"])
         for i in range(len(LOGS)):
             crash = (crash + (dur[i] - vol[i]) * w[f"vol{i}"]
                      + (dur_name[i] - name[i]) * w[f"name{i}"])
         yield branch(9, 0, up, crash)
-        # Recover: a lower-generation live dir goes -delete
+        # Recover: a lower-generation live dir is renamed -delete (fsynced by a later FsyncDir)
         recover = w["up"] + (a - current) * w["current"]
+        if bug == "CopierResumesFromHW":
+            resume = np.where(dur_name[1] == future, c["acked"] - dur[1], 0)
+            recover = recover + (resume - skew) * w["skew"]
+        else:
+            recover = recover - skew * w["skew"]
         for i, log in enumerate(LOGS):
             n = np.where((a != _CURRENT.index(log)) & (dur_name[i] == live), delete, dur_name[i])
-            recover = (recover + (n - name[i]) * w[f"name{i}"]
-                       + (n - dur_name[i]) * w[f"durName{i}"])
+            recover = recover + (n - name[i]) * w[f"name{i}"]
         yield branch(10, 0, ~up & (a != none), recover)
 
     def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
@@ -157,7 +172,10 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         src, none = _CURRENT.index(SRC), _CURRENT.index(NO_LOG)
         durable = np.where(a == src, c["dur0"], c["dur1"]) >= c["acked"]
         appends_follow = (c["up"] == 0) | (c["locked"] == 1) | (c["current"] == a)
-        swap_ok = (a != none) & durable & appends_follow & (c["lateAppend"] == 0)
+        fut = _CURRENT.index(FUT)
+        same_records = (a != fut) | (c["current"] != src) | (c["agree"] >= c["acked"])
+        swap_ok = ((a != none) & durable & same_records & appends_follow
+                   & (c["lateAppend"] == 0) & (c["misplaced"] == 0))
         table = {"TypeOK": type_ok, "AtomicMoveSwap": swap_ok}
         return [(name, table[name]) for name in self.config.invariants]
 
