@@ -7,7 +7,9 @@
 (* in D2. Each log has records written (vol: in the page cache) and        *)
 (* records fsynced (dur), and a dir name as the running broker sees it     *)
 (* (name) and as a crash would leave it (durName: the name at the last     *)
-(* fsync of its parent dir). A crash keeps dur and durName only.           *)
+(* fsync of its parent dir). A crash keeps dur and durName only. Records   *)
+(* have identity: every append writes a new record, a copy copies the      *)
+(* source's; the ghost agree counts the leading records both logs share.   *)
 (*                                                                         *)
 (* THE SWAP AND RECOVERY PROTOCOL (the implementation follows it step for  *)
 (* step):                                                                  *)
@@ -72,7 +74,7 @@ VARIABLES
     dur,           \* log -> records fsynced
     name,          \* log -> its dir name as the running broker sees it
     durName,       \* log -> its dir name on disk after a crash (at its dir's last fsync)
-    acked,         \* records acknowledged to producers (fsynced in the log appends went to)
+    acked,         \* the HW: records acknowledged to producers (fsynced in the log appends go to)
     lateAppend,    \* ghost: an append landed in a log that was no longer authoritative
     agree,         \* ghost: how many leading records the two logs hold in common, by identity
                    \* (every append writes a new record; a copy copies the source's record)
@@ -94,7 +96,7 @@ TypeOK ==
     /\ acked \in Records
     /\ lateAppend \in BOOLEAN
     /\ agree \in Records
-    /\ skew \in Records
+    /\ skew \in -MaxRecords..MaxRecords
     /\ misplaced \in BOOLEAN
 
 Min(a, b) == IF a < b THEN a ELSE b
@@ -133,19 +135,28 @@ Append ==
 Copy ==
     /\ up
     /\ name["fut"] = "future"
-    /\ vol["fut"] + skew < dur["src"]
+    /\ vol["fut"] < MaxRecords
+    /\ vol["fut"] + skew \in 0..(dur["src"] - 1)
     /\ vol' = [vol EXCEPT !["fut"] = @ + 1]
     /\ agree' = IF skew = 0 /\ agree = vol["fut"] THEN agree + 1 ELSE agree
     /\ misplaced' = (misplaced \/ skew # 0)
     /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew>>
 
-(* fsync of log l's segments; records fsynced in the log appends go to are acknowledged. *)
+(* fsync of log l's segments. *)
 Flush(l) ==
     /\ up
     /\ dur[l] < vol[l]
     /\ dur' = [dur EXCEPT ![l] = vol[l]]
-    /\ acked' = IF l = current THEN vol[l] ELSE acked
-    /\ UNCHANGED <<up, current, locked, vol, name, durName, lateAppend, agree, skew, misplaced>>
+    /\ UNCHANGED <<up, current, locked, vol, name, durName, acked, lateAppend, agree, skew,
+                   misplaced>>
+
+(* The HW advances to the fsynced end of the log appends go to: those records are acknowledged. *)
+AdvanceHW ==
+    /\ up
+    /\ acked < dur[current]
+    /\ acked' = dur[current]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, lateAppend, agree, skew,
+                   misplaced>>
 
 (* fsync of the dir holding log l: its name survives a crash. *)
 FsyncDir(l) ==
@@ -232,6 +243,18 @@ Recover ==
                THEN acked - dur["fut"] ELSE 0
     /\ UNCHANGED <<locked, vol, dur, durName, acked, lateAppend, agree, misplaced>>
 
+(* The source, a follower, truncates its last record (above the HW, so never an acknowledged    *)
+(* one) after a leader change; the future log follows in the same step: it never keeps a record *)
+(* above the source's truncation point. One record a step: repeated, any truncation point.      *)
+TruncateSource ==
+    /\ up /\ ~locked
+    /\ current = "src"
+    /\ vol["src"] > acked
+    /\ vol' = [l \in Logs |-> IF vol[l] >= vol["src"] THEN vol["src"] - 1 ELSE vol[l]]
+    /\ dur' = [l \in Logs |-> IF dur[l] >= vol["src"] THEN vol["src"] - 1 ELSE dur[l]]
+    /\ agree' = Min(agree, vol["src"] - 1)
+    /\ UNCHANGED <<up, current, locked, name, durName, acked, lateAppend, skew, misplaced>>
+
 Next ==
     \/ Append
     \/ Copy
@@ -244,15 +267,20 @@ Next ==
     \/ DeleteSource
     \/ Crash
     \/ Recover
+    \/ AdvanceHW
+    \/ TruncateSource
 
 Spec == Init /\ [][Next]_vars
 
 (***************************************************************************)
 (* AtomicMoveSwap: at every instant (so at every crash point) the dir      *)
 (* names on disk resolve to exactly one authoritative log (R1), which      *)
-(* durably holds every acknowledged record, so recovery loses none; when   *)
-(* appends are allowed they go to that log; and no append ever landed in a *)
-(* log after it stopped being authoritative.                               *)
+(* durably holds every acknowledged record, so recovery loses none; while  *)
+(* appends still go to the source, an authoritative future log holds the   *)
+(* acknowledged records themselves, by identity, not only as many; when    *)
+(* appends are allowed they go to that log; no append ever landed in a log *)
+(* after it stopped being authoritative; and no record was copied to an    *)
+(* offset the source did not hold it at.                                   *)
 (***************************************************************************)
 AtomicMoveSwap ==
     /\ Authoritative(durName) # "none"
@@ -265,7 +293,8 @@ AtomicMoveSwap ==
 -----------------------------------------------------------------------------
 (* Liveness. The protocol's steps are weakly fair: the copier copies, logs and dirs are fsynced,  *)
 (* the swap's steps run, the -delete dir is removed, a crashed broker restarts. The fault, a      *)
-(* crash, is not fair; producers' appends are not either (they stop at MaxRecords).               *)
+(* crash and a follower's truncation, is not fair; producers' appends are not either (they stop  *)
+(* at MaxRecords).                                                                                *)
 Fairness ==
     /\ WF_vars(Copy)
     /\ \A l \in Logs : WF_vars(Flush(l)) /\ WF_vars(FsyncDir(l))
@@ -275,8 +304,9 @@ Fairness ==
     /\ WF_vars(EndSwap)
     /\ WF_vars(DeleteSource)
     /\ WF_vars(Recover)
+    /\ WF_vars(AdvanceHW)
 
-Fault == Crash
+Fault == Crash \/ TruncateSource
 
 LiveSpec == Spec /\ Fairness
 

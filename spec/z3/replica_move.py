@@ -81,16 +81,15 @@ def system(bug: str = "none") -> TransitionSystem:
 
     def copy(s: V, p: V) -> Step:
         same = z3.And(s["skew"] == 0, s["agree"] == s["vol_fut"])
-        return z3.And(s["up"], s["name_fut"] == FUTURE,
-                      s["vol_fut"] + s["skew"] < s["dur_src"]), {
+        reads = s["vol_fut"] + s["skew"]
+        return z3.And(s["up"], s["name_fut"] == FUTURE, reads >= 0, reads < s["dur_src"]), {
             "vol_fut": s["vol_fut"] + 1,
             "agree": z3.If(same, s["agree"] + 1, s["agree"]),
             "misplaced": z3.Or(s["misplaced"], s["skew"] != 0)}
 
     def flush(log: str, s: V, p: V) -> Step:
         return z3.And(s["up"], s[f"dur_{log}"] < s[f"vol_{log}"]), {
-            f"dur_{log}": s[f"vol_{log}"],
-            "acked": z3.If(s["current"] == LOGS[log], s[f"vol_{log}"], s["acked"])}
+            f"dur_{log}": s[f"vol_{log}"]}
 
     def fsync_dir(log: str, s: V, p: V) -> Step:
         return z3.And(s["up"], s[f"durName_{log}"] != s[f"name_{log}"]), {
@@ -139,6 +138,17 @@ def system(bug: str = "none") -> TransitionSystem:
             "skew": (z3.If(s["durName_fut"] == FUTURE, s["acked"] - s["dur_fut"], 0)
                      if bug == "CopierResumesFromHW" else 0)}
 
+    def advance_hw(s: V, p: V) -> Step:
+        hw = z3.If(s["current"] == SRC, s["dur_src"], s["dur_fut"])
+        return z3.And(s["up"], s["acked"] < hw), {"acked": hw}
+
+    def truncate_source(s: V, p: V) -> Step:
+        k = s["vol_src"] - 1
+        return z3.And(s["up"], z3.Not(s["locked"]), s["current"] == SRC,
+                      s["vol_src"] > s["acked"]), {
+            "vol_src": k, "vol_fut": _min(s["vol_fut"], k), "dur_src": _min(s["dur_src"], k),
+            "dur_fut": _min(s["dur_fut"], k), "agree": _min(s["agree"], k)}
+
     def atomic_move_swap(s: V) -> Any:
         a = authoritative(s)
         return z3.And(
@@ -160,6 +170,8 @@ def system(bug: str = "none") -> TransitionSystem:
         ActionDef("DeleteSource", delete_source),
         ActionDef("Crash", crash),
         ActionDef("Recover", recover),
+        ActionDef("AdvanceHW", advance_hw),
+        ActionDef("TruncateSource", truncate_source),
     ]
     return TransitionSystem(
         name=f"ReplicaMove_{bug}",
@@ -281,5 +293,5 @@ def twin_views(spec: Any) -> list[TwinView]:
     exact += [(f"FsyncDir[{log}]", one(spec.FsyncDir, log)) for log in LOGS]
     exact += [(n, one(getattr(spec, n))) for n in (
         "BeginSwap", "RenameFutureLive", "RenameSourceDelete", "EndSwap", "DeleteSource",
-        "Crash", "Recover")]
+        "Crash", "Recover", "AdvanceHW", "TruncateSource")]
     return [TwinView("ReplicaMove", abstract, exact, bounds)]

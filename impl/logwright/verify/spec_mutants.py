@@ -269,7 +269,8 @@ MUTANTS: tuple[SpecMutant, ...] = (
        '    /\\ Bug # "SwapBeforeCopyDone" => vol["fut"] = vol["src"]\n', "",
        "rename the future log live before it holds every source record"),
     _m("ReplicaMove", "CopyUnflushed",
-       '    /\\ vol["fut"] + skew < dur["src"]', '    /\\ vol["fut"] + skew < vol["src"]',
+       '    /\\ vol["fut"] + skew \\in 0..(dur["src"] - 1)',
+       '    /\\ vol["fut"] + skew \\in 0..(vol["src"] - 1)',
        "the copier copies source records that are not fsynced yet"),
     _m("ReplicaMove", "RenameSourceBeforeCommit",
        '       ELSE durName["fut"] = "live"', '       ELSE name["fut"] = "live"',
@@ -292,6 +293,14 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "    /\\ WF_vars(Copy)", "    /\\ TRUE",
        "leave the copier unfair: a move may never catch up",
        cfg="ReplicaMove_liveness.cfg"),
+    _m("ReplicaMove", "FutureIgnoresTruncation",
+       "    /\\ vol' = [l \\in Logs |-> IF vol[l] >= vol[\"src\"] THEN vol[\"src\"] - 1 "
+       "ELSE vol[l]]\n"
+       "    /\\ dur' = [l \\in Logs |-> IF dur[l] >= vol[\"src\"] THEN vol[\"src\"] - 1 "
+       "ELSE dur[l]]",
+       "    /\\ vol' = [vol EXCEPT ![\"src\"] = @ - 1]\n"
+       "    /\\ dur' = [dur EXCEPT ![\"src\"] = Min(@, vol[\"src\"] - 1)]",
+       "the future log keeps records above the source's truncation point"),
     _m("ReplicaMove", "AppendWhileLocked",
        '    /\\ locked => Bug = "AppendDuringSwap"\n', "",
        "append during the swap"),
@@ -301,6 +310,15 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "end the swap before the renames are made durable"),
 )
 """Every mutant of every module, in module order."""
+
+NO_NEW_STATES: dict[tuple[str, str], str] = {
+    ("ReplicaMove", "TruncateSource"):
+        "the future log follows the source's truncation in the same step, so the step lands "
+        "where the truncated records were never written; it is in the model for the mutant "
+        "FutureIgnoresTruncation, which is caught",
+}
+"""(module, action) pairs argued in spec/README.md to find no state first in the correct
+model's TLC coverage, and why; any other action that finds none is a finding."""
 
 
 @dataclass
@@ -414,8 +432,10 @@ def main(argv: list[str] | None = None) -> int:
             table = coverage(module)
             print(f"{module} ({time.perf_counter() - started:.0f}s):")
             for action, (distinct, generated) in table.items():
+                accepted = (module, action) in NO_NEW_STATES
                 print(f"  {action:<28} {distinct:>9,} distinct {generated:>11,} generated"
-                      + ("   NEVER A NEW STATE" if distinct == 0 else ""))
+                      + ("" if distinct else "   never a new state (accepted, spec/README.md)"
+                         if accepted else "   NEVER A NEW STATE"))
         return 0
     survived = 0
     for mutant in MUTANTS:

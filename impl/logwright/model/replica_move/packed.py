@@ -40,8 +40,9 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         for i in range(len(LOGS)):
             fields += [(f"vol{i}", records), (f"dur{i}", records), (f"name{i}", len(_NAMES)),
                        (f"durName{i}", len(_NAMES))]
-        fields += [("acked", records), ("lateAppend", 2), ("agree", records), ("skew", records),
-                   ("misplaced", 2)]
+        # skew in -MaxRecords..MaxRecords, stored as skew + MaxRecords
+        fields += [("acked", records), ("lateAppend", 2), ("agree", records),
+                   ("skew", 2 * records - 1), ("misplaced", 2)]
         self.use_layout(fields)
 
     # -- the packed fast path ----------------------------------------------------------------
@@ -52,7 +53,7 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         s = _rm(s)
         v = {"up": int(s.up), "current": _CURRENT.index(s.current), "locked": int(s.locked),
              "acked": s.acked, "lateAppend": int(s.lateAppend), "agree": s.agree,
-             "skew": s.skew, "misplaced": int(s.misplaced)}
+             "skew": s.skew + self.config.max_records, "misplaced": int(s.misplaced)}
         for i in range(len(LOGS)):
             v |= {f"vol{i}": s.vol[i], f"dur{i}": s.dur[i],
                   f"name{i}": _NAMES.index(s.name[i]), f"durName{i}": _NAMES.index(s.durName[i])}
@@ -66,7 +67,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                        dur=(v["dur0"], v["dur1"]), name=(_NAMES[v["name0"]], _NAMES[v["name1"]]),
                        durName=(_NAMES[v["durName0"]], _NAMES[v["durName1"]]),
                        acked=v["acked"], lateAppend=bool(v["lateAppend"]), agree=v["agree"],
-                       skew=v["skew"], misplaced=bool(v["misplaced"]))
+                       skew=v["skew"] - self.config.max_records,
+                       misplaced=bool(v["misplaced"]))
 
     def _authoritative(self, c: dict[str, Codes]) -> Codes:
         """Authoritative(durName) as a digit of ``current``, on each code."""
@@ -105,15 +107,17 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                      np.where(to_src, w["vol0"], w["vol1"])
                      + (late - c["lateAppend"]) * w["lateAppend"])
         # Copy: from source offset vol[fut] + skew
-        agree, skew, misplaced = c["agree"], c["skew"], c["misplaced"]
+        agree, misplaced, m = c["agree"], c["misplaced"], self.config.max_records
+        skew = c["skew"] - m
         same = (skew == 0) & (agree == vol[1])
-        yield branch(1, 0, up & (name[1] == future) & (vol[1] + skew < dur[0]),
+        reads = vol[1] + skew
+        yield branch(1, 0, up & (name[1] == future) & (vol[1] < m) & (reads >= 0)
+                     & (reads < dur[0]),
                      w["vol1"] + same * w["agree"]
                      + ((skew != 0) & (misplaced == 0)) * w["misplaced"])
         # Flush(l), FsyncDir(l)
-        for i, log in enumerate(LOGS):
-            acked = np.where(current == _CURRENT.index(log), (vol[i] - c["acked"]) * w["acked"], 0)
-            yield branch(2, i, up & (dur[i] < vol[i]), (vol[i] - dur[i]) * w[f"dur{i}"] + acked)
+        for i in range(len(LOGS)):
+            yield branch(2, i, up & (dur[i] < vol[i]), (vol[i] - dur[i]) * w[f"dur{i}"])
         for i in range(len(LOGS)):
             yield branch(3, i, up & (dur_name[i] != name[i]),
                          (name[i] - dur_name[i]) * w[f"durName{i}"])
@@ -161,6 +165,16 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
             n = np.where((a != _CURRENT.index(log)) & (dur_name[i] == live), delete, dur_name[i])
             recover = recover + (n - name[i]) * w[f"name{i}"]
         yield branch(10, 0, ~up & (a != none), recover)
+        # AdvanceHW: to the fsynced end of the log appends go to
+        hw = np.where(current == src, dur[0], dur[1])
+        yield branch(11, 0, up & (c["acked"] < hw), (hw - c["acked"]) * w["acked"])
+        # TruncateSource: the source's last record, the future log following
+        k = vol[0] - 1
+        truncate = -w["vol0"] + (np.minimum(agree, k) - agree) * w["agree"]
+        truncate = (truncate + (np.minimum(vol[1], k) - vol[1]) * w["vol1"]
+                    + (np.minimum(dur[0], k) - dur[0]) * w["dur0"]
+                    + (np.minimum(dur[1], k) - dur[1]) * w["dur1"])
+        yield branch(12, 0, up & ~locked & (current == src) & (vol[0] > c["acked"]), truncate)
 
     def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
         """The invariants on each code (TypeOK: the digits keep every other value in its type)."""

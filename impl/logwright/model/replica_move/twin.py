@@ -154,19 +154,20 @@ class ReplicaMoveTwin(Spec):
     def Copy(self, s: RMState) -> RMState | None:
         """C: the copier appends the source's fsynced record at offset ``vol[fut] + skew`` at
         the future log's end; a record copied from another offset is misplaced."""
-        if not s.up or s.name[1] != FUTURE or s.vol[1] + s.skew >= s.dur[0]:
+        if not s.up or s.name[1] != FUTURE or s.vol[1] >= self.config.max_records:
+            return None
+        if not 0 <= s.vol[1] + s.skew < s.dur[0]:
             return None
         same = s.skew == 0 and s.agree == s.vol[1]
         return s._replace(vol=(s.vol[0], s.vol[1] + 1), agree=s.agree + 1 if same else s.agree,
                           misplaced=s.misplaced or s.skew != 0)
 
     def Flush(self, s: RMState, log: str) -> RMState | None:
-        """fsync of a log's segments; fsynced records of the log appends go to are acked."""
+        """fsync of a log's segments."""
         i = _i(log)
         if not s.up or s.dur[i] >= s.vol[i]:
             return None
-        return s._replace(dur=_set(s.dur, i, s.vol[i]),
-                          acked=s.vol[i] if log == s.current else s.acked)
+        return s._replace(dur=_set(s.dur, i, s.vol[i]))
 
     def FsyncDir(self, s: RMState, log: str) -> RMState | None:
         """fsync of the dir holding a log: its name survives a crash."""
@@ -243,6 +244,21 @@ class ReplicaMoveTwin(Spec):
         return s._replace(up=True, current=a, name=n,
                           skew=s.acked - s.dur[1] if resume_hw else 0)
 
+    def AdvanceHW(self, s: RMState) -> RMState | None:
+        """The HW advances to the fsynced end of the log appends go to: acknowledged."""
+        if not s.up or s.acked >= s.dur[_i(s.current)]:
+            return None
+        return s._replace(acked=s.dur[_i(s.current)])
+
+    def TruncateSource(self, s: RMState) -> RMState | None:
+        """The source, a follower, truncates its last record (above the HW) after a leader
+        change; the future log follows in the same step."""
+        if not s.up or s.locked or s.current != SRC or s.vol[0] <= s.acked:
+            return None
+        k = s.vol[0] - 1
+        return s._replace(vol=(k, min(s.vol[1], k)), dur=(min(s.dur[0], k), min(s.dur[1], k)),
+                          agree=min(s.agree, k))
+
     # -- Next --------------------------------------------------------------------------------
 
     def actions(self) -> Sequence[Action]:
@@ -256,7 +272,8 @@ class ReplicaMoveTwin(Spec):
 
         return [one("Append"), one("Copy"), per_log("Flush"), per_log("FsyncDir"),
                 one("BeginSwap"), one("RenameFutureLive"), one("RenameSourceDelete"),
-                one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover")]
+                one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover"),
+                one("AdvanceHW"), one("TruncateSource")]
 
     # -- invariants --------------------------------------------------------------------------
 
@@ -267,7 +284,8 @@ class ReplicaMoveTwin(Spec):
         names = (LIVE, FUTURE, DELETE, GONE)
         return (
             s.current in (SRC, FUT, NO_LOG)
-            and all(v in records for v in (*s.vol, *s.dur, s.acked, s.agree, s.skew))
+            and all(v in records for v in (*s.vol, *s.dur, s.acked, s.agree))
+            and -self.config.max_records <= s.skew <= self.config.max_records
             and all(d <= v for d, v in zip(s.dur, s.vol, strict=True))
             and all(n in names for n in (*s.name, *s.durName))
         )
