@@ -79,10 +79,11 @@ VARIABLES
     agree,         \* ghost: how many leading records the two logs hold in common, by identity
                    \* (every append writes a new record; a copy copies the source's record)
     skew,          \* the copier reads source offset vol["fut"] + skew (0: its own end, R3)
-    misplaced      \* ghost: the future log holds a record at an offset the source never had it at
+    misplaced,     \* ghost: the future log holds a record at an offset the source never had it at
+    start          \* log -> its log start offset (checkpointed with each raise: durable)
 
 vars == <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
-          misplaced>>
+          misplaced, start>>
 
 TypeOK ==
     /\ up \in BOOLEAN
@@ -98,6 +99,7 @@ TypeOK ==
     /\ agree \in Records
     /\ skew \in -MaxRecords..MaxRecords
     /\ misplaced \in BOOLEAN
+    /\ start \in [Logs -> Records]
 
 Min(a, b) == IF a < b THEN a ELSE b
 
@@ -120,6 +122,7 @@ Init ==
     /\ agree = 0
     /\ skew = 0
     /\ misplaced = FALSE
+    /\ start = [l \in Logs |-> 0]
 
 (* A producer's append to the log appends go to; it waits while the swap holds the lock. *)
 Append ==
@@ -128,7 +131,7 @@ Append ==
     /\ vol[current] < MaxRecords
     /\ vol' = [vol EXCEPT ![current] = @ + 1]
     /\ lateAppend' = (lateAppend \/ current # Authoritative(durName))
-    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, agree, skew, misplaced>>
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, agree, skew, misplaced, start>>
 
 (* C: the copier appends the source's fsynced record at offset vol["fut"] + skew (its own end    *)
 (* offset: skew = 0) at the future log's end; a record copied from another offset is misplaced. *)
@@ -140,7 +143,7 @@ Copy ==
     /\ vol' = [vol EXCEPT !["fut"] = @ + 1]
     /\ agree' = IF skew = 0 /\ agree = vol["fut"] THEN agree + 1 ELSE agree
     /\ misplaced' = (misplaced \/ skew # 0)
-    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew>>
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew, start>>
 
 (* fsync of log l's segments. *)
 Flush(l) ==
@@ -148,7 +151,7 @@ Flush(l) ==
     /\ dur[l] < vol[l]
     /\ dur' = [dur EXCEPT ![l] = vol[l]]
     /\ UNCHANGED <<up, current, locked, vol, name, durName, acked, lateAppend, agree, skew,
-                   misplaced>>
+                   misplaced, start>>
 
 (* The HW advances to the fsynced end of the log appends go to: those records are acknowledged. *)
 AdvanceHW ==
@@ -156,14 +159,14 @@ AdvanceHW ==
     /\ acked < dur[current]
     /\ acked' = dur[current]
     /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, lateAppend, agree, skew,
-                   misplaced>>
+                   misplaced, start>>
 
 (* fsync of the dir holding log l: its name survives a crash. *)
 FsyncDir(l) ==
     /\ up
     /\ durName[l] # name[l]
     /\ durName' = [durName EXCEPT ![l] = name[l]]
-    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend, agree, skew, misplaced>>
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend, agree, skew, misplaced, start>>
 
 (* S1: the future log has every fsynced source record; take the append lock. *)
 BeginSwap ==
@@ -171,7 +174,7 @@ BeginSwap ==
     /\ current = "src" /\ name["fut"] = "future"
     /\ vol["fut"] = dur["src"]
     /\ locked' = TRUE
-    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced>>
+    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start>>
 
 (* S3: the future dir takes the live name, once it is a complete, fsynced copy (S2). *)
 RenameFutureLive ==
@@ -179,10 +182,11 @@ RenameFutureLive ==
     /\ name["fut"] = "future"
     /\ Bug # "SwapBeforeCopyDone" => vol["fut"] = vol["src"]
     /\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]
+    /\ start["fut"] = start["src"]
     /\ Bug = "DeleteSourceBeforeRename" => durName["src"] = "delete"
     /\ name' = [name EXCEPT !["fut"] = "live"]
     /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
-                   misplaced>>
+                   misplaced, start>>
 
 (* S5: the source dir is renamed -delete, once the commit (S4) is durable. *)
 RenameSourceDelete ==
@@ -193,7 +197,7 @@ RenameSourceDelete ==
        ELSE durName["fut"] = "live"
     /\ name' = [name EXCEPT !["src"] = "delete"]
     /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
-                   misplaced>>
+                   misplaced, start>>
 
 (* S6: both renames durable; appends go to the new log. *)
 EndSwap ==
@@ -201,7 +205,7 @@ EndSwap ==
     /\ durName["fut"] = "live" /\ durName["src"] = "delete"
     /\ current' = "fut"
     /\ locked' = FALSE
-    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced>>
+    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start>>
 
 (* S7 / R4: the -delete dir is removed (unlink and dir fsync as one step). *)
 DeleteSource ==
@@ -212,6 +216,7 @@ DeleteSource ==
     /\ vol' = [vol EXCEPT !["src"] = 0]
     /\ dur' = [dur EXCEPT !["src"] = 0]
     /\ agree' = 0
+    /\ start' = [start EXCEPT !["src"] = 0]
     /\ UNCHANGED <<up, current, locked, acked, lateAppend, skew, misplaced>>
 
 (* A crash at any step: only fsynced records and fsynced dir names survive. *)
@@ -224,7 +229,7 @@ Crash ==
     /\ name' = durName
     /\ agree' = Min(agree, Min(dur["src"], dur["fut"]))
     /\ skew' = 0
-    /\ UNCHANGED <<dur, durName, acked, lateAppend, misplaced>>
+    /\ UNCHANGED <<dur, durName, acked, lateAppend, misplaced, start>>
 
 (* R1-R3: restart. The authoritative log takes appends; a live dir of a lower generation is      *)
 (* renamed -delete (R2). That rename is not durable until its dir is fsynced, a separate step     *)
@@ -241,7 +246,7 @@ Recover ==
     /\ name' = [l \in Logs |-> IF l # a /\ durName[l] = "live" THEN "delete" ELSE durName[l]]
     /\ skew' = IF Bug = "CopierResumesFromHW" /\ durName["fut"] = "future"
                THEN acked - dur["fut"] ELSE 0
-    /\ UNCHANGED <<locked, vol, dur, durName, acked, lateAppend, agree, misplaced>>
+    /\ UNCHANGED <<locked, vol, dur, durName, acked, lateAppend, agree, misplaced, start>>
 
 (* The source, a follower, truncates its last record (above the HW, so never an acknowledged    *)
 (* one) after a leader change; the future log follows in the same step: it never keeps a record *)
@@ -253,7 +258,26 @@ TruncateSource ==
     /\ vol' = [l \in Logs |-> IF vol[l] >= vol["src"] THEN vol["src"] - 1 ELSE vol[l]]
     /\ dur' = [l \in Logs |-> IF dur[l] >= vol["src"] THEN vol["src"] - 1 ELSE dur[l]]
     /\ agree' = Min(agree, vol["src"] - 1)
-    /\ UNCHANGED <<up, current, locked, name, durName, acked, lateAppend, skew, misplaced>>
+    /\ UNCHANGED <<up, current, locked, name, durName, acked, lateAppend, skew, misplaced, start>>
+
+(* DeleteRecords (or retention) raises the source's start offset, at most to the HW; it waits,  *)
+(* like appends, while the swap holds the lock.                                                  *)
+RaiseStart ==
+    /\ up /\ ~locked
+    /\ current = "src"
+    /\ start["src"] < acked
+    /\ start' = [start EXCEPT !["src"] = @ + 1]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
+                   misplaced>>
+
+(* The copier raises the future log's start offset to the source's. *)
+FollowStart ==
+    /\ up
+    /\ name["fut"] = "future"
+    /\ start["fut"] < start["src"]
+    /\ start' = [start EXCEPT !["fut"] = start["src"]]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
+                   misplaced>>
 
 Next ==
     \/ Append
@@ -269,6 +293,8 @@ Next ==
     \/ Recover
     \/ AdvanceHW
     \/ TruncateSource
+    \/ RaiseStart
+    \/ FollowStart
 
 Spec == Init /\ [][Next]_vars
 
@@ -280,7 +306,9 @@ Spec == Init /\ [][Next]_vars
 (* acknowledged records themselves, by identity, not only as many; when    *)
 (* appends are allowed they go to that log; no append ever landed in a log *)
 (* after it stopped being authoritative; and no record was copied to an    *)
-(* offset the source did not hold it at.                                   *)
+(* offset the source did not hold it at; and the authoritative log never  *)
+(* starts below a start offset the source was raised to (nothing deleted  *)
+(* is served again after the swap).                                       *)
 (***************************************************************************)
 AtomicMoveSwap ==
     /\ Authoritative(durName) # "none"
@@ -289,6 +317,7 @@ AtomicMoveSwap ==
     /\ up /\ ~locked => current = Authoritative(durName)
     /\ ~lateAppend
     /\ ~misplaced
+    /\ Authoritative(durName) = "fut" /\ durName["src"] # "none" => start["fut"] >= start["src"]
 
 -----------------------------------------------------------------------------
 (* Liveness. The protocol's steps are weakly fair: the copier copies, logs and dirs are fsynced,  *)
@@ -305,6 +334,7 @@ Fairness ==
     /\ WF_vars(DeleteSource)
     /\ WF_vars(Recover)
     /\ WF_vars(AdvanceHW)
+    /\ WF_vars(FollowStart)
 
 Fault == Crash \/ TruncateSource
 

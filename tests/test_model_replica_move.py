@@ -150,7 +150,7 @@ def test_two_live_dirs_resolve_to_the_higher_generation() -> None:
     spec = ReplicaMoveSpec()
     crashed = RMState(up=False, current="none", locked=False, vol=(2, 2), dur=(2, 2),
                       name=(LIVE, LIVE), durName=(LIVE, LIVE), acked=2, lateAppend=False,
-                      agree=2, skew=0, misplaced=False)
+                      agree=2, skew=0, misplaced=False, start=(0, 0))
     recovered = spec.Recover(crashed)
     assert recovered is not None and recovered.current == FUT
     assert recovered.name == (DELETE, LIVE)  # recovery finishes step S5 itself...
@@ -194,7 +194,7 @@ def test_a_lone_future_dir_is_never_promoted() -> None:
     spec = ReplicaMoveSpec()
     crashed = RMState(up=False, current="none", locked=False, vol=(0, 1), dur=(0, 1),
                       name=(DELETE, FUTURE), durName=(DELETE, FUTURE), acked=1,
-                      lateAppend=False, agree=0, skew=0, misplaced=False)
+                      lateAppend=False, agree=0, skew=0, misplaced=False, start=(0, 0))
     assert spec.Recover(crashed) is None
     assert not spec.AtomicMoveSwap(crashed)
 
@@ -203,7 +203,7 @@ def test_copier_copies_only_fsynced_records_from_the_future_log_s_own_position()
     spec = ReplicaMoveSpec()
     s = RMState(up=True, current=SRC, locked=False, vol=(3, 1), dur=(2, 0),
                 name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=2, lateAppend=False, agree=1,
-                skew=0, misplaced=False)
+                skew=0, misplaced=False, start=(0, 0))
     copied = spec.Copy(s)
     assert copied is not None and copied.vol == (3, 2) and copied.agree == 2
     assert spec.Copy(copied) is None  # record 2 is not fsynced in the source yet
@@ -212,7 +212,7 @@ def test_copier_copies_only_fsynced_records_from_the_future_log_s_own_position()
 def test_appends_wait_while_the_swap_holds_the_lock() -> None:
     s = RMState(up=True, current=SRC, locked=True, vol=(1, 1), dur=(1, 1),
                 name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=1, lateAppend=False, agree=1,
-                skew=0, misplaced=False)
+                skew=0, misplaced=False, start=(0, 0))
     assert ReplicaMoveSpec().Append(s) is None
     buggy = ReplicaMoveSpec(ReplicaMoveConfig(bug="AppendDuringSwap"))
     appended = buggy.Append(s)
@@ -296,3 +296,22 @@ def test_a_copier_resumed_from_the_hw_misplaces_a_record() -> None:
     assert isinstance(crashed, RMState)
     fixed = ReplicaMoveSpec().Recover(crashed)
     assert fixed is not None and fixed.skew == 0
+
+
+# -- the source's start offset during the copy -------------------------------------------------
+
+def test_a_raised_start_offset_is_carried_over_before_the_swap() -> None:
+    """DeleteRecords during the copy: the swap waits until the future log's start offset is
+    the source's, and the committed log never serves below it."""
+    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=2))
+    states = reachable(spec)
+    raised = [s for s in states if s.start[0] > 0]
+    assert raised and any(s.name[1] == FUTURE and s.start[1] < s.start[0] for s in raised)
+    for s in states:
+        if Authoritative(s.durName) == FUT and s.durName[0] != "none":
+            assert s.start[1] == s.start[0], spec.describe(s)
+        if s.locked and s.name[1] == FUTURE and s.start[1] < s.start[0]:
+            assert spec.RenameFutureLive(s) is None
+            followed = spec.FollowStart(s)
+            assert followed is not None and followed.start == (s.start[0], s.start[0])
+        assert spec.RaiseStart(s) is None or not s.locked  # DeleteRecords waits for the swap

@@ -41,7 +41,7 @@ LIVE, FUTURE, DELETE, GONE = 0, 1, 2, 3
 LOGS = {"src": SRC, "fut": FUT}
 
 INT_VARS = ("current", "acked", "agree", "skew",
-            *[f"{v}_{log}" for v in ("vol", "dur", "name", "durName") for log in LOGS])
+            *[f"{v}_{log}" for v in ("vol", "dur", "name", "durName", "start") for log in LOGS])
 BOOL_VARS = ("up", "locked", "lateAppend", "misplaced")
 
 V = Mapping[str, Any]
@@ -69,7 +69,8 @@ def system(bug: str = "none") -> TransitionSystem:
                       s["name_src"] == LIVE, s["name_fut"] == FUTURE,
                       s["durName_src"] == LIVE, s["durName_fut"] == FUTURE,
                       s["acked"] == 0, z3.Not(s["lateAppend"]), s["agree"] == 0,
-                      s["skew"] == 0, z3.Not(s["misplaced"]))
+                      s["skew"] == 0, z3.Not(s["misplaced"]), s["start_src"] == 0,
+                      s["start_fut"] == 0)
 
     def append(s: V, p: V) -> Step:
         allowed = true if bug == "AppendDuringSwap" else z3.Not(s["locked"])
@@ -104,7 +105,8 @@ def system(bug: str = "none") -> TransitionSystem:
         order = (s["durName_src"] == DELETE if bug == "DeleteSourceBeforeRename" else true)
         caught_up = true if bug == "SwapBeforeCopyDone" else s["vol_fut"] == s["vol_src"]
         return z3.And(s["up"], s["locked"], s["name_fut"] == FUTURE,
-                      caught_up, flushed, order), {"name_fut": LIVE}
+                      s["start_fut"] == s["start_src"], caught_up, flushed, order), {
+            "name_fut": LIVE}
 
     def rename_source_delete(s: V, p: V) -> Step:
         if bug == "DeleteSourceBeforeRename":
@@ -120,7 +122,8 @@ def system(bug: str = "none") -> TransitionSystem:
 
     def delete_source(s: V, p: V) -> Step:
         return z3.And(s["up"], z3.Not(s["locked"]), s["durName_src"] == DELETE), {
-            "name_src": GONE, "durName_src": GONE, "vol_src": 0, "dur_src": 0, "agree": 0}
+            "name_src": GONE, "durName_src": GONE, "vol_src": 0, "dur_src": 0, "agree": 0,
+            "start_src": 0}
 
     def crash(s: V, p: V) -> Step:
         return s["up"], {"up": false, "current": NO_LOG, "locked": false,
@@ -149,6 +152,14 @@ def system(bug: str = "none") -> TransitionSystem:
             "vol_src": k, "vol_fut": _min(s["vol_fut"], k), "dur_src": _min(s["dur_src"], k),
             "dur_fut": _min(s["dur_fut"], k), "agree": _min(s["agree"], k)}
 
+    def raise_start(s: V, p: V) -> Step:
+        return z3.And(s["up"], z3.Not(s["locked"]), s["current"] == SRC,
+                      s["start_src"] < s["acked"]), {"start_src": s["start_src"] + 1}
+
+    def follow_start(s: V, p: V) -> Step:
+        return z3.And(s["up"], s["name_fut"] == FUTURE, s["start_fut"] < s["start_src"]), {
+            "start_fut": s["start_src"]}
+
     def atomic_move_swap(s: V) -> Any:
         a = authoritative(s)
         return z3.And(
@@ -156,7 +167,9 @@ def system(bug: str = "none") -> TransitionSystem:
             z3.If(a == FUT, s["dur_fut"], s["dur_src"]) >= s["acked"],
             z3.Implies(z3.And(a == FUT, s["current"] == SRC), s["agree"] >= s["acked"]),
             z3.Implies(z3.And(s["up"], z3.Not(s["locked"])), s["current"] == a),
-            z3.Not(s["lateAppend"]), z3.Not(s["misplaced"]))
+            z3.Not(s["lateAppend"]), z3.Not(s["misplaced"]),
+            z3.Implies(z3.And(a == FUT, s["durName_src"] != GONE),
+                       s["start_fut"] >= s["start_src"]))
 
     actions = [
         ActionDef("Append", append),
@@ -172,6 +185,8 @@ def system(bug: str = "none") -> TransitionSystem:
         ActionDef("Recover", recover),
         ActionDef("AdvanceHW", advance_hw),
         ActionDef("TruncateSource", truncate_source),
+        ActionDef("RaiseStart", raise_start),
+        ActionDef("FollowStart", follow_start),
     ]
     return TransitionSystem(
         name=f"ReplicaMove_{bug}",
@@ -206,6 +221,7 @@ def strengthening() -> list[tuple[str, Any]]:
     def types(s: V) -> Any:
         logs = [z3.And(0 <= s[f"dur_{log}"], s[f"dur_{log}"] <= s[f"vol_{log}"]) for log in LOGS]
         return z3.And(*logs, s["acked"] >= 0, s["agree"] >= 0, s["skew"] == 0,
+                      s["start_src"] >= 0, s["start_fut"] >= 0, s["start_src"] <= s["acked"],
                       z3.Or(s["current"] == SRC, s["current"] == FUT, s["current"] == NO_LOG))
 
     def up_and_lock(s: V) -> Any:
@@ -227,9 +243,12 @@ def strengthening() -> list[tuple[str, Any]]:
             z3.Implies(s["name_src"] != LIVE, s["durName_fut"] == LIVE))
 
     def copying(s: V) -> Any:
-        return z3.Implies(s["name_fut"] == FUTURE, z3.And(
+        return z3.And(z3.Implies(s["name_fut"] == FUTURE, z3.And(
             s["agree"] == s["vol_fut"], s["vol_fut"] <= s["dur_src"],
-            s["acked"] <= s["dur_src"], s["current"] != FUT))
+            s["acked"] <= s["dur_src"], s["current"] != FUT,
+            0 <= s["start_fut"], s["start_fut"] <= s["start_src"])),
+            z3.Implies(z3.And(s["name_fut"] == LIVE, s["name_src"] != GONE),
+                       s["start_fut"] == s["start_src"]))
 
     def swapped(s: V) -> Any:
         same = z3.And(s["vol_src"] == s["dur_src"], s["dur_src"] == s["vol_fut"],
@@ -280,6 +299,7 @@ def twin_views(spec: Any) -> list[TwinView]:
         for i, log in enumerate(LOGS):
             out[f"vol_{log}"], out[f"dur_{log}"] = s.vol[i], s.dur[i]
             out[f"name_{log}"], out[f"durName_{log}"] = name[s.name[i]], name[s.durName[i]]
+            out[f"start_{log}"] = s.start[i]
         return out
 
     def one(method: Any, *args: str) -> Any:
@@ -293,5 +313,5 @@ def twin_views(spec: Any) -> list[TwinView]:
     exact += [(f"FsyncDir[{log}]", one(spec.FsyncDir, log)) for log in LOGS]
     exact += [(n, one(getattr(spec, n))) for n in (
         "BeginSwap", "RenameFutureLive", "RenameSourceDelete", "EndSwap", "DeleteSource",
-        "Crash", "Recover", "AdvanceHW", "TruncateSource")]
+        "Crash", "Recover", "AdvanceHW", "TruncateSource", "RaiseStart", "FollowStart")]
     return [TwinView("ReplicaMove", abstract, exact, bounds)]

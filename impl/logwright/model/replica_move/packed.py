@@ -42,7 +42,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                        (f"durName{i}", len(_NAMES))]
         # skew in -MaxRecords..MaxRecords, stored as skew + MaxRecords
         fields += [("acked", records), ("lateAppend", 2), ("agree", records),
-                   ("skew", 2 * records - 1), ("misplaced", 2)]
+                   ("skew", 2 * records - 1), ("misplaced", 2), ("start0", records),
+                   ("start1", records)]
         self.use_layout(fields)
 
     # -- the packed fast path ----------------------------------------------------------------
@@ -53,7 +54,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         s = _rm(s)
         v = {"up": int(s.up), "current": _CURRENT.index(s.current), "locked": int(s.locked),
              "acked": s.acked, "lateAppend": int(s.lateAppend), "agree": s.agree,
-             "skew": s.skew + self.config.max_records, "misplaced": int(s.misplaced)}
+             "skew": s.skew + self.config.max_records, "misplaced": int(s.misplaced),
+             "start0": s.start[0], "start1": s.start[1]}
         for i in range(len(LOGS)):
             v |= {f"vol{i}": s.vol[i], f"dur{i}": s.dur[i],
                   f"name{i}": _NAMES.index(s.name[i]), f"durName{i}": _NAMES.index(s.durName[i])}
@@ -68,7 +70,7 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                        durName=(_NAMES[v["durName0"]], _NAMES[v["durName1"]]),
                        acked=v["acked"], lateAppend=bool(v["lateAppend"]), agree=v["agree"],
                        skew=v["skew"] - self.config.max_records,
-                       misplaced=bool(v["misplaced"]))
+                       misplaced=bool(v["misplaced"]), start=(v["start0"], v["start1"]))
 
     def _authoritative(self, c: dict[str, Codes]) -> Codes:
         """Authoritative(durName) as a digit of ``current``, on each code."""
@@ -125,7 +127,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         yield branch(4, 0, up & ~locked & (current == src) & (name[1] == future)
                      & (vol[1] == dur[0]), w["locked"])
         # RenameFutureLive
-        mask = up & locked & (name[1] == future)
+        start = (c["start0"], c["start1"])
+        mask = up & locked & (name[1] == future) & (start[1] == start[0])
         if bug != "SwapBeforeCopyDone":
             mask &= vol[1] == vol[0]
         if bug != "SwapBeforeFlush":
@@ -145,7 +148,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         # DeleteSource
         yield branch(8, 0, up & ~locked & (dur_name[0] == delete),
                      (gone - name[0]) * w["name0"] + (gone - dur_name[0]) * w["durName0"]
-                     - vol[0] * w["vol0"] - dur[0] * w["dur0"] - agree * w["agree"])
+                     - vol[0] * w["vol0"] - dur[0] * w["dur0"] - agree * w["agree"]
+                     - start[0] * w["start0"])
         # Crash: only fsynced records and fsynced dir names survive
         crash = (-w["up"] + (none - current) * w["current"] - c["locked"] * w["locked"]
                  + (np.minimum(agree, np.minimum(dur[0], dur[1])) - agree) * w["agree"]
@@ -175,6 +179,11 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                     + (np.minimum(dur[0], k) - dur[0]) * w["dur0"]
                     + (np.minimum(dur[1], k) - dur[1]) * w["dur1"])
         yield branch(12, 0, up & ~locked & (current == src) & (vol[0] > c["acked"]), truncate)
+        # RaiseStart, FollowStart
+        yield branch(13, 0, up & ~locked & (current == src) & (start[0] < c["acked"]),
+                     w["start0"])
+        yield branch(14, 0, up & (name[1] == future) & (start[1] < start[0]),
+                     (start[0] - start[1]) * w["start1"])
 
     def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
         """The invariants on each code (TypeOK: the digits keep every other value in its type)."""
@@ -188,8 +197,10 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         appends_follow = (c["up"] == 0) | (c["locked"] == 1) | (c["current"] == a)
         fut = _CURRENT.index(FUT)
         same_records = (a != fut) | (c["current"] != src) | (c["agree"] >= c["acked"])
+        gone = _NAMES.index(GONE)
+        starts = (a != fut) | (c["durName0"] == gone) | (c["start1"] >= c["start0"])
         swap_ok = ((a != none) & durable & same_records & appends_follow
-                   & (c["lateAppend"] == 0) & (c["misplaced"] == 0))
+                   & (c["lateAppend"] == 0) & (c["misplaced"] == 0) & starts)
         table = {"TypeOK": type_ok, "AtomicMoveSwap": swap_ok}
         return [(name, table[name]) for name in self.config.invariants]
 

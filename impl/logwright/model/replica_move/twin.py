@@ -81,6 +81,8 @@ class RMState(NamedTuple):
     """The copier reads source offset ``vol[fut] + skew`` (0: the future log's own end, R3)."""
     misplaced: bool
     """Ghost: the future log holds a record at an offset the source never had it at."""
+    start: PerLog[int]
+    """Each log's start offset (checkpointed with each raise: durable)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class ReplicaMoveTwin(Spec):
         names = (LIVE, FUTURE)
         return [RMState(up=True, current=SRC, locked=False, vol=(0, 0), dur=(0, 0), name=names,
                         durName=names, acked=0, lateAppend=False, agree=0, skew=0,
-                        misplaced=False)]
+                        misplaced=False, start=(0, 0))]
 
     # -- actions, one method per TLA+ operator ---------------------------------------------
 
@@ -193,6 +195,8 @@ class ReplicaMoveTwin(Spec):
             return None
         if s.dur[1] != s.vol[1] and bug != "SwapBeforeFlush":
             return None
+        if s.start[1] != s.start[0]:
+            return None
         if bug == "DeleteSourceBeforeRename" and s.durName[0] != DELETE:
             return None
         return s._replace(name=(s.name[0], LIVE))
@@ -220,7 +224,7 @@ class ReplicaMoveTwin(Spec):
         if not s.up or s.locked or s.durName[0] != DELETE:
             return None
         return s._replace(name=(GONE, s.name[1]), durName=(GONE, s.durName[1]),
-                          vol=(0, s.vol[1]), dur=(0, s.dur[1]), agree=0)
+                          vol=(0, s.vol[1]), dur=(0, s.dur[1]), agree=0, start=(0, s.start[1]))
 
     def Crash(self, s: RMState) -> RMState | None:
         """A crash at any step: only fsynced records and fsynced dir names survive."""
@@ -259,6 +263,19 @@ class ReplicaMoveTwin(Spec):
         return s._replace(vol=(k, min(s.vol[1], k)), dur=(min(s.dur[0], k), min(s.dur[1], k)),
                           agree=min(s.agree, k))
 
+    def RaiseStart(self, s: RMState) -> RMState | None:
+        """DeleteRecords (or retention) raises the source's start offset, at most to the HW;
+        it waits, like appends, while the swap holds the lock."""
+        if not s.up or s.locked or s.current != SRC or s.start[0] >= s.acked:
+            return None
+        return s._replace(start=(s.start[0] + 1, s.start[1]))
+
+    def FollowStart(self, s: RMState) -> RMState | None:
+        """The copier raises the future log's start offset to the source's."""
+        if not s.up or s.name[1] != FUTURE or s.start[1] >= s.start[0]:
+            return None
+        return s._replace(start=(s.start[0], s.start[0]))
+
     # -- Next --------------------------------------------------------------------------------
 
     def actions(self) -> Sequence[Action]:
@@ -273,7 +290,7 @@ class ReplicaMoveTwin(Spec):
         return [one("Append"), one("Copy"), per_log("Flush"), per_log("FsyncDir"),
                 one("BeginSwap"), one("RenameFutureLive"), one("RenameSourceDelete"),
                 one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover"),
-                one("AdvanceHW"), one("TruncateSource")]
+                one("AdvanceHW"), one("TruncateSource"), one("RaiseStart"), one("FollowStart")]
 
     # -- invariants --------------------------------------------------------------------------
 
@@ -284,7 +301,7 @@ class ReplicaMoveTwin(Spec):
         names = (LIVE, FUTURE, DELETE, GONE)
         return (
             s.current in (SRC, FUT, NO_LOG)
-            and all(v in records for v in (*s.vol, *s.dur, s.acked, s.agree))
+            and all(v in records for v in (*s.vol, *s.dur, s.acked, s.agree, *s.start))
             and -self.config.max_records <= s.skew <= self.config.max_records
             and all(d <= v for d, v in zip(s.dur, s.vol, strict=True))
             and all(n in names for n in (*s.name, *s.durName))
@@ -301,7 +318,10 @@ class ReplicaMoveTwin(Spec):
             return False  # an acknowledged source record is not in the future log
         if s.up and not s.locked and s.current != a:
             return False
-        return not s.lateAppend and not s.misplaced
+        if s.lateAppend or s.misplaced:
+            return False
+        # nothing below a start offset the source was raised to is served after the swap
+        return not (a == FUT and s.durName[0] != GONE and s.start[1] < s.start[0])
 
     def invariants(self) -> Sequence[Invariant]:
         table = {"TypeOK": self.TypeOK, "AtomicMoveSwap": self.AtomicMoveSwap}
@@ -317,7 +337,8 @@ class ReplicaMoveTwin(Spec):
                  + ("; MISPLACED RECORD" if s.misplaced else "")]
         for i, (log, d) in enumerate(zip(LOGS, ("D1", "D2"), strict=True)):
             lines.append(f"{log} in {d}: name={s.name[i]} (on disk {s.durName[i]}), "
-                         f"records={s.vol[i]} (fsynced {s.dur[i]})")
+                         f"records={s.vol[i]} (fsynced {s.dur[i]})"
+                         + (f", start {s.start[i]}" if s.start[i] else ""))
         return "\n".join(lines)
 
 
