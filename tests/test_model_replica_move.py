@@ -238,10 +238,11 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]
     steps = result.counterexample
     assert steps is not None and steps[0].startswith("Init: up, appends to src, acked=0")
-    story = {"SwapBeforeFlush": ("FsyncDir[fut]", "fut: name=live (disk live)"),
+    # a loss needs both the commit (D2's fsync) and the HW's advance: either may come last
+    story = {"SwapBeforeFlush": ("AdvanceHW|FsyncDir[fut]",
+                                 "fut: name=live (disk live) records=1 (fsynced 0)"),
              "AppendDuringSwap": ("Append", "LATE APPEND"),
              "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)"),
-             # the HW's advance and D2's fsync may come in either order: two shortest traces
              "SwapBeforeCopyDone": ("AdvanceHW|FsyncDir[fut]",
                                     "acked=1, in common 0, skew 0; src: name=live (disk live) "
                                     "records=1 (fsynced 1); fut: name=live (disk live) records=0"),
