@@ -7,7 +7,9 @@
 (* in D2. Each log has records written (vol: in the page cache) and        *)
 (* records fsynced (dur), and a dir name as the running broker sees it     *)
 (* (name) and as a crash would leave it (durName: the name at the last     *)
-(* fsync of its parent dir). A crash keeps dur and durName only.           *)
+(* fsync of its parent dir). A crash keeps dur and durName only. Records   *)
+(* have identity: every append writes a new record, a copy copies the      *)
+(* source's; the ghost agree counts the leading records both logs share.   *)
 (*                                                                         *)
 (* THE SWAP AND RECOVERY PROTOCOL (the implementation follows it step for  *)
 (* step):                                                                  *)
@@ -54,6 +56,11 @@ CONSTANTS
                          \*   "AppendDuringSwap"         appends are not blocked during the swap
                          \*   "DeleteSourceBeforeRename" S5 (source -> -delete, fsynced) comes
                          \*                              before S3 (future -> live)
+                         \*   "SwapBeforeCopyDone"       S3 renames the future log live before it
+                         \*                              holds every source record
+                         \*   "CopierResumesFromHW"      a restarted copier resumes from the
+                         \*                              current log's HW, not from the future
+                         \*                              log's own end (KAFKA-9087)
 
 Logs == {"src", "fut"}
 Names == {"live", "future", "delete", "none"}
@@ -67,10 +74,16 @@ VARIABLES
     dur,           \* log -> records fsynced
     name,          \* log -> its dir name as the running broker sees it
     durName,       \* log -> its dir name on disk after a crash (at its dir's last fsync)
-    acked,         \* records acknowledged to producers (fsynced in the log appends went to)
-    lateAppend     \* ghost: an append landed in a log that was no longer authoritative
+    acked,         \* the HW: records acknowledged to producers (fsynced in the log appends go to)
+    lateAppend,    \* ghost: an append landed in a log that was no longer authoritative
+    agree,         \* ghost: how many leading records the two logs hold in common, by identity
+                   \* (every append writes a new record; a copy copies the source's record)
+    skew,          \* the copier reads source offset vol["fut"] + skew (0: its own end, R3)
+    misplaced,     \* ghost: the future log holds a record at an offset the source never had it at
+    start          \* log -> its log start offset (checkpointed with each raise: durable)
 
-vars == <<up, current, locked, vol, dur, name, durName, acked, lateAppend>>
+vars == <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
+          misplaced, start>>
 
 TypeOK ==
     /\ up \in BOOLEAN
@@ -83,6 +96,12 @@ TypeOK ==
     /\ durName \in [Logs -> Names]
     /\ acked \in Records
     /\ lateAppend \in BOOLEAN
+    /\ agree \in Records
+    /\ skew \in -MaxRecords..MaxRecords
+    /\ misplaced \in BOOLEAN
+    /\ start \in [Logs -> Records]
+
+Min(a, b) == IF a < b THEN a ELSE b
 
 (* R1: the log recovery picks from dir names `n`: the live one of the highest generation. *)
 Authoritative(n) ==
@@ -100,6 +119,10 @@ Init ==
     /\ durName = name
     /\ acked = 0
     /\ lateAppend = FALSE
+    /\ agree = 0
+    /\ skew = 0
+    /\ misplaced = FALSE
+    /\ start = [l \in Logs |-> 0]
 
 (* A producer's append to the log appends go to; it waits while the swap holds the lock. *)
 Append ==
@@ -108,30 +131,42 @@ Append ==
     /\ vol[current] < MaxRecords
     /\ vol' = [vol EXCEPT ![current] = @ + 1]
     /\ lateAppend' = (lateAppend \/ current # Authoritative(durName))
-    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked>>
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, agree, skew, misplaced, start>>
 
-(* C: the copier appends the source's next fsynced record at the future log's own end offset. *)
+(* C: the copier appends the source's fsynced record at offset vol["fut"] + skew (its own end    *)
+(* offset: skew = 0) at the future log's end; a record copied from another offset is misplaced. *)
 Copy ==
     /\ up
     /\ name["fut"] = "future"
-    /\ vol["fut"] < dur["src"]
+    /\ vol["fut"] < MaxRecords
+    /\ vol["fut"] + skew \in 0..(dur["src"] - 1)
     /\ vol' = [vol EXCEPT !["fut"] = @ + 1]
-    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend>>
+    /\ agree' = IF skew = 0 /\ agree = vol["fut"] THEN agree + 1 ELSE agree
+    /\ misplaced' = (misplaced \/ skew # 0)
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew, start>>
 
-(* fsync of log l's segments; records fsynced in the log appends go to are acknowledged. *)
+(* fsync of log l's segments. *)
 Flush(l) ==
     /\ up
     /\ dur[l] < vol[l]
     /\ dur' = [dur EXCEPT ![l] = vol[l]]
-    /\ acked' = IF l = current THEN vol[l] ELSE acked
-    /\ UNCHANGED <<up, current, locked, vol, name, durName, lateAppend>>
+    /\ UNCHANGED <<up, current, locked, vol, name, durName, acked, lateAppend, agree, skew,
+                   misplaced, start>>
+
+(* The HW advances to the fsynced end of the log appends go to: those records are acknowledged. *)
+AdvanceHW ==
+    /\ up
+    /\ acked < dur[current]
+    /\ acked' = dur[current]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, lateAppend, agree, skew,
+                   misplaced, start>>
 
 (* fsync of the dir holding log l: its name survives a crash. *)
 FsyncDir(l) ==
     /\ up
     /\ durName[l] # name[l]
     /\ durName' = [durName EXCEPT ![l] = name[l]]
-    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend>>
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend, agree, skew, misplaced, start>>
 
 (* S1: the future log has every fsynced source record; take the append lock. *)
 BeginSwap ==
@@ -139,17 +174,19 @@ BeginSwap ==
     /\ current = "src" /\ name["fut"] = "future"
     /\ vol["fut"] = dur["src"]
     /\ locked' = TRUE
-    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend>>
+    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start>>
 
 (* S3: the future dir takes the live name, once it is a complete, fsynced copy (S2). *)
 RenameFutureLive ==
     /\ up /\ locked
     /\ name["fut"] = "future"
-    /\ vol["fut"] = vol["src"]
+    /\ Bug # "SwapBeforeCopyDone" => vol["fut"] = vol["src"]
     /\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]
+    /\ start["fut"] = start["src"]
     /\ Bug = "DeleteSourceBeforeRename" => durName["src"] = "delete"
     /\ name' = [name EXCEPT !["fut"] = "live"]
-    /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend>>
+    /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
+                   misplaced, start>>
 
 (* S5: the source dir is renamed -delete, once the commit (S4) is durable. *)
 RenameSourceDelete ==
@@ -159,7 +196,8 @@ RenameSourceDelete ==
        THEN name["fut"] = "future" /\ vol["fut"] = vol["src"] /\ dur["fut"] = vol["fut"]
        ELSE durName["fut"] = "live"
     /\ name' = [name EXCEPT !["src"] = "delete"]
-    /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend>>
+    /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
+                   misplaced, start>>
 
 (* S6: both renames durable; appends go to the new log. *)
 EndSwap ==
@@ -167,7 +205,7 @@ EndSwap ==
     /\ durName["fut"] = "live" /\ durName["src"] = "delete"
     /\ current' = "fut"
     /\ locked' = FALSE
-    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend>>
+    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start>>
 
 (* S7 / R4: the -delete dir is removed (unlink and dir fsync as one step). *)
 DeleteSource ==
@@ -177,7 +215,9 @@ DeleteSource ==
     /\ durName' = [durName EXCEPT !["src"] = "none"]
     /\ vol' = [vol EXCEPT !["src"] = 0]
     /\ dur' = [dur EXCEPT !["src"] = 0]
-    /\ UNCHANGED <<up, current, locked, acked, lateAppend>>
+    /\ agree' = 0
+    /\ start' = [start EXCEPT !["src"] = 0]
+    /\ UNCHANGED <<up, current, locked, acked, lateAppend, skew, misplaced>>
 
 (* A crash at any step: only fsynced records and fsynced dir names survive. *)
 Crash ==
@@ -187,21 +227,57 @@ Crash ==
     /\ locked' = FALSE
     /\ vol' = dur
     /\ name' = durName
-    /\ UNCHANGED <<dur, durName, acked, lateAppend>>
+    /\ agree' = Min(agree, Min(dur["src"], dur["fut"]))
+    /\ skew' = 0
+    /\ UNCHANGED <<dur, durName, acked, lateAppend, misplaced, start>>
 
 (* R1-R3: restart. The authoritative log takes appends; a live dir of a lower generation is      *)
-(* renamed -delete and its dir fsynced (recovery finishes S5; rerun from scratch if it crashes).  *)
+(* renamed -delete (R2). That rename is not durable until its dir is fsynced, a separate step     *)
+(* (FsyncDir(src)): a crash in between leaves two live dirs again, and recovery runs again from    *)
+(* the names on disk. R3: a future log beside the live source resumes its copy from its own end  *)
+(* (skew 0); the bug resumes from the current log's HW, here its acknowledged prefix.            *)
 Recover ==
     LET a == Authoritative(durName)
-        n == [l \in Logs |-> IF l # a /\ durName[l] = "live" THEN "delete" ELSE durName[l]]
     IN
     /\ ~up
     /\ a # "none"
     /\ up' = TRUE
     /\ current' = a
-    /\ name' = n
-    /\ durName' = n
-    /\ UNCHANGED <<locked, vol, dur, acked, lateAppend>>
+    /\ name' = [l \in Logs |-> IF l # a /\ durName[l] = "live" THEN "delete" ELSE durName[l]]
+    /\ skew' = IF Bug = "CopierResumesFromHW" /\ durName["fut"] = "future"
+               THEN acked - dur["fut"] ELSE 0
+    /\ UNCHANGED <<locked, vol, dur, durName, acked, lateAppend, agree, misplaced, start>>
+
+(* The source, a follower, truncates its last record (above the HW, so never an acknowledged    *)
+(* one) after a leader change; the future log follows in the same step: it never keeps a record *)
+(* above the source's truncation point. One record a step: repeated, any truncation point.      *)
+TruncateSource ==
+    /\ up /\ ~locked
+    /\ current = "src"
+    /\ vol["src"] > acked
+    /\ vol' = [l \in Logs |-> IF vol[l] >= vol["src"] THEN vol["src"] - 1 ELSE vol[l]]
+    /\ dur' = [l \in Logs |-> IF dur[l] >= vol["src"] THEN vol["src"] - 1 ELSE dur[l]]
+    /\ agree' = Min(agree, vol["src"] - 1)
+    /\ UNCHANGED <<up, current, locked, name, durName, acked, lateAppend, skew, misplaced, start>>
+
+(* DeleteRecords (or retention) raises the source's start offset, at most to the HW; it waits,  *)
+(* like appends, while the swap holds the lock.                                                  *)
+RaiseStart ==
+    /\ up /\ ~locked
+    /\ current = "src"
+    /\ start["src"] < acked
+    /\ start' = [start EXCEPT !["src"] = @ + 1]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
+                   misplaced>>
+
+(* The copier raises the future log's start offset to the source's. *)
+FollowStart ==
+    /\ up
+    /\ name["fut"] = "future"
+    /\ start["fut"] < start["src"]
+    /\ start' = [start EXCEPT !["fut"] = start["src"]]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
+                   misplaced>>
 
 Next ==
     \/ Append
@@ -215,20 +291,59 @@ Next ==
     \/ DeleteSource
     \/ Crash
     \/ Recover
+    \/ AdvanceHW
+    \/ TruncateSource
+    \/ RaiseStart
+    \/ FollowStart
 
 Spec == Init /\ [][Next]_vars
 
 (***************************************************************************)
 (* AtomicMoveSwap: at every instant (so at every crash point) the dir      *)
 (* names on disk resolve to exactly one authoritative log (R1), which      *)
-(* durably holds every acknowledged record, so recovery loses none; when   *)
-(* appends are allowed they go to that log; and no append ever landed in a *)
-(* log after it stopped being authoritative.                               *)
+(* durably holds every acknowledged record, so recovery loses none; while  *)
+(* appends still go to the source, an authoritative future log holds the   *)
+(* acknowledged records themselves, by identity, not only as many; when    *)
+(* appends are allowed they go to that log; no append ever landed in a log *)
+(* after it stopped being authoritative; and no record was copied to an    *)
+(* offset the source did not hold it at; and the authoritative log never  *)
+(* starts below a start offset the source was raised to (nothing deleted  *)
+(* is served again after the swap).                                       *)
 (***************************************************************************)
 AtomicMoveSwap ==
     /\ Authoritative(durName) # "none"
     /\ dur[Authoritative(durName)] >= acked
+    /\ Authoritative(durName) = "fut" /\ current = "src" => agree >= acked
     /\ up /\ ~locked => current = Authoritative(durName)
     /\ ~lateAppend
+    /\ ~misplaced
+    /\ Authoritative(durName) = "fut" /\ durName["src"] # "none" => start["fut"] >= start["src"]
+
+-----------------------------------------------------------------------------
+(* Liveness. The protocol's steps are weakly fair: the copier copies, logs and dirs are fsynced,  *)
+(* the swap's steps run, the -delete dir is removed, a crashed broker restarts. The fault, a      *)
+(* crash and a follower's truncation, is not fair; producers' appends are not either (they stop  *)
+(* at MaxRecords).                                                                                *)
+Fairness ==
+    /\ WF_vars(Copy)
+    /\ \A l \in Logs : WF_vars(Flush(l)) /\ WF_vars(FsyncDir(l))
+    /\ WF_vars(BeginSwap)
+    /\ WF_vars(RenameFutureLive)
+    /\ WF_vars(RenameSourceDelete)
+    /\ WF_vars(EndSwap)
+    /\ WF_vars(DeleteSource)
+    /\ WF_vars(Recover)
+    /\ WF_vars(AdvanceHW)
+    /\ WF_vars(FollowStart)
+
+Fault == Crash \/ TruncateSource
+
+LiveSpec == Spec /\ Fairness
+
+(* MoveCompletes: once the crashes stop, the move ends for good: appends go to the future log,    *)
+(* its live name is durable and the source dir is gone.                                           *)
+MoveCompletes ==
+    []<><<Fault>>_vars \/
+        <>[](current = "fut" /\ durName["fut"] = "live" /\ durName["src"] = "none")
 
 =============================================================================

@@ -70,12 +70,13 @@ def test_counterexample_reads_as_the_story_of_the_bug() -> None:
     violation = check(spec).violation
     assert violation is not None
     text = violation.format(spec)
-    assert text.startswith("Invariant AtomicMoveSwap is violated after 7 states:")
+    assert text.startswith("Invariant AtomicMoveSwap is violated after 8 states:")
     assert [action for action, _ in violation.steps] == [
         "Initial predicate", "Append", "Flush", "Copy", "BeginSwap", "RenameFutureLive",
-        "FsyncDir"]
+        "FsyncDir", "AdvanceHW"]
     assert text.splitlines()[-3:] == [
-        "  broker up, append lock held; appends go to src; acked=1; authoritative on disk: fut",
+        "  broker up, append lock held; appends go to src; acked=1; authoritative on disk: fut; "
+        "in common: 1",
         "  src in D1: name=live (on disk live), records=1 (fsynced 1)",
         "  fut in D2: name=live (on disk live), records=1 (fsynced 0)"]
 
@@ -148,10 +149,44 @@ def test_every_crash_point_recovers_without_an_operator_and_loses_nothing() -> N
 def test_two_live_dirs_resolve_to_the_higher_generation() -> None:
     spec = ReplicaMoveSpec()
     crashed = RMState(up=False, current="none", locked=False, vol=(2, 2), dur=(2, 2),
-                      name=(LIVE, LIVE), durName=(LIVE, LIVE), acked=2, lateAppend=False)
+                      name=(LIVE, LIVE), durName=(LIVE, LIVE), acked=2, lateAppend=False,
+                      agree=2, skew=0, misplaced=False, start=(0, 0))
     recovered = spec.Recover(crashed)
     assert recovered is not None and recovered.current == FUT
-    assert recovered.durName == (DELETE, LIVE)  # recovery finishes step S5 itself
+    assert recovered.name == (DELETE, LIVE)  # recovery finishes step S5 itself...
+    assert recovered.durName == (LIVE, LIVE)  # ...durable only once D1 is fsynced
+    fsynced = spec.FsyncDir(recovered, SRC)
+    assert fsynced is not None and fsynced.durName == (DELETE, LIVE)
+    assert spec.EndSwap(fsynced) is None  # S6 belongs to the swap, not to recovery
+
+
+def test_a_crash_during_recovery_recovers_again_to_the_same_log() -> None:
+    """Recover's rename and the fsync of D1 are separate steps: a crash between them (or
+    between restarts, again and again) resolves to the future log each time, nothing lost."""
+    spec = ReplicaMoveSpec()
+    states = reachable(spec)
+    mid_recovery = [s for s in states if s.up and s.name[0] == DELETE and s.durName[0] == LIVE
+                    and s.durName[1] == LIVE and not s.locked]
+    assert mid_recovery
+    for s in mid_recovery:
+        again = spec.Recover(spec.Crash(s) or s)
+        assert again is not None and again.current == FUT and spec.AtomicMoveSwap(again)
+        assert again.vol[1] >= s.acked
+
+
+def test_promoting_a_future_log_that_has_not_caught_up_loses_an_acknowledged_record() -> None:
+    spec = spec_of("ReplicaMove_bug_SwapBeforeCopyDone.cfg")
+    violation = check(spec).violation
+    assert violation is not None and violation.invariant == "AtomicMoveSwap"
+    assert [action for action, _ in violation.steps] == [
+        "Initial predicate", "Append", "BeginSwap", "Flush", "RenameFutureLive", "FsyncDir",
+        "AdvanceHW"]
+    last = violation.steps[-1][1]
+    assert isinstance(last, RMState) and last.dur[1] < last.acked
+    # the correct model refuses that rename: the future log lacks the source's record
+    s = violation.steps[3][1]
+    assert isinstance(s, RMState) and s.vol == (1, 0)
+    assert ReplicaMoveSpec().RenameFutureLive(s) is None
 
 
 def test_a_lone_future_dir_is_never_promoted() -> None:
@@ -159,7 +194,7 @@ def test_a_lone_future_dir_is_never_promoted() -> None:
     spec = ReplicaMoveSpec()
     crashed = RMState(up=False, current="none", locked=False, vol=(0, 1), dur=(0, 1),
                       name=(DELETE, FUTURE), durName=(DELETE, FUTURE), acked=1,
-                      lateAppend=False)
+                      lateAppend=False, agree=0, skew=0, misplaced=False, start=(0, 0))
     assert spec.Recover(crashed) is None
     assert not spec.AtomicMoveSwap(crashed)
 
@@ -167,15 +202,17 @@ def test_a_lone_future_dir_is_never_promoted() -> None:
 def test_copier_copies_only_fsynced_records_from_the_future_log_s_own_position() -> None:
     spec = ReplicaMoveSpec()
     s = RMState(up=True, current=SRC, locked=False, vol=(3, 1), dur=(2, 0),
-                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=2, lateAppend=False)
+                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=2, lateAppend=False, agree=1,
+                skew=0, misplaced=False, start=(0, 0))
     copied = spec.Copy(s)
-    assert copied is not None and copied.vol == (3, 2)
+    assert copied is not None and copied.vol == (3, 2) and copied.agree == 2
     assert spec.Copy(copied) is None  # record 2 is not fsynced in the source yet
 
 
 def test_appends_wait_while_the_swap_holds_the_lock() -> None:
     s = RMState(up=True, current=SRC, locked=True, vol=(1, 1), dur=(1, 1),
-                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=1, lateAppend=False)
+                name=(LIVE, FUTURE), durName=(LIVE, FUTURE), acked=1, lateAppend=False, agree=1,
+                skew=0, misplaced=False, start=(0, 0))
     assert ReplicaMoveSpec().Append(s) is None
     buggy = ReplicaMoveSpec(ReplicaMoveConfig(bug="AppendDuringSwap"))
     appended = buggy.Append(s)
@@ -192,7 +229,7 @@ def test_unknown_bug_is_refused() -> None:
 def test_z3_proves_atomic_move_swap_unbounded() -> None:
     (result,) = load_z3().prove("none")
     assert result.invariant == "AtomicMoveSwap" and result.holds, result.detail
-    assert "Spacer" in result.detail
+    assert "inductive with the stated strengthening" in result.detail
 
 
 @pytest.mark.parametrize("bug", BUGS)
@@ -201,11 +238,81 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     assert not result.holds and result.invariant == EXPECTED_VIOLATION[bug]
     steps = result.counterexample
     assert steps is not None and steps[0].startswith("Init: up, appends to src, acked=0")
-    story = {"SwapBeforeFlush": ("FsyncDir[fut]", "fut: name=live (disk live)"),
+    # a loss needs both the commit (D2's fsync) and the HW's advance: either may come last
+    story = {"SwapBeforeFlush": ("AdvanceHW|FsyncDir[fut]",
+                                 "fut: name=live (disk live) records=1 (fsynced 0)"),
              "AppendDuringSwap": ("Append", "LATE APPEND"),
-             "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)")}
+             "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)"),
+             "SwapBeforeCopyDone": ("AdvanceHW|FsyncDir[fut]",
+                                    "acked=1, in common 0, skew 0; src: name=live (disk live) "
+                                    "records=1 (fsynced 1); fut: name=live (disk live) records=0"),
+             "CopierResumesFromHW": ("Copy", "MISPLACED RECORD")}
     action, words = story[bug]
-    assert steps[-1].startswith(action + ":") and words in steps[-1]
+    assert any(steps[-1].startswith(a + ":") for a in action.split("|")), steps[-1]
+    assert words in steps[-1]
 
 
 # -- TLC itself, when installed -------------------------------------------------------------------
+
+
+# -- records by identity ------------------------------------------------------------------------
+
+class _CopiesUnflushed(ReplicaMoveSpec):
+    """The twin with the copier's guard weakened: it copies source records not fsynced yet."""
+
+    def Copy(self, s: RMState) -> RMState | None:
+        if not s.up or s.name[1] != FUTURE or s.vol[1] + s.skew >= s.vol[0]:
+            return None
+        same = s.skew == 0 and s.agree == s.vol[1]
+        return s._replace(vol=(s.vol[0], s.vol[1] + 1), agree=s.agree + 1 if same else s.agree)
+
+
+def test_copying_an_unflushed_record_is_caught_by_identity_not_by_counts() -> None:
+    """The future log keeps a record the source lost in a crash; the source re-appends another
+    at that offset and acknowledges it. Counts agree, so only record identity sees the loss."""
+    spec = _CopiesUnflushed(ReplicaMoveConfig(max_records=2))
+    result = check(spec, packed=False)
+    assert result.violation is not None and result.violation.invariant == "AtomicMoveSwap"
+    actions = [a for a, _ in result.violation.steps]
+    assert "Crash" in actions and actions.index("Copy") < actions.index("Crash")
+    last = result.violation.steps[-1][1]
+    assert isinstance(last, RMState)
+    assert Authoritative(last.durName) == FUT and last.dur[1] >= last.acked  # counts: fine
+    assert last.agree < last.acked  # identity: an acknowledged record is not in the future log
+    assert check(ReplicaMoveSpec(ReplicaMoveConfig(max_records=2))).holds
+
+
+def test_a_copier_resumed_from_the_hw_misplaces_a_record() -> None:
+    spec = spec_of("ReplicaMove_bug_CopierResumesFromHW.cfg")
+    violation = check(spec).violation
+    assert violation is not None and violation.invariant == "AtomicMoveSwap"
+    assert [a for a, _ in violation.steps][-3:] == ["Crash", "Recover", "Copy"]
+    resumed = violation.steps[-2][1]
+    assert isinstance(resumed, RMState)
+    assert resumed.skew == resumed.acked - resumed.dur[1] < 0  # the HW lags the future log
+    last = violation.steps[-1][1]
+    assert isinstance(last, RMState) and last.misplaced
+    # the correct recovery resumes from the future log's own end
+    crashed = violation.steps[-3][1]
+    assert isinstance(crashed, RMState)
+    fixed = ReplicaMoveSpec().Recover(crashed)
+    assert fixed is not None and fixed.skew == 0
+
+
+# -- the source's start offset during the copy -------------------------------------------------
+
+def test_a_raised_start_offset_is_carried_over_before_the_swap() -> None:
+    """DeleteRecords during the copy: the swap waits until the future log's start offset is
+    the source's, and the committed log never serves below it."""
+    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=2))
+    states = reachable(spec)
+    raised = [s for s in states if s.start[0] > 0]
+    assert raised and any(s.name[1] == FUTURE and s.start[1] < s.start[0] for s in raised)
+    for s in states:
+        if Authoritative(s.durName) == FUT and s.durName[0] != "none":
+            assert s.start[1] == s.start[0], spec.describe(s)
+        if s.locked and s.name[1] == FUTURE and s.start[1] < s.start[0]:
+            assert spec.RenameFutureLive(s) is None
+            followed = spec.FollowStart(s)
+            assert followed is not None and followed.start == (s.start[0], s.start[0])
+        assert spec.RaiseStart(s) is None or not s.locked  # DeleteRecords waits for the swap

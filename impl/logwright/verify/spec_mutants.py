@@ -261,10 +261,56 @@ MUTANTS: tuple[SpecMutant, ...] = (
     _m("ReplicaMove", "SwapBeforeFutureFlushed",
        '    /\\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]\n', "",
        "rename the future log live before it is flushed"),
-    _m("ReplicaMove", "SwapBeforeCopyDone",
+    _m("ReplicaMove", "BeginSwapBeforeCaughtUp",
        '    /\\ vol["fut"] = dur["src"]\n    /\\ locked\' = TRUE',
        "    /\\ locked' = TRUE",
-       "begin the swap before the copy caught up"),
+       "take the append lock before the copy caught up"),
+    _m("ReplicaMove", "SwapBeforeFutureCaughtUp",
+       '    /\\ Bug # "SwapBeforeCopyDone" => vol["fut"] = vol["src"]\n', "",
+       "rename the future log live before it holds every source record"),
+    _m("ReplicaMove", "CopyUnflushed",
+       '    /\\ vol["fut"] + skew \\in 0..(dur["src"] - 1)',
+       '    /\\ vol["fut"] + skew \\in 0..(vol["src"] - 1)',
+       "the copier copies source records that are not fsynced yet"),
+    _m("ReplicaMove", "RenameSourceBeforeCommit",
+       '       ELSE durName["fut"] = "live"', '       ELSE name["fut"] = "live"',
+       "rename the source -delete before the future's live name is durable (S4)"),
+    _m("ReplicaMove", "RecoverKeepsOldLive",
+       "    /\\ name' = [l \\in Logs |-> IF l # a /\\ durName[l] = \"live\" THEN \"delete\" "
+       "ELSE durName[l]]",
+       "    /\\ name' = durName",
+       "recovery leaves the lower generation's live dir live (R2 skipped)",
+       cfg="ReplicaMove_liveness.cfg"),
+    _m("ReplicaMove", "EndSwapKeepsLock",
+       "    /\\ current' = \"fut\"\n    /\\ locked' = FALSE",
+       "    /\\ current' = \"fut\"\n    /\\ locked' = TRUE",
+       "the swap never releases the append lock", cfg="ReplicaMove_liveness.cfg"),
+    _m("ReplicaMove", "NoRecoverFairness",
+       "    /\\ WF_vars(Recover)", "    /\\ TRUE",
+       "leave the restart unfair: a crashed broker may never recover",
+       cfg="ReplicaMove_liveness.cfg"),
+    _m("ReplicaMove", "NoCopyFairness",
+       "    /\\ WF_vars(Copy)", "    /\\ TRUE",
+       "leave the copier unfair: a move may never catch up",
+       cfg="ReplicaMove_liveness.cfg"),
+    _m("ReplicaMove", "FutureIgnoresTruncation",
+       "    /\\ vol' = [l \\in Logs |-> IF vol[l] >= vol[\"src\"] THEN vol[\"src\"] - 1 "
+       "ELSE vol[l]]\n"
+       "    /\\ dur' = [l \\in Logs |-> IF dur[l] >= vol[\"src\"] THEN vol[\"src\"] - 1 "
+       "ELSE dur[l]]",
+       "    /\\ vol' = [vol EXCEPT ![\"src\"] = @ - 1]\n"
+       "    /\\ dur' = [dur EXCEPT ![\"src\"] = Min(@, vol[\"src\"] - 1)]",
+       "the future log keeps records above the source's truncation point"),
+    _m("ReplicaMove", "SwapIgnoresStart",
+       '    /\\ start["fut"] = start["src"]\n', "",
+       "rename the future log live with a start offset below the source's"),
+    _m("ReplicaMove", "DeleteRecordsDuringSwap",
+       "RaiseStart ==\n    /\\ up /\\ ~locked", "RaiseStart ==\n    /\\ up",
+       "raise the source's start offset while the swap holds the lock"),
+    _m("ReplicaMove", "NoFollowStartFairness",
+       "    /\\ WF_vars(FollowStart)", "    /\\ TRUE",
+       "the copier may never carry a raised start offset over",
+       cfg="ReplicaMove_liveness.cfg"),
     _m("ReplicaMove", "AppendWhileLocked",
        '    /\\ locked => Bug = "AppendDuringSwap"\n', "",
        "append during the swap"),
@@ -274,6 +320,15 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "end the swap before the renames are made durable"),
 )
 """Every mutant of every module, in module order."""
+
+NO_NEW_STATES: dict[tuple[str, str], str] = {
+    ("ReplicaMove", "TruncateSource"):
+        "the future log follows the source's truncation in the same step, so the step lands "
+        "where the truncated records were never written; it is in the model for the mutant "
+        "FutureIgnoresTruncation, which is caught",
+}
+"""(module, action) pairs argued in spec/README.md to find no state first in the correct
+model's TLC coverage, and why; any other action that finds none is a finding."""
 
 
 @dataclass
@@ -387,8 +442,10 @@ def main(argv: list[str] | None = None) -> int:
             table = coverage(module)
             print(f"{module} ({time.perf_counter() - started:.0f}s):")
             for action, (distinct, generated) in table.items():
+                accepted = (module, action) in NO_NEW_STATES
                 print(f"  {action:<28} {distinct:>9,} distinct {generated:>11,} generated"
-                      + ("   NEVER A NEW STATE" if distinct == 0 else ""))
+                      + ("" if distinct else "   never a new state (accepted, spec/README.md)"
+                         if accepted else "   NEVER A NEW STATE"))
         return 0
     survived = 0
     for mutant in MUTANTS:

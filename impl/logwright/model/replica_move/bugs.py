@@ -12,6 +12,11 @@ BUG_TABLE = BugTable("ReplicaMove", (
         "appends are not blocked during the swap"),
     Bug("DeleteSourceBeforeRename", "AtomicMoveSwap",
         "the source is renamed -delete (fsynced) before the future log goes live"),
+    Bug("SwapBeforeCopyDone", "AtomicMoveSwap",
+        "the future log is renamed live before it holds every source record"),
+    Bug("CopierResumesFromHW", "AtomicMoveSwap",
+        "a restarted copier resumes from the current log's HW, not the future log's end "
+        "(KAFKA-9087)"),
 ))
 """Every bug ``Bug`` can switch on in ReplicaMove, and the invariant each breaks."""
 

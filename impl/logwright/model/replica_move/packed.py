@@ -40,7 +40,10 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         for i in range(len(LOGS)):
             fields += [(f"vol{i}", records), (f"dur{i}", records), (f"name{i}", len(_NAMES)),
                        (f"durName{i}", len(_NAMES))]
-        fields += [("acked", records), ("lateAppend", 2)]
+        # skew in -MaxRecords..MaxRecords, stored as skew + MaxRecords
+        fields += [("acked", records), ("lateAppend", 2), ("agree", records),
+                   ("skew", 2 * records - 1), ("misplaced", 2), ("start0", records),
+                   ("start1", records)]
         self.use_layout(fields)
 
     # -- the packed fast path ----------------------------------------------------------------
@@ -50,7 +53,9 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         """The mixed-radix code of a state."""
         s = _rm(s)
         v = {"up": int(s.up), "current": _CURRENT.index(s.current), "locked": int(s.locked),
-             "acked": s.acked, "lateAppend": int(s.lateAppend)}
+             "acked": s.acked, "lateAppend": int(s.lateAppend), "agree": s.agree,
+             "skew": s.skew + self.config.max_records, "misplaced": int(s.misplaced),
+             "start0": s.start[0], "start1": s.start[1]}
         for i in range(len(LOGS)):
             v |= {f"vol{i}": s.vol[i], f"dur{i}": s.dur[i],
                   f"name{i}": _NAMES.index(s.name[i]), f"durName{i}": _NAMES.index(s.durName[i])}
@@ -63,7 +68,9 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                        locked=bool(v["locked"]), vol=(v["vol0"], v["vol1"]),
                        dur=(v["dur0"], v["dur1"]), name=(_NAMES[v["name0"]], _NAMES[v["name1"]]),
                        durName=(_NAMES[v["durName0"]], _NAMES[v["durName1"]]),
-                       acked=v["acked"], lateAppend=bool(v["lateAppend"]))
+                       acked=v["acked"], lateAppend=bool(v["lateAppend"]), agree=v["agree"],
+                       skew=v["skew"] - self.config.max_records,
+                       misplaced=bool(v["misplaced"]), start=(v["start0"], v["start1"]))
 
     def _authoritative(self, c: dict[str, Codes]) -> Codes:
         """Authoritative(durName) as a digit of ``current``, on each code."""
@@ -101,12 +108,18 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         yield branch(0, 0, up & unlocked & room,
                      np.where(to_src, w["vol0"], w["vol1"])
                      + (late - c["lateAppend"]) * w["lateAppend"])
-        # Copy
-        yield branch(1, 0, up & (name[1] == future) & (vol[1] < dur[0]), w["vol1"])
+        # Copy: from source offset vol[fut] + skew
+        agree, misplaced, m = c["agree"], c["misplaced"], self.config.max_records
+        skew = c["skew"] - m
+        same = (skew == 0) & (agree == vol[1])
+        reads = vol[1] + skew
+        yield branch(1, 0, up & (name[1] == future) & (vol[1] < m) & (reads >= 0)
+                     & (reads < dur[0]),
+                     w["vol1"] + same * w["agree"]
+                     + ((skew != 0) & (misplaced == 0)) * w["misplaced"])
         # Flush(l), FsyncDir(l)
-        for i, log in enumerate(LOGS):
-            acked = np.where(current == _CURRENT.index(log), (vol[i] - c["acked"]) * w["acked"], 0)
-            yield branch(2, i, up & (dur[i] < vol[i]), (vol[i] - dur[i]) * w[f"dur{i}"] + acked)
+        for i in range(len(LOGS)):
+            yield branch(2, i, up & (dur[i] < vol[i]), (vol[i] - dur[i]) * w[f"dur{i}"])
         for i in range(len(LOGS)):
             yield branch(3, i, up & (dur_name[i] != name[i]),
                          (name[i] - dur_name[i]) * w[f"durName{i}"])
@@ -114,7 +127,10 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         yield branch(4, 0, up & ~locked & (current == src) & (name[1] == future)
                      & (vol[1] == dur[0]), w["locked"])
         # RenameFutureLive
-        mask = up & locked & (name[1] == future) & (vol[1] == vol[0])
+        start = (c["start0"], c["start1"])
+        mask = up & locked & (name[1] == future) & (start[1] == start[0])
+        if bug != "SwapBeforeCopyDone":
+            mask &= vol[1] == vol[0]
         if bug != "SwapBeforeFlush":
             mask &= dur[1] == vol[1]
         if bug == "DeleteSourceBeforeRename":
@@ -132,20 +148,42 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         # DeleteSource
         yield branch(8, 0, up & ~locked & (dur_name[0] == delete),
                      (gone - name[0]) * w["name0"] + (gone - dur_name[0]) * w["durName0"]
-                     - vol[0] * w["vol0"] - dur[0] * w["dur0"])
+                     - vol[0] * w["vol0"] - dur[0] * w["dur0"] - agree * w["agree"]
+                     - start[0] * w["start0"])
         # Crash: only fsynced records and fsynced dir names survive
-        crash = (-w["up"] + (none - current) * w["current"] - c["locked"] * w["locked"])
+        crash = (-w["up"] + (none - current) * w["current"] - c["locked"] * w["locked"]
+                 + (np.minimum(agree, np.minimum(dur[0], dur[1])) - agree) * w["agree"]
+                 - skew * w["skew"])
         for i in range(len(LOGS)):
             crash = (crash + (dur[i] - vol[i]) * w[f"vol{i}"]
                      + (dur_name[i] - name[i]) * w[f"name{i}"])
         yield branch(9, 0, up, crash)
-        # Recover: a lower-generation live dir goes -delete
+        # Recover: a lower-generation live dir is renamed -delete (fsynced by a later FsyncDir)
         recover = w["up"] + (a - current) * w["current"]
+        if bug == "CopierResumesFromHW":
+            resume = np.where(dur_name[1] == future, c["acked"] - dur[1], 0)
+            recover = recover + (resume - skew) * w["skew"]
+        else:
+            recover = recover - skew * w["skew"]
         for i, log in enumerate(LOGS):
             n = np.where((a != _CURRENT.index(log)) & (dur_name[i] == live), delete, dur_name[i])
-            recover = (recover + (n - name[i]) * w[f"name{i}"]
-                       + (n - dur_name[i]) * w[f"durName{i}"])
+            recover = recover + (n - name[i]) * w[f"name{i}"]
         yield branch(10, 0, ~up & (a != none), recover)
+        # AdvanceHW: to the fsynced end of the log appends go to
+        hw = np.where(current == src, dur[0], dur[1])
+        yield branch(11, 0, up & (c["acked"] < hw), (hw - c["acked"]) * w["acked"])
+        # TruncateSource: the source's last record, the future log following
+        k = vol[0] - 1
+        truncate = -w["vol0"] + (np.minimum(agree, k) - agree) * w["agree"]
+        truncate = (truncate + (np.minimum(vol[1], k) - vol[1]) * w["vol1"]
+                    + (np.minimum(dur[0], k) - dur[0]) * w["dur0"]
+                    + (np.minimum(dur[1], k) - dur[1]) * w["dur1"])
+        yield branch(12, 0, up & ~locked & (current == src) & (vol[0] > c["acked"]), truncate)
+        # RaiseStart, FollowStart
+        yield branch(13, 0, up & ~locked & (current == src) & (start[0] < c["acked"]),
+                     w["start0"])
+        yield branch(14, 0, up & (name[1] == future) & (start[1] < start[0]),
+                     (start[0] - start[1]) * w["start1"])
 
     def packed_invariants(self, codes: Codes) -> Sequence[tuple[str, Mask]]:
         """The invariants on each code (TypeOK: the digits keep every other value in its type)."""
@@ -157,7 +195,12 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         src, none = _CURRENT.index(SRC), _CURRENT.index(NO_LOG)
         durable = np.where(a == src, c["dur0"], c["dur1"]) >= c["acked"]
         appends_follow = (c["up"] == 0) | (c["locked"] == 1) | (c["current"] == a)
-        swap_ok = (a != none) & durable & appends_follow & (c["lateAppend"] == 0)
+        fut = _CURRENT.index(FUT)
+        same_records = (a != fut) | (c["current"] != src) | (c["agree"] >= c["acked"])
+        gone = _NAMES.index(GONE)
+        starts = (a != fut) | (c["durName0"] == gone) | (c["start1"] >= c["start0"])
+        swap_ok = ((a != none) & durable & same_records & appends_follow
+                   & (c["lateAppend"] == 0) & (c["misplaced"] == 0) & starts)
         table = {"TypeOK": type_ok, "AtomicMoveSwap": swap_ok}
         return [(name, table[name]) for name in self.config.invariants]
 

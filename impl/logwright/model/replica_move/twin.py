@@ -21,9 +21,15 @@ implementation follows it step for step):
 * S5 ``RenameSourceDelete`` (only once S4 is durable), then ``FsyncDir(src)``.
 * S6 ``EndSwap``: appends go to the new log, the lock is released. S7 ``DeleteSource`` later.
 * Recovery (``Recover``): the live dir of the highest generation is authoritative (R1); a live dir
-  of a lower generation is renamed ``-delete`` (R2); a ``-future`` dir beside the live one resumes
-  its copy (R3); ``-delete`` dirs go later (R4); with no live dir there is nothing to recover
-  without an operator (R5), a state the protocol never makes durable.
+  of a lower generation is renamed ``-delete`` (R2; the rename is made durable by a later
+  ``FsyncDir``, and a crash in between runs recovery again); a ``-future`` dir beside the live
+  one resumes its copy from its own end (R3); ``-delete`` dirs go later (R4); with no live dir
+  there is nothing to recover without an operator (R5), a state the protocol never makes
+  durable.
+
+Records by identity: the ghost ``agree`` counts the leading records the two logs share (an
+append writes a new record; a copy copies the source's record at offset ``vol[fut] + skew``),
+and ``misplaced`` records a copy to an offset the source did not hold that record at.
 
 A state is an :class:`RMState`, one field per TLA+ variable in the module's order; the per-log
 functions ``vol``, ``dur``, ``name``, ``durName`` are pairs indexed ``(src, fut)``.
@@ -69,6 +75,14 @@ class RMState(NamedTuple):
     durName: PerLog[str]
     acked: int
     lateAppend: bool
+    agree: int
+    """Ghost: how many leading records the two logs hold in common, by identity."""
+    skew: int
+    """The copier reads source offset ``vol[fut] + skew`` (0: the future log's own end, R3)."""
+    misplaced: bool
+    """Ghost: the future log holds a record at an offset the source never had it at."""
+    start: PerLog[int]
+    """Each log's start offset (checkpointed with each raise: durable)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,8 @@ class ReplicaMoveTwin(Spec):
     def init_states(self) -> Iterable[State]:
         names = (LIVE, FUTURE)
         return [RMState(up=True, current=SRC, locked=False, vol=(0, 0), dur=(0, 0), name=names,
-                        durName=names, acked=0, lateAppend=False)]
+                        durName=names, acked=0, lateAppend=False, agree=0, skew=0,
+                        misplaced=False, start=(0, 0))]
 
     # -- actions, one method per TLA+ operator ---------------------------------------------
 
@@ -139,18 +154,22 @@ class ReplicaMoveTwin(Spec):
                           lateAppend=s.lateAppend or s.current != Authoritative(s.durName))
 
     def Copy(self, s: RMState) -> RMState | None:
-        """C: the copier appends the source's next fsynced record at the future log's end."""
-        if not s.up or s.name[1] != FUTURE or s.vol[1] >= s.dur[0]:
+        """C: the copier appends the source's fsynced record at offset ``vol[fut] + skew`` at
+        the future log's end; a record copied from another offset is misplaced."""
+        if not s.up or s.name[1] != FUTURE or s.vol[1] >= self.config.max_records:
             return None
-        return s._replace(vol=(s.vol[0], s.vol[1] + 1))
+        if not 0 <= s.vol[1] + s.skew < s.dur[0]:
+            return None
+        same = s.skew == 0 and s.agree == s.vol[1]
+        return s._replace(vol=(s.vol[0], s.vol[1] + 1), agree=s.agree + 1 if same else s.agree,
+                          misplaced=s.misplaced or s.skew != 0)
 
     def Flush(self, s: RMState, log: str) -> RMState | None:
-        """fsync of a log's segments; fsynced records of the log appends go to are acked."""
+        """fsync of a log's segments."""
         i = _i(log)
         if not s.up or s.dur[i] >= s.vol[i]:
             return None
-        return s._replace(dur=_set(s.dur, i, s.vol[i]),
-                          acked=s.vol[i] if log == s.current else s.acked)
+        return s._replace(dur=_set(s.dur, i, s.vol[i]))
 
     def FsyncDir(self, s: RMState, log: str) -> RMState | None:
         """fsync of the dir holding a log: its name survives a crash."""
@@ -170,9 +189,13 @@ class ReplicaMoveTwin(Spec):
     def RenameFutureLive(self, s: RMState) -> RMState | None:
         """S3: the future dir takes the live name, once it is a complete, fsynced copy (S2)."""
         bug = self.config.bug
-        if not (s.up and s.locked and s.name[1] == FUTURE and s.vol[1] == s.vol[0]):
+        if not (s.up and s.locked and s.name[1] == FUTURE):
+            return None
+        if s.vol[1] != s.vol[0] and bug != "SwapBeforeCopyDone":
             return None
         if s.dur[1] != s.vol[1] and bug != "SwapBeforeFlush":
+            return None
+        if s.start[1] != s.start[0]:
             return None
         if bug == "DeleteSourceBeforeRename" and s.durName[0] != DELETE:
             return None
@@ -201,16 +224,19 @@ class ReplicaMoveTwin(Spec):
         if not s.up or s.locked or s.durName[0] != DELETE:
             return None
         return s._replace(name=(GONE, s.name[1]), durName=(GONE, s.durName[1]),
-                          vol=(0, s.vol[1]), dur=(0, s.dur[1]))
+                          vol=(0, s.vol[1]), dur=(0, s.dur[1]), agree=0, start=(0, s.start[1]))
 
     def Crash(self, s: RMState) -> RMState | None:
         """A crash at any step: only fsynced records and fsynced dir names survive."""
         if not s.up:
             return None
-        return s._replace(up=False, current=NO_LOG, locked=False, vol=s.dur, name=s.durName)
+        return s._replace(up=False, current=NO_LOG, locked=False, vol=s.dur, name=s.durName,
+                          agree=min(s.agree, s.dur[0], s.dur[1]), skew=0)
 
     def Recover(self, s: RMState) -> RMState | None:
-        """R1-R3: restart on the authoritative log; a lower-generation live dir goes -delete."""
+        """R1-R3: restart on the authoritative log; a lower-generation live dir is renamed
+        -delete (R2), durable only at the next ``FsyncDir`` of its dir (a crash in between
+        leaves it live, and recovery runs again)."""
         a = Authoritative(s.durName)
         if s.up or a == NO_LOG:
             return None
@@ -218,7 +244,37 @@ class ReplicaMoveTwin(Spec):
             DELETE if a != SRC and s.durName[0] == LIVE else s.durName[0],
             DELETE if a != FUT and s.durName[1] == LIVE else s.durName[1],
         )
-        return s._replace(up=True, current=a, name=n, durName=n)
+        resume_hw = self.config.bug == "CopierResumesFromHW" and s.durName[1] == FUTURE
+        return s._replace(up=True, current=a, name=n,
+                          skew=s.acked - s.dur[1] if resume_hw else 0)
+
+    def AdvanceHW(self, s: RMState) -> RMState | None:
+        """The HW advances to the fsynced end of the log appends go to: acknowledged."""
+        if not s.up or s.acked >= s.dur[_i(s.current)]:
+            return None
+        return s._replace(acked=s.dur[_i(s.current)])
+
+    def TruncateSource(self, s: RMState) -> RMState | None:
+        """The source, a follower, truncates its last record (above the HW) after a leader
+        change; the future log follows in the same step."""
+        if not s.up or s.locked or s.current != SRC or s.vol[0] <= s.acked:
+            return None
+        k = s.vol[0] - 1
+        return s._replace(vol=(k, min(s.vol[1], k)), dur=(min(s.dur[0], k), min(s.dur[1], k)),
+                          agree=min(s.agree, k))
+
+    def RaiseStart(self, s: RMState) -> RMState | None:
+        """DeleteRecords (or retention) raises the source's start offset, at most to the HW;
+        it waits, like appends, while the swap holds the lock."""
+        if not s.up or s.locked or s.current != SRC or s.start[0] >= s.acked:
+            return None
+        return s._replace(start=(s.start[0] + 1, s.start[1]))
+
+    def FollowStart(self, s: RMState) -> RMState | None:
+        """The copier raises the future log's start offset to the source's."""
+        if not s.up or s.name[1] != FUTURE or s.start[1] >= s.start[0]:
+            return None
+        return s._replace(start=(s.start[0], s.start[0]))
 
     # -- Next --------------------------------------------------------------------------------
 
@@ -233,7 +289,8 @@ class ReplicaMoveTwin(Spec):
 
         return [one("Append"), one("Copy"), per_log("Flush"), per_log("FsyncDir"),
                 one("BeginSwap"), one("RenameFutureLive"), one("RenameSourceDelete"),
-                one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover")]
+                one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover"),
+                one("AdvanceHW"), one("TruncateSource"), one("RaiseStart"), one("FollowStart")]
 
     # -- invariants --------------------------------------------------------------------------
 
@@ -244,20 +301,27 @@ class ReplicaMoveTwin(Spec):
         names = (LIVE, FUTURE, DELETE, GONE)
         return (
             s.current in (SRC, FUT, NO_LOG)
-            and all(v in records for v in (*s.vol, *s.dur, s.acked))
+            and all(v in records for v in (*s.vol, *s.dur, s.acked, s.agree, *s.start))
+            and -self.config.max_records <= s.skew <= self.config.max_records
             and all(d <= v for d, v in zip(s.dur, s.vol, strict=True))
             and all(n in names for n in (*s.name, *s.durName))
         )
 
     def AtomicMoveSwap(self, s: State) -> bool:
-        """One authoritative log on disk, holding every acked record; no late append."""
+        """One authoritative log on disk, holding every acked record (by identity); no late
+        append; no record copied to an offset the source never had it at."""
         s = _rm(s)
         a = Authoritative(s.durName)
         if a == NO_LOG or s.dur[_i(a)] < s.acked:
             return False
+        if a == FUT and s.current == SRC and s.agree < s.acked:
+            return False  # an acknowledged source record is not in the future log
         if s.up and not s.locked and s.current != a:
             return False
-        return not s.lateAppend
+        if s.lateAppend or s.misplaced:
+            return False
+        # nothing below a start offset the source was raised to is served after the swap
+        return not (a == FUT and s.durName[0] != GONE and s.start[1] < s.start[0])
 
     def invariants(self) -> Sequence[Invariant]:
         table = {"TypeOK": self.TypeOK, "AtomicMoveSwap": self.AtomicMoveSwap}
@@ -267,10 +331,14 @@ class ReplicaMoveTwin(Spec):
         s = _rm(s)
         head = ("up" if s.up else "DOWN (crashed)") + (", append lock held" if s.locked else "")
         lines = [f"broker {head}; appends go to {s.current}; acked={s.acked}; authoritative on "
-                 f"disk: {Authoritative(s.durName)}" + ("; LATE APPEND" if s.lateAppend else "")]
+                 f"disk: {Authoritative(s.durName)}; in common: {s.agree}"
+                 + (f"; copier skew {s.skew}" if s.skew else "")
+                 + ("; LATE APPEND" if s.lateAppend else "")
+                 + ("; MISPLACED RECORD" if s.misplaced else "")]
         for i, (log, d) in enumerate(zip(LOGS, ("D1", "D2"), strict=True)):
             lines.append(f"{log} in {d}: name={s.name[i]} (on disk {s.durName[i]}), "
-                         f"records={s.vol[i]} (fsynced {s.dur[i]})")
+                         f"records={s.vol[i]} (fsynced {s.dur[i]})"
+                         + (f", start {s.start[i]}" if s.start[i] else ""))
         return "\n".join(lines)
 
 
