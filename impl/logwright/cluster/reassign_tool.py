@@ -10,10 +10,10 @@ Pure functions of what the cluster answered: the CLI (``cli.py``) opens the clus
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from logwright.controller.dir_moves import same_dir
 from logwright.controller.reassigning import ReassignmentStatus
 from logwright.controller.reassignment import ReassignmentPlan
 from logwright.controller.store import ANY_LOG_DIR, MetadataStore
@@ -104,29 +104,19 @@ def replica_moves(plan: ReassignmentPlan, answers: Mapping[int, DescribeLogDirsR
         answer = answers.get(broker)
         current = future = None
         offline = answer is None or answer.error != Errors.NONE
-        for result in answer.results if answer is not None else ():
-            if result.error != Errors.NONE:
-                offline = True
-                continue
-            for topic in result.topics:
-                for p in topic.partitions:
-                    if TopicPartition(topic.name, p.partition_index) == tp:
-                        if p.is_future:
-                            future = result.log_dir
-                        else:
-                            current = result.log_dir
+        if answer is not None:
+            offline = offline or any(r.error != Errors.NONE for r in answer.results)
+            where, moving = answer.replica_dirs()
+            current, future = where.get(tp), moving.get(tp)
         if current is None:
             state = MISSING_DIR if offline and answer is not None else MISSING
         elif future is not None:
-            state = ACTIVE if _same(future, target) else ELSEWHERE
+            state = ACTIVE if same_dir(future, target) else ELSEWHERE
         else:
-            state = COMPLETED if _same(current, target) else CANCELLED
+            state = COMPLETED if same_dir(current, target) else CANCELLED
         moves.append(ReplicaMove(tp, broker, target, state, current, future))
     return moves
 
-
-def _same(a: str, b: str) -> bool:
-    return posixpath.normpath(a) == posixpath.normpath(b)
 
 
 def partition_status_lines(statuses: Iterable[ReassignmentStatus]) -> list[str]:

@@ -105,17 +105,18 @@ class _Move:
         if not self.seen:
             return "unknown"
         if self.future is not None:
-            return "in progress" if _same_dir(self.future, self.target) else "moving elsewhere"
+            return "in progress" if same_dir(self.future, self.target) else "moving elsewhere"
         if self.current is None:
             return "missing"
-        return "complete" if _same_dir(self.current, self.target) else "not moving"
+        return "complete" if same_dir(self.current, self.target) else "not moving"
 
     def needs_asking(self) -> bool:
         """Whether to send AlterReplicaLogDirs again: not done and not heading for its dir."""
         return self.state() in ("moving elsewhere", "not moving", "missing")
 
 
-def _same_dir(a: str, b: str) -> bool:
+def same_dir(a: str, b: str) -> bool:
+    """Whether two absolute paths name the same dir (``/d1/`` is ``/d1``)."""
     return posixpath.normpath(a) == posixpath.normpath(b)
 
 
@@ -263,15 +264,7 @@ class DirMoves(ControlRequests):
             log.warning("%s: DescribeLogDirs from broker %d failed: %s", self.node_id,
                         broker_id, answer.error.name)
             return
-        current: dict[TopicPartition, str] = {}
-        future: dict[TopicPartition, str] = {}
-        for result in answer.results:
-            if result.error != Errors.NONE:
-                continue  # an offline dir lists nothing
-            for topic in result.topics:
-                for p in topic.partitions:
-                    tp = TopicPartition(topic.name, p.partition_index)
-                    (future if p.is_future else current)[tp] = result.log_dir
+        current, future = answer.replica_dirs()
         settled: list[TopicPartition] = []
         ask: list[TopicPartition] = []
         for tp, tracked in sorted(self._moves.items()):

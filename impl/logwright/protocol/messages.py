@@ -478,6 +478,21 @@ class DescribeLogDirsResponse(Message):
     error: Errors
     results: tuple[DescribeLogDirsResult, ...] = ()
 
+    def replica_dirs(self) -> tuple[dict[TopicPartition, str], dict[TopicPartition, str]]:
+        """Where each listed partition's log is and, for a partition being moved between dirs
+        (KIP-113), where its future log is: (current, future), each partition -> its dir. An
+        offline dir lists nothing."""
+        current: dict[TopicPartition, str] = {}
+        future: dict[TopicPartition, str] = {}
+        for result in self.results:
+            if result.error != Errors.NONE:
+                continue
+            for topic in result.topics:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.name, p.partition_index)
+                    (future if p.is_future else current)[tp] = result.log_dir
+        return current, future
+
 
 @dataclass(frozen=True)
 class AlterReplicaLogDirsTopic:
