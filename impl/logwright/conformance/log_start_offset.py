@@ -370,7 +370,10 @@ class ClusterProjection(ClusterObserver):
     ExpandIsr), and keeps the state last seen before its crash until then, or until the
     controller gave the partition a new leader epoch: in the model the crash of an in-sync
     replica that may lose data comes after the controller moved leadership away from it (the
-    fault model). The leader is never left out of the ISR.
+    fault model). The leader is never left out of the ISR. A replica whose broker still leads
+    in an older leader epoch (cut off from the controller, not yet told of its successor) is a
+    second leader, which the model does not have: a change of its log (a DeleteRecords it
+    accepted, an append) starts a new behaviour there, invariants checked.
 
     What is checked, after every event (``every`` > 1: after every ``every``-th) on every
     partition whose abstract state changed: that the change is a stutter or a path of at most
@@ -470,6 +473,13 @@ class ClusterProjection(ClusterObserver):
                             log.segments[0].base_offset, ckpt, log.recovery_point),
                 broker.incarnation_id)
 
+    def _deposed_leader(self, b: int, tp: TopicPartition, leader_epoch: int) -> bool:
+        """Whether broker ``b`` still leads ``tp`` in a leader epoch older than the
+        controller's."""
+        partition = self.cluster.brokers[b].replica_manager.partitions.get(tp)
+        return (partition is not None and partition.is_leader
+                and partition.leader_epoch < leader_epoch)
+
     def _checkpoint(self, b: int, log: PartitionLog) -> int | None:
         """The dir's start offset checkpoint entry, reread only when the log (a new one after
         a restart) or its start offset changed: the invariants checked here do not read it, so
@@ -519,6 +529,13 @@ class ClusterProjection(ClusterObserver):
                 del w.fenced[b]
                 w.outside = w.outside or f"broker {b}'s restarted replica is seen"
             if view is not None and b not in w.fenced:
+                if (b != state.leader and view != w.views.get(b)
+                        and self._deposed_leader(b, tp, state.leader_epoch)):
+                    # It still leads in an older epoch (cut off from the controller, not yet
+                    # told): its own steps (a DeleteRecords raising its start offset, an
+                    # append) are a second leader's, which the model does not have.
+                    w.outside = w.outside or (f"broker {b}, a deposed leader not yet told, "
+                                              "changed its log (the model has one leader)")
                 w.views[b] = view
         views = [w.views.get(b, zero) for b in replicas]
         segs = []
