@@ -450,3 +450,33 @@ def test_the_cluster_runs_move_op_moves_and_keeps_every_property(crash_after: in
     assert lm.get_future_log(tp) is None
     now = lm.dir_of(tp)
     assert now is not None and now.path == run.cluster.log_dirs[2][other - 1]
+
+
+@pytest.mark.parametrize("done", [True, False], ids=["after-the-swap", "mid-move"])
+def test_a_topic_created_again_where_a_moved_log_was_keeps_its_records_at_a_restart(
+        done: bool) -> None:
+    """The moved (or cancelled) log's start offset leaves the dir's log-start-offset-checkpoint
+    with it: a log of the same name created there later (the topic deleted and created again)
+    loads its own start offset after a crash, not the old one (found by logwright fuzz)."""
+    c = _cluster(seed=9, rate=None if done else 50, records=6)
+    c.delete_records({("t", 0): 4}, timeout_ms=10_000)
+    b = _pick(c, "follower")
+    source = _dir_of(c, b)
+    c.alter_replica_log_dirs({("t", 0, b): _other_dir(c, b)})
+    if done:
+        c.run_until_idle()
+        assert _dir_of(c, b) != source
+    else:
+        c.advance_time(20)
+        assert c.brokers[b].log_manager.get_future_log(TP) is not None
+    c.delete_topic("t")
+    c.advance_time(1_000)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    c.produce("t", 0, [b"new-0", b"new-1"])
+    c.run_until_idle()
+    c.crash_broker(b, power_loss=False)
+    c.restart_broker(b)
+    c.run_until_idle()
+    part = c.brokers[b].replica_manager.partitions[TP]
+    assert part.log.log_start_offset == 0
+    assert _values(c, b) == [b"new-0", b"new-1"]

@@ -844,6 +844,9 @@ class LogManager:
             self._take_offline(state, f"aborting the move of {tp}: {exc}")
             raise KafkaStorageError(f"{tp}: I/O error aborting its move: {exc}") from exc
         state.pending_deletes[name] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
+        # The dir's checkpoints forget it: a log of the same name created here later (the topic
+        # deleted and created again) must not load the old log's start offset at a restart.
+        self._write_checkpoints(state)
         return name
 
     def drop_future_log(self, tp: TopicPartition) -> None:
@@ -920,6 +923,9 @@ class LogManager:
         else:
             src_state.pending_deletes[gone] = (self.clock.now_ms()
                                                + self.file_delete_delay_ms_for(tp.topic))
+            # The source dir's checkpoints forget it: a log of the same name created there
+            # later (the topic deleted and created again) must not load its start offset.
+            self._write_checkpoints(src_state)
         _logger.info("%s: moved from %s to %s", tp, src_state.path, dest.path)
         return new
 
