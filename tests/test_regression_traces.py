@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from logwright.conformance.refinement import RefinementViolation
 from logwright.verify.cluster_run import OPS, PropertyViolated, replay
 
 DIR = Path(__file__).parents[1] / "traces" / "regressions"
@@ -28,7 +29,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _param(path: Path) -> Any:
     reason = _load(path).get("xfail")
-    marks = [pytest.mark.xfail(strict=True, raises=PropertyViolated, reason=reason)] \
+    marks = [pytest.mark.xfail(strict=True, raises=(PropertyViolated, RefinementViolation),
+                               reason=reason)] \
         if reason else []
     return pytest.param(path, marks=marks, id=path.stem)
 
