@@ -8,6 +8,7 @@ that need it are skipped with that reason, and the rest test what this side owns
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -82,6 +83,8 @@ def test_a_bad_file_gets_one_error_line_exit_1_and_changes_nothing(
     before = snapshot(data)
     # Good first entry: the whole file is refused, not just the bad partition.
     if isinstance(body, dict):
+        # A copy: the parameter is shared by every run of the test in this process.
+        body = copy.deepcopy(body)
         body["partitions"].insert(0, {"topic": "t", "partition": 1, "replicas": [3, 1]})
     code, out, err = reassign(data, tmp_path, "execute", body)
     assert code == EXIT_FAILED and out == ""
