@@ -392,7 +392,8 @@ class _Instance:
     dirs: dict[int, dict[int, str]] = field(default_factory=dict)  # b -> ord -> dir of the log
     incarnation: dict[int, object] = field(default_factory=dict)
     network: set[Msg] = field(default_factory=set)
-    stopped: set[tuple[int, int]] = field(default_factory=set)  # (b, ord) a StopReplica named
+    #: (b, ord) -> when a StopReplica(delete) naming that topic id was last sent to ``b``.
+    stopped: dict[tuple[int, int], int] = field(default_factory=dict)
     overflow: bool = False
     mixed: set[int] = field(default_factory=set)
     #: Per broker: topic id -> (dir, log) of a live log on a dir its incarnation cannot read.
@@ -425,7 +426,7 @@ class StrayCleanupProjection(ClusterObserver):
         #: Changes that were time passing alone (the twin's Ticks, taken without a search).
         self.ticks = 0
         self.names: dict[TopicPartition, _Instance] = {}
-        self._sent: list[tuple[int, LeaderAndIsrRequest | StopReplicaRequest]] = []
+        self._sent: list[tuple[int, LeaderAndIsrRequest | StopReplicaRequest, int]] = []
         self._superseded: dict[tuple[int, int], Log] = {}
         self._first_seen: Version | None = None
         #: Names no longer followed: re-created more than MAX_TOPIC_IDS times.
@@ -453,12 +454,13 @@ class StrayCleanupProjection(ClusterObserver):
             self._first_seen = (request.controller_epoch, request.correlation_id)
             for inst in self.names.values():
                 inst.refinement.first_seen = self._first_seen
+        sent_at = self.cluster.simulated_world.clock.now_ms()
         for tp, inst in self.names.items():
-            self._record_for(b, request, tp, inst)
-        self._sent.append((b, request))
+            self._record_for(b, request, tp, inst, sent_at)
+        self._sent.append((b, request, sent_at))
 
     def _record_for(self, b: int, request: LeaderAndIsrRequest | StopReplicaRequest,
-                    tp: TopicPartition, inst: _Instance) -> None:
+                    tp: TopicPartition, inst: _Instance, sent_at: int) -> None:
         version = (request.controller_epoch, request.correlation_id)
         names = (isinstance(request, LeaderAndIsrRequest)
                  and request.type == LeaderAndIsrType.FULL) or any(
@@ -470,7 +472,7 @@ class StrayCleanupProjection(ClusterObserver):
             for sp in request.partitions:
                 if sp.tp == tp and sp.delete_partition and sp.topic_id != Uuid.ZERO:
                     t = inst.ordinal(sp.topic_id)
-                    inst.stopped.add((b, t))
+                    inst.stopped[(b, t)] = sent_at
                     inst.network.add(Msg(STOP, b, request.broker_epoch, request.controller_epoch,
                                          request.correlation_id, 1, t, True, frozenset()))
             return
@@ -513,8 +515,8 @@ class StrayCleanupProjection(ClusterObserver):
         ref = StrayCleanupRefinement(spec)
         ref.first_seen = self._first_seen
         inst = _Instance(brokers, ref, RefinementChecker(ref, max_steps=MAX_STEPS))
-        for b, request in self._sent:
-            self._record_for(b, request, tp, inst)
+        for b, request, sent_at in self._sent:
+            self._record_for(b, request, tp, inst, sent_at)
         return inst
 
     def _check_name(self, tp: TopicPartition, inst: _Instance, context: str) -> None:
@@ -767,7 +769,15 @@ class StrayCleanupProjection(ClusterObserver):
                     old = self._superseded[(b, t)]
                 if old.lastWrite == EMPTY:
                     continue  # a log that never held a record: no data to lose
-                ordered = gone and (b, t) in inst.stopped and old.state == LIVE
+                # Ordered: a StopReplica(delete) of this topic id was sent to b. A log
+                # superseded (a new replica made on another dir while it sat on an offline
+                # one) counts as ordered only if that StopReplica came after its last write:
+                # the controller ended the assignment it was written under, the broker could
+                # not carry the deletion out on the offline dir, and start-up sets it aside
+                # (spec/README.md, "Refinement against the code").
+                stop = inst.stopped.get((b, t))
+                ordered = old.state == LIVE and stop is not None and (
+                    gone or (superseded and stop >= old.lastWrite))
                 if spec.Current(judged, b, 1, t) or (
                         not ordered and after.now - old.lastWrite < retention):
                     out.add((b, 1, t, old.lastWrite))
