@@ -480,3 +480,44 @@ def test_a_topic_created_again_where_a_moved_log_was_keeps_its_records_at_a_rest
     part = c.brokers[b].replica_manager.partitions[TP]
     assert part.log.log_start_offset == 0
     assert _values(c, b) == [b"new-0", b"new-1"]
+
+
+@pytest.mark.parametrize("side", ["destination", "source"])
+def test_a_dir_taken_offline_elsewhere_stops_the_move_at_once(side: str) -> None:
+    """A dir can go offline through another partition's I/O error, or an operator: the move
+    must not wait for its own next file operation to fail (on a disk that may still answer):
+    it stops when the broker learns of it, its future log dropped, counted as failed; with the
+    destination gone the partition keeps serving from its source, with the source gone it is
+    offline here (KAFKA_STORAGE_ERROR), and the other dir goes on serving."""
+    c = _cluster(seed=21, rate=100, dirs=3, partitions=2, records=10)
+    b = _pick(c, "follower")
+    lm = c.brokers[b].log_manager
+    tp1 = TopicPartition("t", 1)
+    src = _dir_of(c, b)
+    dest = min(d for d in lm.dirs if d != src and d != _dir_of(c, b, tp1))
+    assert c.alter_replica_log_dirs({("t", 0, b): dest})[("t", 0, b)] is Errors.NONE
+    c.advance_time(100)
+    assert lm.get_future_log(TP) is not None, "the copy is slow enough to be under way"
+    failed = dest if side == "destination" else src
+    lm.fail_dir(failed, "test: another partition's I/O error")
+    c.brokers[b].replica_manager.check_offline_dirs()
+    mover = _mover(c, b)
+    assert TP not in mover.moves and mover.failed_partitions_count == 1
+    assert lm.get_future_log(TP) is None, "the future log is dropped"
+    assert c.metrics(b)[ALTER_LOG_DIRS_FAILED_PARTITIONS] == 1.0
+    c.run_until_idle()
+    c.advance_time(1_000)
+    c.run_until_idle()
+    assert mover.stats.swaps == 0, "nothing is swapped in on or from an offline dir"
+    assert _on_disk(c, b).get(DirKind.LIVE) == [src], "no live dir appeared on the destination"
+    part = c.brokers[b].replica_manager.partitions[TP]
+    if side == "destination":
+        c.produce("t", 0, [b"after"])
+        c.run_until_idle()
+        assert not part.offline and _values(c, b)[-1] == b"after"
+    else:
+        assert part.offline
+        # the other partition, on the third dir, still follows
+        c.produce("t", 1, [b"other"])
+        c.run_until_idle()
+        assert _values(c, b, tp1)[-1] == b"other"
