@@ -521,3 +521,39 @@ def test_a_dir_taken_offline_elsewhere_stops_the_move_at_once(side: str) -> None
         c.produce("t", 1, [b"other"])
         c.run_until_idle()
         assert _values(c, b, tp1)[-1] == b"other"
+
+
+def test_a_cancelled_moves_future_dir_waits_the_topics_file_delete_delay() -> None:
+    """The cancelled copy goes ``-delete`` and is removed after the topic's
+    ``file.delete.delay.ms`` (here shorter than the broker's default), not at once, not later."""
+    c = _cluster(seed=22, rate=100, dirs=3, records=10, delete_delay_ms=5_000)
+    b = _leader(c)
+    src = _dir_of(c, b)
+    dest = _other_dir(c, b)
+    assert c.alter_replica_log_dirs({("t", 0, b): dest})[("t", 0, b)] is Errors.NONE
+    c.advance_time(100)
+    assert c.alter_replica_log_dirs({("t", 0, b): src})[("t", 0, b)] is Errors.NONE
+    c.advance_time(3_000)
+    assert _on_disk(c, b).get(DirKind.DELETE) == [dest], "kept for the delay"
+    c.advance_time(3_000)
+    assert _on_disk(c, b) == {DirKind.LIVE: [src]}, "removed once the topic's delay is over"
+
+
+def test_an_io_error_cancelling_a_move_takes_that_dir_offline_and_keeps_the_partition() -> None:
+    c = _cluster(seed=23, rate=100, dirs=3, records=10)
+    b = _pick(c, "follower")
+    lm = c.brokers[b].log_manager
+    src = _dir_of(c, b)
+    dest = _other_dir(c, b)
+    assert c.alter_replica_log_dirs({("t", 0, b): dest})[("t", 0, b)] is Errors.NONE
+    c.advance_time(100)
+    assert lm.get_future_log(TP) is not None
+    c.simulated_world.new_fs(f"broker-{b}").inject_fault(dest, Fault.EIO)
+    # Asked of the broker directly, so that the copier cannot meet the fault first.
+    answer = c.brokers[b].replica_manager.alter_replica_log_dirs({TP: src})
+    assert answer == {TP: Errors.KAFKA_STORAGE_ERROR}
+    assert dest in lm.offline_dirs and src not in lm.offline_dirs
+    assert lm.get_future_log(TP) is None and TP not in _mover(c, b).moves
+    c.produce("t", 0, [b"after"])
+    c.run_until_idle()
+    assert _dir_of(c, b) == src and _values(c, b)[-1] == b"after"
