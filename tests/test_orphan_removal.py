@@ -336,6 +336,33 @@ def test_an_io_error_takes_the_dir_offline_and_deletes_nothing_else(fail: str) -
     assert node.fs.exists("/d1/u-0") and node.fs.exists("/d2/u-1")
 
 
+
+@pytest.mark.parametrize("fail", [None, "read", "rename"])
+def test_orphan_removal_returns_how_many_strays_it_deleted(fail: str | None) -> None:
+    """``run_orphan_removal`` answers the number deleted: not the deferred ones, not one whose
+    read or rename failed (its dir goes offline, its other strays untouched)."""
+    node = Node(5, delay_ms=MIN, retention_ms=10 * MIN, dirs=("/d1", "/d2"))
+    node.manager.full_request_applied = True
+    old = [node.stray(TopicPartition("t", p), 3, 0, d)
+           for p, d in ((0, "/d1"), (1, "/d1"), (2, "/d2"), (3, "/d2"))]
+    for stray in old:
+        for name in node.fs.listdir(stray.path):
+            node.fs.set_mtime_ms(posixpath.join(stray.path, name), 0)
+    young = node.stray(TopicPartition("t", 4), 3, node.clock.now_ms(), "/d2")
+    node.clock.advance(2 * MIN)  # the delay is over; no periodic task has run
+    if fail is not None:
+        node.fs.inject_fault(old[0].path, Fault.EIO if fail == "read" else Fault.ENOSPC)
+    deleted = node.manager.run_orphan_removal()
+    gone = [s for s in old if s.path not in node.stray_dirs()]
+    assert deleted == len(gone)
+    assert young.path in node.stray_dirs() and young.last_decision is not None \
+        and young.last_decision.startswith("deferred")
+    if fail is None:
+        assert deleted == 4
+    else:
+        assert deleted == 2 and node.manager.offline_dirs == ["/d1"]
+        assert {s.path for s in gone} == {old[2].path, old[3].path}
+
 def test_an_offline_dirs_strays_are_untouched() -> None:
     node = Node(2, delay_ms=MIN, retention_ms=MIN, dirs=("/d1", "/d2"))
     node.manager.full_request_applied = True
