@@ -177,6 +177,25 @@ def test_a_waiting_produce_times_out_through_the_driver() -> None:
     assert [r.error for r in answer.partitions] == [Errors.REQUEST_TIMED_OUT]
 
 
+
+def test_a_produce_that_times_out_answers_every_partition_each_with_its_own_outcome() -> None:
+    """One request, three partitions: one not led here (refused at once), the one that waits
+    for the ISR, and one that cannot be appended (unknown): the answer, when the wait expires,
+    lists each in the request's order with its own error, the timed-out one with a message."""
+    w, b = leader_alone(isr=(1, 2))
+    records = build_simple_batch([b"a"], w.clock.now_ms())
+    other, unknown = TopicPartition("other", 0), TopicPartition("t", 9)
+    request = ProduceRequest(6, -1, 1_000, ((other, records), (T0, records), (unknown, records)))
+    b.driver.perform(b.handle(CLIENT, request))
+    assert w.run_until(lambda: 6 in w.client.responses, 1_100)
+    answer = w.client.responses[6]
+    assert isinstance(answer, ProduceResponse)
+    assert [r.tp for r in answer.partitions] == [other, T0, unknown]
+    refused, timed_out, missing = answer.partitions
+    assert refused.error is not Errors.NONE and missing.error is not Errors.NONE
+    assert timed_out.error is Errors.REQUEST_TIMED_OUT
+    assert "ISR" in timed_out.error_message and timed_out.base_offset == -1
+
 def test_a_produce_to_a_partition_not_led_here_decides_an_error_only() -> None:
     w, b = leader_alone()
     untouched = Untouched(w)
