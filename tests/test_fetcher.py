@@ -4,7 +4,9 @@ fetcher shuts down; and the fetcher machinery over a local source (the dir-move 
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
+import random
 from collections.abc import Sequence
 
 from logwright.broker.fetcher import (
@@ -25,6 +27,7 @@ from logwright.broker.metrics import (
     UNDER_REPLICATED,
 )
 from logwright.errors import Errors, OffsetOutOfRange
+from logwright.identity import Uuid
 from logwright.protocol import (
     FetchPartition,
     FetchPartitionData,
@@ -36,7 +39,7 @@ from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog
 from logwright.storage.naming import TopicPartition
 from logwright.world import Fault, SimFileSystem, SimScheduler, VirtualClock
-from tests.test_broker_harness import T0, T1, World, fast_config, state
+from tests.test_broker_harness import T0, T1, TOPIC_ID, World, fast_config, state
 
 
 def test_fetcher_ids_follow_kafkas_hash() -> None:
@@ -170,6 +173,56 @@ def test_a_fence_answering_an_older_epoch_is_not_a_failure() -> None:
     w.produce(1, T0, [b"b"])
     assert w.values(2, T0) == [(0, b"a"), (1, b"b")]
 
+
+
+def test_a_fence_answering_a_request_from_before_the_topic_was_re_created_is_stale() -> None:
+    """The follower's fetch at epoch 1 is parked on the leader; the leader then learns epoch 2
+    of the topic while the follower learns that the topic was re-created: its old log goes
+    aside as a stray and the new topic id's replica joins the fetcher at epoch 1 again (a new
+    topic starts again at a low epoch). The fence answers the request made for the old topic
+    id: the replica as it is now holds the same epoch number but must not fail for it, which
+    would leave it failed until the next leader change (found by logwright fuzz:
+    traces/regressions/0016)."""
+    w = World(broker_ids=(1, 2), delay_ms=(5, 5))
+    w.assign(T0, 1, 1, [1, 2])
+    w.assign(T1, 1, 1, [1, 2])  # keeps the fetcher busy, so it is the same fetcher throughout
+    w.produce(1, T0, [b"a"])
+    w.run(100)  # the follower's next fetch is parked on the leader (long poll)
+    fm = w.brokers[2].replica_manager.replica_fetcher_manager
+    assert w.brokers[1].replica_manager.fetch_purgatory.watched(T0) == 1
+    fetcher = fm.fetcher_of(T0)
+    w.controller.leader_and_isr(1, [state(T0, 1, 2, [1, 2])])
+    new_id = Uuid.from_random(random.Random(5))
+    assert new_id != TOPIC_ID
+    w.controller.leader_and_isr(2, [dataclasses.replace(state(T0, 1, 1, [1, 2]),
+                                                       topic_id=new_id)])
+    failed_seen: list[int] = []
+    w.run_until(lambda: False, 2_000, observe=lambda: failed_seen.append(
+        fm.failed_partitions_count))
+    assert fm.stale_fences >= 1, "the fence of the earlier request did arrive"
+    assert max(failed_seen) == 0
+    assert fm.fetcher_of(T0) is fetcher, "still fetching, at its epoch, in the same fetcher"
+
+
+def test_records_answering_a_request_made_for_a_deleted_topic_never_reach_its_new_replica() -> None:
+    """The follower's fetch of an empty t-0 at offset 0, epoch 1, is parked on the leader. The
+    follower then learns that t-0 was re-created (a new topic id, epoch 1 again): its new,
+    empty replica fetches from offset 0 at epoch 1, exactly what the parked request asked. A
+    record produced to the leader's old t-0 completes the parked fetch; its answer must not be
+    appended to the new topic's replica."""
+    w = World(broker_ids=(1, 2), delay_ms=(5, 5))
+    w.assign(T0, 1, 1, [1, 2])
+    w.assign(T1, 1, 1, [1, 2])  # keeps the fetcher busy, so it is the same fetcher throughout
+    w.run(100)
+    assert w.brokers[1].replica_manager.fetch_purgatory.watched(T0) == 1
+    new_id = Uuid.from_random(random.Random(5))
+    w.controller.leader_and_isr(2, [dataclasses.replace(state(T0, 1, 1, [1, 2]),
+                                                       topic_id=new_id)])
+    w.run(20)
+    assert w.brokers[2].replica_manager.partitions[T0].topic_id == new_id
+    w.produce(1, T0, [b"of the deleted topic"], acks=1)
+    w.run(2_000)
+    assert w.values(2, T0) == [], "a record of the old topic id reached the new replica"
 
 def corrupt_first_record(w: World, broker_id: int, tp: TopicPartition) -> tuple[str, int, bytes]:
     """Flip a byte inside the first batch's records on disk (after the CRC was computed)."""

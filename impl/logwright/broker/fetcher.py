@@ -9,7 +9,10 @@ working on one partition stays with that partition:
 - corrupt or invalid records are not a failure: the partition is retried after
   ``replica.fetch.backoff.ms``;
 - FENCED_LEADER_EPOCH fails the partition only when the request carried the epoch the fetcher
-  still holds for it; when a newer epoch is already known the fence is stale and ignored;
+  still holds for it, for the membership it still has (an answer to a request sent before the
+  partition was removed and added again, say for the previous id of a re-created topic, which
+  starts again at epoch 0, is stale too); when a newer epoch is already known the fence is
+  stale and ignored;
 - a partition re-added with a new leader epoch (LeaderAndIsr) is un-failed, and one removed
   (StopReplica, or becoming leader) leaves the failed set.
 
@@ -323,9 +326,15 @@ class Fetcher:
         self.manager.partition_failed(
             tp, FailedPartition(st.current_leader_epoch, reason, action or "StorageError"))
 
-    def _on_fenced(self, tp: TopicPartition, request_epoch: int) -> None:
+    def _on_fenced(self, tp: TopicPartition, request_epoch: int,
+                   sent: PartitionFetchState | None) -> None:
+        """A FENCED_LEADER_EPOCH answer: fails the partition only if the request was sent for
+        its membership of this fetcher as it still is (the same state, not a partition removed
+        and added again meanwhile: a re-created topic starts again at leader epoch 0, so the
+        epoch alone cannot tell an answer about the previous topic id from one about this
+        one) and at the epoch it still holds."""
         st = self.partitions.get(tp)
-        if st is not None and st.current_leader_epoch == request_epoch:
+        if st is not None and st is sent and st.current_leader_epoch == request_epoch:
             self._mark_failed(tp, f"fenced at leader epoch {request_epoch}", "FetchFenced")
         else:
             # A newer epoch is already known here: the fence answered an old request (hazard 6).
@@ -349,28 +358,31 @@ class Fetcher:
         self._partition_op(tp, op)
 
     def _send_epoch_request(self, partitions: list[OffsetForLeaderEpochPartition]) -> None:
-        requested = {p.tp: p.current_leader_epoch for p in partitions}
+        requested = {p.tp: (p.current_leader_epoch, self.partitions.get(p.tp))
+                     for p in partitions}
         self.in_flight = True
         self.requests_sent += 1
         self.source.end_offsets_for_epochs(
             partitions, lambda results: self._on_epoch_response(requested, results))
 
-    def _on_epoch_response(self, requested: dict[TopicPartition, int],
+    def _on_epoch_response(self, requested: dict[TopicPartition,
+                                                 tuple[int, PartitionFetchState | None]],
                            results: Mapping[TopicPartition, OffsetForLeaderEpochResult] | None
                            ) -> None:
         self.in_flight = False
         if not self.running:
             return
-        for tp, request_epoch in requested.items():
+        for tp, (request_epoch, sent) in requested.items():
             st = self.partitions.get(tp)
             if st is None:
                 continue
             result = results.get(tp) if results is not None else None
             if result is not None and result.error is Errors.FENCED_LEADER_EPOCH:
-                self._on_fenced(tp, request_epoch)
+                self._on_fenced(tp, request_epoch, sent)
                 continue
-            if st.state is not FetchState.TRUNCATING or st.current_leader_epoch != request_epoch:
-                continue  # the partition moved on while the request was out
+            if (st is not sent or st.state is not FetchState.TRUNCATING
+                    or st.current_leader_epoch != request_epoch):
+                continue  # the partition moved on (or left and came back) meanwhile
             if (result is None or result.error is not Errors.NONE
                     or result.end_offset == UNDEFINED_EPOCH_OFFSET):
                 # No answer, the source is not (yet) the leader, or it knows no such epoch:
@@ -404,27 +416,30 @@ class Fetcher:
     # ---- fetching ------------------------------------------------------------------------------
 
     def _send_fetch(self, partitions: list[FetchPartition]) -> None:
-        requested = {p.tp: (p.fetch_offset, p.current_leader_epoch) for p in partitions}
+        requested = {p.tp: (p.fetch_offset, p.current_leader_epoch, self.partitions.get(p.tp))
+                     for p in partitions}
         self.in_flight = True
         self.requests_sent += 1
         self.source.fetch(partitions, lambda results: self._on_fetch_response(requested, results))
 
-    def _on_fetch_response(self, requested: dict[TopicPartition, tuple[int, int]],
+    def _on_fetch_response(self, requested: dict[TopicPartition,
+                                                 tuple[int, int, PartitionFetchState | None]],
                            results: Mapping[TopicPartition, FetchPartitionData] | None) -> None:
         self.in_flight = False
         if not self.running:
             return
-        for tp, (fetch_offset, request_epoch) in requested.items():
+        for tp, (fetch_offset, request_epoch, sent) in requested.items():
             st = self.partitions.get(tp)
             if st is None:
                 continue
             data = results.get(tp) if results is not None else None
             if data is not None and data.error is Errors.FENCED_LEADER_EPOCH:
-                self._on_fenced(tp, request_epoch)
+                self._on_fenced(tp, request_epoch, sent)
                 continue
-            if (st.state is not FetchState.FETCHING or st.current_leader_epoch != request_epoch
+            if (st is not sent or st.state is not FetchState.FETCHING
+                    or st.current_leader_epoch != request_epoch
                     or st.fetch_offset != fetch_offset):
-                continue  # the partition moved on while the request was out
+                continue  # the partition moved on (or left and came back) meanwhile
             if data is None:
                 self._back_off(tp, "no answer")
             elif data.error is Errors.NONE and data.diverging_epoch >= 0:
