@@ -8,12 +8,15 @@ network unless the test performs the effects.
 
 from __future__ import annotations
 
+import dataclasses
+import random
+
 import pytest
 
 from logwright.broker import Broker, BrokerState
 from logwright.broker.effects import ArmTask, Call, CancelTask, Effect, Notify, Send
 from logwright.errors import Errors
-from logwright.identity import TopicPartition
+from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import (
     NO_EPOCH,
     AlterPartitionRequest,
@@ -195,6 +198,31 @@ def test_a_produce_that_times_out_answers_every_partition_each_with_its_own_outc
     assert refused.error is not Errors.NONE and missing.error is not Errors.NONE
     assert timed_out.error is Errors.REQUEST_TIMED_OUT
     assert "ISR" in timed_out.error_message and timed_out.base_offset == -1
+
+
+@pytest.mark.parametrize("how", ["re-created", "not in a FULL request"])
+def test_a_waiting_produce_is_answered_at_once_when_its_log_is_set_aside_as_a_stray(
+        how: str) -> None:
+    """The topic was re-created (a LeaderAndIsr names T0 under another topic id), or deleted
+    while this broker missed the StopReplica (a FULL LeaderAndIsr leaves T0 out): the log an
+    acks=all produce waits on goes aside as a stray. The produce is answered then, not at its
+    timeout (the other partition's waiting produce still waits)."""
+    w, b = leader_alone(isr=(1, 2))
+    b.driver.perform(b.handle(CLIENT, produce_request(w, 7, -1, timeout_ms=30_000)))
+    b.driver.perform(b.handle(CLIENT, produce_request(w, 8, -1, tp=T1, timeout_ms=30_000)))
+    w.run(100)
+    assert 7 not in w.client.responses and 8 not in w.client.responses
+    if how == "re-created":
+        new_id = Uuid.from_random(random.Random(11))
+        w.controller.leader_and_isr(1, [dataclasses.replace(state(T0, 1, 2, (1, 2)),
+                                                           topic_id=new_id)])
+    else:
+        w.controller.leader_and_isr(1, [state(T1, 1, 1, (1, 2))], full=True)
+    assert w.run_until(lambda: 7 in w.client.responses, 1_000), "answered at its timeout only"
+    answer = w.client.responses[7]
+    assert isinstance(answer, ProduceResponse)
+    assert answer.partitions[0].error is not Errors.NONE
+    assert 8 not in w.client.responses
 
 def test_a_produce_to_a_partition_not_led_here_decides_an_error_only() -> None:
     w, b = leader_alone()
