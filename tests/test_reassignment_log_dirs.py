@@ -94,20 +94,6 @@ def test_a_same_broker_dir_move_bumps_no_leader_epoch_and_waits_for_the_move(h: 
 
 
 
-def test_a_dir_spelled_differently_is_stored_and_asked_in_the_brokers_spelling(
-        h: Harness) -> None:
-    """`/data/1/./d2/` names broker 1's registered `/data/1/d2`: the controller stores, sends
-    and reports the broker's own spelling, so the broker finds the dir and the move completes
-    when the broker reports it there."""
-    h.clear()
-    h.controller.reassign(plan(entry([1, 2], ["/data/1/./d2/", "any"])))
-    h.run(SETTLE_MS)
-    assert h.state("t").log_dir_for(1) == D2.format(1)
-    assert asked(h, 1) == [("t-0", D2.format(1))]
-    answer_alter(h, 1)
-    answer_describe(h, 1, {tp(): (D2.format(1), None)})
-    assert h.store.reassignments() == []
-
 def test_a_replica_already_in_its_dir_completes_on_the_first_answer(h: Harness) -> None:
     before = h.state("t")
     h.controller.reassign(plan(entry([1, 2], [D1.format(1), D2.format(2)])))
