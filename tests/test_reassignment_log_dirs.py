@@ -13,9 +13,14 @@ import json
 import pytest
 
 from logwright.controller import ReassignmentError
+from logwright.controller.dir_moves import DirMoveStatus
 from logwright.errors import Errors
+from logwright.identity import TopicPartition
 from logwright.protocol.messages import (
+    AlterReplicaLogDirsPartitionResult,
     AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    AlterReplicaLogDirsTopicResult,
     DescribeLogDirsRequest,
     LeaderAndIsrRequest,
     StopReplicaRequest,
@@ -93,6 +98,50 @@ def test_a_same_broker_dir_move_bumps_no_leader_epoch_and_waits_for_the_move(h: 
     assert verified.state == "complete"
 
 
+
+
+def test_each_partition_of_a_brokers_answers_is_taken_on_its_own(h: Harness) -> None:
+    """Broker 2 moves its replicas of t-0 and t-1, broker 1 its replica of t-0. Broker 2's
+    answers to AlterReplicaLogDirs list first a partition the controller never asked about,
+    then t-0 refused, t-1 accepted: each answer lands on its own move, the stranger is
+    ignored. DescribeLogDirs answers likewise, each about its own broker's moves, a move
+    already complete passed over and the ones after it still read."""
+    h.clear()
+    h.controller.reassign(plan(entry([1, 2], [D2.format(1), D2.format(2)]),
+                               entry([2, 3], [D2.format(2), "any"], partition=1)))
+    h.run(SETTLE_MS)
+    assert sorted(asked(h, 2)) == [("t-0", D2.format(2)), ("t-1", D2.format(2))]
+    requests = [(s, m) for s, m in h.brokers[2].received
+                if isinstance(m, AlterReplicaLogDirsRequest)]
+    h.brokers[2].received = [(s, m) for s, m in h.brokers[2].received
+                             if not isinstance(m, AlterReplicaLogDirsRequest)]
+    refused = {0: Errors.KAFKA_STORAGE_ERROR, 1: Errors.NONE}
+    for src, request in requests:
+        asked_here = [p for d in request.dirs for t in d.topics for p in t.partitions]
+        h.net.send("broker-2", src, AlterReplicaLogDirsResponse(request.correlation_id, (
+            AlterReplicaLogDirsTopicResult("t", (
+                AlterReplicaLogDirsPartitionResult(9, Errors.NONE),
+                *(AlterReplicaLogDirsPartitionResult(p, refused[p]) for p in asked_here))),)))
+    h.run(SETTLE_MS)
+    answer_alter(h, 1)
+    t0, t1 = tp("t", 0), tp("t", 1)
+
+    def moves() -> dict[tuple[TopicPartition, int], DirMoveStatus]:
+        return {(m.tp, m.broker): m for s in h.controller.reassignment_status()
+                for m in s.dir_moves}
+
+    assert set(moves()) == {(t0, 1), (t0, 2), (t1, 2)}, "each move names its own partition"
+    assert moves()[(t0, 2)].error == "KAFKA_STORAGE_ERROR"
+    assert moves()[(t1, 2)].error is None
+    answer_describe(h, 2, {t0: (D2.format(2), None), t1: (D1.format(2), D2.format(2))})
+    answer_describe(h, 1, {t0: (D1.format(1), D2.format(1))})  # t-1 is no move of broker 1's
+    assert moves()[(t0, 2)].state == "complete"
+    assert moves()[(t0, 1)].state == moves()[(t1, 2)].state == "in progress"
+    h.run(POLL_MS)
+    answer_describe(h, 2, {t0: (D2.format(2), None), t1: (D2.format(2), None)})
+    assert (t1, 2) not in moves(), "read past t-0's move, complete already: t-1 is done"
+    answer_describe(h, 1, {t0: (D2.format(1), None)})
+    assert h.store.reassignments() == []
 
 def test_a_replica_already_in_its_dir_completes_on_the_first_answer(h: Harness) -> None:
     before = h.state("t")
