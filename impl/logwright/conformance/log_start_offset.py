@@ -356,6 +356,9 @@ class _Watch:
     the projection mapped onto ``AcknowledgeDeleteRecords``."""
     reported: int = 0
     """The highest low watermark a DeleteRecords response reported (``acknowledge``)."""
+    logs: dict[int, object] = field(default_factory=dict)
+    """Each replica's log object as last seen: another one without a restart is the replica
+    deleted and created again (a reassignment took it away and back) or moved between dirs."""
 
 
 class ClusterProjection(ClusterObserver):
@@ -384,8 +387,11 @@ class ClusterProjection(ClusterObserver):
     between the append and the HW's rise), as the response served then, and no value the
     leader never had. Outside the twin, and so a new
     behaviour (:meth:`RefinementChecker.rebase`, invariants checked): a broker's restart (its new
-    incarnation seen, or its restarted replica seen once no longer fenced as above) and a new
-    replica set. A new leader epoch of the same leader (the controller bumps it with an ISR
+    incarnation seen, or its restarted replica seen once no longer fenced as above), a new
+    replica set, and a replica whose log was replaced on the same incarnation (deleted and
+    created again: a reassignment took it away, the StopReplica landing after the decision
+    that brought it back; or moved between the broker's dirs). A new leader epoch of the same
+    leader (the controller bumps it with an ISR
     change of its own) is taken as given, its epoch start offset put into the state before, and
     the rest of the change checked as steps. ``steps=False`` checks the invariants only (what
     was checked before steps were; the tests use it to show what steps add). The counters
@@ -454,24 +460,26 @@ class ClusterProjection(ClusterObserver):
             nw.incarnations = {b: v for b, v in w.incarnations.items() if b in replicas}
             nw.fenced = {b: e for b, e in w.fenced.items() if b in replicas}
             nw.seg_start = {b: v for b, v in w.seg_start.items() if b in replicas}
+            nw.logs = {b: v for b, v in w.logs.items() if b in replicas}
             # ``acked`` starts over: a new replica (start offset 0 until it fetches) is not
             # one the acknowledged deletions were counted on.
         self.watches[tp] = nw
         return nw
 
-    def _view(self, b: int, tp: TopicPartition) -> tuple[ReplicaView | None, object | None]:
+    def _view(self, b: int, tp: TopicPartition
+              ) -> tuple[ReplicaView | None, object | None, PartitionLog | None]:
         broker = self.cluster.brokers.get(b)
         if broker is None or not broker.alive:
-            return None, None
+            return None, None, None
         log = broker.log_manager.get_log(tp)
         if log is None or log.offline or log.topic_id not in (None, self._topic_ids.get(tp)):
-            return None, broker.incarnation_id
+            return None, broker.incarnation_id, None
         ckpt = self._checkpoint(b, log)
         if ckpt is None:
-            return None, broker.incarnation_id
+            return None, broker.incarnation_id, None
         return (ReplicaView(log.log_end_offset, log.high_watermark, log.log_start_offset,
                             log.segments[0].base_offset, ckpt, log.recovery_point),
-                broker.incarnation_id)
+                broker.incarnation_id, log)
 
     def _deposed_leader(self, b: int, tp: TopicPartition, leader_epoch: int) -> bool:
         """Whether broker ``b`` still leads ``tp`` in a leader epoch older than the
@@ -514,7 +522,7 @@ class ClusterProjection(ClusterObserver):
         zero = ReplicaView(0, 0, 0, 0, 0, 0)
         restarted: set[int] = set()
         for b in replicas:
-            view, incarnation = self._view(b, tp)
+            view, incarnation, log = self._view(b, tp)
             if incarnation is not None:
                 seen = w.incarnations.setdefault(b, incarnation)
                 if seen != incarnation:
@@ -528,6 +536,13 @@ class ClusterProjection(ClusterObserver):
             if b in w.fenced and (b not in state.isr or state.leader_epoch > w.fenced[b]):
                 del w.fenced[b]
                 w.outside = w.outside or f"broker {b}'s restarted replica is seen"
+            if log is not None:
+                if w.logs.get(b, log) is not log and b not in restarted:
+                    # Another log object on the same incarnation: the replica was deleted and
+                    # created again (a StopReplica of a reassignment that took it away landed
+                    # after the one that brought it back was decided) or moved between dirs.
+                    w.outside = w.outside or f"broker {b}'s replica was replaced"
+                w.logs[b] = log
             if view is not None and b not in w.fenced:
                 if (b != state.leader and view != w.views.get(b)
                         and self._deposed_leader(b, tp, state.leader_epoch)):
