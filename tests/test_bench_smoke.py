@@ -27,6 +27,8 @@ STORAGE_FIGURES = {
     "recovery, 16 KiB batches",
 }
 STARTUP_PREFIX = "start-up, "
+JBOD_PREFIXES = ("JBOD move copy throughput", "JBOD move throttle accuracy",
+                 "JBOD move: appends held in the swap")
 
 
 def test_quick_mode_produces_every_figure() -> None:
@@ -41,6 +43,8 @@ def test_quick_mode_produces_every_figure() -> None:
     names = {row["benchmark"] for row in rows}
     assert names >= STORAGE_FIGURES, f"missing: {STORAGE_FIGURES - names}"
     assert any(name.startswith(STARTUP_PREFIX) for name in names), names
+    for prefix in JBOD_PREFIXES:
+        assert any(name.startswith(prefix) for name in names), (prefix, names)
     for row in rows:  # every module's rows, not only storage's
         assert row["error"] is None, f"{row['benchmark']}: {row['error']}"
         for key in ("figure", "reference", "ratio"):

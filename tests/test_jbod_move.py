@@ -557,3 +557,27 @@ def test_an_io_error_cancelling_a_move_takes_that_dir_offline_and_keeps_the_part
     c.produce("t", 0, [b"after"])
     c.run_until_idle()
     assert _dir_of(c, b) == src and _values(c, b)[-1] == b"after"
+
+
+def test_the_copy_is_durable_before_the_swap_takes_the_append_lock() -> None:
+    """The copier fsyncs the future log before S1: under the lock, S2 has only what the swap
+    itself copied to fsync, not the whole partition (appends wait for the lock)."""
+    from logwright.broker.dir_move import DirMoveFetcher
+
+    c = _cluster(seed=24, records=30)
+    b = _leader(c)
+    seen: list[tuple[int, int]] = []
+    original = DirMoveFetcher.swap
+
+    def watched(self: DirMoveFetcher, tp: TopicPartition, src, fut) -> None:  # type: ignore[no-untyped-def]
+        seen.append((fut.recovery_point, fut.log_end_offset))
+        original(self, tp, src, fut)
+
+    DirMoveFetcher.swap = watched  # type: ignore[method-assign]
+    try:
+        c.alter_replica_log_dirs({("t", 0, b): _other_dir(c, b)})
+        c.run_until_idle()
+    finally:
+        DirMoveFetcher.swap = original  # type: ignore[method-assign]
+    assert seen and _mover(c, b).stats.swaps == 1
+    assert all(durable == end for durable, end in seen), seen

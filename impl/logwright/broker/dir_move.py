@@ -207,6 +207,10 @@ class DirMoveFetcher:
             self._tokens -= copied
             progressed = self._follow(src, fut) or progressed or copied > 0
             if fut.log_end_offset >= src.recovery_point:
+                # The copy made durable before the append lock is taken: under the lock S2
+                # then fsyncs only what the swap itself copied, not the whole partition
+                # (fsyncing a log is always allowed: the model's Flush(fut) at any time).
+                fut.flush()
                 self.swap(tp, src, fut)
                 return True
         except KafkaStorageError as exc:
