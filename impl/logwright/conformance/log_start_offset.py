@@ -563,7 +563,10 @@ class ClusterProjection(ClusterObserver):
         part = (leader_broker.replica_manager.partitions.get(tp)
                 if leader_broker is not None and leader_broker.alive else None)
         if (part is not None and part.is_leader and part.leader_epoch == state.leader_epoch
+                and part.topic_id in (None, self._topic_ids.get(tp))
                 and part.leader_epoch_start_offset >= 0):
+            # (a leader still of the deleted topic's id may hold the same epoch number: a
+            # re-created topic starts its epochs again; its epoch start is no concern here)
             w.epoch_start = part.leader_epoch_start_offset
         elif w.leader != previous_leader:
             # Elected, not yet told (or down): its epoch starts at its LEO (the model's
