@@ -54,8 +54,10 @@ CONSTANTS
     Bug                  \* "none", or the name of the injected bug:
                          \*   "SwapBeforeFlush"          S3 renames before the future log is fsynced
                          \*   "AppendDuringSwap"         appends are not blocked during the swap
-                         \*   "DeleteSourceBeforeRename" S5 (source -> -delete, fsynced) comes
-                         \*                              before S3 (future -> live)
+                         \*   "SeedRenameOrder"          the seed's order: S5 (source -> -delete,
+                         \*                              fsynced) comes before S3 (future -> live),
+                         \*                              the copy not fsynced first, and start-up
+                         \*                              promotes a lone future dir to live
                          \*   "SwapBeforeCopyDone"       S3 renames the future log live before it
                          \*                              holds every source record
                          \*   "CopierResumesFromHW"      a restarted copier resumes from the
@@ -103,10 +105,12 @@ TypeOK ==
 
 Min(a, b) == IF a < b THEN a ELSE b
 
-(* R1: the log recovery picks from dir names `n`: the live one of the highest generation. *)
+(* R1: the log recovery picks from dir names `n`: the live one of the highest generation. The  *)
+(* seed's start-up rule (bug SeedRenameOrder) also promotes a lone future dir.                 *)
 Authoritative(n) ==
     IF n["fut"] = "live" THEN "fut"
     ELSE IF n["src"] = "live" THEN "src"
+    ELSE IF Bug = "SeedRenameOrder" /\ n["fut"] = "future" THEN "fut"
     ELSE "none"
 
 Init ==
@@ -181,9 +185,9 @@ RenameFutureLive ==
     /\ up /\ locked
     /\ name["fut"] = "future"
     /\ Bug # "SwapBeforeCopyDone" => vol["fut"] = vol["src"]
-    /\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]
+    /\ Bug \notin {"SwapBeforeFlush", "SeedRenameOrder"} => dur["fut"] = vol["fut"]
     /\ start["fut"] = start["src"]
-    /\ Bug = "DeleteSourceBeforeRename" => durName["src"] = "delete"
+    /\ Bug = "SeedRenameOrder" => durName["src"] = "delete"
     /\ name' = [name EXCEPT !["fut"] = "live"]
     /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
                    misplaced, start>>
@@ -192,8 +196,8 @@ RenameFutureLive ==
 RenameSourceDelete ==
     /\ up /\ locked
     /\ name["src"] = "live"
-    /\ IF Bug = "DeleteSourceBeforeRename"
-       THEN name["fut"] = "future" /\ vol["fut"] = vol["src"] /\ dur["fut"] = vol["fut"]
+    /\ IF Bug = "SeedRenameOrder"
+       THEN name["fut"] = "future" /\ vol["fut"] = vol["src"]
        ELSE durName["fut"] = "live"
     /\ name' = [name EXCEPT !["src"] = "delete"]
     /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
@@ -235,7 +239,8 @@ Crash ==
 (* renamed -delete (R2). That rename is not durable until its dir is fsynced, a separate step     *)
 (* (FsyncDir(src)): a crash in between leaves two live dirs again, and recovery runs again from    *)
 (* the names on disk. R3: a future log beside the live source resumes its copy from its own end  *)
-(* (skew 0); the bug resumes from the current log's HW, here its acknowledged prefix.            *)
+(* (skew 0); the bug resumes from the current log's HW, here its acknowledged prefix. The log   *)
+(* picked takes the live name (a no-op but for the seed's promotion of a lone future dir).      *)
 Recover ==
     LET a == Authoritative(durName)
     IN
@@ -243,7 +248,8 @@ Recover ==
     /\ a # "none"
     /\ up' = TRUE
     /\ current' = a
-    /\ name' = [l \in Logs |-> IF l # a /\ durName[l] = "live" THEN "delete" ELSE durName[l]]
+    /\ name' = [l \in Logs |-> IF l = a THEN "live"
+                              ELSE IF durName[l] = "live" THEN "delete" ELSE durName[l]]
     /\ skew' = IF Bug = "CopierResumesFromHW" /\ durName["fut"] = "future"
                THEN acked - dur["fut"] ELSE 0
     /\ UNCHANGED <<locked, vol, dur, durName, acked, lateAppend, agree, misplaced, start>>

@@ -242,7 +242,8 @@ def test_z3_refutes_every_bug_with_readable_steps(bug: str) -> None:
     story = {"SwapBeforeFlush": ("AdvanceHW|FsyncDir[fut]",
                                  "fut: name=live (disk live) records=1 (fsynced 0)"),
              "AppendDuringSwap": ("Append", "LATE APPEND"),
-             "DeleteSourceBeforeRename": ("FsyncDir[src]", "src: name=delete (disk delete)"),
+             "SeedRenameOrder": ("AdvanceHW|FsyncDir[src]",
+                                 "fut: name=future (disk future) records=1 (fsynced 0)"),
              "SwapBeforeCopyDone": ("AdvanceHW|FsyncDir[fut]",
                                     "acked=1, in common 0, skew 0; src: name=live (disk live) "
                                     "records=1 (fsynced 1); fut: name=live (disk live) records=0"),

@@ -48,10 +48,13 @@ V = Mapping[str, Any]
 Step = tuple[Any, dict[str, Any]]
 
 
-def authoritative(s: V, prefix: str = "durName") -> Any:
-    """R1 on the dir names ``<prefix>_src``/``<prefix>_fut``: FUT, SRC or NO_LOG."""
+def authoritative(s: V, prefix: str = "durName", bug: str = "none") -> Any:
+    """R1 on the dir names ``<prefix>_src``/``<prefix>_fut``: FUT, SRC or NO_LOG (with the
+    seed's start-up rule, bug SeedRenameOrder, a lone future dir is FUT too)."""
+    lone = (z3.If(s[f"{prefix}_fut"] == FUTURE, FUT, NO_LOG) if bug == "SeedRenameOrder"
+            else NO_LOG)
     return z3.If(s[f"{prefix}_fut"] == LIVE, FUT,
-                 z3.If(s[f"{prefix}_src"] == LIVE, SRC, NO_LOG))
+                 z3.If(s[f"{prefix}_src"] == LIVE, SRC, lone))
 
 
 def _min(a: Any, b: Any) -> Any:
@@ -78,7 +81,7 @@ def system(bug: str = "none") -> TransitionSystem:
         return z3.And(s["up"], allowed), {
             "vol_src": z3.If(to_src, s["vol_src"] + 1, s["vol_src"]),
             "vol_fut": z3.If(to_src, s["vol_fut"], s["vol_fut"] + 1),
-            "lateAppend": z3.Or(s["lateAppend"], s["current"] != authoritative(s))}
+            "lateAppend": z3.Or(s["lateAppend"], s["current"] != authoritative(s, bug=bug))}
 
     def copy(s: V, p: V) -> Step:
         same = z3.And(s["skew"] == 0, s["agree"] == s["vol_fut"])
@@ -101,17 +104,17 @@ def system(bug: str = "none") -> TransitionSystem:
                       s["name_fut"] == FUTURE, s["vol_fut"] == s["dur_src"]), {"locked": true}
 
     def rename_future_live(s: V, p: V) -> Step:
-        flushed = true if bug == "SwapBeforeFlush" else s["dur_fut"] == s["vol_fut"]
-        order = (s["durName_src"] == DELETE if bug == "DeleteSourceBeforeRename" else true)
+        flushed = (true if bug in ("SwapBeforeFlush", "SeedRenameOrder")
+                   else s["dur_fut"] == s["vol_fut"])
+        order = s["durName_src"] == DELETE if bug == "SeedRenameOrder" else true
         caught_up = true if bug == "SwapBeforeCopyDone" else s["vol_fut"] == s["vol_src"]
         return z3.And(s["up"], s["locked"], s["name_fut"] == FUTURE,
                       s["start_fut"] == s["start_src"], caught_up, flushed, order), {
             "name_fut": LIVE}
 
     def rename_source_delete(s: V, p: V) -> Step:
-        if bug == "DeleteSourceBeforeRename":
-            ready = z3.And(s["name_fut"] == FUTURE, s["vol_fut"] == s["vol_src"],
-                           s["dur_fut"] == s["vol_fut"])
+        if bug == "SeedRenameOrder":
+            ready = z3.And(s["name_fut"] == FUTURE, s["vol_fut"] == s["vol_src"])
         else:
             ready = s["durName_fut"] == LIVE
         return z3.And(s["up"], s["locked"], s["name_src"] == LIVE, ready), {"name_src": DELETE}
@@ -133,9 +136,9 @@ def system(bug: str = "none") -> TransitionSystem:
                          "skew": 0}
 
     def recover(s: V, p: V) -> Step:
-        a = authoritative(s)
-        n = {log: z3.If(z3.And(a != i, s[f"durName_{log}"] == LIVE), DELETE,
-                        s[f"durName_{log}"]) for log, i in LOGS.items()}
+        a = authoritative(s, bug=bug)
+        n = {log: z3.If(a == i, LIVE, z3.If(s[f"durName_{log}"] == LIVE, DELETE,
+                                             s[f"durName_{log}"])) for log, i in LOGS.items()}
         return z3.And(z3.Not(s["up"]), a != NO_LOG), {
             "up": true, "current": a, **{f"name_{log}": v for log, v in n.items()},
             "skew": (z3.If(s["durName_fut"] == FUTURE, s["acked"] - s["dur_fut"], 0)
@@ -161,7 +164,7 @@ def system(bug: str = "none") -> TransitionSystem:
             "start_fut": s["start_src"]}
 
     def atomic_move_swap(s: V) -> Any:
-        a = authoritative(s)
+        a = authoritative(s, bug=bug)
         return z3.And(
             a != NO_LOG,
             z3.If(a == FUT, s["dur_fut"], s["dur_src"]) >= s["acked"],

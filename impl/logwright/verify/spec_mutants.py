@@ -259,7 +259,8 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "a restarted broker still remembers the versions it applied"),
     # -- ReplicaMove -------------------------------------------------------------------------
     _m("ReplicaMove", "SwapBeforeFutureFlushed",
-       '    /\\ Bug # "SwapBeforeFlush" => dur["fut"] = vol["fut"]\n', "",
+       '    /\\ Bug \\notin {"SwapBeforeFlush", "SeedRenameOrder"} => dur["fut"] = vol["fut"]\n',
+       "",
        "rename the future log live before it is flushed"),
     _m("ReplicaMove", "BeginSwapBeforeCaughtUp",
        '    /\\ vol["fut"] = dur["src"]\n    /\\ locked\' = TRUE',
@@ -276,7 +277,8 @@ MUTANTS: tuple[SpecMutant, ...] = (
        '       ELSE durName["fut"] = "live"', '       ELSE name["fut"] = "live"',
        "rename the source -delete before the future's live name is durable (S4)"),
     _m("ReplicaMove", "RecoverKeepsOldLive",
-       "    /\\ name' = [l \\in Logs |-> IF l # a /\\ durName[l] = \"live\" THEN \"delete\" "
+       "    /\\ name' = [l \\in Logs |-> IF l = a THEN \"live\"\n"
+       "                              ELSE IF durName[l] = \"live\" THEN \"delete\" "
        "ELSE durName[l]]",
        "    /\\ name' = durName",
        "recovery leaves the lower generation's live dir live (R2 skipped)",

@@ -10,8 +10,9 @@ BUG_TABLE = BugTable("ReplicaMove", (
         "the future log is renamed live before it is fsynced"),
     Bug("AppendDuringSwap", "AtomicMoveSwap",
         "appends are not blocked during the swap"),
-    Bug("DeleteSourceBeforeRename", "AtomicMoveSwap",
-        "the source is renamed -delete (fsynced) before the future log goes live"),
+    Bug("SeedRenameOrder", "AtomicMoveSwap",
+        "the seed's order: the source is renamed -delete (fsynced) before the future log, not "
+        "fsynced first, goes live, and start-up promotes a lone future dir"),
     Bug("SwapBeforeCopyDone", "AtomicMoveSwap",
         "the future log is renamed live before it holds every source record"),
     Bug("CopierResumesFromHW", "AtomicMoveSwap",

@@ -78,7 +78,11 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
 
         fut, src, none = (_CURRENT.index(x) for x in (FUT, SRC, NO_LOG))
         live = _NAMES.index(LIVE)
-        a: Codes = np.where(c["durName1"] == live, fut, np.where(c["durName0"] == live, src, none))
+        lone: Codes | int = none
+        if self.config.bug == "SeedRenameOrder":  # the seed's start-up promotes a lone future
+            lone = np.where(c["durName1"] == _NAMES.index(FUTURE), fut, none)
+        a: Codes = np.where(c["durName1"] == live, fut,
+                            np.where(c["durName0"] == live, src, lone))
         return a
 
     def packed_successors(self, frontier: Codes) -> Iterable[Branch]:
@@ -131,14 +135,14 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         mask = up & locked & (name[1] == future) & (start[1] == start[0])
         if bug != "SwapBeforeCopyDone":
             mask &= vol[1] == vol[0]
-        if bug != "SwapBeforeFlush":
+        if bug not in ("SwapBeforeFlush", "SeedRenameOrder"):
             mask &= dur[1] == vol[1]
-        if bug == "DeleteSourceBeforeRename":
+        if bug == "SeedRenameOrder":
             mask &= dur_name[0] == delete
         yield branch(5, 0, mask, (live - future) * w["name1"])
         # RenameSourceDelete
-        if bug == "DeleteSourceBeforeRename":
-            ready = (name[1] == future) & (vol[1] == vol[0]) & (dur[1] == vol[1])
+        if bug == "SeedRenameOrder":
+            ready = (name[1] == future) & (vol[1] == vol[0])
         else:
             ready = dur_name[1] == live
         yield branch(6, 0, up & locked & (name[0] == live) & ready, (delete - live) * w["name0"])
@@ -166,7 +170,8 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         else:
             recover = recover - skew * w["skew"]
         for i, log in enumerate(LOGS):
-            n = np.where((a != _CURRENT.index(log)) & (dur_name[i] == live), delete, dur_name[i])
+            n = np.where(a == _CURRENT.index(log), live,
+                         np.where(dur_name[i] == live, delete, dur_name[i]))
             recover = recover + (n - name[i]) * w[f"name{i}"]
         yield branch(10, 0, ~up & (a != none), recover)
         # AdvanceHW: to the fsynced end of the log appends go to

@@ -107,12 +107,15 @@ class ReplicaMoveConfig:
                    invariants=tuple(cfg["invariants"]))
 
 
-def Authoritative(n: PerLog[str]) -> str:
-    """R1: the log recovery picks from dir names ``n``: the live one of the highest generation."""
+def Authoritative(n: PerLog[str], bug: str = "none") -> str:
+    """R1: the log recovery picks from dir names ``n``: the live one of the highest generation;
+    with the seed's start-up rule (bug ``SeedRenameOrder``) a lone future dir too."""
     if n[1] == LIVE:
         return FUT
     if n[0] == LIVE:
         return SRC
+    if bug == "SeedRenameOrder" and n[1] == FUTURE:
+        return FUT
     return NO_LOG
 
 
@@ -150,8 +153,8 @@ class ReplicaMoveTwin(Spec):
         c = _i(s.current)
         if s.vol[c] >= self.config.max_records:
             return None
-        return s._replace(vol=_set(s.vol, c, s.vol[c] + 1),
-                          lateAppend=s.lateAppend or s.current != Authoritative(s.durName))
+        late = s.current != Authoritative(s.durName, self.config.bug)
+        return s._replace(vol=_set(s.vol, c, s.vol[c] + 1), lateAppend=s.lateAppend or late)
 
     def Copy(self, s: RMState) -> RMState | None:
         """C: the copier appends the source's fsynced record at offset ``vol[fut] + skew`` at
@@ -193,11 +196,11 @@ class ReplicaMoveTwin(Spec):
             return None
         if s.vol[1] != s.vol[0] and bug != "SwapBeforeCopyDone":
             return None
-        if s.dur[1] != s.vol[1] and bug != "SwapBeforeFlush":
+        if s.dur[1] != s.vol[1] and bug not in ("SwapBeforeFlush", "SeedRenameOrder"):
             return None
         if s.start[1] != s.start[0]:
             return None
-        if bug == "DeleteSourceBeforeRename" and s.durName[0] != DELETE:
+        if bug == "SeedRenameOrder" and s.durName[0] != DELETE:
             return None
         return s._replace(name=(s.name[0], LIVE))
 
@@ -205,8 +208,8 @@ class ReplicaMoveTwin(Spec):
         """S5: the source dir is renamed -delete, once the commit (S4) is durable."""
         if not (s.up and s.locked and s.name[0] == LIVE):
             return None
-        if self.config.bug == "DeleteSourceBeforeRename":
-            ready = s.name[1] == FUTURE and s.vol[1] == s.vol[0] and s.dur[1] == s.vol[1]
+        if self.config.bug == "SeedRenameOrder":
+            ready = s.name[1] == FUTURE and s.vol[1] == s.vol[0]
         else:
             ready = s.durName[1] == LIVE
         if not ready:
@@ -237,12 +240,12 @@ class ReplicaMoveTwin(Spec):
         """R1-R3: restart on the authoritative log; a lower-generation live dir is renamed
         -delete (R2), durable only at the next ``FsyncDir`` of its dir (a crash in between
         leaves it live, and recovery runs again)."""
-        a = Authoritative(s.durName)
+        a = Authoritative(s.durName, self.config.bug)
         if s.up or a == NO_LOG:
             return None
         n: PerLog[str] = (
-            DELETE if a != SRC and s.durName[0] == LIVE else s.durName[0],
-            DELETE if a != FUT and s.durName[1] == LIVE else s.durName[1],
+            LIVE if a == SRC else DELETE if s.durName[0] == LIVE else s.durName[0],
+            LIVE if a == FUT else DELETE if s.durName[1] == LIVE else s.durName[1],
         )
         resume_hw = self.config.bug == "CopierResumesFromHW" and s.durName[1] == FUTURE
         return s._replace(up=True, current=a, name=n,
@@ -311,7 +314,7 @@ class ReplicaMoveTwin(Spec):
         """One authoritative log on disk, holding every acked record (by identity); no late
         append; no record copied to an offset the source never had it at."""
         s = _rm(s)
-        a = Authoritative(s.durName)
+        a = Authoritative(s.durName, self.config.bug)
         if a == NO_LOG or s.dur[_i(a)] < s.acked:
             return False
         if a == FUT and s.current == SRC and s.agree < s.acked:
@@ -331,7 +334,7 @@ class ReplicaMoveTwin(Spec):
         s = _rm(s)
         head = ("up" if s.up else "DOWN (crashed)") + (", append lock held" if s.locked else "")
         lines = [f"broker {head}; appends go to {s.current}; acked={s.acked}; authoritative on "
-                 f"disk: {Authoritative(s.durName)}; in common: {s.agree}"
+                 f"disk: {Authoritative(s.durName, self.config.bug)}; in common: {s.agree}"
                  + (f"; copier skew {s.skew}" if s.skew else "")
                  + ("; LATE APPEND" if s.lateAppend else "")
                  + ("; MISPLACED RECORD" if s.misplaced else "")]
