@@ -149,11 +149,11 @@ Copy ==
     /\ misplaced' = (misplaced \/ skew # 0)
     /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew, start>>
 
-(* fsync of log l's segments. *)
+(* fsync of log l's segments, one after another: each makes a longer prefix of its records     *)
+(* durable (a crash between two leaves a prefix). One step makes any longer prefix durable.     *)
 Flush(l) ==
     /\ up
-    /\ dur[l] < vol[l]
-    /\ dur' = [dur EXCEPT ![l] = vol[l]]
+    /\ \E k \in (dur[l] + 1)..vol[l] : dur' = [dur EXCEPT ![l] = k]
     /\ UNCHANGED <<up, current, locked, vol, name, durName, acked, lateAppend, agree, skew,
                    misplaced, start>>
 

@@ -170,3 +170,29 @@ def test_an_intercepted_message_goes_to_the_handler_not_the_node() -> None:
     net.send("a", "b", "kept")
     sched.advance(1_000)
     assert held == [("a", "b", "kept")] and [m for _, m in b.got].count("kept") == 2
+
+
+def test_the_simulated_disk_shows_what_a_crash_would_keep_without_changing_it() -> None:
+    """``durable_listdir`` and ``durable_bytes`` read what a crash now would keep; they are no
+    operations (``after_op`` is not called, ``ops`` does not move), unlike every mutation."""
+    fs = SimFileSystem()
+    seen: list[int] = []
+    fs.mkdir("/d")
+    fs.fsync_dir("/")
+    fs.after_op = lambda: seen.append(fs.ops)
+    fs.mkdir("/d/a")
+    h = fs.open("/d/a/f", create=True)
+    h.append(b"one")
+    assert fs.listdir("/d") == ["a"] and fs.durable_listdir("/d") == []
+    fs.fsync_dir("/d")
+    fs.fsync_dir("/d/a")
+    h.fsync()
+    h.append(b"two")
+    ops = fs.ops
+    assert fs.durable_listdir("/d") == ["a"] and fs.durable_listdir("/d/a") == ["f"]
+    assert fs.durable_bytes("/d/a/f") == b"one" and h.read(0, 100) == b"onetwo"
+    assert fs.ops == ops, "reading what survives is no operation"
+    assert seen == list(range(seen[0], seen[0] + len(seen))) and len(seen) >= 5
+    fs.after_op = None
+    fs.crash()
+    assert fs.open("/d/a/f").read(0, 100) == b"one"

@@ -92,8 +92,8 @@ def system(bug: str = "none") -> TransitionSystem:
             "misplaced": z3.Or(s["misplaced"], s["skew"] != 0)}
 
     def flush(log: str, s: V, p: V) -> Step:
-        return z3.And(s["up"], s[f"dur_{log}"] < s[f"vol_{log}"]), {
-            f"dur_{log}": s[f"vol_{log}"]}
+        k = p["k"]  # any longer prefix made durable
+        return z3.And(s["up"], s[f"dur_{log}"] < k, k <= s[f"vol_{log}"]), {f"dur_{log}": k}
 
     def fsync_dir(log: str, s: V, p: V) -> Step:
         return z3.And(s["up"], s[f"durName_{log}"] != s[f"name_{log}"]), {
@@ -177,7 +177,7 @@ def system(bug: str = "none") -> TransitionSystem:
     actions = [
         ActionDef("Append", append),
         ActionDef("Copy", copy),
-        *[ActionDef(f"Flush[{log}]", partial(flush, log)) for log in LOGS],
+        *[ActionDef(f"Flush[{log}]", partial(flush, log), params=("k",)) for log in LOGS],
         *[ActionDef(f"FsyncDir[{log}]", partial(fsync_dir, log)) for log in LOGS],
         ActionDef("BeginSwap", begin_swap),
         ActionDef("RenameFutureLive", rename_future_live),
@@ -312,7 +312,7 @@ def twin_views(spec: Any) -> list[TwinView]:
         return z3.And(*[t[f"vol_{log}"] <= k.max_records for log in LOGS])
 
     exact = [("Append", one(spec.Append)), ("Copy", one(spec.Copy))]
-    exact += [(f"Flush[{log}]", one(spec.Flush, log)) for log in LOGS]
+    exact += [(f"Flush[{log}]", lambda s, log=log: list(spec.Flush(s, log))) for log in LOGS]
     exact += [(f"FsyncDir[{log}]", one(spec.FsyncDir, log)) for log in LOGS]
     exact += [(n, one(getattr(spec, n))) for n in (
         "BeginSwap", "RenameFutureLive", "RenameSourceDelete", "EndSwap", "DeleteSource",

@@ -11,7 +11,9 @@ through one real log, the abstract states compared move by move.
 :mod:`~logwright.conformance.fetcher_failure` abstract a simulated cluster onto the
 ControllerFencing twin (per partition, over every broker) and the FetcherFailure twin (per
 replica); :mod:`~logwright.conformance.stray_cleanup` onto the StrayCleanup twin (per
-partition name, over every broker, against the control requests the controllers sent).
+partition name, over every broker, against the control requests the controllers sent);
+:mod:`~logwright.conformance.replica_move` a log manager's move of one partition between two
+dirs of the simulated disk onto the ReplicaMove twin.
 
 This package sits above ``cluster/`` and below ``verify/`` (docs/architecture.md): it may read
 everything the abstraction needs, and nothing below imports it.

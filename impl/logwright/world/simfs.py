@@ -18,7 +18,7 @@ import enum
 import errno
 import posixpath
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from logwright.world.clock import Clock, VirtualClock
 from logwright.world.fs import FileHandle, FileLock, FileSystem
@@ -137,6 +137,9 @@ class SimFileSystem(FileSystem):
         self._crash_at: int | None = None
         self._faults: dict[str, Fault] = {}
         self._locks: dict[str, FileLock] = {}  # normalised path -> the holder
+        #: Called after every mutating operation (before a crash it may trigger): for checkers
+        #: that look at the state after each operation. It must only read.
+        self.after_op: Callable[[], None] | None = None
 
     # ---- crash and faults -------------------------------------------------------------------
 
@@ -211,6 +214,8 @@ class SimFileSystem(FileSystem):
 
     def _tick(self) -> None:
         self.ops += 1
+        if self.after_op is not None:
+            self.after_op()
         if self._crash_at is not None and self.ops >= self._crash_at:
             self._crash_at = None
             raise SimulatedCrash(f"crash after operation {self.ops}", self)
@@ -289,6 +294,23 @@ class SimFileSystem(FileSystem):
         if not isinstance(node, _Dir):
             raise OSError(errno.ENOTDIR, "Not a directory", path)
         return sorted(node.entries)
+
+    def durable_listdir(self, path: str) -> list[str]:
+        """The names in dir ``path`` that a crash now would keep (as of its last fsync_dir);
+        for checkers that compare what survives with what runs. Not a file system operation
+        (no op is counted, no fault applies)."""
+        node = self._lookup(path)
+        if not isinstance(node, _Dir):
+            raise OSError(errno.ENOTDIR, "Not a directory", path)
+        return sorted(node.durable)
+
+    def durable_bytes(self, path: str) -> bytes:
+        """The contents of file ``path`` that a crash now would keep (as of its last fsync);
+        read-only, for checkers, like :meth:`durable_listdir`."""
+        node = self._lookup(path)
+        if not isinstance(node, _File):
+            raise OSError(errno.ENOENT, "No such file", path)
+        return bytes(node.durable)
 
     def mkdir(self, path: str) -> None:
         self._fault_check(path, True)

@@ -122,8 +122,9 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
                      w["vol1"] + same * w["agree"]
                      + ((skew != 0) & (misplaced == 0)) * w["misplaced"])
         # Flush(l), FsyncDir(l)
-        for i in range(len(LOGS)):
-            yield branch(2, i, up & (dur[i] < vol[i]), (vol[i] - dur[i]) * w[f"dur{i}"])
+        for i in range(len(LOGS)):  # any longer prefix made durable, in the twin's order
+            for d in range(1, m + 1):
+                yield branch(2, i * m + d - 1, up & (dur[i] + d <= vol[i]), d * w[f"dur{i}"])
         for i in range(len(LOGS)):
             yield branch(3, i, up & (dur_name[i] != name[i]),
                          (name[i] - dur_name[i]) * w[f"durName{i}"])

@@ -167,12 +167,13 @@ class ReplicaMoveTwin(Spec):
         return s._replace(vol=(s.vol[0], s.vol[1] + 1), agree=s.agree + 1 if same else s.agree,
                           misplaced=s.misplaced or s.skew != 0)
 
-    def Flush(self, s: RMState, log: str) -> RMState | None:
-        """fsync of a log's segments."""
+    def Flush(self, s: RMState, log: str) -> Iterator[RMState]:
+        """fsync of a log's segments, one after another: any longer prefix made durable."""
         i = _i(log)
-        if not s.up or s.dur[i] >= s.vol[i]:
-            return None
-        return s._replace(dur=_set(s.dur, i, s.vol[i]))
+        if not s.up:
+            return
+        for k in range(s.dur[i] + 1, s.vol[i] + 1):
+            yield s._replace(dur=_set(s.dur, i, k))
 
     def FsyncDir(self, s: RMState, log: str) -> RMState | None:
         """fsync of the dir holding a log: its name survives a crash."""
@@ -290,7 +291,10 @@ class ReplicaMoveTwin(Spec):
             fn = getattr(self, method)
             return Action(method, lambda s: _each(fn(_rm(s), log) for log in LOGS))
 
-        return [one("Append"), one("Copy"), per_log("Flush"), per_log("FsyncDir"),
+        def flushes() -> Action:
+            return Action("Flush", lambda s: (t for log in LOGS for t in self.Flush(_rm(s), log)))
+
+        return [one("Append"), one("Copy"), flushes(), per_log("FsyncDir"),
                 one("BeginSwap"), one("RenameFutureLive"), one("RenameSourceDelete"),
                 one("EndSwap"), one("DeleteSource"), one("Crash"), one("Recover"),
                 one("AdvanceHW"), one("TruncateSource"), one("RaiseStart"), one("FollowStart")]

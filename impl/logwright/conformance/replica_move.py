@@ -1,0 +1,201 @@
+"""The abstraction of one partition's JBOD move in a log manager onto the ReplicaMove twin.
+
+A move of partition ``tp`` from dir ``src_dir`` to dir ``dest_dir`` of one broker's
+:class:`~logwright.logmanager.LogManager` over a :class:`~logwright.world.SimFileSystem` is
+mapped, at any instant, to the twin's variables (spec/ReplicaMove.tla):
+
+* ``name`` / ``durName``: each log's dir name in its dir as the running broker sees it, and as
+  a crash would leave it (the dir's entries at its last fsync): ``live`` (``<tp>``), ``future``
+  (``<tp>.<id>-future``), ``delete`` (``<tp>.<id>-delete``), or ``none``. A future log not
+  created yet, or lost in a crash before its dir entry was durable, is ``future`` with no
+  records: the twin's future log starts empty, and an empty copy restarts the move;
+* ``vol`` / ``dur``: each log's records written and fsynced, counted from offset 0 (its log end
+  offset and recovery point; 0 once the log is gone);
+* ``acked``: the live log's high watermark, capped at what the log appends go to has fsynced
+  (the twin acknowledges fsynced records: a high watermark above the fsynced end is the
+  replication layer's promise, LogStartOffset's concern, not this module's);
+* ``agree`` and ``misplaced``: how many leading records both logs hold alike, and whether the
+  future log holds a record at an offset where the source holds another, by identity (offset,
+  key, value and timestamp compared, not counts);
+* ``start``: each log's start offset; ``up``, ``current`` and ``locked`` as the caller says (the
+  swap, S1 to S6, runs within one call that holds the partition's append lock);
+* ``skew`` 0 and ``lateAppend`` False: nothing the code does makes either (the copier always
+  reads at the future log's own end; an append during the swap waits for the lock).
+
+:class:`ReplicaMoveRefinement` gives a :class:`~logwright.conformance.refinement.RefinementChecker`
+every twin step (the twin is small: fifteen actions), so each file-system operation of a move
+is checked as at most ``max_steps`` twin steps, and AtomicMoveSwap on every state.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from logwright.errors import LogDirNameError, LogwrightError
+from logwright.identity import TopicPartition
+from logwright.logmanager import LogManager
+from logwright.model.core import State
+from logwright.model.replica_move import ReplicaMoveSpec
+from logwright.model.replica_move.twin import (
+    DELETE,
+    FUT,
+    FUTURE,
+    GONE,
+    LIVE,
+    NO_LOG,
+    SRC,
+    RMState,
+)
+from logwright.storage.log import PartitionLog
+from logwright.storage.naming import DirKind, parse_dir_name
+from logwright.world.simfs import SimFileSystem
+
+_KIND = {DirKind.LIVE: LIVE, DirKind.FUTURE: FUTURE, DirKind.DELETE: DELETE}
+
+
+class ReplicaMoveRefinement:
+    """Every twin step from a state (a
+    :class:`~logwright.conformance.refinement.Refinement`)."""
+
+    def __init__(self, spec: ReplicaMoveSpec) -> None:
+        self._spec = spec
+
+    @property
+    def spec(self) -> ReplicaMoveSpec:
+        """The twin."""
+        return self._spec
+
+    def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
+        """Every step of every action (the target is not needed to prune: the twin is small)."""
+        for action in self._spec.actions():
+            for nxt in action.fn(state):
+                yield action.name, nxt
+
+
+@dataclass
+class MoveView:
+    """What the projection remembers of a move between instants: the records last read of
+    each log (a log closed by the swap, or renamed away, cannot be read again), whether a
+    misplaced record was ever seen, and the highest ``acked`` (the twin's never falls)."""
+
+    src_records: dict[int, tuple[object, ...]] | None = None
+    fut_records: dict[int, tuple[object, ...]] | None = None
+    misplaced: bool = False
+    acked: int = 0
+    src: PartitionLog | None = None
+    """The source log the move started from (for a caller that must find it again)."""
+    durable: dict[str, int] = field(default_factory=dict)
+    """Each log's durable end when last readable on disk (kept while its dir is renamed)."""
+
+    def counts(self, which: str, fs: SimFileSystem, log: PartitionLog) -> tuple[int, int, int]:
+        """``log``'s records written, records fsynced (:func:`durable_end`), start offset."""
+        end = durable_end(fs, log)
+        if end is not None:
+            self.durable[which] = min(end, log.log_end_offset)
+        return (log.log_end_offset, self.durable.get(which, log.recovery_point),
+                log.log_start_offset)
+
+
+def _name_in(names: Iterable[str], tp: TopicPartition, generation_dir: bool) -> str | None:
+    """The twin name of ``tp``'s dir among ``names`` (None: none there)."""
+    for n in names:
+        try:
+            parsed = parse_dir_name(n)
+        except LogDirNameError:  # another entry of the dir: a file, a checkpoint
+            continue
+        if parsed.tp == tp and parsed.kind in _KIND:
+            kind = _KIND[parsed.kind]
+            if generation_dir or kind != FUTURE:
+                return kind
+    return None
+
+
+def _records(log: PartitionLog | None) -> dict[int, tuple[object, ...]] | None:
+    """Every record of ``log`` by offset (None: no log, or it cannot be read any more)."""
+    if log is None:
+        return None
+    try:
+        return {offset: (r.key, r.value, r.timestamp_ms) for offset, r in log.read_records(0)}
+    except (OSError, ValueError, LogwrightError):  # closed by the swap, or renamed away
+        return None
+
+
+def durable_end(fs: SimFileSystem, log: PartitionLog) -> int | None:
+    """The offset below which ``log``'s records would survive a crash now: the whole batches in
+    the fsynced part of its segment files whose names are durable in its dir, up to the first
+    segment not wholly durable (None: the log's files are not where it says: renamed, or
+    gone). Read from the simulated disk, not from the log's recovery point, which an fsync made
+    for another reason (a new leader epoch's checkpoint) does not move."""
+    try:
+        names = set(fs.durable_listdir(log.dir_path))
+        end = log.segments[0].base_offset
+        for seg in log.segments:
+            if posixpath.basename(seg.log_path) not in names:
+                break
+            data = fs.durable_bytes(seg.log_path)
+            p = 0
+            while p + _HEADER <= len(data):
+                size = _OFFSET_AND_LENGTH + int.from_bytes(data[p + 8:p + 12], "big")
+                if p + size > len(data):
+                    break
+                base = int.from_bytes(data[p:p + 8], "big")
+                end = base + int.from_bytes(data[p + 23:p + 27], "big") + 1
+                p += size
+            if len(data) < fs.file_size(seg.log_path):
+                break
+        return end
+    except OSError:
+        return None
+
+
+_OFFSET_AND_LENGTH = 12
+"""A record batch starts with its base offset (8 bytes) and the length of the rest (4)."""
+_HEADER = 27
+"""Up to and including ``lastOffsetDelta`` (bytes 23 to 26 of a v2 batch)."""
+
+
+def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: PartitionLog,
+                  src_dir: str, dest_dir: str, view: MoveView, *, up: bool = True,
+                  locked: bool = False, current: str = SRC) -> RMState:
+    """The twin state of ``tp``'s move from ``src_dir`` (whose log is ``src``) to
+    ``dest_dir``, at this instant; ``view`` carries what a closed log cannot say again."""
+    name = (_name_in(fs.listdir(src_dir), tp, False) or GONE,
+            _name_in(fs.listdir(dest_dir), tp, True) or FUTURE)
+    dur_name = (_name_in(fs.durable_listdir(src_dir), tp, False) or GONE,
+                _name_in(fs.durable_listdir(dest_dir), tp, True) or FUTURE)
+    if name[0] == GONE and dur_name[0] == DELETE:
+        # S7 removes the -delete dir file by file; the twin's DeleteSource is the whole
+        # removal, done once the removal is durable (a crash before leaves the dir to R4).
+        name = (DELETE, name[1])
+    live = lm.get_log(tp)
+    fut = lm.get_future_log(tp)
+    if fut is None and live is not None and posixpath.dirname(live.dir_path) == dest_dir:
+        fut = live  # swapped in: the moved log
+    theirs = _records(src)
+    if theirs is not None:
+        view.src_records = theirs
+    ours = _records(fut) if fut is not None else ({} if name[1] == FUTURE else None)
+    if ours is not None:
+        view.fut_records = ours
+    theirs, ours = view.src_records or {}, view.fut_records or {}
+    agree = 0
+    while agree in ours and ours[agree] == theirs.get(agree):
+        agree += 1
+    view.misplaced = view.misplaced or any(o in theirs and theirs[o] != r
+                                           for o, r in ours.items())
+    gone = name[0] == GONE
+    src_counts = (0, 0, 0) if gone else view.counts(SRC, fs, src)
+    fut_counts = view.counts(FUT, fs, fut) if fut is not None else (0, 0, 0)
+    appends_to = src_counts[1] if current == SRC else fut_counts[1]
+    if up and live is not None:
+        view.acked = max(view.acked, min(live.high_watermark, appends_to))
+    return RMState(
+        up=up, current=current if up else NO_LOG, locked=locked,
+        vol=(src_counts[0], fut_counts[0]), dur=(src_counts[1], fut_counts[1]), name=name,
+        durName=dur_name, acked=view.acked, lateAppend=False, agree=0 if gone else agree,
+        skew=0, misplaced=view.misplaced, start=(src_counts[2], fut_counts[2]))
+
+
+__all__ = ["MoveView", "ReplicaMoveRefinement", "abstract_move"]

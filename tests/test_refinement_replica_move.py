@@ -1,0 +1,161 @@
+"""The log manager's JBOD move answers to the ReplicaMove model (conformance/replica_move.py):
+after every file-system operation of a move, from the future log's creation to the source's
+deletion, the abstract state (dir names running and durable, records written and fsynced,
+records by identity, start offsets, the lock) is a step of the twin from the one before (at
+most three twin steps) where AtomicMoveSwap holds; and a crash right there followed by the
+restart is the twin's Crash then Recover (and the recovery's own dir fsync). A planted fault
+(the swap's S2 left out) is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from logwright.conformance.refinement import RefinementChecker, RefinementViolation
+from logwright.conformance.replica_move import MoveView, ReplicaMoveRefinement, abstract_move
+from logwright.logmanager import LogManager
+from logwright.model.replica_move import ReplicaMoveConfig, ReplicaMoveSpec
+from logwright.model.replica_move.twin import FUT, SRC, RMState
+from logwright.storage.log import PartitionLog
+from logwright.world.simfs import SimulatedCrash
+from tests.storage_helpers import batch
+from tests.test_jbod_swap import D1, D2, TOPIC_ID, TP, Broker, copy_all
+
+MAX_RECORDS = 64
+
+
+def filled(b: Broker, epochs: int = 1) -> PartitionLog:
+    """t-0 in D1 with six batches of two records, in ``epochs`` leader epochs, all fsynced."""
+    log = b.lm.create_log(TP, TOPIC_ID, D1)
+    for i in range(6):
+        log.append_as_leader(batch(b"r%d.0" % i, b"r%d.1" % i), leader_epoch=i * epochs // 6)
+    log.update_high_watermark(log.log_end_offset)
+    log.flush()
+    return log
+
+
+def _twin() -> ReplicaMoveSpec:
+    return ReplicaMoveSpec(ReplicaMoveConfig(max_records=MAX_RECORDS))
+
+
+def _run_move(b: Broker, src: PartitionLog, phase: list[str]) -> None:
+    """The move, each phase noted before it starts: the copy, the swap (S1..S6 hold the
+    partition's append lock), the source's deletion after the delay."""
+    phase[0] = "copy"
+    fut = b.lm.create_future_log(TP, D2)
+    copy_all(src, fut)
+    fut.flush()  # the copier makes the copy durable before it takes the lock
+    phase[0] = "swap"
+    b.lm.swap_future_log(TP)
+    phase[0] = "swapped"
+    b.clock.advance(b.config.file_delete_delay_ms + 1)
+    b.lm.run_delayed_deletes()
+    phase[0] = "done"
+
+
+def _abstract(b: Broker, src: PartitionLog, view: MoveView, phase: str) -> RMState:
+    swapped = phase in ("swapped", "done")
+    return abstract_move(b.fs, b.lm, TP, src, D1, D2, view, locked=phase == "swap",
+                         current=FUT if swapped else SRC)
+
+
+def _states_of_a_move(run: Callable[[Broker, PartitionLog, list[str]], None] = _run_move
+                      ) -> tuple[list[RMState], list[tuple[RMState, RMState]]]:
+    """The abstract state after each file-system operation of a move, and, for a crash right
+    after each of them (each in its own run), the state there and the one the restart leads
+    to."""
+    states, _, _ = _one_run(run, None)
+    crashes = []
+    for k in range(1, len(states)):
+        seen, view, b = _one_run(run, k)
+        src = b.lm.get_log(TP)
+        b.crash_and_restart()
+        crashes.append((seen[-1], _recovered(b, view)))
+        del src
+    return states, crashes
+
+
+def _one_run(run: Callable[[Broker, PartitionLog, list[str]], None], crash_after: int | None
+             ) -> tuple[list[RMState], MoveView, Broker]:
+    """One move, the abstract state taken after every file-system operation (the first: before
+    any), stopped by a crash after operation ``crash_after`` if given."""
+    b = Broker()
+    src = filled(b)
+    view = MoveView()
+    phase = ["before"]
+    states = [_abstract(b, src, view, phase[0])]
+    b.fs.after_op = lambda: states.append(_abstract(b, src, view, phase[0]))
+    b.fs.crash_after(crash_after)
+    try:
+        run(b, src, phase)
+    except SimulatedCrash:
+        assert crash_after is not None
+    finally:
+        b.fs.after_op = None
+        b.fs.crash_after(None)
+    view.src = src
+    return states, view, b
+
+
+def _recovered(b: Broker, view: MoveView) -> RMState:
+    """The state after the restart: appends go to the log start-up picked; the source is the
+    log start-up loaded from D1, or, once the moved log is picked, the old one (renamed)."""
+    live = b.lm.get_log(TP)
+    assert live is not None
+    current = FUT if live.dir_path.startswith(D2) else SRC
+    src = live if current == SRC else view.src
+    assert src is not None
+    return abstract_move(b.fs, b.lm, TP, src, D1, D2, view, current=current)
+
+
+def test_every_file_system_operation_of_a_move_is_a_step_of_the_model() -> None:
+    states, _ = _states_of_a_move()
+    assert len(states) > 20
+    checker = RefinementChecker(ReplicaMoveRefinement(_twin()), max_steps=3)
+    for i, s in enumerate(states):
+        checker.check(s, f"after file-system operation {i}")
+    assert checker.steps_by_length, "the move made twin steps"
+    assert states[-1].durName == ("none", "live") and states[-1].current == FUT
+
+
+def test_a_crash_after_every_file_system_operation_recovers_as_the_model_does() -> None:
+    _, crashes = _states_of_a_move()
+    assert len(crashes) > 20
+    twin = _twin()
+    recoveries = set()
+    for i, (at, after) in enumerate(crashes):
+        down = twin.Crash(at)  # what the crash keeps: fsynced records, fsynced names
+        assert down is not None
+        checker = RefinementChecker(ReplicaMoveRefinement(twin), max_steps=3)
+        checker.rebase(down, f"the crash after operation {i + 1}")
+        found = checker.check(after, f"the restart after the crash after operation {i + 1}")
+        assert found.actions[:1] == ("Recover",), (i, found.actions)
+        recoveries.add(found.actions)
+    # Start-up met both sides of the commit point, and finished a cut swap (R2's fsync).
+    assert {after.current for _, after in crashes} == {SRC, FUT}
+    assert ("Recover", "FsyncDir") in recoveries or any(len(r) > 1 for r in recoveries)
+
+
+def _swap_without_s2(b: Broker, src: PartitionLog, phase: list[str]) -> None:
+    """The planted fault: the copy is not fsynced before the future log is renamed live."""
+    phase[0] = "copy"
+    fut = b.lm.create_future_log(TP, D2)
+    copy_all(src, fut)
+    phase[0] = "swap"
+    flush = fut.flush
+    fut.flush = lambda: None  # type: ignore[method-assign]
+    try:
+        LogManager.swap_future_log(b.lm, TP)
+    finally:
+        fut.flush = flush  # type: ignore[method-assign]
+    phase[0] = "swapped"
+
+
+def test_a_swap_that_publishes_an_unflushed_copy_is_refused() -> None:
+    with pytest.raises(RefinementViolation) as info:
+        states, _ = _states_of_a_move(_swap_without_s2)
+        checker = RefinementChecker(ReplicaMoveRefinement(_twin()), max_steps=3)
+        for i, s in enumerate(states):
+            checker.check(s, f"after file-system operation {i}")
+    assert "ReplicaMove" in str(info.value)
