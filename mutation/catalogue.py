@@ -82,7 +82,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="a fence with an older epoch fails the partition",
         file="impl/logwright/broker/fetcher.py",
-        anchor="if st is not None and st.current_leader_epoch == request_epoch:",
+        anchor="if st is not None and st is sent and st.current_leader_epoch == request_epoch:",
         replacement="if st is not None:",
         loss="A FENCED_LEADER_EPOCH answering a request sent before a newer epoch was learnt "
              "would fail a healthy partition: it stops replicating until the next leader change.",

@@ -185,7 +185,7 @@ RenameFutureLive ==
     /\ up /\ locked
     /\ name["fut"] = "future"
     /\ Bug # "SwapBeforeCopyDone" => vol["fut"] = vol["src"]
-    /\ Bug \notin {"SwapBeforeFlush", "SeedRenameOrder"} => dur["fut"] = vol["fut"]
+    /\ Bug # "SwapBeforeFlush" /\ Bug # "SeedRenameOrder" => dur["fut"] = vol["fut"]
     /\ start["fut"] = start["src"]
     /\ Bug = "SeedRenameOrder" => durName["src"] = "delete"
     /\ name' = [name EXCEPT !["fut"] = "live"]

@@ -104,7 +104,7 @@ def system(bug: str = "none") -> TransitionSystem:
                       s["name_fut"] == FUTURE, s["vol_fut"] == s["dur_src"]), {"locked": true}
 
     def rename_future_live(s: V, p: V) -> Step:
-        flushed = (true if bug in ("SwapBeforeFlush", "SeedRenameOrder")
+        flushed = (true if bug == "SwapBeforeFlush" or bug == "SeedRenameOrder"
                    else s["dur_fut"] == s["vol_fut"])
         order = s["durName_src"] == DELETE if bug == "SeedRenameOrder" else true
         caught_up = true if bug == "SwapBeforeCopyDone" else s["vol_fut"] == s["vol_src"]

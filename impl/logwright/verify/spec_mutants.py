@@ -259,7 +259,7 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "a restarted broker still remembers the versions it applied"),
     # -- ReplicaMove -------------------------------------------------------------------------
     _m("ReplicaMove", "SwapBeforeFutureFlushed",
-       '    /\\ Bug \\notin {"SwapBeforeFlush", "SeedRenameOrder"} => dur["fut"] = vol["fut"]\n',
+       '    /\\ Bug # "SwapBeforeFlush" /\\ Bug # "SeedRenameOrder" => dur["fut"] = vol["fut"]\n',
        "",
        "rename the future log live before it is flushed"),
     _m("ReplicaMove", "BeginSwapBeforeCaughtUp",

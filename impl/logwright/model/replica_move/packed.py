@@ -136,7 +136,7 @@ class ReplicaMoveSpec(ReplicaMoveTwin, PackedSpec):
         mask = up & locked & (name[1] == future) & (start[1] == start[0])
         if bug != "SwapBeforeCopyDone":
             mask &= vol[1] == vol[0]
-        if bug not in ("SwapBeforeFlush", "SeedRenameOrder"):
+        if bug != "SwapBeforeFlush" and bug != "SeedRenameOrder":
             mask &= dur[1] == vol[1]
         if bug == "SeedRenameOrder":
             mask &= dur_name[0] == delete

@@ -197,7 +197,7 @@ class ReplicaMoveTwin(Spec):
             return None
         if s.vol[1] != s.vol[0] and bug != "SwapBeforeCopyDone":
             return None
-        if s.dur[1] != s.vol[1] and bug not in ("SwapBeforeFlush", "SeedRenameOrder"):
+        if s.dur[1] != s.vol[1] and bug != "SwapBeforeFlush" and bug != "SeedRenameOrder":
             return None
         if s.start[1] != s.start[0]:
             return None
