@@ -525,8 +525,9 @@ class Cluster:
         partitions has caught up and is in the ISR, and no move between a live broker's log
         dirs is running (or ``max_ms`` passed); returns whether that
         happened. An elected leader that has not created its replica yet, and a partition
-        without a live leader but with a live in-sync replica that hosts it and reaches the
-        controller (it is elected on its next heartbeat), are waited for."""
+        without a live leader but with a live in-sync replica that reaches the controller and
+        hosts it, or is yet to be told of it on its first heartbeat since it was cut off (it is
+        elected then), are waited for."""
         validate.run_until_idle(self, max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
@@ -567,8 +568,10 @@ class Cluster:
         return True
 
     def _may_lead(self, tp: TopicPartition, broker_id: int) -> bool:
-        """Whether ``broker_id`` runs, hosts ``tp`` online and can reach the controller: the
-        controller elects it once it hears from it (a heartbeat after a partition healed)."""
+        """Whether ``broker_id`` runs, can reach the controller, and hosts ``tp`` online, or
+        does not host it yet while the controller has not heard from it since it was cut off
+        (its LeaderAndIsr was lost) and no dir of it is offline: the controller elects it once
+        it hears from it (a heartbeat after a partition healed), telling it of ``tp`` first."""
         broker = self.brokers.get(broker_id)
         if broker is None or not broker.alive:
             return False
@@ -576,7 +579,10 @@ class Cluster:
                 broker.node_id, self.controller.node_id):
             return False
         part = broker.replica_manager.describe().get(tp)
-        return part is not None and not part.offline
+        if part is None:
+            return (broker_id not in self.controller.live_brokers()
+                    and not broker.log_manager.offline_dirs)
+        return not part.offline
 
     def reassign(self, json_text: str, wait: bool = True, timeout_ms: int = 120_000) -> None:
         """Carry out a reassignment given as Kafka's reassignment JSON; with ``wait``, until it
