@@ -284,6 +284,21 @@ def dd_read(paths: list[str], block_size: str = "1M") -> DdRun:
     return DdRun(total_bytes, total_s)
 
 
+def fsync_ms(path: str) -> float:
+    """One small write and fsync of a file in dir ``path``, in wall ms: the physical reference
+    for a figure that is a few fsyncs."""
+    name = os.path.join(path, "fsync-probe")
+
+    def work() -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, b"0\n1\nt 0 1\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return timed(work).wall_s * 1_000
+
+
 # ---- scratch space -----------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ import textwrap
 import types
 from collections.abc import Callable
 
-from common import Result, Samples, Target, interleaved, median, scratch_dir, timed
+from common import Result, Samples, Target, fsync_ms, interleaved, median, scratch_dir, timed
 from logwright import Cluster
 from logwright.broker import BrokerConfig
 from logwright.identity import TopicPartition
@@ -80,20 +80,6 @@ def bench_simulated_latency(quick: bool) -> Result:
              "trip)")
 
 
-def _fsync_ms(path: str) -> float:
-    """One small write and fsync of a file in ``path``, in ms."""
-    name = os.path.join(path, "fsync-probe")
-
-    def work() -> None:
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, b"0\n1\nt 0 1\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return timed(work).wall_s * 1_000
-
-
 def bench_real_latency(quick: bool) -> Result:
     """Wall ms per DeleteRecords on Cluster.real, beside one fsync in the same directory."""
     repeats = 2 if quick else 9
@@ -112,7 +98,7 @@ def bench_real_latency(quick: bool) -> Result:
                 assert done == [True]
                 return t.wall_s * 1_000, t.cpu_s * 1_000
 
-            samples = interleaved(figure, lambda: _fsync_ms(root), repeats)
+            samples = interleaved(figure, lambda: fsync_ms(root), repeats)
     return Result.measured(
         "DeleteRecords latency, Cluster.real (wall)", "ms", "ms",
         "one fsync of a small file in the same dir (same run)",

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from common import MB, MIB, Result, Samples, Target, dd, interleaved, scratch_dir, timed
+from common import MB, MIB, Result, Samples, Target, dd, fsync_ms, interleaved, scratch_dir, timed
 from logwright import Cluster
 from logwright.broker import BrokerConfig
 from logwright.broker.dir_move import DirMoveFetcher
@@ -186,19 +186,6 @@ def _timing_swaps(out: list[float]) -> Iterator[None]:
         DirMoveFetcher.swap = original  # type: ignore[method-assign]
 
 
-def _fsync_ms(path: str) -> float:
-    name = os.path.join(path, "fsync-probe")
-
-    def work() -> None:
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, b"0\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    return timed(work).wall_s * 1_000
-
-
 def bench_swap_hold(quick: bool) -> Result:
     size = 8 * MIB if quick else 1 << 30
     repeats = 2 if quick else 3
@@ -215,7 +202,7 @@ def bench_swap_hold(quick: bool) -> Result:
             assert held, "no swap ran"
             return held[-1], held[-1]
 
-        samples = interleaved(figure, lambda: _fsync_ms(root), repeats, warm_up=False)
+        samples = interleaved(figure, lambda: fsync_ms(root), repeats, warm_up=False)
     samples.cpu_figures.clear()
     return Result.measured(
         "JBOD move: appends held in the swap, Cluster.real (wall)", "ms", "ms",
