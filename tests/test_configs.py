@@ -181,6 +181,7 @@ def test_broker_properties_by_kafka_names() -> None:
     ({"log.retention.ms": "-1", "log.retention.hours": "1"}, -1),
     ({"log.retention.hours": "-1"}, -1),
     ({"log.retention.minutes": "-1"}, -1),
+    ({"log.retention.ms": "0"}, 0),  # 0 keeps nothing past the active segment; only <0 is infinite
 ])
 def test_retention_time_precedence_is_kafkas(props: dict[str, str], retention_ms: int) -> None:
     assert BrokerConfig.from_properties(props).log.log.retention_ms == retention_ms
@@ -212,6 +213,20 @@ def test_bad_broker_properties_name_the_key(props: dict[str, str], key: str,
     with pytest.raises(InvalidConfig) as e:
         BrokerConfig.from_properties(props)
     assert e.value.key == key and reason in str(e.value) and e.value.code == 40
+
+
+def test_the_replica_socket_timeout_must_exceed_the_fetch_wait_given_or_by_default() -> None:
+    """replica.socket.timeout.ms > replica.fetch.wait.max.ms (500 when not given): just above
+    is accepted, equal or below refused naming the key and the value given."""
+    assert BrokerConfig.from_properties(
+        {"replica.socket.timeout.ms": "501"}).replica_socket_timeout_ms == 501
+    for props, value in (({"replica.socket.timeout.ms": "400"}, "400"),
+                         ({"replica.socket.timeout.ms": "500"}, "500"),
+                         ({"replica.socket.timeout.ms": "900",
+                           "replica.fetch.wait.max.ms": "900"}, "900")):
+        with pytest.raises(InvalidConfig) as e:
+            BrokerConfig.from_properties(props)
+        assert e.value.key == "replica.socket.timeout.ms" and e.value.value == int(value), props
 
 
 def test_kafka_properties_logwright_does_not_use_are_ignored_with_a_warning(

@@ -26,6 +26,7 @@ from logwright.errors import Errors, InvalidConfig, LogwrightError
 from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import LogManager, LogManagerConfig
 from logwright.logmanager.orphans import (
+    OrphanDecision,
     OrphanSettings,
     SegmentFacts,
     StrayFacts,
@@ -587,3 +588,27 @@ def test_a_stray_whose_name_was_cut_is_deleted_like_any_other() -> None:
     manager.full_request_applied = True
     node.advance(5 * MIN)
     assert manager.stray_logs() == [] and node.stray_dirs() == []
+
+
+def test_the_age_guard_at_its_boundaries_and_the_reason_and_next_check_it_gives() -> None:
+    """A segment whose newest record or file time is exactly log.retention.ms old is still
+    young; one millisecond older and the stray goes. A deferral names what made it young (the
+    record's timestamp, or the file's time when that is newer) and is looked at again the first
+    millisecond it can be old enough."""
+    stray = StrayLog("/d", "t-0.x-stray", TP, TID, 0, "test")
+    settings = OrphanSettings(0, 1_000, 500)
+    now = 10_000
+
+    def one(timestamp: int, mtime: int) -> OrphanDecision:
+        return decide(stray, StrayFacts((SegmentFacts(f"{0:020d}.log", timestamp, mtime, 10),)),
+                      now, settings, True)
+
+    at_cutoff = one(9_000, 100)
+    assert not at_cutoff.delete and at_cutoff.next_check_ms == now + 1
+    assert "a record timestamped 9000" in at_cutoff.reason
+    assert one(8_999, 8_999).delete, "one millisecond older than the retention: deleted"
+    by_file = one(100, 9_500)
+    assert not by_file.delete and "its file modified at 9500" in by_file.reason
+    assert by_file.next_check_ms == 9_500 + 1_000 + 1
+    both = one(9_200, 9_200)
+    assert "a record timestamped 9200" in both.reason and both.next_check_ms == 10_201
