@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from logwright.storage.config import LogConfig
 from logwright.storage.index import OffsetIndex
 from logwright.storage.log import PartitionLog
 from logwright.world import FileSystem, RealFileSystem, SimFileSystem, VirtualClock
-from tests.storage_helpers import SMALL, TP, fill
+from tests.storage_helpers import SMALL, TP, batch, fill, new_log, world
 
 LOG_SIZE = 1 << 30
 
@@ -104,3 +105,27 @@ def test_a_segment_read_returns_whole_batches_within_max_bytes(seed: int) -> Non
             rest = sum(sizes)
             # Ends at an indexed batch: at most an index interval and a batch short.
             assert len(data) >= min(rest, max_bytes) - SMALL.index_interval_bytes - 2 * biggest
+
+
+@pytest.mark.parametrize("index_bytes", [24, 25, 36, 37])
+@pytest.mark.parametrize("rising", [True, False])
+def test_a_segment_rolls_exactly_when_either_index_is_full(index_bytes: int,
+                                                           rising: bool) -> None:
+    """segment.index.bytes bounds each index: the next batch starts a new segment exactly when
+    the active one's offset index holds index_bytes // 8 entries or its time index
+    index_bytes // 12, whichever comes first (rising timestamps fill the time index; one
+    timestamp leaves it at one entry, so the offset index decides)."""
+    fs, clock = world()
+    log = new_log(fs, clock, LogConfig(segment_bytes=1 << 20, segment_index_bytes=index_bytes,
+                                       index_interval_bytes=1))
+    rolls = 0
+    for i in range(30):
+        active = log.segments[-1]
+        full = (active.index.entries >= index_bytes // 8
+                or active.time_index.entries >= index_bytes // 12)
+        log.append_as_leader(batch(b"v%d" % i, ts=1_000 + (i if rising else 0)))
+        rolled = log.segments[-1] is not active
+        assert rolled == (full and active.size_bytes > 0), (i, active.index.entries,
+                                                            active.time_index.entries)
+        rolls += rolled
+    assert rolls >= 3

@@ -203,6 +203,24 @@ def test_a_segments_newest_timestamp_is_read_from_its_batch_headers(seed: int) -
     assert read_newest_timestamp_ms(fs, "/s/c.log") is None
 
 
+
+def test_a_segment_larger_than_one_read_is_walked_to_its_end() -> None:
+    """The walk reads a segment a chunk (RECOVERY_CHUNK_BYTES) at a time; the newest timestamp
+    of a segment several chunks long is its last batch's, however the batches straddle the
+    chunks (an older stamp in the first chunk would let young data look old)."""
+    from logwright.storage.segment import RECOVERY_CHUNK_BYTES
+
+    fs = SimFileSystem(VirtualClock(0))
+    fs.makedirs("/s")
+    handle = fs.open("/s/big.log", create=True)
+    value = b"v" * (RECOVERY_CHUNK_BYTES // 3 + 12_345)  # batches straddle the chunk ends
+    stamps = [1_000 + i for i in range(8)]
+    for i, ts in enumerate(stamps):
+        handle.append(build_simple_batch([value], ts, base_offset=i))
+    assert handle.size() > 2 * RECOVERY_CHUNK_BYTES
+    handle.close()
+    assert read_newest_timestamp_ms(fs, "/s/big.log") == max(stamps)
+
 # ---- the log manager's task ---------------------------------------------------------------------
 
 

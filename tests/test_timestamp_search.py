@@ -125,3 +125,34 @@ def test_time_retention_after_a_restart_keeps_a_segment_with_a_young_record() ->
     assert log.delete_old_segments() == 0, "offset 0 is a second old: retention is a minute"
     clock.advance(60_000)
     assert log.delete_old_segments() == 1
+
+
+def test_each_time_index_entry_is_kafkas_relative_offset_and_a_rising_timestamp() -> None:
+    """The .timeindex file, entry by entry (8-byte timestamp, 4-byte offset relative to the
+    segment's base, big-endian, as Kafka writes it): timestamps strictly rising (a batch that
+    does not raise the largest timestamp adds no entry), each offset inside its segment, with
+    the largest timestamp up to it; in every segment, not only the first."""
+    import struct
+
+    clock = VirtualClock(1_000_000)
+    fs = SimFileSystem(clock)
+    fs.makedirs("/d1")
+    log = PartitionLog.create(fs, PATH, TP, LogConfig(segment_bytes=400, index_interval_bytes=1),
+                              clock)
+    stamps = [1_000 + i // 2 for i in range(40)]  # each timestamp twice
+    for ts in stamps:
+        log.append_as_leader(build_simple_batch([b"x"], ts))
+    log.flush()
+    assert len(log.segments) >= 3
+    for seg in log.segments:
+        seg.time_index.flush()
+        data = fs.open(seg.time_index_path).read(0, 1 << 20)
+        entries = [struct.unpack_from(">qi", data, i) for i in range(0, len(data), 12)
+                   if data[i:i + 12] != bytes(12)]
+        assert entries, seg.base_offset
+        last = -1
+        for ts, rel in entries:
+            offset = seg.base_offset + rel
+            assert seg.base_offset <= offset < seg.next_offset, (seg.base_offset, rel)
+            assert ts > last and ts == max(stamps[:offset + 1])
+            last = ts
