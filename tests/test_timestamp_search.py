@@ -130,8 +130,9 @@ def test_time_retention_after_a_restart_keeps_a_segment_with_a_young_record() ->
 def test_each_time_index_entry_is_kafkas_relative_offset_and_a_rising_timestamp() -> None:
     """The .timeindex file, entry by entry (8-byte timestamp, 4-byte offset relative to the
     segment's base, big-endian, as Kafka writes it): timestamps strictly rising (a batch that
-    does not raise the largest timestamp adds no entry), each offset inside its segment, with
-    the largest timestamp up to it; in every segment, not only the first."""
+    does not raise the largest timestamp adds no entry), each offset inside its segment and the
+    one where its timestamp was first reached (as Kafka's entries: Kafka's search starts its
+    scan at that offset); in every segment, not only the first."""
     import struct
 
     clock = VirtualClock(1_000_000)
@@ -154,5 +155,9 @@ def test_each_time_index_entry_is_kafkas_relative_offset_and_a_rising_timestamp(
         for ts, rel in entries:
             offset = seg.base_offset + rel
             assert seg.base_offset <= offset < seg.next_offset, (seg.base_offset, rel)
-            assert ts > last and ts == max(stamps[:offset + 1])
+            assert ts > last and stamps[offset] == ts == max(stamps[:offset + 1])
+            # Kafka's entry: the offset where the timestamp was first reached, so that its
+            # search (the last entry at or below the target, then a scan from its offset)
+            # finds the first batch at or above the target, reading these files too.
+            assert offset == 0 or max(stamps[:offset]) < ts, (ts, offset)
             last = ts

@@ -244,3 +244,8 @@ class TimeIndex(_IndexFile):
         """The largest indexed timestamp, or None if empty."""
         return self._timestamps[-1] if self._timestamps else None
 
+    @property
+    def last_offset(self) -> int | None:
+        """The offset of the last entry (where its timestamp was first reached), or None."""
+        return self._offsets[-1] if self._offsets else None
+

@@ -434,7 +434,8 @@ class PartitionLog:
         new_base = self.log_end_offset
         if active.max_timestamp_ms >= 0:
             # A final time index entry makes the segment's largest timestamp cheap to find.
-            active.time_index.maybe_append(active.max_timestamp_ms, active.index.last_entry[0])
+            active.time_index.maybe_append(active.max_timestamp_ms,
+                                           active.offset_of_max_timestamp)
         segment = LogSegment(self.fs, self.dir_path, new_base, self.config.index_interval_bytes,
                              create=True)
         self._segments.append(segment)

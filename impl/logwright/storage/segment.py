@@ -64,6 +64,9 @@ class LogSegment:
         self.next_offset = base_offset  # one past the last offset held; set by load or append
         # Unknown (None) until needed for a segment loaded from disk: start-up stays cheap.
         self._max_timestamp_ms: int | None = -1 if create else None
+        # The last offset of the batch where the largest timestamp was first reached (-1: no
+        # batch yet): a time index entry holds it, as Kafka's does.
+        self._offset_of_max_timestamp = -1
         self.first_batch_timestamp_ms: int | None = None
         self._bytes_since_index_entry = 0
         self._index: OffsetIndex | None = None
@@ -80,6 +83,14 @@ class LogSegment:
             self._recompute_tail_stats()
         assert self._max_timestamp_ms is not None
         return self._max_timestamp_ms
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """The last offset of the batch where :attr:`max_timestamp_ms` was first reached (-1:
+        no batch): what a time index entry points at, as in Kafka."""
+        if self._max_timestamp_ms is None:
+            self._recompute_tail_stats()
+        return self._offset_of_max_timestamp
 
     # ---- indexes, loaded lazily so start-up touches only what it needs -------------------------
 
@@ -120,10 +131,12 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         epochs: list[int] | None = [] if collect_epochs else None
         walked = self._walk(0, self.size_bytes, epochs)
-        max_ts_so_far = -1
+        max_ts_so_far, offset_of_max = -1, -1
         for loc, batch_max_ts in walked:
-            max_ts_so_far = max(max_ts_so_far, batch_max_ts)
-            self._index_batch(loc.base_offset, loc.position, loc.size_bytes, max_ts_so_far)
+            if batch_max_ts > max_ts_so_far:
+                max_ts_so_far, offset_of_max = batch_max_ts, loc.last_offset
+            self._index_batch(loc.base_offset, loc.position, loc.size_bytes, max_ts_so_far,
+                              offset_of_max)
         if epochs is None:
             self.epoch_runs = None
             return
@@ -136,7 +149,7 @@ class LogSegment:
         self.epoch_runs = runs
 
     def _index_batch(self, base_offset: int, position: int, size: int,
-                     max_ts_so_far: int) -> None:
+                     max_ts_so_far: int, offset_of_max: int) -> None:
         # The time index entry holds the segment's largest timestamp up to and including this
         # batch (as Kafka's does), not the batch's own: a batch before it that was not indexed
         # may hold a larger one, and both the timestamp search (which skips every batch before
@@ -145,7 +158,10 @@ class LogSegment:
         assert self._index is not None and self._time_index is not None
         if self._bytes_since_index_entry > self.index_interval_bytes:
             self._index.append(base_offset, position)
-            self._time_index.maybe_append(max_ts_so_far, base_offset)
+            # Kafka's entry: the largest timestamp so far and the offset where it was first
+            # reached, so that a scan from that offset finds the first batch at or above it.
+            self._time_index.maybe_append(max_ts_so_far,
+                                          offset_of_max if offset_of_max >= 0 else base_offset)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
 
@@ -251,9 +267,12 @@ class LogSegment:
         if current_max is None:
             # Computed once for a segment loaded from disk, over the bytes before this append.
             current_max = self.max_timestamp_ms
+        if max_timestamp_ms > current_max:
+            self._offset_of_max_timestamp = last_offset
         self._max_timestamp_ms = max(current_max, max_timestamp_ms)
         size = len(data)
-        self._index_batch(first_offset, position, size, self._max_timestamp_ms)
+        self._index_batch(first_offset, position, size, self._max_timestamp_ms,
+                          self._offset_of_max_timestamp)
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
         if self.first_batch_timestamp_ms is None:
@@ -317,13 +336,18 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         last_indexed_pos = self.index.last_entry[1]
         last_ts = self.time_index.last_timestamp
+        offset_of_max = -1
         if last_ts is not None:
             max_ts = last_ts
+            last_offset = self.time_index.last_offset
+            offset_of_max = last_offset if last_offset is not None else -1
         for loc, ts in self._walk(last_indexed_pos, self.size_bytes):
-            max_ts = max(max_ts, ts)
+            if ts > max_ts:
+                max_ts, offset_of_max = ts, loc.last_offset
             self._bytes_since_index_entry += loc.size_bytes
             self.next_offset = loc.last_offset + 1
         self._max_timestamp_ms = max_ts
+        self._offset_of_max_timestamp = offset_of_max
         if self.size_bytes >= HEADER_BYTES:
             head = self._log.read(0, HEADER_BYTES)
             self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
