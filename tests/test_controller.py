@@ -681,6 +681,39 @@ def test_a_lost_control_request_is_sent_again_as_the_state_is_now() -> None:
         "answered requests are not sent again"
 
 
+
+def test_a_lost_stop_replica_of_a_topic_re_created_since_becomes_its_leader_and_isr() -> None:
+    """Broker 2 misses the deletion of t (its StopReplica is lost) and the creation of t again
+    under a new id. Sent again, the StopReplica is not: broker 2 hosts the name again, so it
+    gets the current decision, a LeaderAndIsr of the new topic id (which sets its old log
+    aside). A lost UpdateMetadata is sent again with the partitions as they are now."""
+    h = Harness(retry_ms=1_000)
+    for recorder in h.brokers.values():
+        recorder.ack = True
+    h.start()
+    h.run(SETTLE_MS)
+    h.controller.create_topic("t", 1, 3, assignment=[[1, 2, 3]])
+    h.run(SETTLE_MS)
+    old_id = h.store.topic("t").topic_id  # type: ignore[union-attr]
+    h.clear()
+    h.net.partition("controller-0", "broker-2")  # shorter than a session: 2 stays alive
+    h.controller.delete_topic("t")
+    h.run(SETTLE_MS)
+    h.controller.create_topic("t", 1, 3, assignment=[[1, 2, 3]])
+    h.run(SETTLE_MS)
+    new_id = h.store.topic("t").topic_id  # type: ignore[union-attr]
+    assert new_id != old_id
+    assert [r for r in h.got(2, StopReplicaRequest)] == [], "cut off: nothing arrived"
+    h.net.heal()
+    h.run(1_500)
+    assert h.got(2, StopReplicaRequest) == [], "the old id's StopReplica is not sent again"
+    states = [s for r in h.got(2, LeaderAndIsrRequest) for s in r.partition_states]
+    assert states and {s.topic_id for s in states} == {new_id}
+    assert all(r.type == LeaderAndIsrType.INCREMENTAL for r in h.got(2, LeaderAndIsrRequest))
+    metadata = [s for r in h.got(2, UpdateMetadataRequest) for s in r.partition_states
+                if s.tp == tp()]
+    assert metadata and metadata[-1].topic_id == new_id
+
 def test_retries_stop_when_the_broker_dies() -> None:
     h = Harness(retry_ms=1_000)
     h.start()
