@@ -15,7 +15,7 @@ from logwright.protocol import (
     StopReplicaPartition,
 )
 from logwright.records import build_simple_batch, decode_records
-from tests.test_broker_harness import T0, World, fast_config, state
+from tests.test_broker_harness import T0, T1, World, fast_config, state
 
 
 def test_acks_all_completes_only_when_the_isr_has_the_records() -> None:
@@ -245,3 +245,26 @@ def test_waiting_acks_all_fails_fast_when_leadership_moves() -> None:
     result = w.client.responses[cid].partitions[0]  # type: ignore[attr-defined]
     assert result.error is Errors.NOT_LEADER_OR_FOLLOWER
     assert w.brokers[1].replica_manager.produce_purgatory.watched(T0) == 0
+
+
+def test_acks_all_over_two_partitions_answers_when_the_slower_one_is_replicated() -> None:
+    """One produce, two partitions with different followers: t-0's is cut off, t-1's is not.
+    t-1 is replicated first; once the cut heals and t-0 is replicated too, the answer comes
+    then, for both, not at the request's timeout."""
+    # The follower's fetch lost in the cut is sent again after replica.socket.timeout.ms.
+    w = World(broker_ids=(1, 2, 3), config=fast_config(replica_socket_timeout_ms=2_000))
+    w.assign(T0, 1, 1, [1, 2])
+    w.assign(T1, 1, 1, [1, 3])
+    w.network.partition("broker-1", "broker-2")
+    records = build_simple_batch([b"x"], w.clock.now_ms())
+    # t-1, replicated first, comes first in the request.
+    cid = w.client.send(1, lambda c: ProduceRequest(c, -1, 60_000, ((T1, records),
+                                                                    (T0, records))))
+    assert w.run_until(lambda: w.partition(1, T1).high_watermark == 1, 2_000)
+    assert cid not in w.client.responses, "t-0 is not replicated yet"
+    w.network.heal()
+    assert w.run_until(lambda: w.partition(1, T0).high_watermark == 1, 10_000)
+    assert w.run_until(lambda: cid in w.client.responses, 100), "answered only at its timeout"
+    answer = w.client.responses[cid]
+    assert [(p.tp, p.error) for p in answer.partitions] == [  # type: ignore[attr-defined]
+        (T1, Errors.NONE), (T0, Errors.NONE)]
