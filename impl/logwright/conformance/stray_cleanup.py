@@ -243,6 +243,18 @@ class StrayCleanupRefinement:
                 if nxt is not None:
                     yield f"DeleteStray({b}, id {tid})", self._project(
                         nxt._replace(dirOnline=s.dirOnline), s, target)
+            # One run of orphan removal deletes every stray whose time has come, perhaps more
+            # than the search's steps: each of them the twin's DeleteStray, in turn.
+            gone = [tid for tid in range(1, MAX_TOPIC_IDS + 1)
+                    if s.disk[i][0][tid - 1].state == STRAY
+                    and target.disk[i][0][tid - 1].state == NONE]
+            if len(gone) > 1:
+                run: SCState | None = strays
+                for tid in gone:
+                    run = spec.DeleteStray(run, b, 1, tid) if run is not None else None
+                if run is not None:
+                    yield (f"DeleteStray({b}, ids {gone}) (one run of orphan removal)",
+                           self._project(run._replace(dirOnline=s.dirOnline), s, target))
 
     def _write(self, s: SCState, target: SCState, i: int) -> SCState | None:
         """A write the twin's Append does not allow but the code (and Kafka) makes: to a live
