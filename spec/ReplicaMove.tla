@@ -46,11 +46,27 @@
 (*     -future dir is never promoted: it may be an unfinished copy (its    *)
 (*     source on a failed dir). The protocol never durably leaves this     *)
 (*     state, which AtomicMoveSwap checks at every instant.                *)
+(*  R6 Start-up sees only the dirs that are online, and R2's renames are   *)
+(*     durable before the recovered log is served. When a dir is offline,  *)
+(*     the log served is re-stamped with a generation above any copy of it *)
+(*     the offline dir can hold (its own + 2, fsynced) before it takes an  *)
+(*     append: a stale copy there, even one that had durably gone live,    *)
+(*     loses to it when the dir comes back, and a -future dir there is     *)
+(*     dropped (R3 resumes only a future above the live log) and the move  *)
+(*     starts again.                                                       *)
+(* Dir failure: an I/O error takes a dir offline until a restart finds it  *)
+(* back. A move with a log on it stops (a swap is abandoned; once the      *)
+(* future may have been renamed live, the partition goes offline on this   *)
+(* broker rather than acknowledge on the source); a partition whose log is *)
+(* on it goes offline on this broker; the other dir goes on serving.       *)
 (***************************************************************************)
 EXTENDS Integers
 
 CONSTANTS
     MaxRecords,          \* appends stop once the log appends go to holds this many records
+    FailDirs,            \* the logs whose dirs may fail (at any time, repeatedly): a subset
+                         \* of Logs. One dir: the protocol's guarantee. Both: two failures,
+                         \* one after the other, can lose records (spec/README.md)
     Bug                  \* "none", or the name of the injected bug:
                          \*   "SwapBeforeFlush"          S3 renames before the future log is fsynced
                          \*   "AppendDuringSwap"         appends are not blocked during the swap
@@ -63,6 +79,8 @@ CONSTANTS
                          \*   "CopierResumesFromHW"      a restarted copier resumes from the
                          \*                              current log's HW, not from the future
                          \*                              log's own end (KAFKA-9087)
+                         \*   "NoRestampOnOfflineDir"    R6 is skipped: a log served while a
+                         \*                              dir is offline keeps its generation
 
 Logs == {"src", "fut"}
 Names == {"live", "future", "delete", "none"}
@@ -82,10 +100,13 @@ VARIABLES
                    \* (every append writes a new record; a copy copies the source's record)
     skew,          \* the copier reads source offset vol["fut"] + skew (0: its own end, R3)
     misplaced,     \* ghost: the future log holds a record at an offset the source never had it at
-    start          \* log -> its log start offset (checkpointed with each raise: durable)
+    start,         \* log -> its log start offset (checkpointed with each raise: durable)
+    offline,       \* log -> whether the dir holding it has failed (until a restart finds it back)
+    newer,         \* the log of the higher generation (G; R6 re-stamps the log it serves)
+    starting       \* start-up has renamed what R2/R3 rename; the log is not served yet
 
 vars == <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
-          misplaced, start>>
+          misplaced, start, offline, newer, starting>>
 
 TypeOK ==
     /\ up \in BOOLEAN
@@ -102,16 +123,28 @@ TypeOK ==
     /\ skew \in -MaxRecords..MaxRecords
     /\ misplaced \in BOOLEAN
     /\ start \in [Logs -> Records]
+    /\ offline \in [Logs -> BOOLEAN]
+    /\ newer \in Logs
+    /\ starting \in BOOLEAN
 
 Min(a, b) == IF a < b THEN a ELSE b
 
-(* R1: the log recovery picks from dir names `n`: the live one of the highest generation. The  *)
-(* seed's start-up rule (bug SeedRenameOrder) also promotes a lone future dir.                 *)
-Authoritative(n) ==
-    IF n["fut"] = "live" THEN "fut"
-    ELSE IF n["src"] = "live" THEN "src"
-    ELSE IF Bug = "SeedRenameOrder" /\ n["fut"] = "future" THEN "fut"
+Other(l) == IF l = "src" THEN "fut" ELSE "src"
+
+(* The logs whose dirs are online. *)
+Online == {l \in Logs : ~offline[l]}
+
+(* R1 over the dirs `on`: the log recovery picks from dir names `n`: the live one of the       *)
+(* highest generation. The seed's start-up rule (bug SeedRenameOrder) also promotes a lone     *)
+(* future dir.                                                                                 *)
+AuthIn(n, on) ==
+    IF newer \in on /\ n[newer] = "live" THEN newer
+    ELSE IF Other(newer) \in on /\ n[Other(newer)] = "live" THEN Other(newer)
+    ELSE IF Bug = "SeedRenameOrder" /\ "fut" \in on /\ n["fut"] = "future" THEN "fut"
     ELSE "none"
+
+(* R1 with every dir back: what the names on disk resolve to. *)
+Authoritative(n) == AuthIn(n, Logs)
 
 Init ==
     /\ up = TRUE
@@ -127,58 +160,67 @@ Init ==
     /\ skew = 0
     /\ misplaced = FALSE
     /\ start = [l \in Logs |-> 0]
+    /\ offline = [l \in Logs |-> FALSE]
+    /\ newer = "fut"
+    /\ starting = FALSE
 
 (* A producer's append to the log appends go to; it waits while the swap holds the lock. *)
 Append ==
-    /\ up
+    /\ up /\ current \in Logs
     /\ locked => Bug = "AppendDuringSwap"
     /\ vol[current] < MaxRecords
     /\ vol' = [vol EXCEPT ![current] = @ + 1]
     /\ lateAppend' = (lateAppend \/ current # Authoritative(durName))
-    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, agree, skew, misplaced, start>>
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, agree, skew, misplaced, start,
+                   offline, newer, starting>>
 
 (* C: the copier appends the source's fsynced record at offset vol["fut"] + skew (its own end    *)
 (* offset: skew = 0) at the future log's end; a record copied from another offset is misplaced. *)
+(* It runs while the source is served and both dirs are online.                                 *)
 Copy ==
-    /\ up
+    /\ up /\ current = "src" /\ ~offline["fut"]
     /\ name["fut"] = "future"
     /\ vol["fut"] < MaxRecords
     /\ vol["fut"] + skew \in 0..(dur["src"] - 1)
     /\ vol' = [vol EXCEPT !["fut"] = @ + 1]
     /\ agree' = IF skew = 0 /\ agree = vol["fut"] THEN agree + 1 ELSE agree
     /\ misplaced' = (misplaced \/ skew # 0)
-    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew, start>>
+    /\ UNCHANGED <<up, current, locked, dur, name, durName, acked, lateAppend, skew, start,
+                   offline, newer, starting>>
 
 (* fsync of log l's segments, one after another: each makes a longer prefix of its records     *)
 (* durable (a crash between two leaves a prefix). One step makes any longer prefix durable.     *)
 Flush(l) ==
-    /\ up
+    /\ up /\ ~offline[l]
     /\ \E k \in (dur[l] + 1)..vol[l] : dur' = [dur EXCEPT ![l] = k]
     /\ UNCHANGED <<up, current, locked, vol, name, durName, acked, lateAppend, agree, skew,
-                   misplaced, start>>
+                   misplaced, start, offline, newer, starting>>
 
 (* The HW advances to the fsynced end of the log appends go to: those records are acknowledged. *)
 AdvanceHW ==
-    /\ up
+    /\ up /\ current \in Logs
     /\ acked < dur[current]
     /\ acked' = dur[current]
     /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, lateAppend, agree, skew,
-                   misplaced, start>>
+                   misplaced, start, offline, newer, starting>>
 
 (* fsync of the dir holding log l: its name survives a crash. *)
 FsyncDir(l) ==
-    /\ up
+    /\ up /\ ~offline[l]
     /\ durName[l] # name[l]
     /\ durName' = [durName EXCEPT ![l] = name[l]]
-    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend, agree, skew, misplaced, start>>
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, acked, lateAppend, agree, skew, misplaced,
+                   start, offline, newer, starting>>
 
-(* S1: the future log has every fsynced source record; take the append lock. *)
+(* S1: the future log, of the higher generation and on an online dir, has every fsynced source *)
+(* record; take the append lock.                                                                 *)
 BeginSwap ==
     /\ up /\ ~locked
-    /\ current = "src" /\ name["fut"] = "future"
+    /\ current = "src" /\ name["fut"] = "future" /\ ~offline["fut"] /\ newer = "fut"
     /\ vol["fut"] = dur["src"]
     /\ locked' = TRUE
-    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start>>
+    /\ UNCHANGED <<up, current, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced,
+                   start, offline, newer, starting>>
 
 (* S3: the future dir takes the live name, once it is a complete, fsynced copy (S2). *)
 RenameFutureLive ==
@@ -190,7 +232,7 @@ RenameFutureLive ==
     /\ Bug = "SeedRenameOrder" => durName["src"] = "delete"
     /\ name' = [name EXCEPT !["fut"] = "live"]
     /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
-                   misplaced, start>>
+                   misplaced, start, offline, newer, starting>>
 
 (* S5: the source dir is renamed -delete, once the commit (S4) is durable. *)
 RenameSourceDelete ==
@@ -201,7 +243,7 @@ RenameSourceDelete ==
        ELSE durName["fut"] = "live"
     /\ name' = [name EXCEPT !["src"] = "delete"]
     /\ UNCHANGED <<up, current, locked, vol, dur, durName, acked, lateAppend, agree, skew,
-                   misplaced, start>>
+                   misplaced, start, offline, newer, starting>>
 
 (* S6: both renames durable; appends go to the new log. *)
 EndSwap ==
@@ -209,11 +251,12 @@ EndSwap ==
     /\ durName["fut"] = "live" /\ durName["src"] = "delete"
     /\ current' = "fut"
     /\ locked' = FALSE
-    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start>>
+    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start,
+                   offline, newer, starting>>
 
 (* S7 / R4: the -delete dir is removed (unlink and dir fsync as one step). *)
 DeleteSource ==
-    /\ up /\ ~locked
+    /\ up /\ ~locked /\ ~offline["src"]
     /\ durName["src"] = "delete"
     /\ name' = [name EXCEPT !["src"] = "none"]
     /\ durName' = [durName EXCEPT !["src"] = "none"]
@@ -221,7 +264,8 @@ DeleteSource ==
     /\ dur' = [dur EXCEPT !["src"] = 0]
     /\ agree' = 0
     /\ start' = [start EXCEPT !["src"] = 0]
-    /\ UNCHANGED <<up, current, locked, acked, lateAppend, skew, misplaced>>
+    /\ UNCHANGED <<up, current, locked, acked, lateAppend, skew, misplaced, offline, newer,
+                   starting>>
 
 (* A crash at any step: only fsynced records and fsynced dir names survive. *)
 Crash ==
@@ -233,30 +277,90 @@ Crash ==
     /\ name' = durName
     /\ agree' = Min(agree, Min(dur["src"], dur["fut"]))
     /\ skew' = 0
-    /\ UNCHANGED <<dur, durName, acked, lateAppend, misplaced, start>>
+    /\ starting' = FALSE
+    /\ UNCHANGED <<dur, durName, acked, lateAppend, misplaced, start, offline, newer>>
 
-(* R1-R3: restart. The authoritative log takes appends; a live dir of a lower generation is      *)
-(* renamed -delete (R2). That rename is not durable until its dir is fsynced, a separate step     *)
-(* (FsyncDir(src)): a crash in between leaves two live dirs again, and recovery runs again from    *)
-(* the names on disk. R3: a future log beside the live source resumes its copy from its own end  *)
-(* (skew 0); the bug resumes from the current log's HW, here its acknowledged prefix. The log   *)
-(* picked takes the live name (a no-op but for the seed's promotion of a lone future dir).      *)
+(* R1-R3: restart, from the names on disk of the online dirs. The authoritative log (R1) takes  *)
+(* the live name (a no-op but for the seed's promotion of a lone future dir); a live dir of a    *)
+(* lower generation is renamed -delete (R2); a -future dir is resumed (R3) if it is above the    *)
+(* live log (the copier resumes from its own end, skew 0; the bug from the current log's HW,    *)
+(* here its acknowledged prefix), else renamed -delete; with no live dir, left (R5). Renames are *)
+(* durable only once their dir is fsynced (FsyncDir), a separate step: a crash in between leaves *)
+(* the names as they were, and recovery runs again. Offline dirs are not touched.                *)
 Recover ==
-    LET a == Authoritative(durName)
+    LET a == AuthIn(durName, Online)
     IN
     /\ ~up
-    /\ a # "none"
     /\ up' = TRUE
-    /\ current' = a
-    /\ name' = [l \in Logs |-> IF l = a THEN "live"
-                              ELSE IF durName[l] = "live" THEN "delete" ELSE durName[l]]
+    /\ starting' = TRUE
+    /\ name' = [l \in Logs |-> IF offline[l] THEN durName[l]
+                              ELSE IF l = a THEN "live"
+                              ELSE IF durName[l] = "live" THEN "delete"
+                              ELSE IF durName[l] = "future" /\ a # "none" /\ newer # l
+                                   THEN "delete"
+                              ELSE durName[l]]
     /\ skew' = IF Bug = "CopierResumesFromHW" /\ durName["fut"] = "future"
                THEN acked - dur["fut"] ELSE 0
-    /\ UNCHANGED <<locked, vol, dur, durName, acked, lateAppend, agree, misplaced, start>>
+    /\ UNCHANGED <<current, locked, vol, dur, durName, acked, lateAppend, agree, misplaced, start,
+                   offline, newer>>
+
+(* The end of start-up, once recovery's renames are durable: the recovered log is served (none: *)
+(* the partition stays offline on this broker). R6: with a dir offline, the log served is       *)
+(* re-stamped above any generation a copy on the offline dir can hold (the metadata file        *)
+(* replaced and fsynced before any append; a crash before leaves the old stamp, not yet served). *)
+Serve ==
+    LET a == AuthIn(durName, Online)
+    IN
+    /\ up /\ starting
+    /\ \A l \in Online : durName[l] = name[l]
+    /\ starting' = FALSE
+    /\ current' = a
+    /\ newer' = IF a # "none" /\ Online # Logs /\ Bug # "NoRestampOnOfflineDir" THEN a ELSE newer
+    /\ UNCHANGED <<up, locked, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced,
+                   start, offline>>
+
+(* An I/O error takes the dir holding log l offline (or start-up finds it so). A swap under way  *)
+(* is abandoned: the source may go on serving only while the future dir cannot yet have its     *)
+(* live name (the code also stops it when the error hit the rename itself, which may or may not *)
+(* have reached the disk: either is allowed); a log on the failed dir is no longer served.       *)
+FailDir(l) ==
+    /\ l \in FailDirs /\ ~offline[l]
+    /\ offline' = [offline EXCEPT ![l] = TRUE]
+    /\ current' \in IF current = l \/ (locked /\ (name["fut"] = "live" \/ name["src"] # "live"))
+                    THEN {"none"}
+                    ELSE IF locked THEN {current, "none"} ELSE {current}
+    /\ locked' = FALSE
+    /\ UNCHANGED <<up, vol, dur, name, durName, acked, lateAppend, agree, skew, misplaced, start,
+                   newer, starting>>
+
+(* A failed dir is back (repaired, or it was a transient fault) when the broker next starts. *)
+Repair(l) ==
+    /\ ~up /\ offline[l]
+    /\ offline' = [offline EXCEPT ![l] = FALSE]
+    /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
+                   misplaced, start, newer, starting>>
+
+(* A future dir renamed -delete (R3, a future below the live log) is removed and the move starts *)
+(* again with a fresh, empty future log of the next generation (one step: until the new dir is   *)
+(* durable, a crash leaves no future log, which is the same as an empty one).                     *)
+RestartMove ==
+    /\ up /\ ~locked /\ current = "src" /\ ~offline["fut"]
+    /\ durName["fut"] = "delete"
+    /\ name' = [name EXCEPT !["fut"] = "future"]
+    /\ durName' = [durName EXCEPT !["fut"] = "future"]
+    /\ vol' = [vol EXCEPT !["fut"] = 0]
+    /\ dur' = [dur EXCEPT !["fut"] = 0]
+    /\ start' = [start EXCEPT !["fut"] = 0]
+    /\ agree' = 0
+    /\ newer' = "fut"
+    /\ UNCHANGED <<up, current, locked, acked, lateAppend, skew, misplaced, offline, starting>>
 
 (* The source, a follower, truncates its last record (above the HW, so never an acknowledged    *)
-(* one) after a leader change; the future log follows in the same step: it never keeps a record *)
-(* above the source's truncation point. One record a step: repeated, any truncation point.      *)
+(* one) after a leader change, which comes with a new leader epoch; the future log follows in    *)
+(* the same step: it never keeps a record above the source's truncation point. With its dir      *)
+(* offline, it follows when the copier resumes, by the leader epoch protocol against the source, *)
+(* before it copies anything: nothing can tell the two apart. One record a step: repeated, any  *)
+(* truncation point.                                                                             *)
 TruncateSource ==
     /\ up /\ ~locked
     /\ current = "src"
@@ -264,7 +368,8 @@ TruncateSource ==
     /\ vol' = [l \in Logs |-> IF vol[l] >= vol["src"] THEN vol["src"] - 1 ELSE vol[l]]
     /\ dur' = [l \in Logs |-> IF dur[l] >= vol["src"] THEN vol["src"] - 1 ELSE dur[l]]
     /\ agree' = Min(agree, vol["src"] - 1)
-    /\ UNCHANGED <<up, current, locked, name, durName, acked, lateAppend, skew, misplaced, start>>
+    /\ UNCHANGED <<up, current, locked, name, durName, acked, lateAppend, skew, misplaced, start,
+                   offline, newer, starting>>
 
 (* DeleteRecords (or retention) raises the source's start offset, at most to the HW; it waits,  *)
 (* like appends, while the swap holds the lock.                                                  *)
@@ -274,16 +379,16 @@ RaiseStart ==
     /\ start["src"] < acked
     /\ start' = [start EXCEPT !["src"] = @ + 1]
     /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
-                   misplaced>>
+                   misplaced, offline, newer, starting>>
 
 (* The copier raises the future log's start offset to the source's. *)
 FollowStart ==
-    /\ up
+    /\ up /\ current = "src" /\ ~offline["fut"]
     /\ name["fut"] = "future"
     /\ start["fut"] < start["src"]
     /\ start' = [start EXCEPT !["fut"] = start["src"]]
     /\ UNCHANGED <<up, current, locked, vol, dur, name, durName, acked, lateAppend, agree, skew,
-                   misplaced>>
+                   misplaced, offline, newer, starting>>
 
 Next ==
     \/ Append
@@ -301,6 +406,10 @@ Next ==
     \/ TruncateSource
     \/ RaiseStart
     \/ FollowStart
+    \/ \E l \in Logs : FailDir(l)
+    \/ \E l \in Logs : Repair(l)
+    \/ Serve
+    \/ RestartMove
 
 Spec == Init /\ [][Next]_vars
 
@@ -314,13 +423,15 @@ Spec == Init /\ [][Next]_vars
 (* after it stopped being authoritative; and no record was copied to an    *)
 (* offset the source did not hold it at; and the authoritative log never  *)
 (* starts below a start offset the source was raised to (nothing deleted  *)
-(* is served again after the swap).                                       *)
+(* is served again after the swap). A broker serving with every dir online *)
+(* serves the partition.                                                  *)
 (***************************************************************************)
 AtomicMoveSwap ==
     /\ Authoritative(durName) # "none"
     /\ dur[Authoritative(durName)] >= acked
     /\ Authoritative(durName) = "fut" /\ current = "src" => agree >= acked
-    /\ up /\ ~locked => current = Authoritative(durName)
+    /\ up /\ ~locked /\ current # "none" => current = Authoritative(durName)
+    /\ up /\ ~starting /\ Online = Logs => current # "none"
     /\ ~lateAppend
     /\ ~misplaced
     /\ Authoritative(durName) = "fut" /\ durName["src"] # "none" => start["fut"] >= start["src"]
@@ -341,15 +452,17 @@ Fairness ==
     /\ WF_vars(Recover)
     /\ WF_vars(AdvanceHW)
     /\ WF_vars(FollowStart)
+    /\ WF_vars(Serve)
+    /\ WF_vars(RestartMove)
 
-Fault == Crash \/ TruncateSource
+Fault == Crash \/ TruncateSource \/ \E l \in Logs : FailDir(l) \/ Repair(l)
 
 LiveSpec == Spec /\ Fairness
 
-(* MoveCompletes: once the crashes stop, the move ends for good: appends go to the future log,    *)
-(* its live name is durable and the source dir is gone.                                           *)
+(* MoveCompletes: once the faults stop with every dir online, the move ends for good: appends go *)
+(* to the future log, its live name is durable and the source dir is gone.                       *)
 MoveCompletes ==
-    []<><<Fault>>_vars \/
+    []<><<Fault>>_vars \/ <>[](Online # Logs) \/
         <>[](current = "fut" /\ durName["fut"] = "live" /\ durName["src"] = "none")
 
 =============================================================================

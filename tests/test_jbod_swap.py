@@ -348,14 +348,7 @@ def test_a_crash_during_start_up_recovery_is_recovered_by_the_next_start_up() ->
 
     def two_live() -> Broker:
         b = Broker()
-        src = filled(b)
-        expected[:] = read_all(src)
-        fut = b.lm.create_future_log(TP, D2)
-        copy_all(src, fut)
-        b.lm.swap_future_log(TP)
-        gone = next(n for n in b.fs.listdir(D1) if n.endswith("-delete"))
-        b.fs.rename(f"{D1}/{gone}", f"{D1}/t-0")
-        b.fs.fsync_dir(D1)
+        expected[:] = _cut_between_commit_and_source_rename(b)
         b.fs.crash()
         return b
     b = two_live()
@@ -373,3 +366,128 @@ def test_a_crash_during_start_up_recovery_is_recovered_by_the_next_start_up() ->
         b.crash_and_restart()
         assert live_dirs(b) == [D2], k
         assert read_all(b.lm.get_log(TP)) == expected  # type: ignore[arg-type]
+
+
+def _cut_between_commit_and_source_rename(b: Broker) -> list[tuple[int, bytes | None]]:
+    """A move of TP from D1 to D2 whose commit (S4) reached the disk and whose source rename
+    (S5) did not: both dirs hold a live ``t-0``, D2's one generation higher. Returns the
+    records both hold."""
+    src = filled(b)
+    records = read_all(src)
+    fut = b.lm.create_future_log(TP, D2)
+    copy_all(src, fut)
+    b.lm.swap_future_log(TP)
+    gone = next(n for n in b.fs.listdir(D1) if n.endswith("-delete"))
+    b.fs.rename(f"{D1}/{gone}", f"{D1}/t-0")
+    b.fs.fsync_dir(D1)
+    assert sorted(live_dirs(b)) == [D1, D2]
+    return records
+
+
+@pytest.mark.parametrize("appends", [1, 4])
+def test_a_restart_with_the_moved_log_s_dir_offline_and_then_back_loses_nothing(
+        appends: int) -> None:
+    """R6 (found by the ReplicaMove model's dir failures, bug NoRestampOnOfflineDir): D2 is
+    offline at the restart, so the source in D1 is served and takes appends; when D2 is back,
+    the moved copy there, a generation higher but stale, must not win over it."""
+    b = Broker()
+    _cut_between_commit_and_source_rename(b)
+    b.fs.inject_fault(D2, Fault.EIO)
+    b.crash_and_restart()
+    assert D2 in b.lm.offline_dirs
+    log = b.lm.get_log(TP)
+    assert log is not None and log.dir_path == f"{D1}/t-0"
+    stamped = (log.generation, dict(b.report.restamped),
+               PartitionMetadataFile(b.fs, log.dir_path).read_generation())
+    for i in range(appends):
+        log.append_as_leader(batch(b"after%d" % i, b"x"), leader_epoch=5)
+    log.flush()
+    log.update_high_watermark(log.log_end_offset)
+    acked = read_all(log)
+    b.fs.clear_fault(D2)
+    b.crash_and_restart()
+    assert b.lm.offline_dirs == []
+    assert live_dirs(b) == [D1] and names(b, D2) == [(DirKind.DELETE, TP)]
+    assert read_all(b.lm.get_log(TP)) == acked  # type: ignore[arg-type]
+    assert stamped == (2, {f"{D1}/t-0": 2}, 2)
+    # No dir offline: no re-stamp, and the next move is above the re-stamped source.
+    assert b.report.restamped == {}
+    assert b.lm.create_future_log(TP, D3).generation == 3
+
+
+def test_a_restart_with_every_dir_online_re_stamps_nothing_and_picks_the_moved_log() -> None:
+    b = Broker()
+    _cut_between_commit_and_source_rename(b)
+    b.crash_and_restart()
+    assert b.report.restamped == {} and live_dirs(b) == [D2]
+    assert b.lm.get_log(TP).generation == 1  # type: ignore[union-attr]
+
+
+def test_a_move_resumed_while_another_dir_is_offline_stays_above_its_source() -> None:
+    """D3 offline at the restart: the source (D1) is re-stamped, and the future log being
+    resumed (D2) goes one above it again, so that its swap is still the newer generation."""
+    b = Broker()
+    src = filled(b)
+    fut = b.lm.create_future_log(TP, D2)
+    copy_all(src, fut)
+    fut.flush()
+    acked = read_all(src)
+    b.fs.inject_fault(D3, Fault.EIO)
+    b.crash_and_restart()
+    log, resumed = b.lm.get_log(TP), b.lm.get_future_log(TP)
+    assert log is not None and resumed is not None
+    assert (log.generation, resumed.generation) == (2, 3)
+    b.lm.swap_future_log(TP)
+    b.fs.clear_fault(D3)
+    b.crash_and_restart()
+    assert live_dirs(b) == [D2] and read_all(b.lm.get_log(TP)) == acked  # type: ignore
+    assert b.lm.get_log(TP).generation == 3  # type: ignore[union-attr]
+
+
+def test_a_future_log_not_above_its_source_is_never_swapped_in() -> None:
+    b = Broker()
+    src = filled(b)
+    fut = b.lm.create_future_log(TP, D2)
+    copy_all(src, fut)
+    src.restamp_generation(1)  # as a re-stamp that skipped the future log would leave it
+    with pytest.raises(LogwrightError, match="not above the live log"):
+        b.lm.swap_future_log(TP)
+    assert live_dirs(b) == [D1] and b.lm.get_log(TP) is src
+    with pytest.raises(ValueError, match="not above"):
+        src.restamp_generation(1)
+
+
+def test_a_dir_failing_right_after_the_commit_stops_the_source() -> None:
+    """The destination fails after S4 (its live name durable) while the moved log is opened:
+    the source must acknowledge nothing more, since the next start-up with that dir back picks
+    the moved log (R1). Found by the refinement check of dir failures against the model
+    (tests/test_refinement_replica_move.py): the source went on serving."""
+    b = Broker()
+    src = filled(b)
+    acked = read_all(src)
+    fut = b.lm.create_future_log(TP, D2)
+    copy_all(src, fut)
+
+    def fail_once_committed() -> None:
+        if "t-0" in b.fs.durable_listdir(D2):
+            b.fs.inject_fault(D2, Fault.EIO)
+
+    b.fs.after_op = fail_once_committed
+    try:
+        with pytest.raises(KafkaStorageError):
+            b.lm.swap_future_log(TP)
+    finally:
+        b.fs.after_op = None
+    assert D2 in b.lm.offline_dirs
+    stopped = src.offline
+    try:  # a producer's append: acknowledged if the source takes it
+        src.append_as_leader(batch(b"late"), leader_epoch=9)
+        src.flush()
+        src.update_high_watermark(src.log_end_offset)
+        acked = read_all(src)
+    except KafkaStorageError:
+        pass
+    b.fs.clear_fault(D2)
+    b.crash_and_restart()
+    assert live_dirs(b) == [D2] and read_all(b.lm.get_log(TP)) == acked  # type: ignore
+    assert stopped

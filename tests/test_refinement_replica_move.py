@@ -14,13 +14,15 @@ import pytest
 
 from logwright.conformance.refinement import RefinementChecker, RefinementViolation
 from logwright.conformance.replica_move import MoveView, ReplicaMoveRefinement, abstract_move
+from logwright.errors import KafkaStorageError
 from logwright.logmanager import LogManager
 from logwright.model.replica_move import ReplicaMoveConfig, ReplicaMoveSpec
 from logwright.model.replica_move.twin import FUT, SRC, RMState
 from logwright.storage.log import PartitionLog
+from logwright.world import Fault
 from logwright.world.simfs import SimulatedCrash
-from tests.storage_helpers import batch
-from tests.test_jbod_swap import D1, D2, TOPIC_ID, TP, Broker, copy_all
+from tests.storage_helpers import batch, read_all
+from tests.test_jbod_swap import D1, D2, TOPIC_ID, TP, Broker, _ops_of_a_move, copy_all
 
 MAX_RECORDS = 64
 
@@ -159,3 +161,110 @@ def test_a_swap_that_publishes_an_unflushed_copy_is_refused() -> None:
         for i, s in enumerate(states):
             checker.check(s, f"after file-system operation {i}")
     assert "ReplicaMove" in str(info.value)
+
+
+# -- a dir failure during the move, and the restarts around it ----------------------------------
+
+def _fail_dest_during_move(b: Broker, src: PartitionLog, fail_at: int,
+                           states: list[RMState], view: MoveView) -> None:
+    """The move, with D2 failing (every call under it an I/O error) after the move's
+    ``fail_at``-th file-system operation; the abstract state after every operation."""
+    phase = ["before"]
+    start = b.fs.ops
+
+    def after_op() -> None:
+        states.append(_abstract_failing(b, src, view, phase[0]))
+        if b.fs.ops - start == fail_at:
+            b.fs.inject_fault(D2, Fault.EIO)  # from the next operation on
+
+    b.fs.after_op = after_op
+    try:
+        _run_move(b, src, phase)
+    except KafkaStorageError:
+        pass
+    finally:
+        b.fs.after_op = None
+    b.fs.inject_fault(D2, Fault.EIO)  # at the latest once the move is over
+    states.append(_abstract_failing(b, src, view, "failed"))
+
+
+def _abstract_failing(b: Broker, src: PartitionLog, view: MoveView, phase: str) -> RMState:
+    live = b.lm.get_log(TP)
+    in_d2 = live is not None and live.dir_path.startswith(D2)
+    if live is None or live.offline or (in_d2 and D2 in b.lm.offline_dirs):
+        current = "none"
+    elif phase in ("swapped", "done", "failed"):
+        current = FUT if in_d2 else SRC
+    else:
+        current = SRC
+    locked = phase == "swap" and D2 not in b.lm.offline_dirs
+    return abstract_move(b.fs, b.lm, TP, src, D1, D2, view, locked=locked, current=current)
+
+
+@pytest.mark.parametrize("appends", [0, 2])
+def test_a_dir_failure_at_any_point_of_a_move_and_the_restarts_after_are_steps_of_the_model(
+        appends: int) -> None:
+    """D2 fails after each file-system operation of a move in turn: every change is a twin
+    step (FailDir among them); the restart with D2 still failed is Crash, Recover and Serve
+    (R6 re-stamps what it serves); appends follow; the restart with D2 back is Crash, Repair,
+    Recover, the dir fsyncs and Serve; AtomicMoveSwap holds throughout, and no acknowledged
+    record is lost."""
+    total = _ops_of_a_move()
+    twin = _twin()
+    outcomes = set()
+    for fail_at in range(1, total + 1):
+        b = Broker()
+        src = filled(b)
+        original = read_all(src)
+        view = MoveView()
+        states = [_abstract_failing(b, src, view, "before")]
+        _fail_dest_during_move(b, src, fail_at, states, view)
+        # five steps at most: a restart that drops a stale future dir starts the move again
+        # (Repair, Recover, FsyncDir, Serve, RestartMove)
+        checker = RefinementChecker(ReplicaMoveRefinement(twin), max_steps=5)
+        for i, s in enumerate(states):
+            checker.check(s, f"D2 failing after operation {fail_at}: state {i}")
+        # restart with D2 still failed
+        crashed = twin.Crash(states[-1])
+        assert crashed is not None
+        checker.rebase(crashed, "the crash")
+        b.crash_and_restart()
+        live = b.lm.get_log(TP)
+        # the source, or nothing if S5 had renamed it (the moved log is on the failed dir)
+        view.src = live if live is not None and live.dir_path.startswith(D1) else src
+        after = _recovered_failing(b, view)
+        found = checker.check(after, f"the restart with D2 failed (after operation {fail_at})")
+        assert found.actions[0] == "Recover" and found.actions[-1] == "Serve", found.actions
+        if live is not None:
+            assert live.dir_path.startswith(D1)
+            for i in range(appends):
+                live.append_as_leader(batch(b"late%d" % i), leader_epoch=7)
+            live.flush()
+            live.update_high_watermark(live.log_end_offset)
+            acked = read_all(live)
+            checker.check(_recovered_failing(b, view), "appends while D2 is failed")
+        else:
+            acked = original  # S5 ran: the moved copy holds exactly these
+        # restart with D2 back
+        crashed = twin.Crash(_recovered_failing(b, view))
+        assert crashed is not None
+        checker.rebase(crashed, "the second crash")
+        b.fs.clear_fault(D2)
+        b.crash_and_restart()
+        back = b.lm.get_log(TP)
+        assert back is not None and read_all(back) == acked, fail_at
+        view.src = back if back.dir_path.startswith(D1) else view.src
+        found = checker.check(_recovered_failing(b, view), "the restart with D2 back")
+        assert found.actions[:2] == ("Repair", "Recover"), found.actions
+        outcomes.add(back.dir_path.startswith(D2))
+    assert outcomes == {True, False}  # D2's failure met both sides of the commit point
+
+
+def _recovered_failing(b: Broker, view: MoveView) -> RMState:
+    live = b.lm.get_log(TP)
+    assert view.src is not None
+    if live is None:
+        return abstract_move(b.fs, b.lm, TP, view.src, D1, D2, view, current="none")
+    current = FUT if live.dir_path.startswith(D2) else SRC
+    src = live if current == SRC else view.src
+    return abstract_move(b.fs, b.lm, TP, src, D1, D2, view, current=current)

@@ -20,7 +20,10 @@ mapped, at any instant, to the twin's variables (spec/ReplicaMove.tla):
 * ``start``: each log's start offset; ``up``, ``current`` and ``locked`` as the caller says (the
   swap, S1 to S6, runs within one call that holds the partition's append lock);
 * ``skew`` 0 and ``lateAppend`` False: nothing the code does makes either (the copier always
-  reads at the future log's own end; an append during the swap waits for the lock).
+  reads at the future log's own end; an append during the swap waits for the lock);
+* ``offline``: whether the log manager has each dir offline; ``newer``: the log of the higher
+  generation in ``partition.metadata`` (the future log while none is readable);
+  ``starting``: as the caller says (start-up runs within one call).
 
 :class:`ReplicaMoveRefinement` gives a :class:`~logwright.conformance.refinement.RefinementChecker`
 every twin step (the twin is small: fifteen actions), so each file-system operation of a move
@@ -88,6 +91,25 @@ class MoveView:
     """The source log the move started from (for a caller that must find it again)."""
     durable: dict[str, int] = field(default_factory=dict)
     """Each log's durable end when last readable on disk (kept while its dir is renamed)."""
+    names: dict[str, list[str]] = field(default_factory=dict)
+    """Each dir's entries when last listed (a failed dir cannot be listed; nothing renames in
+    it meanwhile)."""
+    fut_counts: tuple[int, int, int] = (0, 0, 0)
+    """The future log's counts when last seen (the log manager drops a future log whose dir
+    failed; its files stay as they were)."""
+    manager: LogManager | None = None
+    """The log manager last seen: another one is a restart, after which a log not loaded again
+    (its dir failed) holds only what was durable."""
+    fut_generation: int | None = None
+    """The future log's generation when last seen (before it exists: the one it will get)."""
+
+    def listdir(self, fs: SimFileSystem, path: str) -> list[str]:
+        """``path``'s entries, or the ones last listed if it cannot be listed now."""
+        try:
+            self.names[path] = fs.listdir(path)
+        except OSError:
+            pass
+        return self.names.get(path, [])
 
     def counts(self, which: str, fs: SimFileSystem, log: PartitionLog) -> tuple[int, int, int]:
         """``log``'s records written, records fsynced (:func:`durable_end`), start offset."""
@@ -158,11 +180,18 @@ _HEADER = 27
 
 def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: PartitionLog,
                   src_dir: str, dest_dir: str, view: MoveView, *, up: bool = True,
-                  locked: bool = False, current: str = SRC) -> RMState:
+                  locked: bool = False, current: str = SRC, starting: bool = False) -> RMState:
     """The twin state of ``tp``'s move from ``src_dir`` (whose log is ``src``) to
     ``dest_dir``, at this instant; ``view`` carries what a closed log cannot say again."""
-    name = (_name_in(fs.listdir(src_dir), tp, False) or GONE,
-            _name_in(fs.listdir(dest_dir), tp, True) or FUTURE)
+    if view.manager is not None and view.manager is not lm:
+        durable = view.durable.get(FUT, 0)
+        view.fut_counts = (durable, durable, view.fut_counts[2])
+        if view.fut_records is not None:
+            view.fut_records = {o: r for o, r in view.fut_records.items() if o < durable}
+        view.names = {d: fs.durable_listdir(d) for d in view.names}  # what the crash kept
+    view.manager = lm
+    in_dest = _name_in(view.listdir(fs, dest_dir), tp, True)
+    name = (_name_in(view.listdir(fs, src_dir), tp, False) or GONE, in_dest or FUTURE)
     dur_name = (_name_in(fs.durable_listdir(src_dir), tp, False) or GONE,
                 _name_in(fs.durable_listdir(dest_dir), tp, True) or FUTURE)
     if name[0] == GONE and dur_name[0] == DELETE:
@@ -176,7 +205,11 @@ def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: Pa
     theirs = _records(src)
     if theirs is not None:
         view.src_records = theirs
-    ours = _records(fut) if fut is not None else ({} if name[1] == FUTURE else None)
+    offline = lm.offline_dirs
+    if dest_dir in offline:
+        ours = None  # as it was when last readable: nothing is written there any more
+    else:
+        ours = _records(fut) if fut is not None else ({} if name[1] == FUTURE else None)
     if ours is not None:
         view.fut_records = ours
     theirs, ours = view.src_records or {}, view.fut_records or {}
@@ -187,15 +220,29 @@ def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: Pa
                                            for o, r in ours.items())
     gone = name[0] == GONE
     src_counts = (0, 0, 0) if gone else view.counts(SRC, fs, src)
-    fut_counts = view.counts(FUT, fs, fut) if fut is not None else (0, 0, 0)
+    if fut is not None and dest_dir not in offline:
+        fut_counts = view.fut_counts = view.counts(FUT, fs, fut)
+        view.fut_generation = fut.generation
+    elif dest_dir in offline or name[1] != FUTURE:
+        fut_counts = view.fut_counts  # dropped with its failed dir, or renamed away: as it was
+        if name[1] == DELETE:
+            fut_counts = (view.fut_counts[0], view.durable.get(FUT, 0), view.fut_counts[2])
+    else:
+        fut_counts = view.fut_counts = (0, 0, 0)
     appends_to = src_counts[1] if current == SRC else fut_counts[1]
     if up and live is not None:
         view.acked = max(view.acked, min(live.high_watermark, appends_to))
+    if view.fut_generation is None or (fut is None and in_dest is None
+                                       and dest_dir not in lm.offline_dirs):
+        view.fut_generation = src.generation + 1  # the future log a move of it creates (G)
+    fut_generation = fut.generation if fut is not None else view.fut_generation
+    newer = SRC if fut_generation is not None and fut_generation <= src.generation else FUT
     return RMState(
         up=up, current=current if up else NO_LOG, locked=locked,
         vol=(src_counts[0], fut_counts[0]), dur=(src_counts[1], fut_counts[1]), name=name,
         durName=dur_name, acked=view.acked, lateAppend=False, agree=0 if gone else agree,
-        skew=0, misplaced=view.misplaced, start=(src_counts[2], fut_counts[2]))
+        skew=0, misplaced=view.misplaced, start=(src_counts[2], fut_counts[2]),
+        offline=(src_dir in offline, dest_dir in offline), newer=newer, starting=starting)
 
 
 __all__ = ["MoveView", "ReplicaMoveRefinement", "abstract_move"]

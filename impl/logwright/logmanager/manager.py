@@ -222,6 +222,8 @@ class StartupReport:
     # gap), recovered as after a crash: path -> why.
     distrusted: dict[str, str] = field(default_factory=dict)
     formatted_dirs: list[str] = field(default_factory=list)  # got their first meta.properties
+    # R6: logs re-stamped above any copy an offline dir can hold: path -> new generation.
+    restamped: dict[str, int] = field(default_factory=dict)
 
 
 class LogManager:
@@ -286,6 +288,8 @@ class LogManager:
             except (OSError, CheckpointError) as exc:
                 self._take_offline(state, f"{type(exc).__name__}: {exc}")
                 report.offline_dirs[state.path] = state.offline_reason or ""
+        if any(not state.online for state in self.dirs.values()):
+            self._restamp_generations(report)
         self._schedule_tasks()
         self.started = True
         return report
@@ -350,6 +354,44 @@ class LogManager:
                 else:
                     plan[(d, n)] = _DELETE
         return plan
+
+    def _restamp_generations(self, report: StartupReport) -> None:
+        """R6: a dir is offline at start-up, so recovery (R1) saw only the others, and the
+        offline one may hold a copy of a partition of a higher generation than the log loaded
+        here: a move whose commit (S4) reached the disk and whose source rename (S5) did not.
+        That copy holds nothing this log lacks (appends waited from S1), but once this log takes
+        an append, the copy must never win when its dir is back. So every live log is
+        re-stamped with its generation + 2, above any copy of it the offline dir can hold (one
+        above, a future log of it), before it serves anything; a future log being resumed goes
+        one above its live log again. A log without a topic id has no generation and was never
+        moved. An I/O error takes that log's dir offline, as anywhere else."""
+        for state in self.dirs.values():
+            if not state.online:
+                continue
+            for tp, log in list(state.logs.items()):
+                if log.topic_id is None:
+                    continue
+                try:
+                    log.restamp_generation(log.generation + 2)
+                except KafkaStorageError as exc:
+                    report.offline_dirs[state.path] = str(exc)
+                    break
+                report.restamped[log.dir_path] = log.generation
+                fut = self.get_future_log(tp)
+                fut_state = self.future_dir_of(tp)
+                if fut is None or fut_state is None:
+                    continue
+                try:
+                    fut.restamp_generation(log.generation + 1)
+                except KafkaStorageError as exc:
+                    fut_state.future_logs.pop(tp, None)
+                    report.offline_dirs[fut_state.path] = str(exc)
+                    continue
+                report.restamped[fut.dir_path] = fut.generation
+        if report.restamped:
+            _logger.warning("a log dir is offline at start-up: %d logs re-stamped with a higher "
+                            "generation, so that a stale copy there never wins when it is back "
+                            "(R6)", len(report.restamped))
 
     def _claim_dirs(self, identity: DataDirIdentity, report: StartupReport) -> None:
         """Lock every dir, then check every meta.properties, then write the missing ones.
@@ -879,6 +921,11 @@ class LogManager:
                 f"{tp}: the future log [{fut.log_start_offset}, {fut.log_end_offset}) has not "
                 f"caught up with [{src.log_start_offset}, {src.log_end_offset})")
         assert src.recovery_point == src.log_end_offset, "S1 fsyncs the source first"
+        if fut.generation <= src.generation:
+            # Start-up re-stamps a resumed future log above its live log (R6); one that is not
+            # above it would lose to the source at the next start-up (R1).
+            raise LogwrightError(f"{tp}: the future log's generation {fut.generation} is not "
+                                 f"above the live log's {src.generation}")
         live = posixpath.join(dest.path, live_dir_name(tp))
         renaming = False
         try:
@@ -908,6 +955,10 @@ class LogManager:
                 dir_status=dest.status)
         except (OSError, CheckpointError) as exc:
             self._take_offline(dest, f"opening {live} after the swap: {exc}")
+            # The commit (S4) is durable: the next start-up with this dir back picks the moved
+            # log (R1), so the source must acknowledge nothing more; it stops serving here.
+            src.offline = True
+            src.close()
             raise KafkaStorageError(f"{tp}: I/O error opening its moved log: {exc}") from exc
         dest.logs[tp] = new
         del src_state.logs[tp]

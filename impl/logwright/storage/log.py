@@ -315,6 +315,22 @@ class PartitionLog:
         self._topic_id = topic_id
         return True
 
+    def restamp_generation(self, generation: int) -> None:
+        """Raise the log generation to ``generation`` (start-up's step R6, docs/jbod.md),
+        ``partition.metadata`` rewritten atomically and durably first. A log without a topic id
+        has no generation to raise (it can never have been moved). KafkaStorageError on an I/O
+        error (the dir goes offline)."""
+        if generation <= self.generation:
+            raise ValueError(f"{self.tp}: generation {generation} is not above {self.generation}")
+        if self._topic_id is None:
+            raise LogwrightError(f"{self.tp}: a log without a topic id has no generation")
+        self._guard()
+        try:
+            PartitionMetadataFile(self.fs, self.dir_path).write(self._topic_id, generation)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        self.generation = generation
+
     # ---- leader epochs -------------------------------------------------------------------------
 
     @property

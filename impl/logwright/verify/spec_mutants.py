@@ -277,10 +277,7 @@ MUTANTS: tuple[SpecMutant, ...] = (
        '       ELSE durName["fut"] = "live"', '       ELSE name["fut"] = "live"',
        "rename the source -delete before the future's live name is durable (S4)"),
     _m("ReplicaMove", "RecoverKeepsOldLive",
-       "    /\\ name' = [l \\in Logs |-> IF l = a THEN \"live\"\n"
-       "                              ELSE IF durName[l] = \"live\" THEN \"delete\" "
-       "ELSE durName[l]]",
-       "    /\\ name' = durName",
+       "                              ELSE IF durName[l] = \"live\" THEN \"delete\"\n", "",
        "recovery leaves the lower generation's live dir live (R2 skipped)",
        cfg="ReplicaMove_liveness.cfg"),
     _m("ReplicaMove", "EndSwapKeepsLock",
@@ -320,6 +317,28 @@ MUTANTS: tuple[SpecMutant, ...] = (
        '    /\\ durName["fut"] = "live" /\\ durName["src"] = "delete"',
        '    /\\ name["fut"] = "live" /\\ name["src"] = "delete"',
        "end the swap before the renames are made durable"),
+    _m("ReplicaMove", "ServeBeforeRecoveryDurable",
+       "    /\\ \\A l \\in Online : durName[l] = name[l]\n", "",
+       "serve the recovered log before recovery's renames are durable"),
+    _m("ReplicaMove", "DirFailureKeepsSwapSource",
+       "    /\\ current' \\in IF current = l \\/ (locked /\\ (name[\"fut\"] = \"live\" "
+       "\\/ name[\"src\"] # \"live\"))",
+       "    /\\ current' \\in IF current = l",
+       "a dir failure during the swap leaves the source serving though the future may be live"),
+    _m("ReplicaMove", "RecoverResumesStaleFuture",
+       "                              ELSE IF durName[l] = \"future\" /\\ a # \"none\" "
+       "/\\ newer # l\n                                   THEN \"delete\"\n", "",
+       "start-up resumes a future dir below the live log's generation (R3 unguarded)",
+       cfg="ReplicaMove_liveness.cfg"),
+    _m("ReplicaMove", "SwapOlderFuture",
+       "    /\\ current = \"src\" /\\ name[\"fut\"] = \"future\" /\\ ~offline[\"fut\"] "
+       "/\\ newer = \"fut\"",
+       "    /\\ current = \"src\" /\\ name[\"fut\"] = \"future\" /\\ ~offline[\"fut\"]",
+       "swap in a future log of a lower generation than the source"),
+    _m("ReplicaMove", "NoRestartMoveFairness",
+       "    /\\ WF_vars(RestartMove)", "    /\\ TRUE",
+       "a move whose stale future log was dropped may never start again",
+       cfg="ReplicaMove_liveness.cfg"),
 )
 """Every mutant of every module, in module order."""
 
@@ -328,6 +347,10 @@ NO_NEW_STATES: dict[tuple[str, str], str] = {
         "the future log follows the source's truncation in the same step, so the step lands "
         "where the truncated records were never written; it is in the model for the mutant "
         "FutureIgnoresTruncation, which is caught",
+    ("ReplicaMove", "RestartMove"):
+        "a move started again with a fresh, empty future log lands where a move stands before "
+        "it copied anything, which the search reaches first that way; the mutant "
+        "NoRestartMoveFairness shows the step is needed",
 }
 """(module, action) pairs argued in spec/README.md to find no state first in the correct
 model's TLC coverage, and why; any other action that finds none is a finding."""

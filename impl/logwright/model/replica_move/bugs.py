@@ -18,6 +18,9 @@ BUG_TABLE = BugTable("ReplicaMove", (
     Bug("CopierResumesFromHW", "AtomicMoveSwap",
         "a restarted copier resumes from the current log's HW, not the future log's end "
         "(KAFKA-9087)"),
+    Bug("NoRestampOnOfflineDir", "AtomicMoveSwap",
+        "a log served while a dir is offline keeps its generation: a newer copy that had gone "
+        "live on the offline dir wins over it, and what it took meanwhile, when the dir is back"),
 ))
 """Every bug ``Bug`` can switch on in ReplicaMove, and the invariant each breaks."""
 
