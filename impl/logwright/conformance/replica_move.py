@@ -36,11 +36,14 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from logwright.broker.broker import Broker
+from logwright.cluster import Cluster
+from logwright.conformance.refinement import RefinementChecker
 from logwright.errors import LogDirNameError, LogwrightError
-from logwright.identity import TopicPartition
+from logwright.identity import TopicPartition, Uuid
 from logwright.logmanager import LogManager
 from logwright.model.core import State
-from logwright.model.replica_move import ReplicaMoveSpec
+from logwright.model.replica_move import ReplicaMoveConfig, ReplicaMoveSpec
 from logwright.model.replica_move.twin import (
     DELETE,
     FUT,
@@ -71,10 +74,56 @@ class ReplicaMoveRefinement:
         return self._spec
 
     def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
-        """Every step of every action (the target is not needed to prune: the twin is small)."""
+        """Every step of every action, but the ones that overshoot ``target`` on a running
+        broker where nothing on the way can take it back: an append past the target's end of
+        that log, a flush past its fsynced end, a start offset raised past its start offset
+        (an observed change may be many such steps: a start offset raised by four is four)."""
+        assert isinstance(state, RMState) and isinstance(target, RMState)
         for action in self._spec.actions():
             for nxt in action.fn(state):
+                assert isinstance(nxt, RMState)
+                if target.up and _overshoots(action.name, nxt, target):
+                    continue
                 yield action.name, nxt
+                if action.name in _REPEATED:
+                    # One write of several records (a produced or fetched batch, a copy of
+                    # several batches) is as many steps of the action: taken at once here.
+                    more = self._repeat(action.name, nxt, target)
+                    if more is not None:
+                        yield more
+
+    def _repeat(self, action: str, s: RMState, target: RMState) -> tuple[str, State] | None:
+        """``action`` applied to ``s`` again until the log it grows reaches ``target``'s
+        length (None: it cannot, or one step already did)."""
+        fn = getattr(self._spec, action)
+        count = 1
+        while True:
+            if action == "Append":
+                c = 0 if s.current == SRC else 1
+                if s.current not in (SRC, FUT) or s.vol[c] >= target.vol[c]:
+                    break
+            elif (action == "Copy" and s.vol[1] >= target.vol[1]) or (
+                    action == "RaiseStart" and s.start[0] >= target.start[0]):
+                break
+            t = fn(s)
+            if t is None:
+                return None
+            s, count = t, count + 1
+        return (f"{action} x{count}", s) if count > 1 else None
+
+
+_REPEATED = ("Append", "Copy", "RaiseStart")
+"""Actions of one record (or offset) each that one operation of the code may do many of."""
+
+
+def _overshoots(action: str, nxt: RMState, target: RMState) -> bool:
+    if action == "Append":
+        return any(v > t for v, t in zip(nxt.vol, target.vol, strict=True))
+    if action == "Flush":
+        return any(d > t for d, t in zip(nxt.dur, target.dur, strict=True))
+    if action == "RaiseStart":
+        return target.name[0] != GONE and nxt.start[0] > target.start[0]
+    return False
 
 
 @dataclass
@@ -122,6 +171,7 @@ class MoveView:
 
 def _name_in(names: Iterable[str], tp: TopicPartition, generation_dir: bool) -> str | None:
     """The twin name of ``tp``'s dir among ``names`` (None: none there)."""
+    found = set()
     for n in names:
         try:
             parsed = parse_dir_name(n)
@@ -130,8 +180,9 @@ def _name_in(names: Iterable[str], tp: TopicPartition, generation_dir: bool) -> 
         if parsed.tp == tp and parsed.kind in _KIND:
             kind = _KIND[parsed.kind]
             if generation_dir or kind != FUTURE:
-                return kind
-    return None
+                found.add(kind)
+    # A -delete dir beside a live or -future one is an earlier log's, queued for deletion.
+    return next((k for k in (LIVE, FUTURE, DELETE) if k in found), None)
 
 
 def _records(log: PartitionLog | None) -> dict[int, tuple[object, ...]] | None:
@@ -139,9 +190,17 @@ def _records(log: PartitionLog | None) -> dict[int, tuple[object, ...]] | None:
     if log is None:
         return None
     try:
-        return {offset: (r.key, r.value, r.timestamp_ms) for offset, r in log.read_records(0)}
+        return {offset: (r.key, r.value, r.timestamp_ms)
+                for offset, r in log.read_records(log.log_start_offset)}
     except (OSError, ValueError, LogwrightError):  # closed by the swap, or renamed away
         return None
+
+
+def _kept_below(records: dict[int, tuple[object, ...]] | None, start: int
+                ) -> dict[int, tuple[object, ...]]:
+    """The records last read below ``start``: deleted since (DeleteRecords, retention), they
+    were the log's all the same, and what the other log holds there is compared with them."""
+    return {o: r for o, r in (records or {}).items() if o < start}
 
 
 def durable_end(fs: SimFileSystem, log: PartitionLog) -> int | None:
@@ -204,17 +263,27 @@ def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: Pa
         fut = live  # swapped in: the moved log
     theirs = _records(src)
     if theirs is not None:
-        view.src_records = theirs
+        view.src_records = _kept_below(view.src_records, src.log_start_offset) | theirs
     offline = lm.offline_dirs
     if dest_dir in offline:
         ours = None  # as it was when last readable: nothing is written there any more
+    elif fut is not None:
+        ours = _records(fut)
+        if ours is not None:
+            ours = _kept_below(view.fut_records, fut.log_start_offset) | ours
     else:
-        ours = _records(fut) if fut is not None else ({} if name[1] == FUTURE else None)
+        ours = {} if name[1] == FUTURE else None
     if ours is not None:
         view.fut_records = ours
     theirs, ours = view.src_records or {}, view.fut_records or {}
+    # A record the future log skipped, below its start offset (DeleteRecords removed it before
+    # it was copied: a copier starts the future log at the source's start offset), is deleted
+    # in both logs: alike, as far as anything can read.
+    skipped_to = (min(fut.log_start_offset, fut.log_end_offset)
+                  if fut is not None and dest_dir not in offline else 0)
     agree = 0
-    while agree in ours and ours[agree] == theirs.get(agree):
+    while (ours.get(agree) is not None and ours[agree] == theirs.get(agree)) or (
+            agree not in ours and agree < skipped_to):
         agree += 1
     view.misplaced = view.misplaced or any(o in theirs and theirs[o] != r
                                            for o, r in ours.items())
@@ -245,4 +314,135 @@ def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: Pa
         offline=(src_dir in offline, dest_dir in offline), newer=newer, starting=starting)
 
 
-__all__ = ["MoveView", "ReplicaMoveRefinement", "abstract_move"]
+@dataclass
+class _Move:
+    """One move followed by :class:`ReplicaMoveProjection`."""
+
+    src: PartitionLog
+    src_dir: str
+    dest_dir: str
+    incarnation: Uuid
+    checker: RefinementChecker
+    fut: PartitionLog | None = None
+    view: MoveView = field(default_factory=MoveView)
+
+
+class ReplicaMoveProjection:
+    """Every JBOD move on every broker of a simulated cluster, projected onto the ReplicaMove
+    twin after each file-system operation of that broker and checked (at most eight twin
+    steps; a write of several records is as many appends or copies): the copy racing produce
+    and replication, truncation, DeleteRecords, the swap, a dir failure under the move.
+
+    A move is followed from the first operation that finds its future log, and is a new
+    behaviour (a rebase: the invariants are checked, not the step) when it starts, when its
+    broker restarts (the crash and the start-up are checked, operation by operation, by
+    ``tests/test_refinement_replica_move.py``) and when it is asked to go to another dir. It is
+    no longer followed once done (appends go to the moved log, S6), or cancelled, or when its
+    partition is deleted or set aside or its source dir fails (the partition is then offline on
+    that broker). The acknowledged prefix is the high watermark capped at what the
+    log appends go to has fsynced (replication acknowledges more: LogStartOffset's concern)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.moves: dict[tuple[int, TopicPartition], _Move] = {}
+        self.spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=1 << 30,
+                                                      fail_dirs=frozenset({FUT})))
+        self.checks = 0
+        self.rebases = 0
+        self.ended = 0
+
+    def attach(self) -> None:
+        """Observe every file-system operation of every broker from now on."""
+        for b in self.cluster.brokers:
+            self.cluster.simulated_world.new_fs(f"broker-{b}").after_op = (
+                lambda b=b: self.observe(b))
+
+    def observe(self, b: int) -> None:
+        """Check every move of broker ``b``."""
+        broker = self.cluster.brokers.get(b)
+        if broker is None or not broker.alive or not broker.log_manager.started:
+            return
+        lm = broker.log_manager
+        moving = {tp for state in lm.dirs.values() for tp in state.future_logs}
+        for tp in sorted(moving | {tp for (m, tp) in self.moves if m == b}):
+            self._check(b, broker, tp)
+
+    def _check(self, b: int, broker: Broker, tp: TopicPartition) -> None:
+        lm = broker.log_manager
+        live, fut = lm.get_log(tp), lm.get_future_log(tp)
+        key = (b, tp)
+        m = self.moves.get(key)
+        if live is None or (live.dir_path and posixpath.dirname(live.dir_path) in
+                            lm.offline_dirs and m is not None
+                            and posixpath.dirname(live.dir_path) == m.src_dir):
+            self._end(key)  # deleted, or its source dir failed: offline on this broker
+            return
+        if m is not None and fut is not None and (
+                posixpath.dirname(fut.dir_path) != m.dest_dir
+                or (m.fut is not None and fut is not m.fut
+                    and m.incarnation == broker.incarnation_id)):
+            self._end(key)  # cancelled and asked again (to another dir or the same): a new move
+            m = None
+        if m is None:
+            if fut is None:
+                return
+            m = _Move(live, posixpath.dirname(live.dir_path), posixpath.dirname(fut.dir_path),
+                      broker.incarnation_id,
+                      RefinementChecker(ReplicaMoveRefinement(self.spec), max_steps=8), fut)
+            self.moves[key] = m
+            self._rebase(m, broker, tp, "a move starts")
+            return
+        if fut is not None:
+            m.fut = fut
+        if m.incarnation != broker.incarnation_id:
+            m.incarnation = broker.incarnation_id
+            if posixpath.dirname(live.dir_path) == m.src_dir:
+                m.src = live
+            m.view.acked = 0  # a new behaviour: what the restart kept is what it holds
+            self._rebase(m, broker, tp, "its broker restarted")
+            return
+        in_dest = posixpath.dirname(live.dir_path) == m.dest_dir
+        if fut is None and not in_dest and m.dest_dir not in lm.offline_dirs:
+            self._end(key)  # cancelled (or its future log dropped and the move given up)
+            return
+        s = self._state(m, broker, tp)
+        if not s.locked and s.current != FUT and s.name[0] not in (LIVE, GONE) \
+                and s.name[1] == FUTURE:
+            self._end(key)  # the source renamed outside a swap: deleted, or set aside
+            return
+        last = m.checker.last
+        if s.current == FUT and isinstance(last, RMState) and s.start[1] > last.start[1]:
+            # The moved log serves: its start offset raised since (DeleteRecords, retention,
+            # a leader's) is the partition's life after the move, not a step of it.
+            s = s._replace(start=(s.start[0], max(last.start[1], s.start[0])))
+        self.checks += 1
+        m.checker.check(s, f"broker {b} {tp}, file-system op "
+                           f"{self.cluster.simulated_world.new_fs(f'broker-{b}').ops}")
+        if s.current == FUT:
+            # S6 done: the moved log is the partition's log; what happens to it next (its
+            # source's deletion is checked elsewhere) is the partition's life, not the move.
+            self._end(key)
+
+    def _state(self, m: _Move, broker: Broker, tp: TopicPartition) -> RMState:
+        lm, mover = broker.log_manager, broker.replica_manager.dir_mover
+        live = lm.get_log(tp)
+        in_dest = live is not None and posixpath.dirname(live.dir_path) == m.dest_dir
+        if live is None or live.offline or (in_dest and m.dest_dir in lm.offline_dirs):
+            current = NO_LOG
+        else:
+            current = FUT if in_dest and tp not in mover.swapping else SRC
+        locked = tp in mover.swapping and m.dest_dir not in lm.offline_dirs
+        fs = self.cluster.simulated_world.new_fs(f"broker-{broker.broker_id}")
+        return abstract_move(fs, lm, tp, m.src, m.src_dir, m.dest_dir, m.view, locked=locked,
+                             current=current)
+
+    def _rebase(self, m: _Move, broker: Broker, tp: TopicPartition, why: str) -> None:
+        self.rebases += 1
+        m.checker.rebase(self._state(m, broker, tp), f"broker {broker.broker_id} {tp}: {why}")
+
+    def _end(self, key: tuple[int, TopicPartition]) -> None:
+        if self.moves.pop(key, None) is not None:
+            self.ended += 1
+
+
+__all__ = ["MoveView", "ReplicaMoveProjection", "ReplicaMoveRefinement", "abstract_move"]

@@ -37,6 +37,7 @@ from logwright.cluster import Cluster
 from logwright.conformance.controller_fencing import ControllerFencingProjection
 from logwright.conformance.fetcher_failure import FetcherFailureProjection
 from logwright.conformance.log_start_offset import ClusterProjection
+from logwright.conformance.replica_move import ReplicaMoveProjection
 from logwright.conformance.stray_cleanup import StrayCleanupProjection
 from logwright.errors import KafkaError, KafkaStorageError
 from logwright.identity import TopicPartition, Uuid
@@ -142,6 +143,10 @@ class ClusterRun:
         if check_strays:
             self.stray_projection = StrayCleanupProjection(self.cluster, self.partitions)
             self.stray_projection.attach()
+        # ReplicaMove (every JBOD move of every broker, after each of its file-system
+        # operations), conformance/replica_move.py.
+        self.move_projection = ReplicaMoveProjection(self.cluster)
+        self.move_projection.attach()
 
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
