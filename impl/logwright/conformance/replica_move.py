@@ -21,13 +21,16 @@ mapped, at any instant, to the twin's variables (spec/ReplicaMove.tla):
   swap, S1 to S6, runs within one call that holds the partition's append lock);
 * ``skew`` 0 and ``lateAppend`` False: nothing the code does makes either (the copier always
   reads at the future log's own end; an append during the swap waits for the lock);
-* ``offline``: whether the log manager has each dir offline; ``newer``: the log of the higher
-  generation in ``partition.metadata`` (the future log while none is readable);
-  ``starting``: as the caller says (start-up runs within one call).
+* ``offline``: whether the log manager has each dir offline (a log on a failed dir is as it
+  was when last readable, and after a restart its durable part); ``newer``: the log of the
+  higher generation in ``partition.metadata`` (with no future dir on an online dir, the one a
+  move would create); ``starting``: as the caller says (start-up runs within one call).
 
 :class:`ReplicaMoveRefinement` gives a :class:`~logwright.conformance.refinement.RefinementChecker`
-every twin step (the twin is small: fifteen actions), so each file-system operation of a move
-is checked as at most ``max_steps`` twin steps, and AtomicMoveSwap on every state.
+every twin step (the twin is small: twenty actions), but the ones overshooting the observed
+state, and a write of several records as that many steps at once, so each file-system
+operation of a move is checked as at most ``max_steps`` twin steps, and AtomicMoveSwap on every
+state. :class:`ReplicaMoveProjection` does so for every move of a simulated cluster.
 """
 
 from __future__ import annotations
