@@ -26,7 +26,7 @@ from logwright.storage.metadata_files import (
     PartitionMetadataFile,
     StrayStartOffsetFile,
 )
-from logwright.storage.naming import TopicPartition, Uuid
+from logwright.storage.naming import OFFSET_MAX, TopicPartition, Uuid
 from logwright.world import Fault, RealFileSystem, SimFileSystem, SimulatedCrash
 
 TP = TopicPartition
@@ -326,6 +326,19 @@ def test_a_stray_start_offset_round_trips_and_is_absent_until_written() -> None:
     f.write(42)
     assert f.read() == 42
     assert fs.read_file(f"{DIR}/stray-log-start-offset") == b"0\n1\n42\n"
+
+
+def test_a_stray_start_offset_takes_every_offset_up_to_the_largest_and_no_other() -> None:
+    fs = sim_dir(DIR)
+    f = StrayStartOffsetFile(fs, DIR)
+    for offset in (0, OFFSET_MAX):
+        f.write(offset)
+        assert f.read() == offset
+    for bad in (-1, OFFSET_MAX + 1):
+        why = rf"^start offset {bad} is outside \[0, {OFFSET_MAX}\]$"
+        with pytest.raises(ValueError, match=why):
+            f.write(bad)
+    assert f.read() == OFFSET_MAX  # a refused write changes nothing
 
 
 @pytest.mark.parametrize(("content", "line", "what"), [
