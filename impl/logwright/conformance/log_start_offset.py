@@ -64,6 +64,7 @@ from logwright.conformance.refinement import (
     RefinementChecker,
     RefinementViolation,
 )
+from logwright.controller.store.records import PartitionState
 from logwright.errors import KafkaError, LogwrightError
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.core import State
@@ -488,6 +489,17 @@ class ClusterProjection(ClusterObserver):
         return (partition is not None and partition.is_leader
                 and partition.leader_epoch < leader_epoch)
 
+    def _follows_deposed_leader(self, b: int, tp: TopicPartition,
+                                state: PartitionState) -> bool:
+        """Whether broker ``b``'s replica of ``tp`` follows, in a leader epoch older than the
+        controller's, a broker other than the controller's leader: a fetch in an older epoch
+        is answered only by a leader of that epoch, so what it copies comes from a deposed
+        leader's log."""
+        partition = self.cluster.brokers[b].replica_manager.partitions.get(tp)
+        return (partition is not None and not partition.is_leader
+                and partition.leader_epoch < state.leader_epoch
+                and partition.leader_id != state.leader)
+
     def _checkpoint(self, b: int, log: PartitionLog) -> int | None:
         """The dir's start offset checkpoint entry, reread only when the log (a new one after
         a restart) or its start offset changed: the invariants checked here do not read it, so
@@ -551,6 +563,14 @@ class ClusterProjection(ClusterObserver):
                     # append) are a second leader's, which the model does not have.
                     w.outside = w.outside or (f"broker {b}, a deposed leader not yet told, "
                                               "changed its log (the model has one leader)")
+                elif (b != state.leader and view != w.views.get(b)
+                        and self._follows_deposed_leader(b, tp, state)):
+                    # A follower not yet told of the new epoch fetches from the leader it
+                    # knows, deposed but not told either: what it copies (records the deposed
+                    # leader took in its old epoch) is the second leader's log, not the
+                    # model's; it is truncated when the new epoch reaches it.
+                    w.outside = w.outside or (f"broker {b} follows a deposed leader not yet "
+                                              "told (the model has one leader)")
                 w.views[b] = view
         views = [w.views.get(b, zero) for b in replicas]
         segs = []
