@@ -284,6 +284,17 @@ MUTANTS: tuple[Mutant, ...] = (
              "records.",
     ),
     Mutant(
+        name="no re-stamp when a dir is offline at start-up",
+        file="impl/logwright/logmanager/manager.py",
+        anchor="        moved. An I/O error takes that log's dir offline, as anywhere else.\"\"\"\n",
+        replacement="        moved. An I/O error takes that log's dir offline, as anywhere else.\"\"\"\n"
+                    "        return\n",
+        loss="A move's commit (S4) that reached a dir which then failed leaves a copy of a "
+             "higher generation there; the source served meanwhile keeps its generation, so "
+             "when the dir is back start-up picks the stale copy and every record taken since "
+             "is lost (R6).",
+    ),
+    Mutant(
         name="un-fail of the dir-move fetcher on any epoch",
         file="impl/logwright/broker/dir_move.py",
         anchor="if leader_epoch <= failure.leader_epoch:",
