@@ -538,7 +538,10 @@ class MoveDriver:
             self._crash_restart(action)
         else:
             raise ValueError(f"no move {move}")
-        return self.state()
+        after = self.state()
+        if self.swap is not None:
+            self.swap.last = after  # a move between two of the swap's steps
+        return after
 
     def _crash_restart(self, action: str) -> None:
         if self.swap is not None:

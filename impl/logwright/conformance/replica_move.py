@@ -154,6 +154,9 @@ class MoveView:
     (its dir failed) holds only what was durable."""
     fut_generation: int | None = None
     """The future log's generation when last seen (before it exists: the one it will get)."""
+    skipped_to: int = 0
+    """The future log's start offset (at most its end) when last seen: the records below it,
+    skipped by the copier, are deleted in both logs alike."""
 
     def listdir(self, fs: SimFileSystem, path: str) -> list[str]:
         """``path``'s entries, or the ones last listed if it cannot be listed now."""
@@ -282,8 +285,13 @@ def abstract_move(fs: SimFileSystem, lm: LogManager, tp: TopicPartition, src: Pa
     # A record the future log skipped, below its start offset (DeleteRecords removed it before
     # it was copied: a copier starts the future log at the source's start offset), is deleted
     # in both logs: alike, as far as anything can read.
-    skipped_to = (min(fut.log_start_offset, fut.log_end_offset)
-                  if fut is not None and dest_dir not in offline else 0)
+    # (With the future log's dir offline, as it was when last readable: its start offset is
+    # durable.)
+    if fut is not None and dest_dir not in offline:
+        view.skipped_to = min(fut.log_start_offset, fut.log_end_offset)
+    elif fut is None and name[1] == FUTURE and dest_dir not in offline:
+        view.skipped_to = 0  # no future log yet: an empty one
+    skipped_to = view.skipped_to
     agree = 0
     while (ours.get(agree) is not None and ours[agree] == theirs.get(agree)) or (
             agree not in ours and agree < skipped_to):
