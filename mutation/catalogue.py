@@ -286,9 +286,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="no re-stamp when a dir is offline at start-up",
         file="impl/logwright/logmanager/manager.py",
-        anchor="        moved. An I/O error takes that log's dir offline, as anywhere else.\"\"\"\n",
-        replacement="        moved. An I/O error takes that log's dir offline, as anywhere else.\"\"\"\n"
-                    "        return\n",
+        anchor="        moved. An I/O error takes that log's dir offline, as anywhere "
+               "else.\"\"\"\n",
+        replacement="        moved. An I/O error takes that log's dir offline, as anywhere "
+                    "else.\"\"\"\n        return\n",
         loss="A move's commit (S4) that reached a dir which then failed leaves a copy of a "
              "higher generation there; the source served meanwhile keeps its generation, so "
              "when the dir is back start-up picks the stale copy and every record taken since "
