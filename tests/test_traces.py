@@ -43,7 +43,7 @@ def _write(tmp_path: Path, events: list[dict[str, object]]) -> Path:
 def test_the_corpus_checks() -> None:
     code, out = _check(CORPUS)
     assert code == 0, out
-    assert "6 trace(s)" in out and ": ok" in out
+    assert "7 trace(s)" in out and ": ok" in out
     steps = {line.split()[2] for line in out.splitlines() if line.startswith("  step ")}
     stutters = {line.split()[2] for line in out.splitlines() if line.startswith("  stutter ")}
     # Every action of the three models that the implementation performs today, as a step the
@@ -59,6 +59,12 @@ def test_the_corpus_checks() -> None:
     assert steps >= {f"FetcherFailure.{a}" for a in (
         "ElectLeader", "LeaderAndIsr", "FetchOk", "FetchFenced", "StorageError", "StopReplica",
         "ShutdownIdle")}
+    # A JBOD move's every step the code takes on healthy dirs, and a dir failing under one
+    # (TruncateSource, a follower's divergence during a move, is driven by
+    # tests/test_model_based_move.py and checked from a trace by tests/test_trace_moves.py).
+    assert steps >= {f"ReplicaMove.{a}" for a in (
+        "Copy", "Flush", "FollowStart", "BeginSwap", "RenameFutureLive", "FsyncDir",
+        "RenameSourceDelete", "EndSwap", "FailDir")}
     # The zombie controller's resent LeaderAndIsr, rejected as the model fences it, and its
     # store write, refused as the model's conditional write is.
     assert {"ControllerFencing.Deliver(reject)",

@@ -150,6 +150,64 @@ def demo(out: Path) -> None:
     run_demo(lambda line: None, 1, trace=str(out)).close()
 
 
+def jbod_moves(out: Path) -> None:
+    """JBOD moves (KIP-113) with a throttled copier: the leader's replica of j-0 moves while
+    producers append and a DeleteRecords raises its start offset (the copier follows it); a
+    follower's move is cancelled and asked again; a move is cut by its broker's crash and
+    resumed after the restart; a move whose destination dir fails stops; each finished move
+    swaps in its future log."""
+    base = _config()
+    cfg = replace(base, replica_alter_log_dirs_io_max_bytes_per_second=400)
+    c = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=13, broker_config=cfg,
+                          trace=out)
+    c.create_topic("j", 2, 3, configs={"segment.bytes": 300})
+    for i in range(12):
+        for p in (0, 1):
+            c.produce("j", p, [f"before-{i:02d}".encode() * 3])
+    tp0, tp1 = TopicPartition("j", 0), TopicPartition("j", 1)
+
+    def other_dir(b: int, tp: TopicPartition) -> str:
+        lm = c.broker(b).log_manager
+        here = lm.dir_of(tp)
+        assert here is not None
+        return next(d for d in sorted(lm.dirs) if d != here.path)
+
+    leader = c.partition_state("j", 0).leader
+    c.alter_replica_log_dirs({("j", 0, leader): other_dir(leader, tp0)})
+    for i in range(6):
+        c.produce("j", 0, [f"during-{i:02d}".encode() * 3])
+        c.advance_time(200)
+    c.delete_records({("j", 0): 4})
+    c.advance_time(20_000)
+    # A follower's move of j-1, cancelled (asked back to its own dir), then asked again.
+    follower = next(r for r in c.partition_state("j", 1).replicas
+                    if r != c.partition_state("j", 1).leader)
+    target = other_dir(follower, tp1)
+    c.alter_replica_log_dirs({("j", 1, follower): target})
+    c.advance_time(100)
+    here = c.broker(follower).log_manager.dir_of(tp1)
+    assert here is not None
+    c.alter_replica_log_dirs({("j", 1, follower): here.path})
+    c.alter_replica_log_dirs({("j", 1, follower): target})
+    c.advance_time(300)
+    # Its broker crashes mid-move; after the restart the move resumes (R3) and finishes.
+    c.crash_broker(follower, power_loss=False)
+    c.advance_time(1_000)
+    c.restart_broker(follower)
+    c.advance_time(20_000)
+    # A move whose destination dir fails: it stops, the partition stays where it was.
+    b = next(r for r in c.partition_state("j", 0).replicas if r != leader)
+    dest = other_dir(b, tp0)
+    c.alter_replica_log_dirs({("j", 0, b): dest})
+    c.advance_time(100)
+    c.simulated_world.new_fs(f"broker-{b}").inject_fault(dest, Fault.EIO)
+    for i in range(4):
+        c.produce("j", 0, [f"after-{i:02d}".encode() * 3])
+        c.advance_time(500)
+    c.advance_time(5_000)
+    c.close()
+
+
 SCENARIOS: dict[str, Callable[[Path], None]] = {
     "retention-and-restart": retention_and_restart,
     "retention-while-the-hw-lags": retention_while_the_hw_lags,
@@ -157,6 +215,7 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "zombie-controller": zombie_controller,
     "fetcher-failure": fetcher_failure,
     "demo": demo,
+    "jbod-moves": jbod_moves,
 }
 
 

@@ -105,10 +105,15 @@ class DirMoveFetcher:
         """Move ``tp`` (its future log exists): un-failed, copied from its future log's own end."""
         self.failed_partitions.pop(tp, None)
         self.moves.add(tp)
+        trace = self.log_manager.move_trace
+        src, fut = self.log_manager.get_log(tp), self.log_manager.get_future_log(tp)
+        if trace.enabled and tp not in trace.moves and src is not None and fut is not None:
+            trace.start(tp, src, fut, "resumed")  # after a restart (R3) or a failure
         self._wake(0)
 
     def remove(self, tp: TopicPartition) -> None:
         """Stop moving ``tp`` and forget any failure of it (cancelled, deleted or done)."""
+        self.log_manager.move_trace.stop(tp, "no longer moved (cancelled or deleted)")
         self.moves.discard(tp)
         self.failed_partitions.pop(tp, None)
 
@@ -129,6 +134,7 @@ class DirMoveFetcher:
         ``drop_future`` (a storage error: the dir is offline)."""
         self.moves.discard(tp)
         self.failed_partitions[tp] = FailedPartition(self.leader_epoch(tp), reason)
+        self.log_manager.move_trace.stop(tp, reason)
         if drop_future:
             self.log_manager.drop_future_log(tp)
         _logger.warning("%s: move of %s failed: %s", self.name, tp, reason)
@@ -203,6 +209,8 @@ class DirMoveFetcher:
             if copied == 0 and fut.log_end_offset >= src.recovery_point \
                     and src.log_end_offset > src.recovery_point:
                 src.flush()  # more of the source may be copied once it is fsynced (C)
+                self.log_manager.trace_flushed(src)
+                self.log_manager.move_trace.step(tp, "Flush", {"l": "src"})
                 copied = self.copy(src, fut, budget, src.recovery_point)
             self._tokens -= copied
             progressed = self._follow(src, fut) or progressed or copied > 0
@@ -211,6 +219,7 @@ class DirMoveFetcher:
                 # then fsyncs only what the swap itself copied, not the whole partition
                 # (fsyncing a log is always allowed: the model's Flush(fut) at any time).
                 fut.flush()
+                self.log_manager.move_trace.step(tp, "Flush", {"l": "fut"})
                 self.swap(tp, src, fut)
                 return True
         except KafkaStorageError as exc:
@@ -233,14 +242,20 @@ class DirMoveFetcher:
             return 0
         fut.append_as_follower(data.records)
         self.stats.bytes_copied += len(data.records)
+        trace = self.log_manager.move_trace
+        if trace.enabled:
+            trace.step(fut.tp, "Copy", {"offset": start, "records": fut.log_end_offset - start},
+                       locked=fut.tp in self.swapping)
         return len(data.records)
 
     def _follow(self, src: PartitionLog, fut: PartitionLog) -> bool:
         """Make ``fut`` follow ``src``'s truncation, start offset and high watermark; whether
         anything changed."""
         changed = False
+        trace, locked = self.log_manager.move_trace, fut.tp in self.swapping
         if fut.log_end_offset > src.log_end_offset:
             fut.truncate_to(src.log_end_offset)
+            trace.step(fut.tp, "TruncateSource", locked=locked)
             changed = True
         epoch = fut.latest_epoch
         if epoch is not None and fut.log_end_offset > fut.log_start_offset:
@@ -256,9 +271,11 @@ class DirMoveFetcher:
                     end = min(end, own[1] if own is not None else fut.log_start_offset)
             if end < fut.log_end_offset:
                 fut.truncate_to(end)
+                trace.step(fut.tp, "TruncateSource", locked=locked)
                 changed = True
         if src.log_start_offset > fut.log_end_offset:
             fut.truncate_fully_and_start_at(src.log_start_offset)
+            trace.step(fut.tp, "FollowStart", locked=locked)
             self.on_start_offset(fut.tp)
             changed = True
         hw = min(src.high_watermark, fut.log_end_offset)
@@ -268,6 +285,7 @@ class DirMoveFetcher:
         if start > fut.log_start_offset:
             fut.increment_log_start_offset(start)
             fut.delete_segments_below_start_offset()
+            trace.step(fut.tp, "FollowStart", locked=locked)
             self.on_start_offset(fut.tp)
             changed = True
         return changed
@@ -276,8 +294,12 @@ class DirMoveFetcher:
         """S1 to S6: with the append lock held, fsync the source, copy the rest, then the log
         manager's S2..S5, then the partition's log becomes the moved one (S6)."""
         self.swapping.add(tp)  # S1 BeginSwap: the append lock
+        trace = self.log_manager.move_trace
+        trace.step(tp, "BeginSwap", locked=True)
         try:
             src.flush()
+            self.log_manager.trace_flushed(src)
+            trace.step(tp, "Flush", {"l": "src"}, locked=True)
             while fut.log_end_offset < src.log_end_offset:
                 if not self.copy(src, fut, self.max_bytes, src.log_end_offset):
                     raise LogwrightError(f"{tp}: nothing to copy at {fut.log_end_offset}, below "
@@ -285,10 +307,13 @@ class DirMoveFetcher:
             self._follow(src, fut)
             if fut.log_start_offset < src.log_start_offset:
                 # The source's start offset lies above its high watermark's copy: not yet.
+                trace.step(tp, "AbandonSwap", locked=False)
                 return
             new = self.log_manager.swap_future_log(tp)  # S2..S5
             self.moves.discard(tp)
             self.stats.swaps += 1
             self.on_swapped(tp, new)  # S6 EndSwap: appends go to the moved log
+            trace.step(tp, "EndSwap", current="fut", locked=False)
+            trace.end(tp)
         finally:
             self.swapping.discard(tp)

@@ -102,6 +102,7 @@ from logwright.world import Fault
 from logwright.world.clock import VirtualClock
 from logwright.world.scheduler import SimScheduler
 from logwright.world.simfs import SimFileSystem, SimulatedCrash
+from logwright.world.trace import TraceRecorder
 
 MODULE = "ReplicaMove"
 TP = TopicPartition("mv", 0)
@@ -242,6 +243,7 @@ GOALS = (*MOVES,
              ((DELETE, LIVE), (DELETE, LIVE), False),
              ((GONE, LIVE), (GONE, LIVE), False))),
          "AdvanceHW under the lock",
+         "TruncateSource reaching the future log",
          "CrashRestart(failed) after the commit point",
          "CrashRestart(repaired) drops a future log of an older generation",
          "CrashRestart with unflushed source records",
@@ -265,6 +267,8 @@ class _Goals:
         goals = [move.action]
         if move.action == "AdvanceHW" and s.locked:
             goals.append("AdvanceHW under the lock")
+        if move.action == "TruncateSource" and t.vol[1] < s.vol[1]:
+            goals.append("TruncateSource reaching the future log")
         if move.action == "CrashRestart(failed)" and s.durName[1] == LIVE and s.acked > 0:
             goals.append("CrashRestart(failed) after the commit point")
         if move.action == "CrashRestart(repaired)" and t.durName[1] == DELETE and t.up:
@@ -428,8 +432,10 @@ class MoveDriver:
     """A log manager with two dirs and a dir-move fetcher, moving ``TP`` from D1 to D2, driven
     by the moves (module docstring)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, trace: TraceRecorder | None = None) -> None:
         self.seed = seed
+        self.trace = trace
+        """With a recorder, the moves' ReplicaMove events are recorded (traces/SCHEMA.md)."""
         self.clock = VirtualClock(1_000_000)
         self.fs = SimFileSystem(self.clock)
         self.config = LogManagerConfig()
@@ -448,6 +454,8 @@ class MoveDriver:
         self.lm = LogManager(self.fs, (D1, D2), self.clock,
                              SimScheduler(self.clock, seed=self.seed + self.restarts),
                              self.config, random.Random(self.seed + self.restarts))
+        if self.trace is not None:
+            self.lm.trace, self.lm.trace_replica = self.trace, 1
         self.lm.startup()
         self.fetcher = DirMoveFetcher(
             1, self.lm, self.clock, SimScheduler(self.clock, seed=self.seed),
@@ -534,6 +542,7 @@ class MoveDriver:
                 self.fetcher.fail(TP, "storage error: log dir offline", drop_future=True)
         elif action == "RestartMove":
             self.lm.create_future_log(TP, D2)
+            self.fetcher.add(TP)
         elif action in CRASHES:
             self._crash_restart(action)
         else:
@@ -560,6 +569,8 @@ class MoveDriver:
             self.swapped = False
         elif live is not None:
             self.swapped = True
+        if self.lm.get_future_log(TP) is not None:
+            self.fetcher.add(TP)  # as a LeaderAndIsr would: the move resumes (R3)
 
     def close(self) -> None:
         """Stop a swap still suspended."""

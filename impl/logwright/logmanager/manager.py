@@ -53,6 +53,7 @@ from logwright.errors import (
     LogDirNameError,
     LogwrightError,
 )
+from logwright.logmanager.move_trace import MoveTracer
 from logwright.logmanager.orphans import (
     DEFERRED,
     DELETED,
@@ -252,6 +253,8 @@ class LogManager:
         self.trace: TraceRecorder = NO_TRACE
         self.trace_replica = -1
         self.trace_live = False
+        #: ReplicaMove's events of this broker's moves (off with the recorder).
+        self.move_trace = MoveTracer(self)
         self.rng = rng  # passed in (seeded by the world), never defaulted
         self.dirs: dict[str, LogDirState] = {}
         for path in log_dirs:
@@ -864,6 +867,7 @@ class LogManager:
                                         f"{dest.path}: {exc}") from exc
         _logger.info("%s: moving from %s to %s (future log %s, generation %d)", tp,
                      src_state.path, dest.path, path, log.generation)
+        self.move_trace.start(tp, src, log, "asked")
         return log
 
     def abort_future_log(self, tp: TopicPartition) -> str | None:
@@ -874,6 +878,7 @@ class LogManager:
         state = self.future_dir_of(tp)
         if state is None:
             return None
+        self.move_trace.stop(tp, "cancelled")
         log = state.future_logs.pop(tp)
         log.close()
         if not state.online:
@@ -896,6 +901,7 @@ class LogManager:
         failed: the move stops; what is on disk is decided at the next start-up)."""
         state = self.future_dir_of(tp)
         if state is not None:
+            self.move_trace.stop(tp, "its future log dropped (a dir failed)")
             state.future_logs.pop(tp).close()
 
     def swap_future_log(self, tp: TopicPartition) -> PartitionLog:
@@ -928,12 +934,16 @@ class LogManager:
                                  f"above the live log's {src.generation}")
         live = posixpath.join(dest.path, live_dir_name(tp))
         renaming = False
+        trace = self.move_trace
         try:
             fut.flush()  # S2
+            trace.step(tp, "Flush", {"l": "fut"}, locked=True)
             fut.close()
             renaming = True
             self.fs.rename(fut.dir_path, live)  # S3
+            trace.step(tp, "RenameFutureLive", locked=True, renamed=("fut", "live"))
             self.fs.fsync_dir(dest.path)  # S4: the commit point
+            trace.step(tp, "FsyncDir", {"l": "fut"}, locked=True, fsynced="fut")
         except (OSError, KafkaStorageError) as exc:
             dest.future_logs.pop(tp, None)
             self._take_offline(dest, f"swapping {tp} in: {exc}")
@@ -965,7 +975,10 @@ class LogManager:
         src.close()
         try:
             self.fs.rename(src.dir_path, posixpath.join(src_state.path, gone))  # S5
+            trace.step(tp, "RenameSourceDelete", locked=True, renamed=("src", "delete"),
+                       moved=new)
             self.fs.fsync_dir(src_state.path)
+            trace.step(tp, "FsyncDir", {"l": "src"}, locked=True, fsynced="src")
         except OSError as exc:
             # The moved log is live (S4 is durable); the next start-up finishes S5 (R2).
             self._take_offline(src_state, f"renaming {src.dir_path} after the swap: {exc}")
@@ -1242,6 +1255,12 @@ class LogManager:
             for log in state.logs.values():
                 if log is not untraced:
                     self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset)
+
+    def trace_flushed(self, log: PartitionLog) -> None:
+        """``log`` (a partition's live log) was just fsynced by someone else than this log
+        manager (a JBOD move, before it copies or swaps): LogStartOffset's ``Flush``."""
+        if self.trace.enabled and self.trace_live:
+            self._trace_log(log, "Flush", {})
 
     def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
                    ckpt: int | None = None) -> None:

@@ -26,6 +26,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from logwright.conformance.refinement import RefinementChecker
+from logwright.conformance.replica_move import ReplicaMoveRefinement
 from logwright.errors import LogwrightError
 from logwright.model.controller_fencing import (
     LEADER_AND_ISR,
@@ -36,19 +38,24 @@ from logwright.model.controller_fencing import (
     ControllerFencingTwin,
     Request,
 )
-from logwright.model.core import Spec
+from logwright.model.core import Spec, State
 from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin, FFState
 from logwright.model.log_start_offset import (
     LogStartOffsetConfig,
     LogStartOffsetState,
     LogStartOffsetTwin,
 )
+from logwright.model.replica_move import ReplicaMoveConfig, ReplicaMoveSpec
+from logwright.model.replica_move.twin import FUT as RM_FUT
+from logwright.model.replica_move.twin import RMState
 from logwright.world.trace import (
     CONTROLLER_FENCING,
     FETCHER_FAILURE,
     HEADER,
     INIT,
     LOG_START_OFFSET,
+    READABLE_VERSIONS,
+    REPLICA_MOVE,
     SCHEMA_VERSION,
     STRAY_CLEANUP,
 )
@@ -157,8 +164,9 @@ def read_events(path: Path) -> Iterator[tuple[int, Event]]:
                 event = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise TraceFormatError(f"{path}:{i}: not JSON: {exc.msg}") from exc
-            if not isinstance(event, dict) or event.get("v") != SCHEMA_VERSION:
-                raise TraceFormatError(f"{path}:{i}: not a version {SCHEMA_VERSION} trace event")
+            if not isinstance(event, dict) or event.get("v") not in READABLE_VERSIONS:
+                raise TraceFormatError(f"{path}:{i}: not a version {SCHEMA_VERSION} trace "
+                                       f"event (versions read: {READABLE_VERSIONS})")
             for key in ("seq", "model", "instance", "action", "args", "changed"):
                 if key not in event:
                     raise TraceFormatError(f"{path}:{i}: the event has no {key!r}")
@@ -808,6 +816,106 @@ class _FfInstance:
         return t
 
 
+class _RmInstance:
+    """One JBOD move (ReplicaMove, traces/SCHEMA.md): the recorded variables after each event,
+    checked as a path of at most :data:`RM_MAX_STEPS` twin steps from the state so far, the
+    ghosts (records by identity, the copier's skew) carried by the twin's own steps. Between
+    two events of a move its source may have changed without one (appends, a replication
+    round's flush, a DeleteRecords, a follower's truncation: LogStartOffset's events): those are
+    steps of the path too; the event's own action must be one of them."""
+
+    def __init__(self) -> None:
+        self.twin = ReplicaMoveSpec(ReplicaMoveConfig(max_records=1 << 30,
+                                                      fail_dirs=frozenset({RM_FUT})))
+        self.checker = RefinementChecker(ReplicaMoveRefinement(self.twin),
+                                         max_steps=RM_MAX_STEPS, visible=_rm_visible)
+        self.values: dict[str, Any] = {}
+        self.state: RMState | None = None
+        self.label = ""
+
+    def spec(self) -> Spec:
+        return self.twin
+
+    def recorded(self, changed: Mapping[str, Any]) -> RMState:
+        """The twin state the recorded variables make, the ghosts as the state so far has
+        them."""
+        for k, v in changed.items():
+            self.values[k] = v
+        v = self.values
+
+        def pair(name: str) -> tuple[Any, Any]:
+            return (v[name]["src"], v[name]["fut"])
+
+        base = self.state
+        return RMState(
+            up=True, current=str(v["current"]), locked=bool(v["locked"]), vol=pair("vol"),
+            dur=pair("dur"), name=pair("name"), durName=pair("durName"), acked=int(v["acked"]),
+            lateAppend=base.lateAppend if base is not None else False,
+            agree=base.agree if base is not None else 0,
+            skew=0, misplaced=base.misplaced if base is not None else False,
+            start=pair("start"), offline=pair("offline"), newer=str(v["newer"]),
+            starting=False)
+
+    def start(self, args: Mapping[str, Any], changed: Mapping[str, Any]) -> RMState:
+        """``StartMove``: a new behaviour from the recorded state (a move asked has an empty
+        future log; one resumed after a restart holds the copy made so far, alike)."""
+        self.values = {}
+        self.state = None
+        t = self.recorded(changed)
+        t = t._replace(agree=min(t.vol[1], t.vol[0]))
+        self.checker.rebase(t, "StartMove")
+        self.state = t
+        raise _Outside(f"a move begins ({args.get('reason', '')}): its state as recorded",
+                       resync=False)
+
+    def step(self, action: str, args: Mapping[str, Any],
+             changed: Mapping[str, Any]) -> RMState | None:
+        if self.state is None:
+            raise _Outside("an event of a move whose StartMove is not in the trace")
+        if action == "AbandonSwap":
+            # The swap found the source's start offset above the copy's and let go of the lock
+            # to follow it first: the twin's lock has no such release.
+            t = self.recorded(changed)
+            self.checker.rebase(t, action)
+            self.state = t
+            raise _Outside("the swap let go of the lock to follow the source's start offset "
+                           "first (the model keeps it and follows under it)", resync=False)
+        before = self.state
+        if action == "Copy" and int(args["offset"]) != before.vol[1]:
+            # The copier read elsewhere than the future log's own end (KAFKA-9087): the twin's
+            # skew, which marks what it copies misplaced.
+            before = before._replace(skew=int(args["offset"]) - before.vol[1])
+        target = self.recorded(changed)
+        found = self.checker.find_path(before, target)
+        if found is None:
+            raise _Refused("not enabled", f"no path of at most {RM_MAX_STEPS} twin steps "
+                           f"leads to the recorded state ({_fmt(changed)})",
+                           self.twin.describe(target))
+        if not found.actions:
+            return None
+        names = [label.split(" ")[0] for label in found.actions]
+        if action not in names:
+            raise _Refused("mismatch", f"the recorded change is {' then '.join(found.actions)}"
+                           f", not {action}", self.twin.describe(target))
+        reached = self.checker.reached(before, found)
+        assert isinstance(reached, RMState)
+        reached = reached._replace(skew=0)
+        self.checker.last = reached
+        self.label = action
+        return reached
+
+
+RM_MAX_STEPS = 12
+"""How many twin steps one move event may stand for (its own, and the source's changes since
+the previous event of the move)."""
+
+
+def _rm_visible(s: State) -> State:
+    """What a ReplicaMove event records: every variable but the ghosts."""
+    assert isinstance(s, RMState)
+    return s._replace(lateAppend=False, agree=0, skew=0, misplaced=False)
+
+
 def _setb(t: tuple[bool, ...], i: int, v: bool) -> tuple[bool, ...]:
     return (*t[:i], v, *t[i + 1:])
 
@@ -869,6 +977,7 @@ def check_file(path: Path, report: CheckReport) -> None:
     cf: dict[str, _CfInstance] = {}
     ff: dict[str, _FfInstance] = {}
     ff_ids: dict[str, int] = {}   # "<tp>#<topic id>" -> FetcherFailure partition number
+    rm: dict[str, _RmInstance] = {}  # the moves under way, by instance
     generation: dict[str, str] = {}  # instance -> the topic id of its current generation
     # Every partition generation (an Init) and every partition a fetcher names gets a number.
     ff_partitions = max(1, len({f"{e['instance']}#{e['args'].get('topicId', '')}"
@@ -938,6 +1047,22 @@ def check_file(path: Path, report: CheckReport) -> None:
             _run(report, where, e, model, inst, x,
                  lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
             return
+        elif model == REPLICA_MOVE:
+            if action == "StartMove":
+                rm[inst] = _RmInstance()
+                failed.discard(f"{model}/{inst}")
+                _run(report, where, e, model, inst, rm[inst],
+                     lambda x, g=args, c=changed: x.start(g, c), failed)
+                return
+            if inst not in rm:
+                report.outside[f"{model}.{action}: an event of a move whose StartMove is not "
+                               "in the trace"] += 1
+                return
+            _run(report, where, e, model, inst, rm[inst],
+                 lambda x, a=action, g=args, c=changed: x.step(a, g, c), failed)
+            if action in ("EndSwap", "StopMove"):
+                del rm[inst]
+            return
         elif model == STRAY_CLEANUP:
             # Recorded with their reasons (traces/SCHEMA.md); no twin replays them yet.
             report.outside[f"{model}.{action}: recorded, not replayed against a twin"] += 1
@@ -971,6 +1096,9 @@ def check_file(path: Path, report: CheckReport) -> None:
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{path}:{line}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
+    for inst in sorted(rm):
+        report.outside[f"{REPLICA_MOVE}: a move still under way when the trace ends "
+                       "(not a failure: a trace shows safety, not progress)"] += 1
     # A restart still waiting for its replica to leave the ISR when the trace ends.
     last = int(events[-1][1]["seq"]) if events else 0
     for inst, x in lso.items():

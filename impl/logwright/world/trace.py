@@ -27,14 +27,19 @@ from typing import IO, Any, TypeVar
 from logwright.errors import LogwrightError
 from logwright.world.clock import Clock
 
-SCHEMA_VERSION = 2
-"""The version of the event schema (traces/SCHEMA.md); a checker refuses other versions.
-Version 2 added LogStartOffset's ``flushed``, ``epochStart`` and the ``Flush`` action."""
+SCHEMA_VERSION = 3
+"""The version of the event schema (traces/SCHEMA.md); a checker refuses other versions but
+:data:`READABLE_VERSIONS`. Version 2 added LogStartOffset's ``flushed``, ``epochStart`` and the
+``Flush`` action; version 3 the ReplicaMove model's events (a JBOD move)."""
+
+READABLE_VERSIONS = (2, 3)
+"""The versions a checker reads: a version 2 trace is a version 3 trace without moves."""
 
 LOG_START_OFFSET = "LogStartOffset"
 CONTROLLER_FENCING = "ControllerFencing"
 FETCHER_FAILURE = "FetcherFailure"
 STRAY_CLEANUP = "StrayCleanup"
+REPLICA_MOVE = "ReplicaMove"
 HEADER = "Header"
 """The action of a trace's first event (model ``"-"``): the run's seed and constants."""
 INIT = "Init"
@@ -70,6 +75,11 @@ def topic_id_text(topic_id: object | None) -> str:
 def partition_instance(topic: str, partition: int) -> str:
     """The instance name of one partition's model (``"<topic>-<partition>"``)."""
     return f"{topic}-{partition}"
+
+
+def move_instance(broker_id: int, topic: str, partition: int) -> str:
+    """The instance name of one JBOD move (``"broker-<id>/<topic>-<partition>"``)."""
+    return f"broker-{broker_id}/{topic}-{partition}"
 
 
 class TraceRecorder:
@@ -229,6 +239,8 @@ __all__ = [
     "INIT",
     "LOG_START_OFFSET",
     "NO_TRACE",
+    "READABLE_VERSIONS",
+    "REPLICA_MOVE",
     "REPLICA_VARIABLES",
     "SCHEMA_VERSION",
     "JsonLinesTrace",
@@ -236,6 +248,7 @@ __all__ = [
     "TraceError",
     "TraceRecorder",
     "first_of_each",
+    "move_instance",
     "open_trace",
     "partition_instance",
     "topic_id_text",
