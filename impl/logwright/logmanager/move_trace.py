@@ -23,14 +23,24 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from logwright.identity import TopicPartition
 from logwright.storage.log import PartitionLog
-from logwright.world.trace import REPLICA_MOVE, Json, move_instance, topic_id_text
+from logwright.world.trace import REPLICA_MOVE, Json, TraceRecorder, move_instance, topic_id_text
 
-if TYPE_CHECKING:
-    from logwright.logmanager.manager import LogManager
+
+class MoveOwner(Protocol):
+    """What the tracer reads of its log manager: the recorder, the replica id it reports as,
+    and the dirs offline."""
+
+    trace: TraceRecorder
+    trace_replica: int
+
+    @property
+    def offline_dirs(self) -> list[str]:
+        """The dirs offline now."""
+        ...
 
 SRC, FUT = "src", "fut"
 LIVE, FUTURE, DELETE, GONE = "live", "future", "delete", "none"
@@ -49,7 +59,7 @@ class _Move:
 class MoveTracer:
     """The ReplicaMove events of one log manager's moves."""
 
-    def __init__(self, log_manager: LogManager) -> None:
+    def __init__(self, log_manager: MoveOwner) -> None:
         self.lm = log_manager
         self.moves: dict[TopicPartition, _Move] = {}
 
@@ -137,4 +147,4 @@ class MoveTracer:
                            action, args, changed)
 
 
-__all__ = ["MoveTracer"]
+__all__ = ["MoveOwner", "MoveTracer"]
