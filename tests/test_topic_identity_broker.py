@@ -30,7 +30,14 @@ from logwright.protocol import (
     StopReplicaRequest,
     StopReplicaResponse,
 )
-from logwright.protocol.messages import LeaderAndIsrPartitionState, Message
+from logwright.protocol.messages import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+    LeaderAndIsrPartitionState,
+    Message,
+)
 from logwright.records import build_simple_batch
 from tests.test_broker_harness import T0, T1, TOPIC_ID, World, state
 
@@ -274,6 +281,31 @@ def test_fetch_and_produce_check_the_topic_id_they_name() -> None:
     assert w.values(1, T0) == [(0, b"a")]
     assert produce_with_id(w, T0, TOPIC_ID) is Errors.NONE
     assert w.values(1, T0) == [(0, b"a"), (1, b"x")]
+
+
+def delete_records_with_id(w: World, tp: TopicPartition, offset: int,
+                           topic_id: Uuid) -> Errors:
+    cid = w.client.send(1, lambda cid: DeleteRecordsRequest(
+        cid, (DeleteRecordsTopic(tp.topic, (DeleteRecordsPartition(tp.partition, offset),)),),
+        5_000, topic_ids=((tp.topic, topic_id),) if topic_id != Uuid.ZERO else ()))
+    assert w.run_until(lambda: cid in w.client.responses, 2_000)
+    response = w.client.responses[cid]
+    assert isinstance(response, DeleteRecordsResponse)
+    return response.topics[0].partitions[0].error
+
+
+def test_delete_records_checks_the_topic_id_it_names() -> None:
+    """A DeleteRecords meant for another generation of the name (the log here is a deleted
+    one's, its StopReplica not arrived) deletes nothing: INCONSISTENT_TOPIC_ID, which the client
+    retries at the generation's own leader; without an id (Kafka's request) the name decides."""
+    w = one_broker_with([b"a", b"b", b"c"])
+    assert delete_records_with_id(w, T0, 1, OTHER_ID) is Errors.INCONSISTENT_TOPIC_ID
+    assert delete_records_with_id(w, T2, 1, OTHER_ID) is Errors.UNKNOWN_TOPIC_ID
+    assert w.partition(1, T0).log_start_offset == 0
+    assert delete_records_with_id(w, T0, 1, TOPIC_ID) is Errors.NONE
+    assert w.partition(1, T0).log_start_offset == 1
+    assert delete_records_with_id(w, T0, 2, Uuid.ZERO) is Errors.NONE
+    assert w.partition(1, T0).log_start_offset == 2
 
 
 # ---- UpdateMetadata -----------------------------------------------------------------------------

@@ -727,7 +727,8 @@ class ReplicaManager:
         return out, size, has_error
 
     def _topic_id_error(self, tp: TopicPartition, topic_id: Uuid) -> Errors | None:
-        """Fetch v13+ (KIP-516): the error for a fetch of ``tp`` meaning ``topic_id``, if any:
+        """Fetch and Produce v13+ (KIP-516), and logwright's DeleteRecords: the error for a
+        request for ``tp`` meaning ``topic_id``, if any:
         INCONSISTENT_TOPIC_ID when the partition here has another id; UNKNOWN_TOPIC_ID when
         neither this broker nor its metadata knows the id under that name."""
         if topic_id == Uuid.ZERO:
@@ -1050,6 +1051,7 @@ class ReplicaManager:
         results: list[tuple[TopicPartition, DeleteRecordsPartitionResult]] = []
         statuses: dict[TopicPartition, DeleteRecordsStatus] = {}
         seen: set[TopicPartition] = set()
+        topic_ids = dict(request.topic_ids)
         for topic in request.topics:
             for part in topic.partitions:
                 tp = TopicPartition(topic.name, part.partition_index)
@@ -1057,6 +1059,8 @@ class ReplicaManager:
                     continue
                 seen.add(tp)
                 error = denied.get(tp)
+                if error is None:
+                    error = self._topic_id_error(tp, topic_ids.get(tp.topic, Uuid.ZERO))
                 if error is None:
                     found = self._delete_one(tp, part.offset)
                     if isinstance(found, DeleteRecordsStatus):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -433,13 +433,18 @@ class Client:
         self._with_retries(tp, f"list_offsets {which}", deadline, attempt)
         return result
 
-    def delete_records(self, offsets: Sequence[tuple[TopicPartition, int]], timeout_ms: int
+    def delete_records(self, offsets: Sequence[tuple[TopicPartition, int]], timeout_ms: int,
+                       topic_ids: Mapping[str, Uuid] | None = None
                        ) -> dict[TopicPartition, DeleteRecordsResult]:
         """DeleteRecords: for each (partition, offset), a request to the partition's leader,
         retried as Kafka's admin client does (new metadata after NOT_LEADER_OR_FOLLOWER and
         the like) until ``timeout_ms`` passes, which is also the time each leader waits for
         the low watermark. One result per partition, never raised: a partition's error is in
-        its result. Partitions are asked one after the other, each with its own deadline."""
+        its result. Partitions are asked one after the other, each with its own deadline.
+        With ``topic_ids`` (topic -> id) each request names the id its topic is meant under: a
+        broker still holding a deleted generation of the name refuses it
+        (INCONSISTENT_TOPIC_ID, retried with fresh metadata) instead of deleting that
+        generation's records and answering with its low watermark."""
         self._require_open()
         out: dict[TopicPartition, DeleteRecordsResult] = {}
         for tp, offset in offsets:
@@ -451,11 +456,12 @@ class Client:
             def attempt(node: str, _meta: MetadataPartition, wait_ms: int,
                         tp: TopicPartition = tp, offset: int = offset,
                         found: list[int] = found) -> tuple[Errors, str]:
+                tid = (topic_ids or {}).get(tp.topic)
                 request = DeleteRecordsRequest(
                     self.node.next_correlation_id(),
                     (DeleteRecordsTopic(tp.topic, (DeleteRecordsPartition(tp.partition,
                                                                           offset),)),),
-                    wait_ms)
+                    wait_ms, topic_ids=((tp.topic, tid),) if tid is not None else ())
                 response = self._call(node, request, wait_ms)
                 if (not isinstance(response, DeleteRecordsResponse) or len(response.topics) != 1
                         or len(response.topics[0].partitions) != 1):

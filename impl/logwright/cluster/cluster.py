@@ -457,8 +457,10 @@ class Cluster:
         ``timeout_ms``, ...). Bad arguments raise ``InvalidArgument`` before anything is sent.
         """
         checked = validate.delete_records(self, offsets, timeout_ms)
+        ids = {t: i for t in {t for (t, _), _ in checked}
+               if (i := self._current_topic_id(t)) is not None}
         results = self.client.delete_records(
-            [(TopicPartition(t, p), o) for (t, p), o in checked], timeout_ms)
+            [(TopicPartition(t, p), o) for (t, p), o in checked], timeout_ms, topic_ids=ids)
         return {(t, p): results[TopicPartition(t, p)] for (t, p), _ in checked}
 
     # ---- faults --------------------------------------------------------------------------------

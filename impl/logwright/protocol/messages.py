@@ -578,6 +578,12 @@ class DeleteRecordsRequest(Message):
     topics: tuple[DeleteRecordsTopic, ...]
     timeout_ms: int
     principal: str = "User:ANONYMOUS"
+    # logwright's extension, as Produce v13 and Fetch v13 have it (KIP-516; Kafka's
+    # DeleteRecords names topics only): the id each topic is meant under, (topic, id); a topic
+    # not named here is not checked. A leader whose log has another id answers
+    # INCONSISTENT_TOPIC_ID, so a deleted generation still held somewhere is never the one
+    # whose records go.
+    topic_ids: tuple[tuple[str, Uuid], ...] = ()
 
 
 @dataclass(frozen=True)
