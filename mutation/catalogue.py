@@ -303,6 +303,34 @@ MUTANTS: tuple[Mutant, ...] = (
         loss="A JBOD move failed by an error (KIP-461) would be retried by any LeaderAndIsr, "
              "even one of the epoch it failed under, and fail again and again.",
     ),
+    Mutant(
+        name="damaged replica kept in the ISR",
+        file="impl/logwright/controller/liveness.py",
+        anchor="if report is not None and report.clean:",
+        replacement="if True:",
+        loss="Kafka before KIP-966: a replica that lost unflushed records at a crash would stay "
+             "in the ISR or the ELR when its broker registers again, and be elected with its "
+             "log cut short: acknowledged acks=all records lost while another replica held "
+             "them.",
+    ),
+    Mutant(
+        name="min.insync.replicas ignored",
+        file="impl/logwright/broker/partition.py",
+        anchor="if not self.is_leader or self.offline or len(self.isr) < min_insync_replicas:",
+        replacement="if not self.is_leader or self.offline:",
+        loss="The high watermark would advance while the ISR is smaller than "
+             "min.insync.replicas, so an eligible leader replica (ELR) could lack committed "
+             "records and be elected: acknowledged records lost.",
+    ),
+    Mutant(
+        name="election outside the eligible set",
+        file="impl/logwright/controller/election.py",
+        anchor="if live and self._unclean_allowed(topic):",
+        replacement="if live:",
+        loss="With no ISR or ELR member alive, any live replica would lead, as if "
+             "unclean.leader.election.enable were on: a replica that fell behind, or lost "
+             "unflushed records, truncates the others and acknowledged records are lost.",
+    ),
 )
 
 

@@ -65,6 +65,9 @@ CASES: list[tuple[str, list[tuple[object, object]], list[tuple[object, str]]]] =
     ("max.message.bytes",
      [("0", 0), ("1048588", 1_048_588)],
      [("-1", "at least 0"), ("1MB", "int")]),
+    ("flush.messages",
+     [("1", 1), ("9223372036854775807", (1 << 63) - 1), (1000, 1000)],
+     [("0", "at least 1"), ("-1", "at least 1"), ("often", "long")]),
     ("unclean.leader.election.enable",
      [("true", True), ("FALSE", False), (" True ", True), (True, True), (False, False)],
      [("yes", "boolean"), ("1", "boolean"), (1, "boolean"), ("", "boolean")]),
@@ -105,7 +108,9 @@ def test_kafka_defaults_and_broker_synonyms() -> None:
         "segment.bytes": 1_073_741_824, "segment.ms": 604_800_000,
         "segment.index.bytes": 10_485_760, "index.interval.bytes": 4096,
         "file.delete.delay.ms": 60_000, "min.insync.replicas": 1,
-        "max.message.bytes": 1_048_588, "unclean.leader.election.enable": False}
+        "max.message.bytes": 1_048_588, "unclean.leader.election.enable": False,
+        "flush.messages": (1 << 63) - 1}
+    assert TOPIC_CONFIGS["flush.messages"].broker_property == "log.flush.interval.messages"
     assert TOPIC_CONFIGS["segment.index.bytes"].broker_property == "log.index.size.max.bytes"
     assert TOPIC_CONFIGS["max.message.bytes"].broker_property == "message.max.bytes"
     assert TOPIC_CONFIGS["file.delete.delay.ms"].broker_property == "log.segment.delete.delay.ms"

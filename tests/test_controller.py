@@ -348,14 +348,19 @@ def test_no_live_isr_member_means_no_leader_until_one_returns(h: Harness) -> Non
         h.stop_heartbeats(b)
         h.run(SESSION_MS + HEARTBEAT_MS)
     dead = h.state("t")
-    assert dead.leader == -1 and dead.isr == (2,), "the ISR keeps its last member"
-    # Broker 1 returns first: it is not in the ISR, so a clean election cannot pick it.
+    # The last ISR member leaves it for the eligible leader replicas (KIP-966): the ISR was
+    # smaller than min.insync.replicas (1) without it, so it holds every committed record.
+    assert (dead.leader, dead.isr, dead.elr) == (-1, (), (2,))
+    # Broker 1 returns first: it is in neither the ISR nor the ELR, so it cannot lead.
     h.register(1)
     assert h.state("t").leader == -1
-    # Broker 2 (the last ISR member) returns and leads again, with a newer epoch.
+    # Broker 2 (the ELR member) returns, shut down cleanly (a registration without replica
+    # reports), and leads again, alone in the ISR, with a newer epoch.
     h.register(2)
     back = h.state("t")
-    assert back.leader == 2 and back.leader_epoch == dead.leader_epoch + 1
+    assert (back.leader, back.isr, back.elr) == (2, (2,), ())
+    assert back.leader_epoch == dead.leader_epoch + 1
+    assert h.controller.elections_by_kind == {"eligible leader replica": 1}
 
 
 def test_a_broker_declared_dead_comes_back_by_heartbeating(h: Harness) -> None:

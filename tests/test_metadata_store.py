@@ -184,8 +184,17 @@ def test_partition_states_assert_their_invariants() -> None:
         PartitionState(tp, record.topic_id, (1, 2), (2,), 1, 0, 0)
     with pytest.raises(AssertionError, match="within replicas"):
         PartitionState(tp, record.topic_id, (1, 2), (1, 3), 1, 0, 0)
-    with pytest.raises(AssertionError, match="never empty"):
-        PartitionState(tp, record.topic_id, (1, 2), (), -1, 0, 0)
+    # An empty ISR means no replica is eligible to lead (eligible leader replicas, KIP-966).
+    PartitionState(tp, record.topic_id, (1, 2), (), -1, 0, 0, elr=(2,))
+    with pytest.raises(AssertionError, match="with an empty ISR"):
+        PartitionState(tp, record.topic_id, (1, 2), (), 1, 0, 0)
+    with pytest.raises(AssertionError, match="overlap"):
+        PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 0, 0, elr=(1,))
+    with pytest.raises(AssertionError, match=r"ELR .* not a set within replicas"):
+        PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 0, 0, elr=(3,))
+    with pytest.raises(AssertionError, match="beside ISR"):
+        PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 0, 0,
+                       recovery_log_ends=((2, 0, 4),))
 
 
 def test_the_sqlite_file_survives_a_reopen(make_store: Callable[[], MetadataStore],
@@ -234,6 +243,42 @@ def test_sqlite_refuses_an_unknown_schema_version(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(ValueError, match="schema version 99"):
         SqliteStore(path)
+
+
+def test_sqlite_migrates_a_version_1_file_keeping_its_partitions(tmp_path: Path) -> None:
+    """Schema version 2 added the eligible leader replicas' columns: a version 1 file (made
+    here by dropping them) is migrated when opened, its partitions read with an empty ELR,
+    and the new fields are stored from then on."""
+    path = str(tmp_path / "metadata.db")
+    store = SqliteStore(path)
+    epoch = store.claim_controller(0)
+    (first, second) = create(store, epoch, topic())
+    store.close()
+    db = sqlite3.connect(path)
+    for column in ("elr", "recovery_log_ends"):
+        db.execute(f"ALTER TABLE partitions DROP COLUMN {column}")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    try:
+        assert store.partitions() == [first, second]
+        assert store.partitions()[0].elr == ()
+        changed = PartitionState(first.tp, first.topic_id, first.replicas, (), -1,
+                                 first.leader_epoch + 1, first.partition_epoch + 1,
+                                 elr=(2,))
+        offline = PartitionState(second.tp, second.topic_id, second.replicas, (), -1,
+                                 second.leader_epoch + 1, second.partition_epoch + 1,
+                                 recovery_log_ends=((1, 0, 5), (2, 1, 3)))
+        store.write(epoch, MetadataDelta(partitions=[changed, offline]))
+    finally:
+        store.close()
+    reopened = SqliteStore(path)
+    try:
+        assert reopened.partitions() == [changed, offline]
+        assert int(reopened._db.execute("PRAGMA user_version").fetchone()[0]) == 2
+    finally:
+        reopened.close()
 
 
 def test_sqlite_refuses_another_programs_database_saying_it_is_left_as_it_is(

@@ -68,14 +68,17 @@ def test_every_sample_carries_its_broker_and_the_merged_exposition_has_one_famil
     text = c.metrics_exposition()
     type_lines = [line for line in text.decode().splitlines() if line.startswith("# TYPE")]
     assert len(type_lines) == len(set(type_lines)), "one family per metric name"
-    merged = samples(text)
+    merged = [s for s in samples(text) if "controller" not in s[1]]
+    controller = [s for s in samples(text) if "controller" in s[1]]
     assert {labels["broker"] for _, labels, _ in merged} == {"1", "2", "3"}
+    assert ("kafka_controller_kafkacontroller_offlinepartitionscount",
+            {"controller": str(c.controller.controller_id)}, 0.0) in controller
     for bid in c.brokers:
         own = [(n, lb, v) for n, lb, v in merged if lb["broker"] == str(bid)]
         assert sorted(own, key=repr) == sorted(samples(c.broker(bid).metrics.exposition()),
                                                key=repr)
     c.crash_broker(2)
-    assert {lb["broker"] for _, lb, _ in samples(c.metrics_exposition())} == {"1", "3"}
+    assert {lb.get("broker") for _, lb, _ in samples(c.metrics_exposition())} == {"1", "3", None}
     with pytest.raises(Exception, match="simulated"):
         c.serve_metrics(0)
 

@@ -151,6 +151,7 @@ def canonical_string(value: ConfigValue) -> str:
 
 
 _DAY_MS = 24 * 3_600_000
+_NEVER = (1 << 63) - 1  # Kafka's Long.MAX_VALUE: flush.messages' "never by count"
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     ConfigDef("cleanup.policy", "list", ("delete",),
@@ -186,6 +187,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
     ConfigDef("max.message.bytes", "int", (1 << 20) + 12,
               "The largest record batch a producer may append, in bytes; a larger one is refused "
               "with MESSAGE_TOO_LARGE.", minimum=0, broker_property="message.max.bytes"),
+    ConfigDef("flush.messages", "long", _NEVER,
+              "The log is flushed (fsync) once this many records are unflushed; 1 makes every "
+              "append durable before it is acknowledged, on the leader and on each follower "
+              "before it fetches again, so acks=all waits for fsync on the ISR.",
+              minimum=1, broker_property="log.flush.interval.messages"),
     ConfigDef("unclean.leader.election.enable", "boolean", False,
               "When no ISR member is alive, let the controller elect a live replica outside the "
               "ISR (committed records may be lost) instead of leaving the partition offline.",
@@ -237,6 +243,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in (
          "Accepted as a synonym of log.segment.delete.delay.ms.", 0),
     _def("log.retention.check.interval.ms", "long", 300_000, "Period of the retention task.", 1),
     _def("log.initial.task.delay.ms", "long", 30_000, "Delay before the periodic log tasks.", 0),
+    _def("log.flush.interval.messages", "long", _NEVER,
+         "Default of flush.messages (default: never by count).", 1),
     _def("log.flush.interval.ms", "long", None,
          "Period of the flush task; unset leaves flushing to the OS.", 1),
     _def("log.flush.offset.checkpoint.interval.ms", "int", 60_000,
@@ -259,7 +267,7 @@ IGNORED_BROKER_PROPERTIES: frozenset[str] = frozenset({
     "transaction.state.log.min.isr", "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr", "group.initial.rebalance.delay.ms",
     "zookeeper.connect", "zookeeper.connection.timeout.ms", "auto.create.topics.enable",
-    "delete.topic.enable", "log.flush.interval.messages", "cluster.id",
+    "delete.topic.enable", "cluster.id",
 })
 """Kafka broker properties a ``server.properties`` commonly holds that logwright has no use for
 (listeners, threads, internal topics): accepted with a warning, never an error, so Kafka's own

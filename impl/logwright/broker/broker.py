@@ -30,7 +30,7 @@ from logwright.broker.effects import ArmTask, Call, Effect, Notify, Send
 from logwright.broker.fencing import ControlRequest, fence, fenced_response
 from logwright.broker.log_dirs import describe_log_dirs
 from logwright.broker.metrics import BrokerMetrics, LogReading, MetricSources
-from logwright.broker.partition import Role
+from logwright.broker.partition import NO_LEADER, Role
 from logwright.broker.replica_manager import ReplicaManager
 from logwright.errors import Errors
 from logwright.identity import TopicPartition, Uuid
@@ -60,6 +60,7 @@ from logwright.protocol import (
     OffsetForLeaderEpochResult,
     PartitionError,
     ProduceRequest,
+    ReplicaReport,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataRequest,
@@ -157,6 +158,7 @@ class Broker:
             self.log_manager.trace_replica = broker_id
         self._deferred: deque[tuple[str, ControlRequest]] = deque()
         self.startup_report: StartupReport | None = None
+        self.replica_reports: tuple[ReplicaReport, ...] = ()
         # Counters for tests, the facade and the trace.
         self.fenced_requests = 0
         self.dropped_deferred_requests = 0
@@ -177,6 +179,7 @@ class Broker:
         running."""
         assert self.state is BrokerState.NOT_RUNNING, f"{self.node_id} already started"
         self.startup_report = self.log_manager.startup()
+        self.replica_reports = self._replica_reports()
         if self.trace.enabled:
             self._trace_restart()
         self.replica_manager.known_offline_dirs = set(self.log_manager.offline_dirs)
@@ -250,8 +253,24 @@ class Broker:
         self._emit(Call(
             controller,
             lambda cid: BrokerRegistrationRequest(cid, self.broker_id, self.incarnation_id,
-                                                  log_dirs),
+                                                  log_dirs, self.replica_reports),
             self._on_registration, retry_ms))
+
+    def _replica_reports(self) -> tuple[ReplicaReport, ...]:
+        """Unclean-shutdown detection (KIP-966), per replica: a log is clean only when its dir
+        carried the clean-shutdown marker at start-up; a dir without one (a crash, a power
+        loss, a dir that failed while the broker ran) may have lost unflushed records."""
+        assert self.startup_report is not None
+        clean_dirs = set(self.startup_report.clean_dirs)
+        reports = []
+        for log in self.log_manager.all_logs():
+            state = self.log_manager.dir_of(log.tp)
+            last_epoch = log.leader_epoch_cache.latest_epoch
+            reports.append(ReplicaReport(
+                log.tp, log.topic_id,
+                -1 if last_epoch is None or log.log_end_offset == 0 else last_epoch,
+                log.log_end_offset, state is not None and state.path in clean_dirs))
+        return tuple(sorted(reports, key=lambda r: (r.tp.topic, r.tp.partition)))
 
     def _on_registration(self, response: Message | None) -> None:
         if not self.alive or self.state is not BrokerState.REGISTERING:
@@ -290,9 +309,26 @@ class Broker:
             return
         offline = tuple(self.log_manager.offline_dirs)
         broker_epoch = self.broker_epoch
+        leaderless = self._leaderless_reports()
         self._emit(Notify(
             controller,
-            lambda cid: BrokerHeartbeat(cid, self.broker_id, broker_epoch, offline)))
+            lambda cid: BrokerHeartbeat(cid, self.broker_id, broker_epoch, offline, leaderless)))
+
+    def _leaderless_reports(self) -> tuple[ReplicaReport, ...]:
+        """Where the logs of replicas whose partition has no leader end (the controller
+        needs every replica's for a recovery election; docs/cluster.md)."""
+        out = []
+        for tp, partition in sorted(self.replica_manager.partitions.items(),
+                                    key=lambda kv: (kv[0].topic, kv[0].partition)):
+            if partition.leader_id != NO_LEADER or partition.offline:
+                continue
+            log = partition.log
+            last_epoch = log.leader_epoch_cache.latest_epoch
+            out.append(ReplicaReport(
+                tp, log.topic_id,
+                -1 if last_epoch is None or log.log_end_offset == 0 else last_epoch,
+                log.log_end_offset, True))
+        return tuple(out)
 
     def _on_offline_dirs(self, new_dirs: list[str]) -> None:
         if self.log_manager.all_dirs_offline:

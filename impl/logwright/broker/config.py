@@ -131,6 +131,7 @@ _LOG_FIELDS = {
     "log.index.interval.bytes": "index_interval_bytes",
     "log.retention.bytes": "retention_bytes",
     "message.max.bytes": "max_message_bytes",
+    "log.flush.interval.messages": "flush_messages",
 }
 _HOUR_MS = 3_600_000
 

@@ -53,6 +53,7 @@ class ProduceStatus:
     required_offset: int  # the HW that acknowledges the append (last offset + 1)
     leader_epoch: int
     result: ProducePartitionResult
+    min_insync_replicas: int = 1
     pending: bool = True
 
 
@@ -93,6 +94,13 @@ class DelayedProduce(DelayedOperation):
                 status.pending = False
             elif partition.high_watermark >= status.required_offset:
                 status.pending = False
+                if len(partition.isr) < status.min_insync_replicas:
+                    # Replicated, but the ISR shrank below min.insync.replicas meanwhile
+                    # (Kafka's answer too): the producer may retry, as after a timeout.
+                    status.result = ProducePartitionResult(
+                        tp, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                        error_message=f"ISR {list(partition.isr)} is smaller than "
+                        f"min.insync.replicas {status.min_insync_replicas}")
         if any(s.pending for s in self.statuses.values()):
             return False
         return self.force_complete()

@@ -263,9 +263,13 @@ class Partition:
             candidate = min(candidate, follower.log_end_offset)
         return candidate
 
-    def maybe_increment_high_watermark(self) -> bool:
-        """Advance the high watermark to the candidate if that is higher; never backwards."""
-        if not self.is_leader or self.offline:
+    def maybe_increment_high_watermark(self, min_insync_replicas: int = 1) -> bool:
+        """Advance the high watermark to the candidate if that is higher; never backwards.
+
+        Strict min ISR (KIP-966): not while the ISR has fewer than ``min_insync_replicas``
+        members, so a replica that leaves an ISR that small keeps every committed record and
+        the controller may elect it from the ELR."""
+        if not self.is_leader or self.offline or len(self.isr) < min_insync_replicas:
             return False
         candidate = self.high_watermark_candidate()
         if candidate is None or candidate <= self.high_watermark:

@@ -619,7 +619,8 @@ class ReplicaManager:
             results.append(result)
             if request.acks == -1 and result.error is Errors.NONE:
                 partition = self.partitions[tp]
-                statuses[tp] = ProduceStatus(required, partition.leader_epoch, result)
+                statuses[tp] = ProduceStatus(required, partition.leader_epoch, result,
+                                             self.min_insync_replicas(tp.topic))
         if request.acks == 0:
             return None
         if request.acks == 1 or not statuses:
@@ -828,7 +829,7 @@ class ReplicaManager:
     # ---- high watermark, ISR -----------------------------------------------------------------
 
     def _maybe_increment_hw(self, partition: Partition) -> None:
-        if partition.maybe_increment_high_watermark():
+        if partition.maybe_increment_high_watermark(self.min_insync_replicas(partition.tp.topic)):
             if self.trace.enabled:
                 tracing.replica(self.trace, self.broker_id, partition.log, "AdvanceHW", {
                     "known": {str(r): (partition.log_end_offset if r == self.broker_id

@@ -20,6 +20,8 @@ from typing import Literal
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from logwright.broker import Broker, BrokerConfig, BrokerState
 from logwright.broker.metrics import MAX_LAG, PER_LOG_PREFIX, BrokerMetrics, merged_collector
@@ -100,7 +102,8 @@ class Cluster:
         self.trace = trace
         self.root = root
         self.broker_config = broker_config or BrokerConfig()
-        self.controller_config = controller_config or ControllerConfig()
+        self.controller_config = controller_config or ControllerConfig(
+            min_insync_replicas=self.broker_config.min_insync_replicas)
         self.client_config = client_config if client_config is not None else ClientConfig()
         # The facade's own waits (registration, a new topic's leaders), not the client's.
         self.request_timeout_ms = 30_000
@@ -527,9 +530,11 @@ class Cluster:
         partitions has caught up and is in the ISR, and no move between a live broker's log
         dirs is running (or ``max_ms`` passed); returns whether that
         happened. An elected leader that has not created its replica yet, and a partition
-        without a live leader but with a live in-sync replica that reaches the controller and
-        hosts it, or is yet to be told of it on its first heartbeat since it was cut off (it is
-        elected then), are waited for."""
+        without a live leader but with a live in-sync or eligible (ELR) replica that reaches
+        the controller and hosts it, or is yet to be told of it on its first heartbeat since it
+        was cut off (it is elected then), are waited for; so is a partition with no replica in
+        the ISR or the ELR whose replicas all do (a recovery election, once each has reported
+        its log in a heartbeat)."""
         validate.run_until_idle(self, max_ms)
         return self.runtime.run_until(self._quiet, max_ms)
 
@@ -542,8 +547,11 @@ class Cluster:
                 state = self.controller.partition_state(tp)
                 leader = self.brokers.get(state.leader)
                 if leader is None or not leader.alive:
-                    if any(self._may_lead(tp, r) for r in state.isr):
-                        return False  # a live in-sync replica is about to be elected
+                    if any(self._may_lead(tp, r) for r in (*state.isr, *state.elr)):
+                        return False  # a live in-sync or eligible replica is about to lead
+                    if (not state.isr and not state.elr
+                            and all(self._may_report(tp, r) for r in state.replicas)):
+                        return False  # a recovery election, once every replica reported
                     continue  # no live leader: nothing can make progress until one returns
                 part = leader.replica_manager.describe().get(tp)
                 if part is None or part.topic_id not in (None, state.topic_id):
@@ -568,6 +576,18 @@ class Cluster:
                     if other.log_end_offset != part.log_end_offset or r not in part.isr:
                         return False
         return True
+
+    def _may_report(self, tp: TopicPartition, broker_id: int) -> bool:
+        """Whether ``broker_id`` runs, can reach the controller, and does not hold ``tp`` on
+        a failed dir: it will report its log of ``tp`` for a recovery election."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            return False
+        if isinstance(self.runtime, SimWorld) and not self.runtime.network.connected(
+                broker.node_id, self.controller.node_id):
+            return False
+        part = broker.replica_manager.describe().get(tp)
+        return not (part.offline if part is not None else broker.log_manager.offline_dirs)
 
     def _may_lead(self, tp: TopicPartition, broker_id: int) -> bool:
         """Whether ``broker_id`` runs, can reach the controller, and hosts ``tp`` online, or
@@ -665,7 +685,8 @@ class Cluster:
 
     def metrics(self, broker_id: int | None = None) -> dict[str, float]:
         """Metric values with Kafka's names: one broker's, or over live brokers (counts summed,
-        MaxLag the largest).
+        MaxLag the largest) with the active controller's (``kafka.controller:...``: offline
+        partitions, unclean and ELR elections; see ``logwright.controller.metrics``).
 
         Per-log gauges (``kafka.log:type=Log,...``) are in one broker's values only: a sum of
         log end offsets over replicas means nothing, so the summed view leaves them out.
@@ -684,6 +705,8 @@ class Cluster:
                     # counts add up.
                     total[name] = (max(total.get(name, value), value) if name == MAX_LAG
                                    else total.get(name, 0.0) + value)
+        if self.controllers:
+            total.update(self.controller.metrics.snapshot())
         return total
 
     def _live_broker_metrics(self) -> list[BrokerMetrics]:
@@ -697,6 +720,8 @@ class Cluster:
         validate.usable(self)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(merged_collector(self._live_broker_metrics))
+        if self.controllers:
+            registry.register(self.controller.metrics.collector())
         return bytes(generate_latest(registry))
 
     def serve_metrics(self, port: int = 0, host: str = "127.0.0.1") -> int:
@@ -712,6 +737,7 @@ class Cluster:
             raise ClusterError(f"metrics are already served on port {self.metrics_port}")
         registry = CollectorRegistry(auto_describe=False)
         registry.register(merged_collector(self._live_broker_metrics))
+        registry.register(_ActiveController(self))
         try:
             server, _thread = start_http_server(port, addr=host, registry=registry)
         except OSError as exc:
@@ -761,6 +787,26 @@ class Cluster:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+class _ActiveController(Collector):
+    """The metrics of whichever controller is active at collection time (a failover moves
+    them to the new one)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+
+    def collect(self) -> Iterable[Metric]:
+        controllers = self._cluster.controllers
+        if not controllers:
+            return []
+        for attempt in range(3):  # the HTTP thread may read while the cluster runs
+            try:
+                return list(controllers[-1].metrics.collector().collect())
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def _real_trace(path: str | None, runtime: RealRuntime, seed: int, brokers: int,

@@ -64,7 +64,7 @@ from logwright.conformance.refinement import (
     RefinementChecker,
     RefinementViolation,
 )
-from logwright.controller.store.records import PartitionState
+from logwright.controller.store.records import NO_LEADER, PartitionState
 from logwright.errors import KafkaError, LogwrightError
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.core import State
@@ -349,6 +349,10 @@ class _Watch:
     """The leader states seen (most recent last, at most :data:`SERVED_KEPT`; kept across a
     new behaviour, as a response served before a restart may be applied after it): what a fetch
     response in flight may carry."""
+    leaderless: bool = False
+    """The controller gave the partition no leader since the last check."""
+    recovered_epoch: int = -1
+    """The leader epoch of the latest recovery or unclean election seen for the partition."""
     outside: str = ""
     """Set during a check when the change is outside the model (a restart): a new
     behaviour starts there."""
@@ -525,7 +529,27 @@ class ClusterProjection(ClusterObserver):
         replicas = tuple(sorted(set(state.replicas)))
         if not replicas:
             return
+        if state.leader == NO_LEADER:
+            # No replica is eligible to lead (offline until one is, or until a recovery
+            # election): the model always has a leader, so this is outside it. The next
+            # leader starts a new behaviour, with the committed ghost no higher than its log:
+            # whether a recovery election kept every acknowledged record is checked by
+            # ClusterRun and proved by the LeaderElection model, not here.
+            watch = self.watches.get(tp)
+            if watch is not None:
+                watch.outside = watch.outside or "the partition had no leader"
+                watch.leaderless = True
+            return
         w = self._watch(tp, replicas, state.leader)
+        recovered = max((e[4] for c in self.cluster.controllers for e in c.reported_elections
+                         if e[0] == tp and e[1] == topic_id and e[2] in ("recovery", "unclean")),
+                        default=-1)
+        if recovered > w.recovered_epoch:
+            # A leader from a recovery (or unclean) election, which the controller made in
+            # the same step that left the partition without one: as after a time with none.
+            w.recovered_epoch = recovered
+            w.outside = w.outside or "a recovery or unclean election"
+            w.leaderless = True
         previous_leader = w.leader
         if state.leader in replicas:
             w.leader = state.leader
@@ -577,7 +601,19 @@ class ClusterProjection(ClusterObserver):
         for b, v in zip(replicas, views, strict=True):
             w.seg_start[b] = max(w.seg_start.get(b, 0), v.seg_start)
             segs.append(w.seg_start[b])
-        w.committed = max(w.committed, *(v.hw for v in views))
+        if w.leaderless:
+            # After a time without a leader, or a recovery election that may have lost records
+            # every replica lost: the leader's log is the committed data now. A replica whose
+            # start offset or HW lies beyond it (raised by a DeleteRecords never acknowledged,
+            # its records since lost) is outside the model until it follows the new leader
+            # (truncated, or restarted at the leader's start offset, hazard 8).
+            end = views[replicas.index(w.leader)].leo
+            if any(max(v.log_start, v.seg_start, v.ckpt_start, v.hw) > end for v in views):
+                return
+            w.leaderless = False
+            w.committed = min(w.committed, end)
+        else:
+            w.committed = max(w.committed, *(v.hw for v in views))
         isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
         leader_broker = self.cluster.brokers.get(w.leader)
         part = (leader_broker.replica_manager.partitions.get(tp)

@@ -28,6 +28,10 @@ class ControllerConfig:
     max_outstanding_requests: int = 10_000  # an explicit bound on requests awaiting a response
     # unclean.leader.election.enable: the default for topics without the override.
     unclean_leader_election_enable: bool = False
+    # min.insync.replicas: the default for topics without the override. The controller reads it
+    # for eligible leader replicas (KIP-966): a replica leaving an ISR smaller than this joins
+    # the ELR, and an ISR that reaches it empties the ELR.
+    min_insync_replicas: int = 1
     # logwright's own: while a reassignment's dir move (KIP-113) is not known to be done, the
     # controller asks the replica's broker where it is (DescribeLogDirs) this often, and waits
     # this long for an answer to it or to an AlterReplicaLogDirs.
@@ -36,7 +40,8 @@ class ControllerConfig:
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> ControllerConfig:
         """A controller config from Kafka properties: broker.session.timeout.ms,
-        broker.heartbeat.interval.ms, unclean.leader.election.enable (defaults otherwise).
+        broker.heartbeat.interval.ms, unclean.leader.election.enable, min.insync.replicas
+        (defaults otherwise).
 
         The same mapping as ``BrokerConfig.from_properties`` takes (a combined-mode
         ``server.properties``): broker-only properties are accepted and left to it, unknown
@@ -45,7 +50,8 @@ class ControllerConfig:
         values = parse_broker_properties(properties)
         fields = {"broker.session.timeout.ms": "broker_session_timeout_ms",
                   "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
-                  "unclean.leader.election.enable": "unclean_leader_election_enable"}
+                  "unclean.leader.election.enable": "unclean_leader_election_enable",
+                  "min.insync.replicas": "min_insync_replicas"}
         changes = {attr: values[key] for key, attr in fields.items() if key in values}
         session = changes.get("broker_session_timeout_ms", 9_000)
         heartbeat = changes.get("broker_heartbeat_interval_ms", 2_000)
@@ -74,6 +80,9 @@ class ControllerConfig:
         if retry is not None and (not integer(retry) or retry <= 0):
             raise InvalidConfig("control_request_retry_ms", retry,
                                 "must be a positive integer or None")
+        if not integer(self.min_insync_replicas) or self.min_insync_replicas < 1:
+            raise InvalidConfig("min.insync.replicas", self.min_insync_replicas,
+                                "must be an integer >= 1")
         if not integer(self.dir_move_poll_ms) or self.dir_move_poll_ms <= 0:
             raise InvalidConfig("dir_move_poll_ms", self.dir_move_poll_ms,
                                 "must be a positive integer")

@@ -24,6 +24,7 @@ from logwright.controller.config import ControllerConfig
 from logwright.controller.errors import NotController, StaleControllerEpoch
 from logwright.controller.store import (
     NO_CONTROLLER_EPOCH,
+    NO_LEADER,
     MetadataDelta,
     MetadataStore,
     PartitionState,
@@ -114,6 +115,11 @@ class ControllerCore:
         # Replicas a broker reported KAFKA_STORAGE_ERROR for (their log dir failed), and the
         # offline dirs each broker reported in heartbeats; both end with the incarnation.
         self._offline_replicas: set[tuple[TopicPartition, int]] = set()
+        # Elections from outside the ISR this controller made, counted by kind ("eligible
+        # leader replica", "recovery", "unclean"), and the latest 1,000 of them: (partition,
+        # topic id, kind, new leader, new leader epoch). The facade's metrics read them.
+        self.elections_by_kind: dict[str, int] = {}
+        self.reported_elections: list[tuple[TopicPartition, Uuid, str, int, int]] = []
         self._offline_dirs: dict[int, frozenset[str]] = {}
         self._control_dsts: dict[str, int] = {}  # node id -> broker id, of every addressee
         # Incarnations this controller saw replaced by a newer one: a late (delayed or
@@ -171,6 +177,18 @@ class ControllerCore:
             raise
 
     # ---- describe ------------------------------------------------------------------------
+
+    def offline_partition_count(self) -> int:
+        """Partitions with no leader, topics being deleted left out (0 unless active)."""
+        if not self.active:
+            return 0
+        deleting = self._deleting()
+        return sum(1 for s in self.store.partitions()
+                   if s.leader == NO_LEADER and s.tp.topic not in deleting)
+
+    def eligible_leader_replica_count(self) -> int:
+        """The ELR members of every partition, summed (0 unless active)."""
+        return sum(len(s.elr) for s in self.store.partitions()) if self.active else 0
 
     def live_brokers(self) -> tuple[int, ...]:
         """The brokers this controller considers alive, by id."""

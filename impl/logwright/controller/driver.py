@@ -33,6 +33,7 @@ from logwright.controller.core import Outcome
 from logwright.controller.decisions import ControlError, ControllerDecisions
 from logwright.controller.dir_moves import DIR_MOVE_REQUESTS, DIR_MOVE_RESPONSES
 from logwright.controller.errors import StaleControllerEpoch
+from logwright.controller.metrics import ControllerMetrics
 from logwright.controller.reassigning import ReassignmentStatus
 from logwright.controller.store import MetadataStore, PartitionState, TopicRecord
 from logwright.identity import TopicPartition, Uuid, broker_node_id, controller_node_id
@@ -96,9 +97,25 @@ class Controller:
                                       when_full="forget_oldest", timer_after_send=True)
         self.decisions = ControllerDecisions(controller_id, store, clock, rng, config,
                                              self.channel.next_correlation_id)
+        self.metrics = ControllerMetrics(
+            controller_id, lambda: self.decisions.elections_by_kind,
+            self.decisions.offline_partition_count,
+            self.decisions.eligible_leader_replica_count)
         self._timers: dict[TimerKey, Task] = {}
 
     # ---- performing effects --------------------------------------------------------------
+
+    @property
+    def elections_by_kind(self) -> dict[str, int]:
+        """Elections from outside the ISR this controller made, by kind ("eligible leader
+        replica", "recovery", "unclean"); a copy."""
+        return dict(self.decisions.elections_by_kind)
+
+    @property
+    def reported_elections(self) -> list[tuple[TopicPartition, Uuid, str, int, int]]:
+        """The latest 1,000 elections from outside the ISR: (partition, topic id, kind, new
+        leader, new leader epoch); a copy."""
+        return list(self.decisions.reported_elections)
 
     def _run(self, decide: Callable[[], Outcome[T]]) -> T:
         """Take one decision and perform its effects (those decided before an error, too)."""

@@ -1,18 +1,20 @@
-"""Leader election and the ISR: clean (and, where a topic allows it, unclean) election, the
+"""Leader election and the ISR with eligible leader replicas (KIP-966): clean election, the
+ELR, recovery elections after unclean shutdowns, unclean election where a topic allows it, the
 AlterPartition requests of leaders, and replicas whose log dir failed.
 
-Invariants upheld:
+Invariants upheld (the LeaderElection model, spec/README.md; docs/cluster.md):
 
-- Clean election unless the topic allows unclean election: a leader is always an ISR member that
-  is alive, the first such replica in assignment order; with none alive the leader is -1 and the
-  ISR keeps its last member, so that member leads again when it returns and no committed record
-  is lost. Only with unclean.leader.election.enable=true (topic override, else the controller
-  default) may a live replica outside the ISR lead then; that is logged as a warning because
-  committed records may be lost.
-- Every leadership change bumps the leader epoch; ISR changes a leader asked for with
-  AlterPartition bump only the partition epoch.
-- A replica on a failed log dir counts as dead for its partition (it leaves the ISR and cannot
-  lead), while the broker's other replicas go on (hazard 5 seen from the controller).
+- A leader is an ISR member that is alive. The ISR may be empty, and then there is no leader.
+- An acknowledged record is never lost while a replica that acknowledged it still holds it: a
+  replica leaves the ISR for the ELR only while the ISR is smaller than min.insync.replicas
+  (the leader's high watermark cannot advance then); a replica that may have lost unflushed
+  records (an unclean shutdown, a failed dir) is in neither and cannot lead until it rejoins
+  the ISR, so the last ISR member is not kept when it is damaged. With the ISR and the ELR
+  empty, a recovery election waits for every replica to report its log and picks the one that
+  ends highest; only unclean.leader.election.enable lets a replica lead without that.
+- Every change bumps the partition epoch; a change of the leader or (made by the controller)
+  of the ISR also bumps the leader epoch. ISR changes a leader asked for with AlterPartition
+  bump only the partition epoch.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from logwright.controller.reassigning import Reassignments
 from logwright.controller.store import NO_LEADER, MetadataDelta, PartitionState, TopicRecord
 from logwright.errors import Errors
 from logwright.identity import TopicPartition, broker_node_id
-from logwright.protocol.messages import AlterPartitionRequest, AlterPartitionResponse
+from logwright.protocol.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ReplicaReport,
+)
 
 __all__ = ["Election"]
 
@@ -43,40 +49,136 @@ class Election(Reassignments):
             return self.config.unclean_leader_election_enable
         return value == "true"
 
+    def _min_insync_replicas(self, topic: TopicRecord | None) -> int:
+        """min.insync.replicas of ``topic``: its override, else the controller's default."""
+        value = None if topic is None else topic.config_map.get("min.insync.replicas")
+        return self.config.min_insync_replicas if value is None else int(value)
+
     def _elect(self, state: PartitionState,
                topic: TopicRecord | None = None) -> PartitionState | None:
-        """The state after removing dead brokers from the ISR and electing a live ISR leader.
+        """The state after the replicas that cannot serve leave the ISR, and a leader is
+        elected where one is needed; None when nothing changes.
 
-        None when nothing changes. With no live ISR member the leader is -1 and the ISR is kept
-        as it is, so its last member can lead again when it returns; unless the topic allows
-        unclean election (``topic``: its record, read from the store when not given) and a
-        replica outside the ISR is alive: that replica leads, alone in the ISR.
+        ``topic``: the partition's topic record (read from the store when not given). The
+        steps (docs/cluster.md, "Eligible leader replicas"; the LeaderElection model):
+
+        - ISR members whose broker is dead leave the ISR; while the ISR left is smaller than
+          min.insync.replicas they join the ELR (the high watermark cannot advance then, so
+          they keep every committed record). Replicas on a failed dir may have lost unflushed
+          records: they leave the ISR and the ELR.
+        - The leader stays if it is a live ISR member; else the first live ISR member leads;
+          else the first live ELR member, alone in the ISR; else, once the ISR and the ELR are
+          empty and every replica is alive and has reported its log since, the one whose log
+          ends highest (last leader epoch, then end offset) leads (a recovery election,
+          :meth:`_recovery_candidate`); else, only where the topic allows unclean election, the
+          first live replica. Otherwise the partition has no leader (offline) rather than lose
+          committed records.
+        - Once the ISR has min.insync.replicas members the ELR is emptied: the high watermark
+          may advance past its members from then on.
         """
-        live_isr = tuple(r for r in state.isr if self._replica_alive(r, state.tp))
-        unclean = False
-        if state.leader in live_isr:
-            leader, isr = state.leader, live_isr
-        elif live_isr:
-            leader = next(r for r in state.replicas if r in live_isr)
-            isr = live_isr
+        if topic is None:
+            topic = self.store.topic(state.tp.topic)
+        min_isr = self._min_insync_replicas(topic)
+        tp = state.tp
+
+        def alive(r: int) -> bool:
+            return self._replica_alive(r, tp)
+
+        damaged = {r for r in state.replicas if (tp, r) in self._offline_replicas}
+        isr = [r for r in state.isr if alive(r)]
+        elr = [r for r in state.elr if r not in damaged]
+        if len(isr) < min_isr:
+            elr += [r for r in state.isr if not alive(r) and r not in damaged]
+        how = ""
+        if state.leader in isr:
+            leader = state.leader
+        elif isr:
+            leader = next(r for r in state.replicas if r in isr)
+        elif live_elr := [r for r in state.replicas if r in elr and alive(r)]:
+            leader, isr, how = live_elr[0], [live_elr[0]], "eligible leader replica"
+        elif not elr and (best := self._recovery_candidate(state)) is not None:
+            leader, isr, how = best, [best], "recovery"
         else:
-            leader, isr = NO_LEADER, state.isr
-            live = [r for r in state.replicas if self._replica_alive(r, state.tp)
-                    and r not in state.removing_replicas]
-            if live and self._unclean_allowed(
-                    topic if topic is not None else self.store.topic(state.tp.topic)):
-                leader, isr, unclean = live[0], (live[0],), True
-        if leader == state.leader and isr == state.isr:
+            leader = NO_LEADER
+            live = [r for r in state.replicas if alive(r) and r not in state.removing_replicas]
+            if live and self._unclean_allowed(topic):
+                leader, isr, how = live[0], [live[0]], "unclean"
+                elr = []
+        elr = [] if len(isr) >= min_isr else [r for r in state.replicas
+                                             if r in elr and r not in isr]
+        new = replace(state, leader=leader, isr=tuple(isr), elr=tuple(elr),
+                      recovery_log_ends=() if isr or elr else state.recovery_log_ends)
+        if new == state:
             return None
-        if unclean:
-            log.warning("%s: unclean leader election for %s: broker %d leads from outside the "
-                        "ISR %s; records committed after it fell behind are lost", self.node_id,
-                        state.tp, leader, list(state.isr))
-        new = replace(state, leader=leader, isr=isr, leader_epoch=state.leader_epoch + 1,
-                      partition_epoch=state.partition_epoch + 1)
-        assert new.leader == NO_LEADER or (
-            new.leader in new.isr and self._replica_alive(new.leader, new.tp))
+        new = replace(new, partition_epoch=state.partition_epoch + 1)
+        if (leader, new.isr) != (state.leader, state.isr):
+            new = replace(new, leader_epoch=state.leader_epoch + 1)
+        if how:
+            self._report_election(new, how, state)
+        assert new.leader == NO_LEADER or (new.leader in new.isr and alive(new.leader))
         return new
+
+    def _recovery_candidate(self, state: PartitionState) -> int | None:
+        """The replica a recovery election picks, or None while it cannot happen.
+
+        It happens once every replica of the partition is alive and has reported its log since
+        the partition lost its last eligible replica (``recovery_log_ends``, from registrations
+        and heartbeats); the one whose log ends highest (last leader epoch, then end offset;
+        the first in assignment order on a tie) leads. No replica's log changes meanwhile (there
+        is no leader to copy from), a crash only cuts a log's tail, and a log that reaches a
+        newer leader epoch holds every record committed before it: so if any replica still
+        holds every committed record, the one picked holds them all."""
+        ends = {b: (epoch, offset) for b, epoch, offset in state.recovery_log_ends}
+        if not all(r in ends and self._replica_alive(r, state.tp) for r in state.replicas):
+            return None
+        order = {r: i for i, r in enumerate(state.replicas)}
+        return max(state.replicas, key=lambda r: (ends[r], -order[r]))
+
+    def _note_log_ends(self, broker_id: int, reports: Iterable[ReplicaReport]) -> None:
+        """Record the log ends ``broker_id`` reported for partitions with no replica left in
+        the ISR or the ELR, then elect where a recovery election became possible."""
+        by_tp = {r.tp: r for r in reports}
+        changes = []
+        for tp, report in sorted(by_tp.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+            state = self.store.partition(tp)
+            if (state is None or state.isr or state.elr or broker_id not in state.replicas
+                    or report.topic_id not in (None, state.topic_id)
+                    or tp.topic in self._deleting()):
+                continue
+            entry = (broker_id, report.last_epoch, report.end_offset)
+            if entry in state.recovery_log_ends:
+                continue
+            ends = tuple(sorted((*(e for e in state.recovery_log_ends if e[0] != broker_id),
+                                 entry)))
+            new = replace(state, recovery_log_ends=ends,
+                          partition_epoch=state.partition_epoch + 1)
+            changes.append(self._elect(new) or new)
+        if changes:
+            try:
+                self._commit(MetadataDelta(partitions=changes))
+            except StaleControllerEpoch:
+                return
+            self._announce(changes)
+
+    def _report_election(self, new: PartitionState, how: str, old: PartitionState) -> None:
+        """Count an election from outside the ISR, and say it in the log (a warning when
+        records may have been lost)."""
+        self.elections_by_kind[how] = self.elections_by_kind.get(how, 0) + 1
+        self.reported_elections.append((new.tp, new.topic_id, how, new.leader, new.leader_epoch))
+        del self.reported_elections[:-1_000]
+        if how == "unclean":
+            log.warning("%s: unclean leader election for %s: broker %d leads from outside the "
+                        "ISR %s and the ELR %s; records committed after it fell behind are lost",
+                        self.node_id, new.tp, new.leader, list(old.isr), list(old.elr))
+        elif how == "recovery":
+            log.warning("%s: recovery election for %s: no replica was left in the ISR or the "
+                        "ELR; broker %d, whose log ends highest of %s, leads. Acknowledged "
+                        "records are lost only if every replica that held them lost them "
+                        "(unflushed at a crash)", self.node_id, new.tp, new.leader,
+                        sorted(old.recovery_log_ends))
+        else:
+            log.info("%s: broker %d leads %s from the eligible leader replicas %s",
+                     self.node_id, new.leader, new.tp, list(old.elr))
 
     def _elect_where_needed(self) -> list[PartitionState]:
         """New states for every partition whose leader or ISR holds a replica that cannot serve
@@ -93,8 +195,7 @@ class Election(Reassignments):
         state = self.store.partition(request.tp)
         error = self._alter_partition_error(src, request, state)
         if error is None and state is not None and tuple(request.new_isr) != state.isr:
-            new = replace(state, isr=tuple(request.new_isr),
-                          partition_epoch=state.partition_epoch + 1)
+            new = self._with_leader_isr(state, tuple(request.new_isr))
             try:
                 self._commit(MetadataDelta(partitions=[new]))
             except StaleControllerEpoch:
@@ -109,6 +210,21 @@ class Election(Reassignments):
             self._answer_alter_partition(src, request, Errors.NONE, state)
         else:
             self._answer_alter_partition(src, request, error)
+
+    def _with_leader_isr(self, state: PartitionState, isr: tuple[int, ...]) -> PartitionState:
+        """``state`` with the ISR its leader asked for: replicas it drops while the ISR is
+        smaller than min.insync.replicas join the ELR (they hold everything up to the high
+        watermark, which cannot advance now); replicas it adds leave the ELR (they caught up from
+        the leader); an ISR of min.insync.replicas members empties the ELR."""
+        min_isr = self._min_insync_replicas(self.store.topic(state.tp.topic))
+        if len(isr) >= min_isr:
+            elr: tuple[int, ...] = ()
+        else:
+            dropped = set(state.isr) - set(isr)
+            elr = tuple(r for r in state.replicas
+                        if (r in state.elr or r in dropped) and r not in isr)
+        return replace(state, isr=isr, elr=elr, recovery_log_ends=(),
+                       partition_epoch=state.partition_epoch + 1)
 
     def _alter_partition_error(self, src: str, request: AlterPartitionRequest,
                                state: PartitionState | None) -> Errors | None:

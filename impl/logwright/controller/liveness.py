@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from logwright.controller.election import Election
 from logwright.controller.errors import StaleControllerEpoch
-from logwright.controller.store import BrokerRegistration, MetadataDelta
+from logwright.controller.store import NO_LEADER, BrokerRegistration, MetadataDelta
 from logwright.errors import Errors
 from logwright.identity import broker_node_id
 from logwright.protocol.messages import (
@@ -26,6 +26,7 @@ from logwright.protocol.messages import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     LeaderAndIsrType,
+    ReplicaReport,
 )
 
 __all__ = ["Liveness"]
@@ -100,7 +101,41 @@ class Liveness(Election):
         # A new process starts with its dirs re-checked: earlier failures are forgotten.
         self._offline_dirs.pop(broker_id, None)
         self._offline_replicas = {(tp, b) for tp, b in self._offline_replicas if b != broker_id}
+        if request.replica_reports is not None:
+            self._note_replica_reports(broker_id, request.replica_reports)
         return registration
+
+    def _note_replica_reports(self, broker_id: int, reports: tuple[ReplicaReport, ...]) -> None:
+        """Unclean-shutdown detection (KIP-966) for a new incarnation of ``broker_id``.
+
+        A replica it did not shut down cleanly (or did not load at all: its dir is still
+        failed) may have lost unflushed records: it leaves the ISR and the ELR, and is not
+        eligible to lead until it has caught up from the leader and rejoined the ISR. The log
+        ends it reports count for recovery elections (``Election._note_log_ends``); those
+        happen when the broker's session starts (``_broker_started``)."""
+        by_tp = {r.tp: r for r in reports}
+        changes = []
+        for state in self.store.partitions():
+            if broker_id not in (*state.isr, *state.elr):
+                continue
+            report = by_tp.get(state.tp)
+            if report is not None and report.topic_id not in (None, state.topic_id):
+                report = None  # a replica of a deleted generation of the topic
+            if report is not None and report.clean:
+                continue
+            isr = tuple(r for r in state.isr if r != broker_id)
+            new = replace(state, isr=isr, elr=tuple(r for r in state.elr if r != broker_id),
+                          leader=NO_LEADER if state.leader == broker_id else state.leader,
+                          partition_epoch=state.partition_epoch + 1)
+            if isr != state.isr:
+                new = replace(new, leader_epoch=state.leader_epoch + 1)
+            log.info("%s: broker %d's replica of %s %s; it may have lost unflushed records and "
+                     "is not eligible to lead until it rejoins the ISR", self.node_id, broker_id,
+                     state.tp, "is missing" if report is None else "was not shut down cleanly")
+            changes.append(new)
+        self._commit(MetadataDelta(partitions=changes))
+        self._announce(changes)
+        self._note_log_ends(broker_id, reports)
 
     def _on_heartbeat(self, src: str, heartbeat: BrokerHeartbeat) -> None:
         if not self.active:
@@ -115,6 +150,7 @@ class Liveness(Election):
             self._session_deadline_ms[heartbeat.broker_id] = (
                 self.clock.now_ms() + self.config.broker_session_timeout_ms)
             self._note_offline_dirs(heartbeat.broker_id, heartbeat.offline_log_dirs)
+            self._note_log_ends(heartbeat.broker_id, heartbeat.leaderless_replicas)
             return
         # A broker declared dead (or fenced before a failover) is heard from again with its
         # current epoch, for example after a network partition healed: it is alive again.
@@ -126,6 +162,7 @@ class Liveness(Election):
         log.info("%s: broker %d is alive again", self.node_id, heartbeat.broker_id)
         self._broker_started(heartbeat.broker_id)
         self._note_offline_dirs(heartbeat.broker_id, heartbeat.offline_log_dirs)
+        self._note_log_ends(heartbeat.broker_id, heartbeat.leaderless_replicas)
 
     def _note_offline_dirs(self, broker_id: int, offline_log_dirs: Iterable[str]) -> None:
         """A broker reported failed log dirs: find out which of its replicas they held.

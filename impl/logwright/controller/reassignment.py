@@ -416,6 +416,8 @@ def complete_reassignment(state: PartitionState, pending: PendingReassignment,
     else:
         leader = next((r for r in target if r in isr and r in live), NO_LEADER)
     return replace(state, replicas=target, isr=isr, leader=leader,
+                   elr=tuple(r for r in state.elr if r in target),
+                   recovery_log_ends=tuple(e for e in state.recovery_log_ends if e[0] in target),
                    adding_replicas=(), removing_replicas=(),
                    target_log_dirs=pending.target_log_dirs,
                    leader_epoch=state.leader_epoch + 1,

@@ -64,6 +64,7 @@ __all__ = [
     "ProducePartitionResult",
     "ProduceRequest",
     "ProduceResponse",
+    "ReplicaReport",
     "StopReplicaPartition",
     "StopReplicaRequest",
     "StopReplicaResponse",
@@ -204,10 +205,26 @@ class UpdateMetadataResponse(Message):
 
 
 @dataclass(frozen=True)
+class ReplicaReport:
+    """What a registering broker says of one replica it loaded (unclean-shutdown detection,
+    KIP-966): whether its log dir was shut down cleanly, and where its log ends (the leader
+    epoch of its last record, -1 for none, and its log end offset)."""
+
+    tp: TopicPartition
+    topic_id: Uuid | None
+    last_epoch: int
+    end_offset: int
+    clean: bool
+
+
+@dataclass(frozen=True)
 class BrokerRegistrationRequest(Message):
     broker_id: int
     incarnation_id: Uuid  # new for every process start
     log_dirs: tuple[str, ...]
+    # One report per replica the broker loaded; None: the sender reports nothing, and every
+    # replica of it is taken as shut down cleanly (a test's hand-made registration).
+    replica_reports: tuple[ReplicaReport, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +240,9 @@ class BrokerHeartbeat(Message):
     broker_epoch: int
     # KRaft's BrokerHeartbeat OfflineLogDirs: the log dirs this broker has taken offline.
     offline_log_dirs: tuple[str, ...] = ()
+    # logwright's own (KIP-966's recovery asks with an RPC instead): where the logs of its
+    # replicas of partitions without a leader end, for a recovery election.
+    leaderless_replicas: tuple[ReplicaReport, ...] = ()
 
 
 @dataclass(frozen=True)

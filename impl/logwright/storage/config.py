@@ -24,6 +24,7 @@ LOG_CONFIG_FIELDS: dict[str, str] = {
     "cleanup.policy": "cleanup_policy",
     "file.delete.delay.ms": "file_delete_delay_ms",
     "max.message.bytes": "max_message_bytes",
+    "flush.messages": "flush_messages",
 }
 """Topic config name -> LogConfig field, for the topic configs a log itself applies."""
 
@@ -33,7 +34,8 @@ class LogConfig:
     """How one partition log rolls, indexes, validates and retains its segments.
 
     Kafka names: segment.bytes, segment.ms, segment.index.bytes, index.interval.bytes,
-    retention.ms, retention.bytes, cleanup.policy, file.delete.delay.ms, max.message.bytes.
+    retention.ms, retention.bytes, cleanup.policy, file.delete.delay.ms, max.message.bytes,
+    flush.messages.
     """
 
     segment_bytes: int = 1 << 30
@@ -45,6 +47,7 @@ class LogConfig:
     cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
     file_delete_delay_ms: int = 60_000
     max_message_bytes: int = (1 << 20) + 12
+    flush_messages: int = (1 << 63) - 1  # flush once this many records are unflushed
 
     def __post_init__(self) -> None:
         # The same checks as the topic configs (one definition, logwright.configs), so a

@@ -378,8 +378,17 @@ class PartitionLog:
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
             self.assign_epoch_start_offset(leader_epoch, first)  # before a record carries it
         next_offset = assign_offsets(buf, first, leader_epoch if leader_epoch >= 0 else None)
-        return self._append(buf, first, next_offset - 1, summary.max_timestamp,
+        info = self._append(buf, first, next_offset - 1, summary.max_timestamp,
                             summary.count_batches)
+        self._flush_by_count()
+        return info
+
+    def _flush_by_count(self) -> None:
+        """flush.messages: flush once that many records are unflushed (1: every append is
+        durable before the leader can count it toward the high watermark, or a follower
+        report it in its next fetch)."""
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()
 
     def _check_batch_sizes(self, buf: bytearray, config: LogConfig) -> None:
         for _, header in iter_batches(buf, verify_crc=False):
@@ -418,6 +427,7 @@ class PartitionLog:
         for _, header in iter_batches(records, verify_crc=False):
             if header.partition_leader_epoch >= 0:
                 self.assign_epoch_start_offset(header.partition_leader_epoch, header.base_offset)
+        self._flush_by_count()
         return info
 
     def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,

@@ -28,7 +28,7 @@ The properties (``ClusterRun.check`` after every step, ``repair_and_settle`` at 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -80,18 +80,28 @@ class TopicBook:
     #: may have raised its start offset before the answer was lost): records below it may be
     #: legitimately gone, acknowledged or not.
     maybe_deleted_below: dict[int, int] = field(default_factory=dict)
+    #: Per partition and acknowledged offset, the brokers whose replica holds the record intact:
+    #: those holding it when it was acknowledged, less those whose copy a fault may have
+    #: destroyed since (a power loss, its dir failing), plus any seen holding it again. An
+    #: acknowledged record may be lost only once this is empty (every replica that held it
+    #: lost it), and then only with a recovery or unclean election reported.
+    holders: dict[int, dict[int, set[int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for p in range(self.partitions):
             self.sent.setdefault(p, set())
             self.acked.setdefault(p, {})
+            self.holders.setdefault(p, {})
             self.deleted_below.setdefault(p, 0)
             self.maybe_deleted_below.setdefault(p, 0)
 
-    def promised(self, p: int) -> dict[int, bytes]:
-        """The acknowledged records of partition ``p`` no DeleteRecords may have deleted."""
+    def promised(self, p: int, losses_reported: bool = False) -> dict[int, bytes]:
+        """The acknowledged records of partition ``p`` no DeleteRecords may have deleted and,
+        once ``losses_reported`` (a controller reported a recovery or unclean election), that
+        some replica still holds intact."""
         floor = self.maybe_deleted_below[p]
-        return {o: v for o, v in self.acked[p].items() if o >= floor}
+        return {o: v for o, v in self.acked[p].items()
+                if o >= floor and (not losses_reported or self.holders[p].get(o))}
 
 
 class ClusterRun:
@@ -121,9 +131,6 @@ class ClusterRun:
         # Values sent under an earlier incarnation of a name: never to be served under it again.
         self.retired: dict[str, set[bytes]] = {}
         self.faulted: set[tuple[int, int]] = set()  # (broker, dir number from 1)
-        # Replicas whose data was destroyed (power loss, a failed dir) and that the controller
-        # may still count in sync: (broker, partition).
-        self.damaged: set[tuple[int, TopicPartition]] = set()
         self.machine_crashes = 0
         self.world.crash_listeners.append(self._machine_crashed)
         # Every partition's LogStartOffset state, its twin's invariants checked after every
@@ -171,32 +178,53 @@ class ClusterRun:
         return out
 
     def _damage_all(self, b: int) -> None:
-        self.damaged |= {(b, tp) for tp in self.partitions()}
+        """Broker ``b`` lost its unflushed data: none of its copies counts as intact now."""
+        for book in self.topics.values():
+            for by_offset in book.holders.values():
+                for holders in by_offset.values():
+                    holders.discard(b)
 
-    def detection_pending(self) -> bool:
-        """Whether a replica whose data was destroyed is still in sync in the controller's view
-        (the controller drops it when it notices, or when its broker registers again as a new
-        incarnation)."""
-        def still_in_sync(b: int, tp: TopicPartition) -> bool:
-            state = self.cluster.store.partition(tp)
-            return state is not None and b in state.isr
-        self.damaged = {(b, tp) for b, tp in self.damaged if still_in_sync(b, tp)}
-        return bool(self.damaged)
+    def _damage(self, b: int, topic: str, p: int) -> None:
+        book = self.topics.get(topic)
+        if book is not None and p in book.holders:
+            for holders in book.holders[p].values():
+                holders.discard(b)
+
+    def losses_reported(self, topic: str, book: TopicBook, p: int) -> bool:
+        """Whether a controller reported, for this partition of this generation of the topic,
+        an election that may lose acknowledged records (a recovery election, where every
+        replica may have lost some, or an unclean one)."""
+        tp = TopicPartition(topic, p)
+        return any(e[0] == tp and e[1] == book.topic_id and e[2] in ("recovery", "unclean")
+                   for c in self.cluster.controllers for e in c.reported_elections)
+
+    def _holding(self, book: TopicBook, p: int, offsets: Iterable[int]) -> dict[int, set[int]]:
+        """Which live brokers' replicas of ``book``'s partition ``p`` hold the acknowledged
+        record at each of ``offsets``."""
+        out: dict[int, set[int]] = {o: set() for o in offsets}
+        tp = TopicPartition(self._name_of(book), p)
+        for b, broker in sorted(self.cluster.brokers.items()):
+            if not broker.alive:
+                continue
+            part = broker.replica_manager.describe().get(tp)
+            if part is None or part.offline or part.log.topic_id != book.topic_id:
+                continue
+            try:
+                held = {o: r.value for o, r in part.log.read_records()}
+            except KafkaStorageError:
+                continue
+            for o in out:
+                if held.get(o) == book.acked[p][o]:
+                    out[o].add(b)
+        return out
+
+    def _name_of(self, book: TopicBook) -> str:
+        return next(name for name, b in self.topics.items() if b is book)
 
     def dir_faulted(self, b: int, tp: TopicPartition) -> bool:
         """Whether broker ``b``'s replica of ``tp`` is missing or offline."""
         part = self.cluster.broker(b).replica_manager.describe().get(tp)
         return part is None or part.offline
-
-    def may_lose_disk(self, b: int) -> bool:
-        """Whether losing ``b``'s unsynced data keeps another in-sync replica's disk, running
-        and reachable by the controller, for every partition ``b`` is in sync for."""
-        for tp in self.partitions():
-            isr = self.cluster.controller.partition_state(tp).isr
-            if b in isr and not any(r != b and self.running(r) and self.reachable_from_controller(r)
-                                    and not self.dir_faulted(r, tp) for r in isr):
-                return False
-        return True
 
     # ---- steps ---------------------------------------------------------------------------------
 
@@ -278,6 +306,7 @@ class ClusterRun:
         if acks in (-1, "all") and book is not None and self.topics.get(topic) is book:
             for i, v in enumerate(values):
                 book.acked[p][base + i] = v
+            book.holders[p].update(self._holding(book, p, range(base, base + len(values))))
 
     def _op_fetch(self, step: Step) -> None:
         topic, p = step.get("topic", "s"), step["partition"]
@@ -306,7 +335,7 @@ class ClusterRun:
             raise PropertyViolated(
                 f"{who} reads {value!r} at {topic}-{p} offset {offset}, a record of {origin} "
                 f"(topic id {book.topic_id})")
-        for offset, value in book.promised(p).items():
+        for offset, value in book.promised(p, self.losses_reported(topic, book, p)).items():
             _ensure(offset not in served or served[offset] == value,
                     f"{who} reads {served.get(offset)!r} at {topic}-{p} offset {offset}, "
                     f"expected the acknowledged {value!r}")
@@ -432,7 +461,7 @@ class ClusterRun:
         for tp in self.partitions():
             held = broker.log_manager.dir_of(tp) if broker.alive else None
             if held is None or held.path == path:  # not located: counted as damaged
-                self.damaged.add((b, tp))
+                self._damage(b, tp.topic, tp.partition)
 
     def _op_fail_controller(self, step: Step) -> None:
         self.cluster.fail_controller(zombie=step["zombie"])
@@ -540,6 +569,10 @@ class ClusterRun:
                     continue
                 self._check_unacked_origin(tp.topic, tp.partition, found[1], records,
                                            f"broker {b}'s replica")
+                book = found[1]
+                for offset, value in book.acked[tp.partition].items():
+                    if records.get(offset) == value:  # a copy seen: intact (again)
+                        book.holders[tp.partition].setdefault(offset, set()).add(b)
 
     def _check_unacked_origin(self, topic: str, p: int, book: TopicBook,
                               held: Mapping[int, bytes | None], who: str) -> None:
@@ -611,7 +644,7 @@ class ClusterRun:
                     continue  # the leader's dir failed just now
                 self.event("leader's log checked")
                 self._check_served(name, p, book, held, f"leader {state.leader}'s log")
-                for offset, value in book.promised(p).items():
+                for offset, value in book.promised(p, self.losses_reported(name, book, p)).items():
                     _ensure(held.get(offset) == value,
                             f"{tp}: acknowledged record at {offset} is {held.get(offset)!r} on "
                             f"leader {state.leader} (epoch {state.leader_epoch}), expected "
@@ -651,7 +684,7 @@ class ClusterRun:
             for p in range(book.partitions):
                 got = self._consume(name, p)
                 self._check_served(name, p, book, got, "after settling, a consumer")
-                for offset, value in book.promised(p).items():
+                for offset, value in book.promised(p, self.losses_reported(name, book, p)).items():
                     _ensure(got.get(offset) == value,
                             f"{name}-{p}: after settling, a consumer reads {got.get(offset)!r} "
                             f"at {offset}, expected the acknowledged {value!r}")

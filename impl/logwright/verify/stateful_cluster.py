@@ -13,15 +13,14 @@ model_tests/ runs it as a test, bench/ measures its steps per second; it needs h
 ``dev`` extra).
 
 The properties are ``ClusterRun.check`` after every step and ``repair_and_settle`` at settle
-points (see that module). The fault model under which acknowledged (acks=all) records are
-promised: a fault that destroys data (power loss, a failed log dir) strikes only while another
-in-sync replica of each affected partition is running and reachable by the controller, and until
-the controller has dropped the damaged replica from the ISR no further fault (crash, network
-partition or lossy network, dir failure) may strike and no reassignment may start. Faults that
-keep data (process kills, network partitions, loss, duplication, reordering) are otherwise free.
-Outside this model acknowledged records can be lost, here as in Kafka before KIP-966 (see
-docs/cluster.md, "Limits"). ``unclean.leader.election.enable`` is not in the alphabet: it gives
-up acks=all by design. Retention is left long (no record gets old enough within a run), so no
+points (see that module). Every fault may strike at any time, in any interleaving: crashes with
+and without power loss, dir failures, restarts with dirs still failed, controller failovers and
+network faults, reassignments among them. The promise about acknowledged (acks=all) records:
+none is lost unless every replica that held it lost it (a power loss or a failed dir took its
+copy), and then only with a recovery or unclean election reported for the partition
+(docs/cluster.md, "Eligible leader replicas"); until a replica eligible to lead is back, the
+partition is offline. ``unclean.leader.election.enable`` is not in the alphabet: it gives up
+acks=all by design. Retention is left long (no record gets old enough within a run), so no
 record leaves a log except by a fault or a DeleteRecords: the run books what each DeleteRecords
 asked and acknowledged, so that records below an acknowledged low watermark are legitimately
 gone and must never be served again (``ClusterRun``).
@@ -112,10 +111,6 @@ class ClusterMachine(RuleBasedStateMachine):
     def _allowed(self, name: str) -> bool:
         return name not in self.avoid
 
-    def _quiet_faults(self) -> bool:
-        """No fault may strike while a damaged replica is still counted in sync."""
-        return not self.run.detection_pending()
-
     # ---- user actions --------------------------------------------------------------------------
 
     @precondition(_ready)
@@ -201,10 +196,10 @@ class ClusterMachine(RuleBasedStateMachine):
           replicas=st.permutations(BROKERS).flatmap(
               lambda order: st.integers(2, 3).map(lambda n: list(order[:n]))))
     def reassign(self, data: st.DataObject, replicas: list[int]) -> None:
-        """Move a partition (shrinking to two replicas or reordering three); not while a
-        damaged replica is still counted in sync (it could drop the intact one)."""
+        """Move a partition (shrinking to two replicas or reordering three), whatever faults
+        are pending."""
         where = self._partition(data)
-        if where is not None and self._quiet_faults():
+        if where is not None:
             self._do({"op": "reassign", "topic": where[0], "partition": where[1],
                       "replicas": replicas})
 
@@ -224,9 +219,9 @@ class ClusterMachine(RuleBasedStateMachine):
     @precondition(_ready)
     @rule(b=st.sampled_from(BROKERS), data=st.data())
     def crash(self, b: int, data: st.DataObject) -> None:
-        if not self.run.running(b) or not self._quiet_faults():
+        if not self.run.running(b):
             return
-        power = self.run.may_lose_disk(b) and data.draw(st.booleans(), label="power_loss")
+        power = data.draw(st.booleans(), label="power_loss")
         event("crash with power loss" if power else "crash, page cache kept")
         self._do({"op": "crash", "broker": b, "power_loss": power})
 
@@ -236,8 +231,6 @@ class ClusterMachine(RuleBasedStateMachine):
         """Broker ``b``'s machine loses power right after its ``after_ops``-th file system
         operation of the next action (its own restart and recovery, a produce, a topic
         change, time passing)."""
-        if not self._quiet_faults() or not self.run.may_lose_disk(b):
-            return  # a broker that is down may still hold unsynced data in its page cache
         if not self.run.running(b):
             if any(x == b for x, _ in self.run.faulted):
                 return  # the restart rules decide about failed dirs
@@ -283,8 +276,6 @@ class ClusterMachine(RuleBasedStateMachine):
         if not any(x == b for x, _ in self.run.faulted):
             return
         if self.run.running(b):
-            if not self._quiet_faults():
-                return
             event("crash with a dir failed")
             self._do({"op": "crash", "broker": b, "power_loss": False})
         event("restart with a dir still failed")
@@ -293,7 +284,7 @@ class ClusterMachine(RuleBasedStateMachine):
     @precondition(_ready)
     @rule(b=st.sampled_from(BROKERS), j=st.integers(1, 2))
     def fail_dir(self, b: int, j: int) -> None:
-        if self.run.running(b) and self._quiet_faults() and self.run.may_lose_disk(b):
+        if self.run.running(b):
             self._do({"op": "fail_dir", "broker": b, "dir": j})
 
     @precondition(_ready)
@@ -309,8 +300,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def cut(self, pair: tuple[int, int | str]) -> None:
         """A network partition between two nodes (two brokers, a broker and the active
         controller, or a broker and the client)."""
-        if self._quiet_faults():
-            self._do({"op": "cut", "a": pair[0], "b": pair[1]})
+        self._do({"op": "cut", "a": pair[0], "b": pair[1]})
 
     @precondition(lambda self: _ready(self) and self.run.network_disturbed())
     @rule()
@@ -322,9 +312,8 @@ class ClusterMachine(RuleBasedStateMachine):
           spread=st.sampled_from([10, 50]))
     def network(self, drop: float, dup: float, spread: int) -> None:
         """Message loss, duplication and reordering (wider delays) until the next heal."""
-        if self._quiet_faults() or drop == 0.0:
-            self._do({"op": "network", "drop_rate": drop, "duplicate_rate": dup,
-                      "max_delay_ms": spread})
+        self._do({"op": "network", "drop_rate": drop, "duplicate_rate": dup,
+                  "max_delay_ms": spread})
 
     @precondition(_ready)
     @rule(ms=st.sampled_from([100, 2_000, 12_000, 70_000]))

@@ -226,6 +226,9 @@ class _LsoInstance:
         """The latest leader epoch the controller wrote for the partition (its ElectLeader)."""
         self.notes: list[str] = []
         """Reasons of steps outside the model met while settling a deferred restart."""
+        self.leaderless = False
+        """The controller left the partition without a leader (no replica in the ISR or the
+        ELR could lead): outside the model, which always has one, until a leader returns."""
 
     @property
     def leader(self) -> int:
@@ -334,8 +337,25 @@ class _LsoInstance:
                                "controller dropped it from the ISR (the model's fault model "
                                "forbids it: committed records lost)", self.twin().describe(s))
 
+    def no_leader(self) -> None:
+        """The controller wrote "no leader": restarts still deferred are no longer this model's
+        question (whether a recovery election kept every acknowledged record is checked by the
+        run and proved by the LeaderElection model)."""
+        self.leaderless = True
+        self.pending_restart.clear()
+
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
              node: str = "") -> LogStartOffsetState | None:
+        if self.leaderless:
+            if action != "BecomeLeader":
+                raise _Outside("a step while the partition has no leader (the model always has "
+                               "one)")
+            self.leaderless = False
+            want = self.recorded(changed, action, args)
+            L = self.replicas.index(want.leader)
+            self.state = want._replace(committed=min(self.state.committed, want.leo[L]))
+            raise _Outside("the first leader after a time with none (elected from the ELR or "
+                           "by a recovery election): a new behaviour", resync=False)
         if self.pending_restart:
             self.settle_restarts(action, args, node)
         # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
@@ -412,6 +432,14 @@ class _LsoInstance:
             assert r is not None
             t = self._crash_restart(s, r, int(args["h"]), want)
             i = self.replicas.index(r)
+            if r == s.leader and r in s.isr and want.leo[i] < s.committed:
+                # The leader itself lost committed records: the controller takes it out of the
+                # ISR when it registers again (unclean-shutdown detection, before the model's
+                # fault model would allow the crash), electing another replica or none.
+                self.pending_restart[r] = (args, changed)
+                raise _Outside("a restarted leader lost committed records it had not flushed "
+                               "(checked as CrashRestart once the controller drops it from the "
+                               "ISR)", resync=False)
             if t is None and r in s.isr and want.leo[i] < s.committed:
                 out = self._crash_restart(s._replace(isr=s.isr - {r}), r, int(args["h"]),
                                           want._replace(isr=s.isr - {r}))
@@ -1035,6 +1063,8 @@ def check_file(path: Path, report: CheckReport) -> None:
             if (action == "ElectLeader" and args.get("outcome") == "written" and inst in lso
                     and not other_generation(inst, args)):
                 lso[inst].written_epoch = int(changed.get("leaderEpoch", -1))
+                if int(args.get("leader", 0)) == -1:
+                    lso[inst].no_leader()
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
                 p = ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
@@ -1153,6 +1183,8 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
             report.outside[f"{model}.{note}"] += 1
         if hasattr(x, "notes"):
             x.notes.clear()
+    if getattr(x, "leaderless", False):
+        return  # no leader: outside the model, whose invariants speak of its leader's log
     spec = x.spec()  # a leader change re-bases LogStartOffset's constants
     for inv, holds in spec.invariants():
         if not holds(after):

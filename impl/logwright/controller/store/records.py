@@ -26,7 +26,7 @@ __all__ = [
 
 
 NO_LEADER = -1
-"""``leader`` of a partition none of whose ISR members is alive (clean election only)."""
+"""``leader`` of a partition with no replica eligible to lead (offline)."""
 
 ANY_LOG_DIR = "any"
 """A replica's log dir when the reassignment JSON states no preference."""
@@ -98,6 +98,13 @@ class PartitionState:
     will go. ``target_log_dirs`` parallels ``replicas`` (empty: "any" for every replica).
     ``partition_epoch`` grows with every change; ``leader_epoch`` with every leader change (and at
     the end of a reassignment).
+
+    Eligible leader replicas (KIP-966; docs/cluster.md, "Eligible leader replicas"): ``elr`` are
+    replicas out of the ISR that still hold every committed record, because they left it while
+    the ISR was smaller than min.insync.replicas and the high watermark cannot advance then.
+    The ISR is empty only when no replica is eligible to lead (``leader`` is NO_LEADER); while
+    the ISR and the ELR are both empty, ``recovery_log_ends`` collects the (last leader epoch,
+    log end offset) each replica reports, for a recovery election.
     """
 
     tp: TopicPartition
@@ -110,14 +117,25 @@ class PartitionState:
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
     target_log_dirs: tuple[str, ...] = ()
+    elr: tuple[int, ...] = ()
+    recovery_log_ends: tuple[tuple[int, int, int], ...] = ()  # (broker, last epoch, end offset)
 
     def __post_init__(self) -> None:
         replicas = set(self.replicas)
         assert self.replicas and len(replicas) == len(self.replicas), \
             f"{self.tp}: replicas {self.replicas} empty or duplicated"
-        assert len(set(self.isr)) == len(self.isr) and set(self.isr) <= replicas, \
-            f"{self.tp}: ISR {self.isr} not a set within replicas {self.replicas}"
-        assert self.isr, f"{self.tp}: the ISR is never empty (the last member stays)"
+        for name, members in (("ISR", self.isr), ("ELR", self.elr)):
+            assert len(set(members)) == len(members) and set(members) <= replicas, \
+                f"{self.tp}: {name} {members} not a set within replicas {self.replicas}"
+        assert not set(self.isr) & set(self.elr), \
+            f"{self.tp}: ISR {self.isr} and ELR {self.elr} overlap"
+        assert not self.recovery_log_ends or not (self.isr or self.elr), \
+            f"{self.tp}: recovery log ends {self.recovery_log_ends} beside ISR {self.isr} " \
+            f"or ELR {self.elr}"
+        assert {b for b, _, _ in self.recovery_log_ends} <= replicas, \
+            f"{self.tp}: recovery log ends {self.recovery_log_ends} of other replicas"
+        assert self.isr or self.leader == NO_LEADER, \
+            f"{self.tp}: leader {self.leader} with an empty ISR"
         assert self.leader == NO_LEADER or self.leader in self.isr, \
             f"{self.tp}: leader {self.leader} not in ISR {self.isr}"
         assert set(self.adding_replicas) <= replicas and set(self.removing_replicas) <= replicas

@@ -26,7 +26,7 @@ from logwright.identity import TopicPartition, Uuid
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE controller (
@@ -64,6 +64,8 @@ CREATE TABLE partitions (
     adding_replicas    TEXT NOT NULL,
     removing_replicas  TEXT NOT NULL,
     target_log_dirs    TEXT NOT NULL,       -- JSON list parallel to replicas
+    elr                TEXT NOT NULL DEFAULT '[]',
+    recovery_log_ends  TEXT NOT NULL DEFAULT '[]',  -- JSON list of [broker, epoch, offset]
     PRIMARY KEY (topic, partition)
 );
 CREATE TABLE reassignments (
@@ -78,6 +80,12 @@ CREATE TABLE topic_deletions (
     topic_id  TEXT NOT NULL
 );
 """
+
+#: What turns a version 1 file into a version 2 one (eligible leader replicas, KIP-966).
+_MIGRATE_1_TO_2 = (
+    "ALTER TABLE partitions ADD COLUMN elr TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE partitions ADD COLUMN recovery_log_ends TEXT NOT NULL DEFAULT '[]'",
+)
 
 _BROKER_EPOCH_SEQUENCE = "broker_epoch"
 # Added without a schema version bump: created on open when missing, so older files gain it.
@@ -133,11 +141,26 @@ class SqliteStore(MetadataStore):
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
+            elif version == 1:
+                self._migrate(_MIGRATE_1_TO_2, 2)
             elif version != SCHEMA_VERSION:
                 self._db.close()
                 raise ValueError(f"{path}: metadata store schema version {version}, this "
                                  f"logwright reads version {SCHEMA_VERSION}")
             self._db.execute(_CLUSTER_TABLE)
+
+    def _migrate(self, statements: tuple[str, ...], version: int) -> None:
+        """Bring the file to ``version`` in one transaction (another opener may have first)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if int(self._db.execute("PRAGMA user_version").fetchone()[0]) < version:
+                for statement in statements:
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {version}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def check_readable(self) -> None:
         """Read every record once, so a store whose content is damaged (a table gone, a value
@@ -222,14 +245,16 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _partition_of(row: Any) -> PartitionState:
         (topic, partition, topic_id, replicas, isr, leader, leader_epoch, partition_epoch,
-         adding, removing, dirs) = row
+         adding, removing, dirs, elr, log_ends) = row
         return PartitionState(
             tp=TopicPartition(str(topic), int(partition)),
             topic_id=Uuid.parse(str(topic_id)), replicas=_ints(str(replicas)),
             isr=_ints(str(isr)), leader=int(leader),
             leader_epoch=int(leader_epoch), partition_epoch=int(partition_epoch),
             adding_replicas=_ints(str(adding)), removing_replicas=_ints(str(removing)),
-            target_log_dirs=_strs(str(dirs)))
+            target_log_dirs=_strs(str(dirs)), elr=_ints(str(elr)),
+            recovery_log_ends=tuple((int(b), int(e), int(o))
+                                    for b, e, o in json.loads(str(log_ends))))
 
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         rows = self._q("SELECT * FROM partitions WHERE topic = ? AND partition = ?",
@@ -280,11 +305,12 @@ class SqliteStore(MetadataStore):
     def _put_partition(self, state: PartitionState) -> None:
         s = state
         self._db.execute(
-            "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (s.tp.topic, s.tp.partition, str(s.topic_id), json.dumps(list(s.replicas)),
              json.dumps(list(s.isr)), s.leader, s.leader_epoch, s.partition_epoch,
              json.dumps(list(s.adding_replicas)), json.dumps(list(s.removing_replicas)),
-             json.dumps(list(s.target_log_dirs))))
+             json.dumps(list(s.target_log_dirs)), json.dumps(list(s.elr)),
+             json.dumps([list(e) for e in s.recovery_log_ends])))
 
     def _put_reassignment(self, reassignment: PendingReassignment) -> None:
         r = reassignment

@@ -1,0 +1,179 @@
+"""Eligible leader replicas, unclean-shutdown detection, recovery elections, strict
+min.insync.replicas and flush.messages, on the simulated cluster (docs/cluster.md, "Eligible
+leader replicas and unclean-shutdown detection").
+
+Each test drives the public facade and reads the controller's stored partition state; none
+asserts a time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from logwright import Cluster
+from logwright.controller.metrics import (
+    ELR_COUNT,
+    ELR_ELECTIONS,
+    OFFLINE_PARTITIONS,
+    RECOVERY_ELECTIONS,
+    UNCLEAN_ELECTIONS,
+)
+from logwright.controller.store import NO_LEADER
+from logwright.errors import KafkaError
+
+SESSION_MS = 9_000 + 2_000  # broker.session.timeout.ms and one heartbeat
+
+
+def cluster(seed: int = 7) -> Cluster:
+    return Cluster.simulated(brokers=3, seed=seed)
+
+
+def values(c: Cluster, topic: str, partition: int = 0) -> dict[int, bytes | None]:
+    state = c.partition_state(topic, partition)
+    log = c.broker(state.leader).replica_manager.describe()[state.tp].log
+    return {o: r.value for o, r in log.read_records()}
+
+
+def test_high_watermark_waits_for_min_insync_replicas() -> None:
+    """Strict min ISR: with the ISR below min.insync.replicas an acks=1 append stays above
+    the high watermark (no consumer reads it) until a follower is back in sync."""
+    c = cluster()
+    c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
+    state = c.partition_state("t", 0)
+    followers = [r for r in state.replicas if r != state.leader]
+    for b in followers:
+        c.crash_broker(b, power_loss=False)
+    c.advance_time(SESSION_MS)
+    assert c.partition_state("t", 0).isr == (state.leader,)
+    assert c.produce("t", 0, [b"a"], acks=1) == 0
+    c.advance_time(1_000)
+    part = c.broker(state.leader).replica_manager.describe()[state.tp]
+    assert (part.log_end_offset, part.high_watermark) == (1, 0)
+    with pytest.raises(KafkaError) as refused:
+        c.produce("t", 0, [b"b"], acks=-1, timeout_ms=2_000)
+    assert refused.value.error.name == "NOT_ENOUGH_REPLICAS"
+    c.restart_broker(followers[0])
+    assert c.run_until_idle()
+    part = c.broker(state.leader).replica_manager.describe()[state.tp]
+    assert part.high_watermark == part.log_end_offset == 1
+
+
+def test_replicas_leaving_a_small_isr_join_the_elr_and_one_of_them_leads() -> None:
+    """min.insync.replicas 2 on three replicas: the second replica to die leaves an ISR of
+    one, so it joins the ELR; so does the last. A clean restart of an ELR member lets it lead,
+    alone in the ISR, counted as an election from the ELR."""
+    c = cluster()
+    c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
+    c.produce("t", 0, [b"a", b"b"])
+    order = list(c.partition_state("t", 0).replicas)
+    c.crash_broker(order[2], power_loss=False)
+    c.advance_time(SESSION_MS)
+    state = c.partition_state("t", 0)
+    assert order[2] not in state.isr and state.elr == ()  # ISR of two: enough
+    c.crash_broker(order[1], power_loss=False)
+    c.advance_time(SESSION_MS)
+    assert c.partition_state("t", 0).elr == (order[1],)
+    c.broker(order[0]).shutdown()  # a clean shutdown: the dirs get their markers
+    c.advance_time(SESSION_MS)
+    offline = c.partition_state("t", 0)
+    assert (offline.leader, offline.isr) == (NO_LEADER, ())
+    assert set(offline.elr) == {order[0], order[1]}
+    assert c.metrics()[OFFLINE_PARTITIONS] == 1 and c.metrics()[ELR_COUNT] == 2
+    c.restart_broker(order[0])
+    c.advance_time(1_000)
+    back = c.partition_state("t", 0)
+    assert (back.leader, back.isr) == (order[0], (order[0],))
+    assert back.elr == (order[1],), "the ISR is still below min.insync.replicas"
+    assert values(c, "t") == {0: b"a", 1: b"b"}
+    assert c.metrics()[ELR_ELECTIONS] == 1 and c.metrics()[OFFLINE_PARTITIONS] == 0
+
+
+def test_an_unclean_restart_leaves_the_isr_at_once() -> None:
+    """A replica killed and restarted before its session expired left no clean-shutdown
+    marker: it leaves the ISR when it registers, not a session timeout later, and rejoins by
+    catching up."""
+    c = cluster()
+    c.create_topic("t", 1, 3)
+    c.produce("t", 0, [b"a"])
+    state = c.partition_state("t", 0)
+    follower = next(r for r in state.replicas if r != state.leader)
+    c.crash_broker(follower, power_loss=True)
+    c.restart_broker(follower)
+    assert follower not in c.partition_state("t", 0).isr
+    assert c.run_until_idle()
+    assert follower in c.partition_state("t", 0).isr
+
+
+def test_recovery_election_picks_the_longest_log_after_a_whole_cluster_crash() -> None:
+    """Every broker killed (page cache kept) and restarted: every replica registers
+    uncleanly, so none is eligible; once all have reported their logs, the one that ends
+    highest leads and nothing acknowledged is lost."""
+    c = cluster()
+    c.create_topic("t", 1, 3)
+    c.produce("t", 0, [b"a", b"b", b"c"])
+    for b in (1, 2, 3):
+        c.crash_broker(b, power_loss=False)
+    for b in (1, 2, 3):
+        c.restart_broker(b)
+    assert c.partition_state("t", 0).leader == NO_LEADER
+    assert c.run_until_idle()
+    state = c.partition_state("t", 0)
+    assert state.leader != NO_LEADER and state.recovery_log_ends == ()
+    assert values(c, "t") == {0: b"a", 1: b"b", 2: b"c"}
+    assert c.metrics()[RECOVERY_ELECTIONS] >= 1 and c.metrics()[UNCLEAN_ELECTIONS] == 0
+
+
+def test_recovery_waits_for_every_replica() -> None:
+    """With one replica still down, no recovery election: it could hold the longest log."""
+    c = cluster()
+    c.create_topic("t", 1, 3)
+    c.produce("t", 0, [b"a"])
+    for b in (1, 2, 3):
+        c.crash_broker(b, power_loss=False)
+    c.advance_time(SESSION_MS)  # all fenced: the last ISR member is in the ELR
+    last = c.partition_state("t", 0).elr
+    assert len(last) == 1
+    for b in sorted({1, 2, 3} - set(last)):
+        c.restart_broker(b)
+    c.advance_time(10_000)
+    assert c.partition_state("t", 0).leader == NO_LEADER
+    c.restart_broker(last[0])
+    assert c.run_until_idle()
+    assert values(c, "t") == {0: b"a"}
+
+
+def test_unclean_election_is_counted() -> None:
+    c = cluster()
+    c.create_topic("t", 1, 3, configs={"unclean.leader.election.enable": True})
+    c.produce("t", 0, [b"a"])
+    for b in (1, 2, 3):
+        c.crash_broker(b, power_loss=False)
+    c.advance_time(SESSION_MS)
+    out = next(b for b in (1, 2, 3) if b not in c.partition_state("t", 0).elr)
+    c.restart_broker(out)  # neither in the ISR nor in the ELR: only unclean election
+    c.advance_time(1_000)
+    assert c.partition_state("t", 0).leader == out
+    assert c.metrics()[UNCLEAN_ELECTIONS] == 1
+
+
+@pytest.mark.parametrize("flush_messages", [1, None])
+def test_flush_messages_1_keeps_acknowledged_records_through_a_power_loss_of_every_replica(
+        flush_messages: int | None) -> None:
+    """flush.messages=1: an acknowledged acks=all record is on disk on every ISR member, so
+    it survives all of them losing power at once. Without it the page cache holds it, and a
+    power loss of every replica loses it (the recovery election reports that it may have)."""
+    c = cluster()
+    configs = {} if flush_messages is None else {"flush.messages": flush_messages}
+    c.create_topic("t", 1, 3, configs=configs)
+    c.produce("t", 0, [b"a"])
+    for b in (1, 2, 3):
+        c.crash_broker(b, power_loss=True)
+    for b in (1, 2, 3):
+        c.restart_broker(b)
+    assert c.run_until_idle()
+    held = values(c, "t")
+    if flush_messages == 1:
+        assert held == {0: b"a"}
+    else:
+        assert held == {}
+        assert c.metrics()[RECOVERY_ELECTIONS] >= 1
