@@ -347,6 +347,9 @@ class FutureLogTarget:
     def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
         self.logs[tp].truncate_fully_and_start_at(offset)
 
+    def restart_below_start(self, tp: TopicPartition, offset: int) -> None:
+        self.logs[tp].restart_below_start(offset)
+
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:
         log = self.logs[tp]
@@ -429,4 +432,42 @@ def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff
     assert future[tp].log_end_offset == 4
     assert future[tp].read(0, 1 << 20).records == source.read(0, 1 << 20).records
     assert manager.failed_partitions_count == 0
+    manager.remove_fetcher_for_partitions([tp])
+
+
+def test_an_empty_replica_whose_start_lies_beyond_its_sources_end_restarts_below_it() -> None:
+    """The source led after every replica holding some records lost them (a recovery
+    election): its log ends below the start offset the replica had raised. A fetch there is
+    OFFSET_OUT_OF_RANGE with nothing to truncate; the replica restarts empty at the source's
+    high watermark and copies what the source writes from there, instead of asking again
+    forever."""
+    clock = VirtualClock(1_000_000)
+    scheduler = SimScheduler(clock, seed=3)
+    fs = SimFileSystem(clock)
+    for d in ("/cur", "/fut"):
+        fs.makedirs(d)
+    tp = TopicPartition("m", 0)
+    current = {tp: PartitionLog.create(fs, f"/cur/{tp}", tp, LogConfig(), clock)}
+    future = {tp: PartitionLog.create(fs, f"/fut/{tp}", tp, LogConfig(), clock)}
+    source, replica = current[tp], future[tp]
+    for i in range(3):
+        source.append_as_leader(build_simple_batch([b"kept-%d" % i], 0), 4)
+    source.update_high_watermark(2)
+    for i in range(5):
+        replica.append_as_leader(build_simple_batch([b"lost-%d" % i], 0), 3)
+    replica.update_high_watermark(5)
+    replica.increment_log_start_offset(5)
+    assert replica.log_end_offset == replica.log_start_offset == 5
+    manager = FetcherManager(
+        "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
+        lambda _source, _fid: LocalLogSource(current),
+        FutureLogTarget(future), clock, scheduler, 1_000, 1 << 20,
+        idle_backoff_ms=10)
+    manager.add_fetcher_for_partitions({tp: InitialFetchState(0, 4, 5)})
+    scheduler.advance(100)
+    assert replica.log_start_offset == 2 and replica.log_end_offset == 3
+    assert replica.read(2, 1 << 20).records == source.read(2, 1 << 20).records
+    source.append_as_leader(build_simple_batch([b"new-3"], 0), 4)
+    scheduler.advance(100)
+    assert replica.log_end_offset == 4 and manager.failed_partitions_count == 0
     manager.remove_fetcher_for_partitions([tp])

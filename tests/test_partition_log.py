@@ -201,6 +201,25 @@ def test_truncate_fully_and_start_at_raises_hw_with_start_offset() -> None:
         log.truncate_fully_and_start_at(50)
 
 
+def test_restart_below_start_moves_the_start_back_only_for_an_empty_log() -> None:
+    """The one way back: an empty log restarts below its start offset (its leader lost the
+    records below it), durable at once; a log holding records refuses."""
+    fs, clock = world()
+    log = new_log(fs, clock)
+    fill(log, 3)  # six records
+    log.update_high_watermark(6)
+    log.increment_log_start_offset(6)
+    assert log.log_end_offset == log.log_start_offset == 6
+    with pytest.raises(OffsetOutOfRange, match="below the start offset"):
+        log.restart_below_start(6)
+    log.restart_below_start(3)
+    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (3, 3, 3)
+    assert log.leader_epoch_cache.entries == ()
+    fill(log, 2)
+    with pytest.raises(OffsetOutOfRange, match="must be empty"):
+        log.restart_below_start(1)
+
+
 def test_retention_by_start_offset_breach_runs_on_compacted_topics_too() -> None:
     """hazard 9."""
     fs, clock = world()

@@ -12,6 +12,7 @@ on a partition takes its log dir offline here, at once, before the fetcher marks
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -34,6 +35,8 @@ from logwright.protocol import (
     OffsetForLeaderEpochResponse,
 )
 from logwright.world.trace import TraceRecorder
+
+logger = logging.getLogger(__name__)
 
 
 class NotFollowing(LogwrightError):
@@ -190,6 +193,22 @@ class ReplicaFetchTarget:
         if self.rm.trace.enabled:
             tracing.replica(self.rm.trace, self.rm.broker_id, partition.log, "FollowerFetch",
                             {"outOfRange": True, "leaderLogStart": offset})
+
+    def restart_below_start(self, tp: TopicPartition, offset: int) -> None:
+        partition = self._follower(tp)
+
+        def run() -> int:
+            logger.warning("%s on broker %d: the leader's log ends at %d, below this replica's "
+                        "start offset %d (records lost by every replica that held them); "
+                        "restarting empty there", tp, self.rm.broker_id, offset,
+                        partition.log.log_start_offset)
+            partition.log.restart_below_start(offset)
+            partition.check_offsets()
+            return 0
+        self._storage(run)
+        if self.rm.trace.enabled:
+            tracing.replica(self.rm.trace, self.rm.broker_id, partition.log, "RestartBelowStart",
+                            {"offset": offset})
 
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:

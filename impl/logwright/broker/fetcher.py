@@ -104,6 +104,11 @@ class FetchTarget(Protocol):
         """Restart the replica empty at ``offset`` (below the source's log start offset)."""
         ...
 
+    def restart_below_start(self, tp: TopicPartition, offset: int) -> None:
+        """Restart the replica, whose log is empty, at ``offset`` below its own start offset
+        (the source's log ends below it: records lost by every replica that held them)."""
+        ...
+
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:
         """Append fetched records and apply the source's offsets; returns the next fetch offset."""
@@ -474,6 +479,14 @@ class Fetcher:
             # The source deleted what this replica still needs: restart empty at its start
             # offset, with high watermark and start offset equal (hazard 8).
             target.truncate_fully_and_start_at(tp, leader_start)
+            st.fetch_offset = target.log_end_offset(tp)
+        elif (target.log_end_offset(tp) == target.log_start_offset(tp)
+              and 0 <= data.high_watermark < target.log_start_offset(tp)):
+            # Empty, and its start offset lies beyond the source's end: the records below it
+            # were lost by every replica that held them (the source led after a recovery or an
+            # unclean election). Nothing is left to truncate, so the epoch protocol cannot
+            # help: restart empty at the source's high watermark, below the start offset.
+            target.restart_below_start(tp, data.high_watermark)
             st.fetch_offset = target.log_end_offset(tp)
         else:
             # Ahead of the source's end: find the common point by the epoch protocol again.

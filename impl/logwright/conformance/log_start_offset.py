@@ -486,6 +486,15 @@ class ClusterProjection(ClusterObserver):
                             log.segments[0].base_offset, ckpt, log.recovery_point),
                 broker.incarnation_id, log)
 
+    def _registered(self, b: int) -> bool:
+        """Whether broker ``b``'s running incarnation has registered with the active
+        controller (it knows the broker epoch the controller stored for it)."""
+        broker = self.cluster.brokers.get(b)
+        if broker is None or not broker.alive or broker.broker_epoch < 0:
+            return False
+        registration = self.cluster.controller.store.broker(b)
+        return registration is not None and registration.broker_epoch == broker.broker_epoch
+
     def _deposed_leader(self, b: int, tp: TopicPartition, leader_epoch: int) -> bool:
         """Whether broker ``b`` still leads ``tp`` in a leader epoch older than the
         controller's."""
@@ -568,8 +577,11 @@ class ClusterProjection(ClusterObserver):
                     if b in state.isr:
                         w.fenced[b] = state.leader_epoch
             # Fenced until the controller dropped it from the ISR or gave the partition a new
-            # leader epoch since (which reaches the new incarnation as a LeaderAndIsr).
-            if b in w.fenced and (b not in state.isr or state.leader_epoch > w.fenced[b]):
+            # leader epoch since (which reaches the new incarnation as a LeaderAndIsr), or took
+            # its registration: a replica that may have lost records leaves the ISR there
+            # (unclean-shutdown detection), so one still in the ISR after it lost none.
+            if b in w.fenced and (b not in state.isr or state.leader_epoch > w.fenced[b]
+                                  or self._registered(b)):
                 del w.fenced[b]
                 w.outside = w.outside or f"broker {b}'s restarted replica is seen"
             if log is not None:

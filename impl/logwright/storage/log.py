@@ -651,6 +651,30 @@ class PartitionLog:
         self._epochs_changed(lambda cache: cache.clear())
         self._restart_at(offset)
 
+    def restart_below_start(self, offset: int) -> None:
+        """Restart the log, which holds no record, empty at ``offset`` below its start offset:
+        the one way a start offset moves back.
+
+        A follower needs it when its leader's log ends below this replica's start offset: the
+        records this replica had deleted up to were lost by every replica that held them, and a
+        recovery (or unclean) election chose a leader without them, so those offsets will be
+        written again. The start offset is made durable first, as every change of it is."""
+        self._guard()
+        previous = self._log_start_offset
+        if self.log_end_offset != previous or not 0 <= offset < previous:
+            raise OffsetOutOfRange(
+                f"{self.tp}: cannot restart at {offset} below the start offset {previous}: "
+                f"the log must be empty (it ends at {self.log_end_offset})")
+        self._epochs_changed(lambda cache: cache.clear())
+        self._log_start_offset = offset
+        if self.start_offset_checkpoint is not None:
+            try:
+                self.start_offset_checkpoint.persist(self.tp)
+            except OSError as exc:
+                self._log_start_offset = previous
+                raise self._io_failed(exc) from exc
+        self._restart_at(offset)
+
     def _restart_at(self, offset: int) -> None:
         if offset > self._log_start_offset:
             self._set_log_start_offset(offset)

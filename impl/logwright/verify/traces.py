@@ -504,6 +504,10 @@ class _LsoInstance:
         elif action == "Truncate":
             raise _Outside("a follower truncated to its leader's epoch end offset (the model "
                            "has no divergent logs)")
+        elif action == "RestartBelowStart":
+            raise _Outside("a follower restarted below its start offset: its leader's log ends "
+                           "there (records lost by every replica that held them; the model's "
+                           "start offsets never move back)")
         else:
             raise _Refused("not enabled", f"{action} is no action of LogStartOffset")
         if t is None and _same(want, s):
