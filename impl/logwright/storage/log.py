@@ -592,13 +592,18 @@ class PartitionLog:
         if value == previous:
             return
         self._log_start_offset = value
+        self._persist_start_offset(previous)
+        self._epochs_changed(lambda cache: cache.truncate_from_start(value))
+
+    def _persist_start_offset(self, previous: int) -> None:
+        """Make the start offset just set durable (the dir's checkpoint); if that fails it goes
+        back to ``previous`` and the dir is failed."""
         if self.start_offset_checkpoint is not None:
             try:
                 self.start_offset_checkpoint.persist(self.tp)
             except OSError as exc:
                 self._log_start_offset = previous
                 raise self._io_failed(exc) from exc
-        self._epochs_changed(lambda cache: cache.truncate_from_start(value))
 
     # ---- truncation ----------------------------------------------------------------------------
 
@@ -667,12 +672,7 @@ class PartitionLog:
                 f"the log must be empty (it ends at {self.log_end_offset})")
         self._epochs_changed(lambda cache: cache.clear())
         self._log_start_offset = offset
-        if self.start_offset_checkpoint is not None:
-            try:
-                self.start_offset_checkpoint.persist(self.tp)
-            except OSError as exc:
-                self._log_start_offset = previous
-                raise self._io_failed(exc) from exc
+        self._persist_start_offset(previous)
         self._restart_at(offset)
 
     def _restart_at(self, offset: int) -> None:
