@@ -201,7 +201,7 @@ Flush(r) ==
 (* below it are acknowledged, each by the ISR, which holds it.                                *)
 AdvanceHW ==
     /\ leader # NoLeader /\ proc[leader] = "up"
-    /\ Bug = "NoStrictMinIsr" \/ Cardinality(isr) >= MinIsr
+    /\ Bug # "NoStrictMinIsr" => Cardinality(isr) >= MinIsr
     /\ LET h == Min({CommonPrefix(r, leader) : r \in isr})
            n == IF h > Len(acked) THEN h ELSE Len(acked)
        IN /\ h > hw
