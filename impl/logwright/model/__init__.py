@@ -46,6 +46,7 @@ __all__ = [
 from logwright.model import (
     controller_fencing,
     fetcher_failure,
+    leader_election,
     log_start_offset,
     replica_move,
     stray_cleanup,
@@ -53,6 +54,7 @@ from logwright.model import (
 from logwright.model.bugs import Bug, BugTable
 from logwright.model.controller_fencing import ControllerFencingSpec
 from logwright.model.fetcher_failure import FetcherFailureSpec
+from logwright.model.leader_election import LeaderElectionSpec
 from logwright.model.log_start_offset import LogStartOffsetSpec
 from logwright.model.replica_move import ReplicaMoveSpec
 from logwright.model.stray_cleanup import StrayCleanupSpec
@@ -63,6 +65,7 @@ SPECS: dict[str, type[Spec]] = {
     "FetcherFailure": FetcherFailureSpec,
     "StrayCleanup": StrayCleanupSpec,
     "ReplicaMove": ReplicaMoveSpec,
+    "LeaderElection": LeaderElectionSpec,
 }
 """Every TLA+ module in spec/ that has a Python twin."""
 
@@ -72,5 +75,6 @@ BUG_TABLES: dict[str, BugTable] = {
     "FetcherFailure": fetcher_failure.BUG_TABLE,
     "StrayCleanup": stray_cleanup.BUG_TABLE,
     "ReplicaMove": replica_move.BUG_TABLE,
+    "LeaderElection": leader_election.BUG_TABLE,
 }
 """Each module's bug switches: the one table its twin, its Z3 encoding and verify read."""

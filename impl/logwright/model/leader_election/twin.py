@@ -1,0 +1,482 @@
+"""The Python twin of spec/LeaderElection.tla: leader election with eligible leader replicas.
+
+What it upholds: AckedRecordsSurvive. A leader that is up holds every record acknowledged to an
+acks=all producer that some replica which acknowledged it still holds intact; only an unclean
+election (``UncleanEnabled``, reported: the ghost ``lossReported``) may give such a record up.
+The means (KIP-966 as logwright implements it, docs/cluster.md): the HW advances only while the
+ISR has MinIsr members; a replica leaving a smaller ISR joins the ELR (it holds every
+acknowledged record); a replica that may have lost unflushed records (a power loss, a failed
+dir) leaves the ISR and the ELR when its broker registers or reports the failure; an ELR member
+leads only when no ISR member is alive; and with the ISR and the ELR empty a recovery election
+waits for every replica's log end and picks the highest. Also LeaderInIsr, IsrElrDisjoint and
+ElrOnlyBelowMinIsr.
+
+Each TLA+ action operator has a method of the same name that returns the successor state, or None
+when the action is disabled; :meth:`LeaderElectionTwin.actions` enumerates their parameters as
+``Next`` does. The TLA+ operators ``Election`` (the controller's election, a record) and
+``Elected`` (applying it) are methods too. A state is a :class:`LEState`, one field per TLA+
+variable in the module's order; per-replica functions are tuples indexed like
+``config.replicas`` (sorted, the assignment order). There is no packed encoding: the logs, the
+reports and the acknowledged records with their sets of acknowledgers have no small fixed shape,
+and the generic engine explores the .cfg's states in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Self, TypeVar
+
+from logwright.model.cfg import parse_cfg
+from logwright.model.core import Action, Invariant, Spec, State
+from logwright.model.leader_election.bugs import BUG_TABLE
+
+T = TypeVar("T")
+
+NO_LEADER = 0
+"""``leader`` of a partition with no leader (TLA+ ``NoLeader``)."""
+NO_REPORT: tuple[int, ...] = ()
+"""``recoveryLogEnds[r]`` of a replica that has not reported (TLA+ ``NoReport == <<>>``)."""
+UP, CLEAN, UNCLEAN = "up", "clean", "unclean"
+"""``proc[r]``: the process runs, or is down after a clean shutdown or an unclean one."""
+
+Log = tuple[int, ...]
+"""A replica's log: the leader epoch of each record, by offset (offset o at index o - 1)."""
+AckedRecord = tuple[int, frozenset[int]]
+"""``acked[o]``: the record's epoch, and the replicas that acknowledged it."""
+
+
+class LEState(NamedTuple):
+    """One state of LeaderElection: the TLA+ variables, in the module's order."""
+
+    leader: int
+    isr: frozenset[int]
+    elr: frozenset[int]
+    leaderEpoch: int
+    recoveryLogEnds: tuple[tuple[int, ...], ...]
+    alive: tuple[bool, ...]
+    proc: tuple[str, ...]
+    log: tuple[Log, ...]
+    flushed: tuple[int, ...]
+    hw: int
+    acked: tuple[AckedRecord, ...]
+    lossReported: bool
+
+
+class ElectionResult(NamedTuple):
+    """The record the TLA+ ``Election`` returns: leader, ISR, ELR, how, the reports kept."""
+
+    l: int  # noqa: E741 - the TLA+ record's field name
+    i: frozenset[int]
+    e: frozenset[int]
+    how: str
+    ends: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """The constants of LeaderElection.tla, as a .cfg file assigns them."""
+
+    replicas: tuple[int, ...] = (1, 2, 3)
+    min_isr: int = 2
+    max_records: int = 1
+    max_epoch: int = 2
+    unclean_enabled: bool = False
+    bug: str = "none"
+    invariants: tuple[str, ...] = ("TypeOK", "AckedRecordsSurvive", "LeaderInIsr",
+                                   "IsrElrDisjoint", "ElrOnlyBelowMinIsr")
+
+    def __post_init__(self) -> None:
+        BUG_TABLE.check(self.bug)
+        if not self.replicas or NO_LEADER in self.replicas:
+            raise ValueError("need replicas, none of them 0 (NoLeader)")
+        if self.min_isr < 1 or self.max_records < 0 or self.max_epoch < 1:
+            raise ValueError("MinIsr >= 1, MaxRecords >= 0 and MaxEpoch >= 1")
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> LeaderElectionConfig:
+        """The constants of a LeaderElection .cfg file (the one TLC reads)."""
+        cfg = parse_cfg(path)
+        k = cfg["constants"]
+        return cls(
+            replicas=tuple(sorted(int(r) for r in k["Replicas"])),
+            min_isr=int(k["MinIsr"]),
+            max_records=int(k["MaxRecords"]),
+            max_epoch=int(k["MaxEpoch"]),
+            unclean_enabled=bool(k["UncleanEnabled"]),
+            bug=str(k["Bug"]),
+            invariants=tuple(cfg["invariants"]),
+        )
+
+
+_ReplicaAction = Callable[[LEState, int], LEState | None]
+
+
+class LeaderElectionTwin(Spec):
+    """One partition's replicas, their logs and crashes, and the controller's elections."""
+
+    name = "LeaderElection"
+
+    def __init__(self, config: LeaderElectionConfig | None = None) -> None:
+        self.config = config or LeaderElectionConfig()
+        self.replicas = self.config.replicas
+        self._index = {r: i for i, r in enumerate(self.replicas)}
+
+    @classmethod
+    def from_cfg(cls, path: str | Path) -> Self:
+        """The spec a LeaderElection .cfg file describes."""
+        return cls(LeaderElectionConfig.from_cfg(path))
+
+    # -- helpers (the TLA+ operators) --------------------------------------------------------
+
+    def ix(self, r: int) -> int:
+        """The index of replica ``r`` in the per-replica tuples."""
+        return self._index[r]
+
+    def LogEnd(self, s: LEState, r: int) -> tuple[int, int]:
+        """<<epoch of r's last record (0 when empty), r's end offset>>."""
+        log = s.log[self.ix(r)]
+        return (log[-1] if log else 0, len(log))
+
+    def CommonPrefix(self, s: LEState, r: int, q: int) -> int:
+        """How many leading records the logs of ``r`` and ``q`` share."""
+        a, b = s.log[self.ix(r)], s.log[self.ix(q)]
+        n = min(len(a), len(b))
+        for i in range(n):
+            if a[i] != b[i]:
+                return i
+        return n
+
+    def Holds(self, s: LEState, r: int, o: int) -> bool:
+        """``r``'s log holds the record acknowledged at offset ``o``, intact."""
+        log = s.log[self.ix(r)]
+        return len(log) >= o and log[o - 1] == s.acked[o - 1][0]
+
+    def Held(self, s: LEState, o: int) -> bool:
+        """Some replica that acknowledged the record at offset ``o`` still holds it."""
+        return any(self.Holds(s, r, o) for r in s.acked[o - 1][1])
+
+    # -- Init ------------------------------------------------------------------------------
+
+    def init_states(self) -> Iterable[State]:
+        n = len(self.replicas)
+        return [LEState(min(self.replicas), frozenset(self.replicas), frozenset(), 1,
+                        (NO_REPORT,) * n, (True,) * n, (UP,) * n, ((),) * n, (0,) * n, 0, (),
+                        False)]
+
+    # -- the controller's election -----------------------------------------------------------
+
+    def Election(self, ld0: int, isr0: frozenset[int], elr0: frozenset[int],
+                 ends0: tuple[tuple[int, ...], ...], alv: tuple[bool, ...]) -> ElectionResult:
+        """The controller's election after a step (the TLA+ ``Election``; see the module)."""
+        k, bug = self.config, self.config.bug
+
+        def alive(r: int) -> bool:
+            return alv[self.ix(r)]
+
+        live_isr = frozenset(r for r in isr0 if alive(r))
+        isr1 = isr0 if bug == "LastIsrMemberKept" and not live_isr else live_isr
+        if bug == "LastIsrMemberKept":
+            elr1: frozenset[int] = frozenset()
+        elif len(isr1) < k.min_isr:
+            elr1 = elr0 | (isr0 - isr1)
+        else:
+            elr1 = elr0
+        live_elr = [r for r in elr1 if alive(r)]
+        live = [r for r in self.replicas if alive(r)]
+        ready = all(alive(r) and ends0[self.ix(r)] != NO_REPORT for r in self.replicas)
+        if ld0 in isr1 and alive(ld0):
+            l, i, e, how = ld0, isr1, elr1, "isr"
+        elif live_isr:
+            l, i, e, how = min(live_isr), isr1, elr1, "isr"
+        elif live_elr:
+            l, i, e, how = min(live_elr), frozenset({min(live_elr)}), elr1, "elr"
+        elif bug == "ElectOutsideEligible" and live:
+            l, i, e, how = min(live), frozenset({min(live)}), frozenset(), "outside"
+        elif not elr1 and ready:
+            best = max(self.replicas, key=lambda r: (ends0[self.ix(r)], -self.ix(r)))
+            l, i, e, how = best, frozenset({best}), frozenset(), "recovery"
+        elif k.unclean_enabled and live:
+            l, i, e, how = min(live), frozenset({min(live)}), frozenset(), "unclean"
+        else:
+            l, i, e, how = NO_LEADER, isr1, elr1, "none"
+        elr2 = frozenset() if len(i) >= k.min_isr else e - i
+        ends = ((NO_REPORT,) * len(self.replicas) if i or elr2 else ends0)
+        return ElectionResult(l, i, elr2, how, ends)
+
+    def Elected(self, s: LEState, e: ElectionResult, t: LEState) -> LEState | None:
+        """``t`` (the step's other new values) with the election ``e`` applied; None when the
+        leader epoch would pass MaxEpoch (the TLA+ ``Elected``)."""
+        epoch = s.leaderEpoch + 1 if (e.l, e.i) != (s.leader, s.isr) else s.leaderEpoch
+        if epoch > self.config.max_epoch:
+            return None
+        hw = (min(s.hw, len(t.log[self.ix(e.l)])) if e.l != s.leader and e.l != NO_LEADER
+              else s.hw)
+        return t._replace(leader=e.l, isr=e.i, elr=e.e, recoveryLogEnds=e.ends,
+                          leaderEpoch=epoch, hw=hw,
+                          lossReported=s.lossReported or e.how == "unclean")
+
+    # -- actions, one method per TLA+ operator ---------------------------------------------
+
+    def _leader_up(self, s: LEState) -> bool:
+        return s.leader != NO_LEADER and s.proc[self.ix(s.leader)] == UP
+
+    def Produce(self, s: LEState) -> LEState | None:
+        """The leader appends a record in its epoch."""
+        if not self._leader_up(s):
+            return None
+        i = self.ix(s.leader)
+        if len(s.log[i]) >= self.config.max_records:
+            return None
+        return s._replace(log=_set(s.log, i, (*s.log[i], s.leaderEpoch)))
+
+    def Replicate(self, s: LEState, r: int) -> LEState | None:
+        """Follower ``r`` truncates where it diverges from the leader and copies its next
+        record."""
+        if s.leader == NO_LEADER or r == s.leader or not self._leader_up(s):
+            return None
+        i = self.ix(r)
+        if s.proc[i] != UP:
+            return None
+        c = self.CommonPrefix(s, r, s.leader)
+        lead = s.log[self.ix(s.leader)]
+        new = s.log[i][:c] + ((lead[c],) if c < len(lead) else ())
+        if new == s.log[i]:
+            return None
+        return s._replace(log=_set(s.log, i, new),
+                          flushed=_set(s.flushed, i, min(s.flushed[i], c)))
+
+    def Flush(self, s: LEState, r: int) -> LEState | None:
+        """``r`` fsyncs its log."""
+        i = self.ix(r)
+        if s.proc[i] != UP or s.flushed[i] >= len(s.log[i]):
+            return None
+        return s._replace(flushed=_set(s.flushed, i, len(s.log[i])))
+
+    def AdvanceHW(self, s: LEState) -> LEState | None:
+        """The leader advances its HW over the ISR (only with MinIsr members): the records
+        below it are acknowledged, each by the ISR."""
+        if not self._leader_up(s):
+            return None
+        if self.config.bug != "NoStrictMinIsr" and len(s.isr) < self.config.min_isr:
+            return None
+        h = min(self.CommonPrefix(s, r, s.leader) for r in s.isr)
+        if h <= s.hw:
+            return None
+        lead = s.log[self.ix(s.leader)]
+        acked = list(s.acked)
+        for o in range(s.hw + 1, h + 1):
+            if o > len(acked):
+                acked.append((lead[o - 1], s.isr))
+            elif acked[o - 1][0] != lead[o - 1]:
+                acked[o - 1] = (lead[o - 1], s.isr)
+        return s._replace(hw=h, acked=tuple(acked))
+
+    def ShrinkIsr(self, s: LEState, r: int) -> LEState | None:
+        """The leader drops a lagging follower; below MinIsr it joins the ELR."""
+        if not self._leader_up(s) or r not in s.isr or r == s.leader:
+            return None
+        if s.log[self.ix(r)] == s.log[self.ix(s.leader)]:
+            return None
+        isr = s.isr - {r}
+        elr = (frozenset() if self.config.bug == "LastIsrMemberKept"
+               or len(isr) >= self.config.min_isr else s.elr | {r})
+        return s._replace(isr=isr, elr=elr)
+
+    def IsrExpand(self, s: LEState, r: int) -> LEState | None:
+        """The leader takes back a follower whose log reaches its HW."""
+        if not self._leader_up(s) or r in s.isr or s.proc[self.ix(r)] != UP:
+            return None
+        if self.CommonPrefix(s, r, s.leader) < s.hw:
+            return None
+        isr = s.isr | {r}
+        elr = frozenset() if len(isr) >= self.config.min_isr else s.elr - {r}
+        return s._replace(isr=isr, elr=elr)
+
+    def CleanShutdown(self, s: LEState, r: int) -> LEState | None:
+        """``r``'s broker shuts down cleanly: its log flushed and kept whole."""
+        i = self.ix(r)
+        if s.proc[i] != UP:
+            return None
+        return s._replace(proc=_set(s.proc, i, CLEAN),
+                          flushed=_set(s.flushed, i, len(s.log[i])))
+
+    def PowerLoss(self, s: LEState, r: int) -> LEState | None:
+        """``r``'s broker loses power: the unflushed tail of its log is lost."""
+        i = self.ix(r)
+        if s.proc[i] != UP:
+            return None
+        return s._replace(proc=_set(s.proc, i, UNCLEAN),
+                          log=_set(s.log, i, s.log[i][:s.flushed[i]]))
+
+    def DirFailure(self, s: LEState, r: int) -> LEState | None:
+        """``r``'s log dir fails: its log is gone, the controller takes it out of the ISR and
+        the ELR at once and elects."""
+        i = self.ix(r)
+        if s.proc[i] != UP:
+            return None
+        alive = _set(s.alive, i, False)
+        t = s._replace(proc=_set(s.proc, i, UNCLEAN), log=_set(s.log, i, ()),
+                       flushed=_set(s.flushed, i, 0), alive=alive)
+        keep = self.config.bug == "LastIsrMemberKept" and s.isr == {r}
+        e = self.Election(NO_LEADER if s.leader == r and not keep else s.leader,
+                          s.isr if keep else s.isr - {r}, s.elr - {r},
+                          _set(s.recoveryLogEnds, i, NO_REPORT), alive)
+        return self.Elected(s, e, t)
+
+    def FenceBroker(self, s: LEState, r: int) -> LEState | None:
+        """The controller fences ``r``'s broker: its session expired."""
+        i = self.ix(r)
+        if not s.alive[i] or s.proc[i] == UP:
+            return None
+        alive = _set(s.alive, i, False)
+        e = self.Election(s.leader, s.isr, s.elr, s.recoveryLogEnds, alive)
+        return self.Elected(s, e, s._replace(alive=alive))
+
+    def Register(self, s: LEState, r: int) -> LEState | None:
+        """``r``'s broker registers; after an unclean shutdown it leaves the ISR and the ELR
+        (unclean-shutdown detection); it reports its log end if the partition has no eligible
+        replica left; then the election."""
+        i = self.ix(r)
+        if s.proc[i] == UP:
+            return None
+        bug = self.config.bug
+        alive = _set(s.alive, i, True)
+        damaged = s.proc[i] == UNCLEAN and bug != "DamagedReplicaKeptInIsr"
+        keep = bug == "LastIsrMemberKept" and s.isr == {r}
+        isr0 = s.isr - {r} if damaged and not keep else s.isr
+        elr0 = s.elr - {r} if damaged else s.elr
+        ld0 = NO_LEADER if s.leader == r and r not in isr0 else s.leader
+        ends0 = (_set(s.recoveryLogEnds, i, self.LogEnd(s, r)) if not isr0 and not elr0
+                 else s.recoveryLogEnds)
+        e = self.Election(ld0, isr0, elr0, ends0, alive)
+        return self.Elected(s, e, s._replace(proc=_set(s.proc, i, UP), alive=alive))
+
+    def ReportLogEnd(self, s: LEState, r: int) -> LEState | None:
+        """A live replica of a partition with no eligible replica reports its log end."""
+        i = self.ix(r)
+        if s.isr or s.elr or not s.alive[i] or s.proc[i] != UP:
+            return None
+        end = self.LogEnd(s, r)
+        if s.recoveryLogEnds[i] == end:
+            return None
+        e = self.Election(s.leader, s.isr, s.elr, _set(s.recoveryLogEnds, i, end), s.alive)
+        return self.Elected(s, e, s)
+
+    # -- Next --------------------------------------------------------------------------------
+
+    PER_REPLICA = ("Replicate", "Flush", "ShrinkIsr", "IsrExpand", "CleanShutdown", "PowerLoss",
+                   "DirFailure", "FenceBroker", "Register", "ReportLogEnd")
+    """The actions with a replica parameter (``\\E r \\in Replicas``)."""
+
+    def actions(self) -> Sequence[Action]:
+        out = [Action("Produce", self._plain(self.Produce))]
+        for name in ("Replicate", "Flush"):
+            out.append(Action(name, self._over_replicas(getattr(self, name))))
+        out.append(Action("AdvanceHW", self._plain(self.AdvanceHW)))
+        for name in self.PER_REPLICA[2:]:
+            out.append(Action(name, self._over_replicas(getattr(self, name))))
+        return out
+
+    @staticmethod
+    def _plain(fn: Callable[[LEState], LEState | None]) -> Callable[[State], Iterator[State]]:
+        def successors(s: State) -> Iterator[State]:
+            assert isinstance(s, LEState)
+            t = fn(s)
+            if t is not None:
+                yield t
+        return successors
+
+    def _over_replicas(self, fn: _ReplicaAction) -> Callable[[State], Iterator[State]]:
+        def successors(s: State) -> Iterator[State]:
+            assert isinstance(s, LEState)
+            for r in self.replicas:
+                t = fn(s, r)
+                if t is not None:
+                    yield t
+        return successors
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def TypeOK(self, s: State) -> bool:
+        """Every variable within its type (the TLA+ ``TypeOK``)."""
+        assert isinstance(s, LEState)
+        k, reps = self.config, set(self.replicas)
+        epochs = range(1, k.max_epoch + 1)
+        return (
+            (s.leader == NO_LEADER or s.leader in reps)
+            and s.isr <= reps and s.elr <= reps and s.leaderEpoch in epochs
+            and all(e == NO_REPORT or (len(e) == 2 and 0 <= e[0] <= k.max_epoch
+                                       and 0 <= e[1] <= k.max_records)
+                    for e in s.recoveryLogEnds)
+            and all(isinstance(a, bool) for a in s.alive)
+            and all(p in (UP, CLEAN, UNCLEAN) for p in s.proc)
+            and all(len(log) <= k.max_records and all(e in epochs for e in log)
+                    for log in s.log)
+            and all(0 <= f <= len(log) for f, log in zip(s.flushed, s.log, strict=True))
+            and 0 <= s.hw <= k.max_records and len(s.acked) <= k.max_records
+            and all(e in epochs and by <= reps for e, by in s.acked)
+            and isinstance(s.lossReported, bool)
+        )
+
+    def AckedRecordsSurvive(self, s: State) -> bool:
+        """A leader that is up holds every acknowledged record one of its acknowledgers still
+        holds intact, unless an unclean election gave records up."""
+        assert isinstance(s, LEState)
+        if s.lossReported or s.leader == NO_LEADER or s.proc[self.ix(s.leader)] != UP:
+            return True
+        return all(self.Holds(s, s.leader, o) or not self.Held(s, o)
+                   for o in range(1, len(s.acked) + 1))
+
+    def LeaderInIsr(self, s: State) -> bool:
+        """A leader is an ISR member."""
+        assert isinstance(s, LEState)
+        return s.leader == NO_LEADER or s.leader in s.isr
+
+    def IsrElrDisjoint(self, s: State) -> bool:
+        """No replica is in both the ISR and the ELR."""
+        assert isinstance(s, LEState)
+        return not s.isr & s.elr
+
+    def ElrOnlyBelowMinIsr(self, s: State) -> bool:
+        """The ELR is empty once the ISR has MinIsr members."""
+        assert isinstance(s, LEState)
+        return not s.elr or len(s.isr) < self.config.min_isr
+
+    def invariants(self) -> Sequence[Invariant]:
+        table = {"TypeOK": self.TypeOK, "AckedRecordsSurvive": self.AckedRecordsSurvive,
+                 "LeaderInIsr": self.LeaderInIsr, "IsrElrDisjoint": self.IsrElrDisjoint,
+                 "ElrOnlyBelowMinIsr": self.ElrOnlyBelowMinIsr}
+        return [(name, table[name]) for name in self.config.invariants]
+
+    def describe(self, s: State) -> str:
+        assert isinstance(s, LEState)
+        lead = "none (offline)" if s.leader == NO_LEADER else str(s.leader)
+        lines = [f"controller: leader {lead}, epoch {s.leaderEpoch}, ISR {sorted(s.isr)}, "
+                 f"ELR {sorted(s.elr)}, HW {s.hw}"
+                 + (", LOSS REPORTED (unclean election)" if s.lossReported else "")]
+        for r in self.replicas:
+            i = self.ix(r)
+            report = s.recoveryLogEnds[i]
+            parts = [f"replica {r}: {s.proc[i]}",
+                     "alive" if s.alive[i] else "not alive (controller)",
+                     f"log {list(s.log[i])} flushed {s.flushed[i]}"]
+            if report != NO_REPORT:
+                parts.append(f"reported log end {report}")
+            lines.append(", ".join(parts))
+        for o, (epoch, by) in enumerate(s.acked, start=1):
+            holders = [r for r in sorted(by) if self.Holds(s, r, o)]
+            lines.append(f"acked offset {o} (epoch {epoch}) by {sorted(by)}, held by "
+                         f"{holders or 'none of them'}")
+        return "\n".join(lines)
+
+
+class LeaderElectionSpec(LeaderElectionTwin):
+    """The twin as the registry :data:`logwright.model.SPECS` and ``logwright verify`` use it
+    (the name the other modules give their packed twin; this one has no packed encoding)."""
+
+
+def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
+    """``[t EXCEPT ![i] = v]`` on a tuple."""
+    return (*t[:i], v, *t[i + 1:])
