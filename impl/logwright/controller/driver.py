@@ -260,6 +260,11 @@ class Controller:
         """The brokers this controller considers alive, by id."""
         return self.decisions.live_brokers()
 
+    def replica_alive(self, broker_id: int, tp: TopicPartition) -> bool:
+        """Whether this controller takes ``broker_id``'s replica of ``tp`` as able to serve
+        (the broker's session is live and the replica's dir has not failed)."""
+        return self.decisions._replica_alive(broker_id, tp)
+
     def partition_state(self, tp: TopicPartition) -> PartitionState:
         """The stored state of ``tp``; UNKNOWN_TOPIC_OR_PARTITION if there is none."""
         return self.decisions.partition_state(tp)

@@ -36,6 +36,7 @@ from logwright.broker import BrokerConfig
 from logwright.cluster import Cluster
 from logwright.conformance.controller_fencing import ControllerFencingProjection
 from logwright.conformance.fetcher_failure import FetcherFailureProjection
+from logwright.conformance.leader_election import LeaderElectionProjection
 from logwright.conformance.log_start_offset import ClusterProjection
 from logwright.conformance.replica_move import ReplicaMoveProjection
 from logwright.conformance.stray_cleanup import StrayCleanupProjection
@@ -154,6 +155,10 @@ class ClusterRun:
         # operations), conformance/replica_move.py.
         self.move_projection = ReplicaMoveProjection(self.cluster)
         self.move_projection.attach()
+        # LeaderElection (per partition: the controller's state and each replica's log against
+        # the acknowledged records, the twin's invariants after every step),
+        # conformance/leader_election.py.
+        self.election_projection = LeaderElectionProjection(self.cluster)
 
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
@@ -545,6 +550,11 @@ class ClusterRun:
         self.fetcher_projection.check("after a step")
         if self.stray_projection is not None:
             self.stray_projection.check("after a step")
+        for name, book in self.topics.items():
+            for p in range(book.partitions):
+                self.election_projection.check(
+                    TopicPartition(name, p), book.topic_id, book.acked[p], book.holders[p],
+                    book.maybe_deleted_below[p], "after a step")
 
     def _logs_served_under_their_own_topic_id(self) -> None:
         """Topic identity: every replica a running broker serves is of its log's own topic
