@@ -74,6 +74,9 @@ class ClusterMachine(RuleBasedStateMachine):
 
     #: Rule names this machine does not use (a narrower campaign); empty: the whole alphabet.
     avoid: ClassVar[frozenset[str]] = frozenset()
+    #: Whether the runs check the LogStartOffset, ControllerFencing, FetcherFailure and
+    #: StrayCleanup projections after every event (``logwright fuzz --light`` turns them off).
+    per_event_models: ClassVar[bool] = True
     #: The run of the most recent example (the campaign saves its steps after a failure).
     last_run: ClassVar[ClusterRun | None] = None
 
@@ -81,7 +84,8 @@ class ClusterMachine(RuleBasedStateMachine):
 
     @initialize(seed=st.integers(0, 2**16))
     def start(self, seed: int) -> None:
-        self.run = ClusterRun({**CLUSTER, "seed": seed}, event=event)
+        self.run = ClusterRun({**CLUSTER, "seed": seed}, event=event,
+                              per_event_models=self.per_event_models)
         ClusterMachine.last_run = self.run
         self.counter = 0
         self.run.apply({"op": "create_topic", "topic": "s", "partitions": 3,
