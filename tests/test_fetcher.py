@@ -399,10 +399,9 @@ def test_the_fetcher_machinery_copies_between_local_logs_and_contains_failures()
     assert not manager.fetchers and not fetcher.running
 
 
-def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff() -> None:
-    """The source lost its last records and went on at a new epoch: a fetch above its end is
-    OFFSET_OUT_OF_RANGE; the replica waits the back-off, then finds the common point by the
-    epoch protocol, truncates there and copies the source's new records."""
+def _one_local_copy() -> tuple[TopicPartition, dict[TopicPartition, PartitionLog],
+                               dict[TopicPartition, PartitionLog], SimScheduler]:
+    """One partition's "current" and "future" logs on a simulated disk, and a scheduler."""
     clock = VirtualClock(1_000_000)
     scheduler = SimScheduler(clock, seed=3)
     fs = SimFileSystem(clock)
@@ -411,6 +410,15 @@ def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff
     tp = TopicPartition("m", 0)
     current = {tp: PartitionLog.create(fs, f"/cur/{tp}", tp, LogConfig(), clock)}
     future = {tp: PartitionLog.create(fs, f"/fut/{tp}", tp, LogConfig(), clock)}
+    return tp, current, future, scheduler
+
+
+def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff() -> None:
+    """The source lost its last records and went on at a new epoch: a fetch above its end is
+    OFFSET_OUT_OF_RANGE; the replica waits the back-off, then finds the common point by the
+    epoch protocol, truncates there and copies the source's new records."""
+    tp, current, future, scheduler = _one_local_copy()
+    clock = scheduler.clock
     source = current[tp]
     for i in range(5):
         source.append_as_leader(build_simple_batch([b"old-%d" % i], 0), 4)
@@ -441,14 +449,8 @@ def test_an_empty_replica_whose_start_lies_beyond_its_sources_end_restarts_below
     OFFSET_OUT_OF_RANGE with nothing to truncate; the replica restarts empty at the source's
     high watermark and copies what the source writes from there, instead of asking again
     forever."""
-    clock = VirtualClock(1_000_000)
-    scheduler = SimScheduler(clock, seed=3)
-    fs = SimFileSystem(clock)
-    for d in ("/cur", "/fut"):
-        fs.makedirs(d)
-    tp = TopicPartition("m", 0)
-    current = {tp: PartitionLog.create(fs, f"/cur/{tp}", tp, LogConfig(), clock)}
-    future = {tp: PartitionLog.create(fs, f"/fut/{tp}", tp, LogConfig(), clock)}
+    tp, current, future, scheduler = _one_local_copy()
+    clock = scheduler.clock
     source, replica = current[tp], future[tp]
     for i in range(3):
         source.append_as_leader(build_simple_batch([b"kept-%d" % i], 0), 4)

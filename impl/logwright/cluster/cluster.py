@@ -580,25 +580,29 @@ class Cluster:
     def _may_report(self, tp: TopicPartition, broker_id: int) -> bool:
         """Whether ``broker_id`` runs, can reach the controller, and does not hold ``tp`` on
         a failed dir: it will report its log of ``tp`` for a recovery election."""
-        broker = self.brokers.get(broker_id)
-        if broker is None or not broker.alive:
-            return False
-        if isinstance(self.runtime, SimWorld) and not self.runtime.network.connected(
-                broker.node_id, self.controller.node_id):
+        broker = self._reaching_controller(broker_id)
+        if broker is None:
             return False
         part = broker.replica_manager.describe().get(tp)
         return not (part.offline if part is not None else broker.log_manager.offline_dirs)
+
+    def _reaching_controller(self, broker_id: int) -> Broker | None:
+        """Broker ``broker_id`` if it runs and the network lets it reach the controller."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            return None
+        if isinstance(self.runtime, SimWorld) and not self.runtime.network.connected(
+                broker.node_id, self.controller.node_id):
+            return None
+        return broker
 
     def _may_lead(self, tp: TopicPartition, broker_id: int) -> bool:
         """Whether ``broker_id`` runs, can reach the controller, and hosts ``tp`` online, or
         does not host it yet while the controller has not heard from it since it was cut off
         (its LeaderAndIsr was lost) and no dir of it is offline: the controller elects it once
         it hears from it (a heartbeat after a partition healed), telling it of ``tp`` first."""
-        broker = self.brokers.get(broker_id)
-        if broker is None or not broker.alive:
-            return False
-        if isinstance(self.runtime, SimWorld) and not self.runtime.network.connected(
-                broker.node_id, self.controller.node_id):
+        broker = self._reaching_controller(broker_id)
+        if broker is None:
             return False
         part = broker.replica_manager.describe().get(tp)
         if part is None:
