@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the spec mutation suite (or ``--coverage``) on the named modules, or on all."""
     parser = argparse.ArgumentParser(prog="python -m logwright.verify.spec_mutants",
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("modules", nargs="*", help="TLA+ modules (default: all five)")
+    parser.add_argument("modules", nargs="*", help="TLA+ modules (default: all six)")
     parser.add_argument("--coverage", action="store_true",
                         help="report TLC's per-action coverage of each correct .cfg instead")
     args = parser.parse_args(argv)
