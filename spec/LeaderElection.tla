@@ -25,7 +25,7 @@ CONSTANTS
     Replicas,        \* broker ids, one replica each, in assignment order, e.g. {1, 2, 3}
     MinIsr,          \* min.insync.replicas
     MaxRecords,      \* a replica's log holds at most this many records
-    MaxEpoch,        \* leader epochs stop at this one: a step that would go above is disabled
+    MaxEpoch,        \* the CONSTRAINT EpochBound: a state above it is checked, not expanded
     UncleanEnabled,  \* unclean.leader.election.enable
     Bug              \* "none", or the name of the injected bug:
                      \*   "DamagedReplicaKeptInIsr"  a replica registering after an unclean
@@ -84,7 +84,7 @@ Held(o) == \E r \in acked[o][2] : Holds(r, o)
 TypeOK ==
     /\ leader \in Replicas \cup {NoLeader}
     /\ isr \subseteq Replicas /\ elr \subseteq Replicas
-    /\ leaderEpoch \in Epochs
+    /\ leaderEpoch \in 1..(MaxEpoch + 1)
     /\ \A r \in Replicas : recoveryLogEnds[r] = NoReport
                            \/ recoveryLogEnds[r] \in (0..MaxEpoch) \X (0..MaxRecords)
     /\ alive \in [Replicas -> BOOLEAN]
@@ -163,7 +163,6 @@ Elected(e) ==
     /\ elr' = e.e
     /\ recoveryLogEnds' = e.ends
     /\ leaderEpoch' = IF <<e.l, e.i>> # <<leader, isr>> THEN leaderEpoch + 1 ELSE leaderEpoch
-    /\ leaderEpoch' <= MaxEpoch
     /\ hw' = IF e.l # leader /\ e.l # NoLeader THEN MinOf(hw, Len(log'[e.l])) ELSE hw
     /\ lossReported' = (lossReported \/ e.how = "unclean")
 
@@ -313,6 +312,11 @@ Next ==
     \/ \E r \in Replicas : ReportLogEnd(r)
 
 Spec == Init /\ [][Next]_vars
+
+(* The bound of the model: TLC checks the invariants in a state whose leader epoch is above     *)
+(* MaxEpoch (the election that got there, a recovery election say, is checked), and explores no *)
+(* further from it.                                                                              *)
+EpochBound == leaderEpoch <= MaxEpoch
 
 (***************************************************************************)
 (* AckedRecordsSurvive: a leader that is up holds every acknowledged       *)

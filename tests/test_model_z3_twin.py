@@ -71,13 +71,13 @@ STRIDE: dict[str, int] = {
 
 
 def reachable(spec: Spec) -> list[State]:
-    """Every state of the twin, breadth first."""
+    """Every state of the twin within its CONSTRAINT, breadth first."""
     seen = set(spec.init_states())
     order = list(seen)
     for s in order:  # the list grows as it is walked
         for _, fn in spec.actions():
             for t in fn(s):
-                if t not in seen:
+                if t not in seen and spec.constraint(t):
                     seen.add(t)
                     order.append(t)
     return order

@@ -205,12 +205,10 @@ class LeaderElectionTwin(Spec):
         ends = ((NO_REPORT,) * len(self.replicas) if i or elr2 else ends0)
         return ElectionResult(l, i, elr2, how, ends)
 
-    def Elected(self, s: LEState, e: ElectionResult, t: LEState) -> LEState | None:
-        """``t`` (the step's other new values) with the election ``e`` applied; None when the
-        leader epoch would pass MaxEpoch (the TLA+ ``Elected``)."""
+    def Elected(self, s: LEState, e: ElectionResult, t: LEState) -> LEState:
+        """``t`` (the step's other new values) with the election ``e`` applied (the TLA+
+        ``Elected``)."""
         epoch = s.leaderEpoch + 1 if (e.l, e.i) != (s.leader, s.isr) else s.leaderEpoch
-        if epoch > self.config.max_epoch:
-            return None
         hw = (min(s.hw, len(t.log[self.ix(e.l)])) if e.l != s.leader and e.l != NO_LEADER
               else s.hw)
         return t._replace(leader=e.l, isr=e.i, elr=e.e, recoveryLogEnds=e.ends,
@@ -397,6 +395,11 @@ class LeaderElectionTwin(Spec):
                     yield t
         return successors
 
+    def constraint(self, s: State) -> bool:
+        """The TLA+ ``EpochBound``: a state above MaxEpoch is checked, not expanded."""
+        assert isinstance(s, LEState)
+        return s.leaderEpoch <= self.config.max_epoch
+
     # -- invariants --------------------------------------------------------------------------
 
     def TypeOK(self, s: State) -> bool:
@@ -406,7 +409,7 @@ class LeaderElectionTwin(Spec):
         epochs = range(1, k.max_epoch + 1)
         return (
             (s.leader == NO_LEADER or s.leader in reps)
-            and s.isr <= reps and s.elr <= reps and s.leaderEpoch in epochs
+            and s.isr <= reps and s.elr <= reps and 1 <= s.leaderEpoch <= k.max_epoch + 1
             and all(e == NO_REPORT or (len(e) == 2 and 0 <= e[0] <= k.max_epoch
                                        and 0 <= e[1] <= k.max_records)
                     for e in s.recoveryLogEnds)
