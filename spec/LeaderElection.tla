@@ -44,7 +44,8 @@ VARIABLES
     isr,             \* controller: the in-sync replicas
     elr,             \* controller: the eligible leader replicas
     leaderEpoch,     \* controller: bumped by every change of the leader or (made by the
-                     \*   controller) of the ISR
+                     \*   controller) of the ISR, but for a change to no leader (no record is
+                     \*   written without a leader; the next leader's change bumps it)
     recoveryLogEnds, \* controller: replica -> <<last epoch, end offset>> of its log, reported
                      \*   while the ISR and the ELR are both empty, or NoReport
     alive,           \* controller: replica -> its broker is registered, its session not expired
@@ -126,8 +127,8 @@ Init ==
 (*   reported); else no leader;                                            *)
 (* - an ISR of MinIsr members empties the ELR; a leaderless partition with *)
 (*   an eligible replica forgets the reports;                              *)
-(* - a change of the leader or the ISR bumps the leader epoch, and a new   *)
-(*   leader's HW is at most its log's end.                                 *)
+(* - a change of the leader or the ISR bumps the leader epoch (not one to  *)
+(*   no leader), and a new leader's HW is at most its log's end.           *)
 (* The result is a record; Elected(e) applies it.                          *)
 (***************************************************************************)
 Election(ld0, isr0, elr0, ends0, alv) ==
@@ -162,7 +163,8 @@ Elected(e) ==
     /\ isr' = e.i
     /\ elr' = e.e
     /\ recoveryLogEnds' = e.ends
-    /\ leaderEpoch' = IF <<e.l, e.i>> # <<leader, isr>> THEN leaderEpoch + 1 ELSE leaderEpoch
+    /\ leaderEpoch' = IF <<e.l, e.i>> # <<leader, isr>> /\ e.l # NoLeader THEN leaderEpoch + 1
+                      ELSE leaderEpoch
     /\ hw' = IF e.l # leader /\ e.l # NoLeader THEN MinOf(hw, Len(log'[e.l])) ELSE hw
     /\ lossReported' = (lossReported \/ e.how = "unclean")
 

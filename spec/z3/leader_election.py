@@ -188,7 +188,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         big = z3.Sum(*[z3.If(isr[r], 1, 0) for r in R]) >= MIN_ISR
         elr2 = {r: z3.And(z3.Not(big), elr[r], z3.Not(isr[r])) for r in R}
         eligible = z3.Or(*isr.values(), *elr2.values())
-        changed = z3.Or(leader != s["leader"], *[isr[r] != s[f"isr_{r}"] for r in R])
+        changed = z3.And(leader != NO_LEADER,
+                         z3.Or(leader != s["leader"], *[isr[r] != s[f"isr_{r}"] for r in R]))
         new_leader_len = new_len[R[0]]
         for r in R[1:]:
             new_leader_len = z3.If(leader == r, new_len[r], new_leader_len)

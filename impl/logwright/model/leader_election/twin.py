@@ -208,7 +208,8 @@ class LeaderElectionTwin(Spec):
     def Elected(self, s: LEState, e: ElectionResult, t: LEState) -> LEState:
         """``t`` (the step's other new values) with the election ``e`` applied (the TLA+
         ``Elected``)."""
-        epoch = s.leaderEpoch + 1 if (e.l, e.i) != (s.leader, s.isr) else s.leaderEpoch
+        bump = (e.l, e.i) != (s.leader, s.isr) and e.l != NO_LEADER
+        epoch = s.leaderEpoch + 1 if bump else s.leaderEpoch
         hw = (min(s.hw, len(t.log[self.ix(e.l)])) if e.l != s.leader and e.l != NO_LEADER
               else s.hw)
         return t._replace(leader=e.l, isr=e.i, elr=e.e, recoveryLogEnds=e.ends,
