@@ -187,23 +187,23 @@ class LeaderElectionTwin(Spec):
         live = [r for r in self.replicas if alive(r)]
         ready = all(alive(r) and ends0[self.ix(r)] != NO_REPORT for r in self.replicas)
         if ld0 in isr1 and alive(ld0):
-            l, i, e, how = ld0, isr1, elr1, "isr"
+            lead, i, e, how = ld0, isr1, elr1, "isr"
         elif live_isr:
-            l, i, e, how = min(live_isr), isr1, elr1, "isr"
+            lead, i, e, how = min(live_isr), isr1, elr1, "isr"
         elif live_elr:
-            l, i, e, how = min(live_elr), frozenset({min(live_elr)}), elr1, "elr"
+            lead, i, e, how = min(live_elr), frozenset({min(live_elr)}), elr1, "elr"
         elif bug == "ElectOutsideEligible" and live:
-            l, i, e, how = min(live), frozenset({min(live)}), frozenset(), "outside"
+            lead, i, e, how = min(live), frozenset({min(live)}), frozenset(), "outside"
         elif not elr1 and ready:
             best = max(self.replicas, key=lambda r: (ends0[self.ix(r)], -self.ix(r)))
-            l, i, e, how = best, frozenset({best}), frozenset(), "recovery"
+            lead, i, e, how = best, frozenset({best}), frozenset(), "recovery"
         elif k.unclean_enabled and live:
-            l, i, e, how = min(live), frozenset({min(live)}), frozenset(), "unclean"
+            lead, i, e, how = min(live), frozenset({min(live)}), frozenset(), "unclean"
         else:
-            l, i, e, how = NO_LEADER, isr1, elr1, "none"
+            lead, i, e, how = NO_LEADER, isr1, elr1, "none"
         elr2 = frozenset() if len(i) >= k.min_isr else e - i
         ends = ((NO_REPORT,) * len(self.replicas) if i or elr2 else ends0)
-        return ElectionResult(l, i, elr2, how, ends)
+        return ElectionResult(lead, i, elr2, how, ends)
 
     def Elected(self, s: LEState, e: ElectionResult, t: LEState) -> LEState:
         """``t`` (the step's other new values) with the election ``e`` applied (the TLA+
