@@ -25,7 +25,7 @@ CONSTANTS
     Replicas,        \* broker ids, one replica each, in assignment order, e.g. {1, 2, 3}
     MinIsr,          \* min.insync.replicas
     MaxRecords,      \* a replica's log holds at most this many records
-    MaxEpoch,        \* leader epochs stop at this one: a step that would go above is disabled
+    MaxEpoch,        \* the CONSTRAINT EpochBound: a state above it is checked, not expanded
     UncleanEnabled,  \* unclean.leader.election.enable
     Bug              \* "none", or the name of the injected bug:
                      \*   "DamagedReplicaKeptInIsr"  a replica registering after an unclean
@@ -44,7 +44,8 @@ VARIABLES
     isr,             \* controller: the in-sync replicas
     elr,             \* controller: the eligible leader replicas
     leaderEpoch,     \* controller: bumped by every change of the leader or (made by the
-                     \*   controller) of the ISR
+                     \*   controller) of the ISR, but for a change to no leader (no record is
+                     \*   written without a leader; the next leader's change bumps it)
     recoveryLogEnds, \* controller: replica -> <<last epoch, end offset>> of its log, reported
                      \*   while the ISR and the ELR are both empty, or NoReport
     alive,           \* controller: replica -> its broker is registered, its session not expired
@@ -84,7 +85,7 @@ Held(o) == \E r \in acked[o][2] : Holds(r, o)
 TypeOK ==
     /\ leader \in Replicas \cup {NoLeader}
     /\ isr \subseteq Replicas /\ elr \subseteq Replicas
-    /\ leaderEpoch \in Epochs
+    /\ leaderEpoch \in 1..(MaxEpoch + 1)
     /\ \A r \in Replicas : recoveryLogEnds[r] = NoReport
                            \/ recoveryLogEnds[r] \in (0..MaxEpoch) \X (0..MaxRecords)
     /\ alive \in [Replicas -> BOOLEAN]
@@ -126,8 +127,8 @@ Init ==
 (*   reported); else no leader;                                            *)
 (* - an ISR of MinIsr members empties the ELR; a leaderless partition with *)
 (*   an eligible replica forgets the reports;                              *)
-(* - a change of the leader or the ISR bumps the leader epoch, and a new   *)
-(*   leader's HW is at most its log's end.                                 *)
+(* - a change of the leader or the ISR bumps the leader epoch (not one to  *)
+(*   no leader), and a new leader's HW is at most its log's end.           *)
 (* The result is a record; Elected(e) applies it.                          *)
 (***************************************************************************)
 Election(ld0, isr0, elr0, ends0, alv) ==
@@ -162,8 +163,8 @@ Elected(e) ==
     /\ isr' = e.i
     /\ elr' = e.e
     /\ recoveryLogEnds' = e.ends
-    /\ leaderEpoch' = IF <<e.l, e.i>> # <<leader, isr>> THEN leaderEpoch + 1 ELSE leaderEpoch
-    /\ leaderEpoch' <= MaxEpoch
+    /\ leaderEpoch' = IF <<e.l, e.i>> # <<leader, isr>> /\ e.l # NoLeader THEN leaderEpoch + 1
+                      ELSE leaderEpoch
     /\ hw' = IF e.l # leader /\ e.l # NoLeader THEN MinOf(hw, Len(log'[e.l])) ELSE hw
     /\ lossReported' = (lossReported \/ e.how = "unclean")
 
@@ -313,6 +314,11 @@ Next ==
     \/ \E r \in Replicas : ReportLogEnd(r)
 
 Spec == Init /\ [][Next]_vars
+
+(* The bound of the model: TLC checks the invariants in a state whose leader epoch is above     *)
+(* MaxEpoch (the election that got there, a recovery election say, is checked), and explores no *)
+(* further from it.                                                                              *)
+EpochBound == leaderEpoch <= MaxEpoch
 
 (***************************************************************************)
 (* AckedRecordsSurvive: a leader that is up holds every acknowledged       *)

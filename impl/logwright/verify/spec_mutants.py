@@ -113,6 +113,37 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "Fairness == \\A p \\in Partitions : WF_vars(FetcherStep(p))",
        "Fairness == TRUE",
        "leave the fairness out: nothing makes a fetcher serve its partitions"),
+    # -- LeaderElection ----------------------------------------------------------------------
+    _m("LeaderElection", "UncleanRegisterKeepsElr",
+       "           elr0 == IF damaged THEN elr \\ {r} ELSE elr",
+       "           elr0 == elr",
+       "unclean-shutdown detection takes the replica out of the ISR but leaves it in the ELR"),
+    _m("LeaderElection", "RegistrationKeepsOldReport",
+       "           ends0 == IF isr0 = {} /\\ elr0 = {}\n"
+       "                    THEN [recoveryLogEnds EXCEPT ![r] = LogEnd(r)] ELSE recoveryLogEnds",
+       "           ends0 == recoveryLogEnds",
+       "a registration does not report the log end: the one reported before the crash counts"),
+    _m("LeaderElection", "RecoveryPicksLowest",
+       "\\A q \\in Replicas : EndAtLeast(ends0[r], ends0[q])",
+       "\\A q \\in Replicas : EndAtLeast(ends0[q], ends0[r])",
+       "the recovery election picks the log that ends lowest"),
+    _m("LeaderElection", "RecoveryComparesOffsetsOnly",
+       "EndAtLeast(a, b) == a[1] > b[1] \\/ (a[1] = b[1] /\\ a[2] >= b[2])",
+       "EndAtLeast(a, b) == a[2] >= b[2]",
+       "the recovery election compares end offsets only, not the last leader epochs first"),
+    _m("LeaderElection", "HWOverLeaderOnly",
+       "    /\\ LET h == Min({CommonPrefix(r, leader) : r \\in isr})",
+       "    /\\ LET h == Len(log[leader])",
+       "the HW advances to the leader's end, not the least end over the ISR"),
+    _m("LeaderElection", "ShrunkAlwaysEligible",
+       "    /\\ elr' = IF Bug = \"LastIsrMemberKept\" \\/ Cardinality(isr') >= MinIsr THEN {}\n"
+       "              ELSE elr \\cup {r}",
+       "    /\\ elr' = elr \\cup {r}",
+       "a follower the leader drops joins the ELR whatever the ISR left"),
+    _m("LeaderElection", "ExpandKeepsElr",
+       "    /\\ elr' = IF Cardinality(isr') >= MinIsr THEN {} ELSE elr \\ {r}",
+       "    /\\ elr' = elr",
+       "a follower taken back into the ISR stays in the ELR"),
     # -- LogStartOffset ----------------------------------------------------------------------
     _m("LogStartOffset", "HWIgnoresIsr",
        "    /\\ hw[leader] < h /\\ h <= HWLimit\n",
@@ -449,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the spec mutation suite (or ``--coverage``) on the named modules, or on all."""
     parser = argparse.ArgumentParser(prog="python -m logwright.verify.spec_mutants",
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("modules", nargs="*", help="TLA+ modules (default: all five)")
+    parser.add_argument("modules", nargs="*", help="TLA+ modules (default: all six)")
     parser.add_argument("--coverage", action="store_true",
                         help="report TLC's per-action coverage of each correct .cfg instead")
     args = parser.parse_args(argv)

@@ -15,10 +15,10 @@ from logwright.model.leader_election.twin import (
     UNCLEAN,
     UP,
     ElectionResult,
-    LEState,
     LeaderElectionConfig,
     LeaderElectionSpec,
     LeaderElectionTwin,
+    LEState,
 )
 
 __all__ = [

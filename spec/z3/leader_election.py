@@ -1,0 +1,501 @@
+"""LeaderElection (spec/LeaderElection.tla) in Z3: unbounded leader epochs, three replicas.
+
+The same machine as the TLA+ module and the Python twin, with no bound on leader epochs (no
+MaxEpoch) and logs of up to ``MAX_RECORDS`` records (two, one more than the .cfg TLC checks).
+The replicas are 1, 2 and 3 in assignment order and MinIsr is 2, as in the .cfg. Every TLA+
+variable is a handful of scalars: per replica ``r`` the sets' memberships ``isr_r``, ``elr_r``,
+``alive_r``, the report ``rep_r`` (``endE_r``, ``endO_r``), ``proc_r`` (0 up, 1 down after a
+clean shutdown, 2 down after an unclean one), the log as ``len_r`` and the epochs ``ep_r_k`` of
+its records (0 past its end), ``flushed_r``; the acknowledged records as ``ackedLen`` and, per
+offset k, ``ackedE_k`` and ``ackedBy_k_r`` (0 and false past ``ackedLen``). Each action has the
+TLA+ name with its replica: ``Replicate(2)``, ``Register(1)``...
+
+Proof: LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr are each inductive alone (k = 1,
+unbounded epochs, any number of crashes, power losses, dir failures and elections).
+AckedRecordsSurvive is checked by BMC to :data:`BMC_STEPS` steps only: a bounded result, not a
+proof (its inductive strengthening, log matching and the completeness of the recovery election's
+pick, is not stated yet; Spacer runs out of its rlimit). Each bug switch: BMC finds the shortest
+violating behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import z3
+from logwright.model.core import ProofResult
+from logwright.model.leader_election.bugs import BUG_TABLE
+
+from .common import (
+    ActionDef,
+    TransitionSystem,
+    TwinView,
+    limits,
+    prove_inductive,
+    refute_bmc,
+)
+
+INVARIANTS = ("AckedRecordsSurvive", "LeaderInIsr", "IsrElrDisjoint", "ElrOnlyBelowMinIsr")
+R = (1, 2, 3)
+"""The replicas, in assignment order."""
+MIN_ISR = 2
+MAX_RECORDS = 2
+NO_LEADER = 0
+UP, CLEAN, UNCLEAN = 0, 1, 2
+PROC = {"up": UP, "clean": CLEAN, "unclean": UNCLEAN}
+K = tuple(range(1, MAX_RECORDS + 1))
+"""The offsets a log may hold."""
+
+INT_VARS = ("leader", "leaderEpoch", "hw", "ackedLen",
+            *[f"{v}_{r}" for r in R for v in ("proc", "len", "flushed", "endE", "endO")],
+            *[f"ep_{r}_{k}" for r in R for k in K],
+            *[f"ackedE_{k}" for k in K])
+BOOL_VARS = ("lossReported",
+             *[f"{v}_{r}" for r in R for v in ("isr", "elr", "alive", "rep")],
+             *[f"ackedBy_{k}_{r}" for k in K for r in R])
+
+V = Mapping[str, Any]
+Step = tuple[Any, dict[str, Any]]
+TRUE = z3.BoolVal(True)
+FALSE = z3.BoolVal(False)
+
+
+def _min(a: Any, b: Any) -> Any:
+    return z3.If(a <= b, a, b)
+
+
+def _first(preds: Mapping[int, Any], default: Any = NO_LEADER) -> Any:
+    """The first replica (assignment order) whose predicate holds, else ``default``."""
+    out = default
+    for r in reversed(R):
+        out = z3.If(preds[r], r, out)
+    return out
+
+
+def _pick(s: V, who: Any, var: str, k: int | None = None) -> Any:
+    """``<var>_<who>[_<k>]`` for a symbolic replica ``who`` (replica 1's where none)."""
+    name = (lambda r: f"{var}_{r}") if k is None else (lambda r: f"ep_{r}_{k}")
+    out = s[name(R[0])]
+    for r in R[1:]:
+        out = z3.If(who == r, s[name(r)], out)
+    return out
+
+
+def common_prefix(s: V, r: int, q: Any) -> Any:
+    """How many leading records the logs of ``r`` and ``q`` (maybe symbolic) share."""
+    n = _min(s[f"len_{r}"], _pick(s, q, "len"))
+    out = n
+    for k in reversed(K):
+        out = z3.If(z3.And(n >= k, s[f"ep_{r}_{k}"] != _pick(s, q, "ep", k)), k - 1, out)
+    return out
+
+
+def holds(s: V, r: int, k: int) -> Any:
+    """``r``'s log holds the record acknowledged at offset ``k``, intact."""
+    return z3.And(s[f"len_{r}"] >= k, s[f"ep_{r}_{k}"] == s[f"ackedE_{k}"])
+
+
+def held(s: V, k: int) -> Any:
+    """Some replica that acknowledged the record at offset ``k`` still holds it."""
+    return z3.Or(*[z3.And(s[f"ackedBy_{k}_{r}"], holds(s, r, k)) for r in R])
+
+
+def leader_holds(s: V, k: int) -> Any:
+    return z3.Or(*[z3.And(s["leader"] == r, holds(s, r, k)) for r in R])
+
+
+def leader_up(s: V) -> Any:
+    return z3.Or(*[z3.And(s["leader"] == r, s[f"proc_{r}"] == UP) for r in R])
+
+
+def log_end_ge(a: tuple[Any, Any], b: tuple[Any, Any]) -> Any:
+    return z3.Or(a[0] > b[0], z3.And(a[0] == b[0], a[1] >= b[1]))
+
+
+def last_epoch(s: V, r: int) -> Any:
+    out: Any = z3.IntVal(0)
+    for k in K:
+        out = z3.If(s[f"len_{r}"] == k, s[f"ep_{r}_{k}"], out)
+    return out
+
+
+def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem:
+    """The transition system with ``bug`` switched on (``"none"``: the correct model)."""
+    BUG_TABLE.check(bug)
+    kept_last = bug == "LastIsrMemberKept"
+
+    def init(s: V) -> Any:
+        return z3.And(
+            s["leader"] == R[0], s["leaderEpoch"] == 1, s["hw"] == 0, s["ackedLen"] == 0,
+            z3.Not(s["lossReported"]),
+            *[z3.And(s[f"isr_{r}"], z3.Not(s[f"elr_{r}"]), s[f"alive_{r}"],
+                     z3.Not(s[f"rep_{r}"]), s[f"endE_{r}"] == 0, s[f"endO_{r}"] == 0,
+                     s[f"proc_{r}"] == UP, s[f"len_{r}"] == 0, s[f"flushed_{r}"] == 0)
+              for r in R],
+            *[s[f"ep_{r}_{k}"] == 0 for r in R for k in K],
+            *[z3.And(s[f"ackedE_{k}"] == 0, *[z3.Not(s[f"ackedBy_{k}_{r}"]) for r in R])
+              for k in K])
+
+    # -- the election: the TLA+ Election and Elected -----------------------------------------
+
+    def election(s: V, ld0: Any, isr0: Mapping[int, Any], elr0: Mapping[int, Any],
+                 ends0: Mapping[int, tuple[Any, Any, Any]], alv: Mapping[int, Any],
+                 new_len: Mapping[int, Any]) -> dict[str, Any]:
+        live_isr = {r: z3.And(isr0[r], alv[r]) for r in R}
+        any_live_isr = z3.Or(*live_isr.values())
+        if kept_last:
+            isr1 = {r: z3.If(any_live_isr, live_isr[r], isr0[r]) for r in R}
+            elr1 = {r: FALSE for r in R}
+        else:
+            isr1 = live_isr
+            small = z3.Sum(*[z3.If(isr1[r], 1, 0) for r in R]) < MIN_ISR
+            elr1 = {r: z3.Or(elr0[r], z3.And(small, isr0[r], z3.Not(isr1[r]))) for r in R}
+        live_elr = {r: z3.And(elr1[r], alv[r]) for r in R}
+        live = {r: alv[r] for r in R}
+        ready = z3.And(*[z3.And(alv[r], ends0[r][0]) for r in R])
+        end = {r: (ends0[r][1], ends0[r][2]) for r in R}
+        best = z3.If(z3.And(log_end_ge(end[1], end[2]), log_end_ge(end[1], end[3])), 1,
+                     z3.If(z3.And(z3.Not(log_end_ge(end[1], end[2])),
+                                  log_end_ge(end[2], end[3])), 2, 3))
+        ld_stays = z3.Or(*[z3.And(ld0 == r, isr1[r], alv[r]) for r in R])
+        elr_empty = z3.Not(z3.Or(*elr1.values()))
+        # the branches, in order: (condition, leader, isr, elr before the MinIsr rule, how)
+        alone = {r: (lambda who, r=r: who == r) for r in R}
+        branches: list[tuple[Any, Any, Callable[[int], Any], Callable[[int], Any], str]] = [
+            (ld_stays, ld0, lambda r: isr1[r], lambda r: elr1[r], "isr"),
+            (any_live_isr, _first(live_isr), lambda r: isr1[r], lambda r: elr1[r], "isr"),
+            (z3.Or(*live_elr.values()), _first(live_elr),
+             lambda r: alone[r](_first(live_elr)), lambda r: elr1[r], "elr")]
+        if bug == "ElectOutsideEligible":
+            branches.append((z3.Or(*live.values()), _first(live),
+                             lambda r: alone[r](_first(live)), lambda r: FALSE, "outside"))
+        branches.append((z3.And(elr_empty, ready), best, lambda r: alone[r](best),
+                         lambda r: FALSE, "recovery"))
+        if unclean_enabled:
+            branches.append((z3.Or(*live.values()), _first(live),
+                             lambda r: alone[r](_first(live)), lambda r: FALSE, "unclean"))
+        leader: Any = z3.IntVal(NO_LEADER)
+        isr = {r: isr1[r] for r in R}
+        elr = {r: elr1[r] for r in R}
+        unclean: Any = FALSE
+        for cond, who, i_of, e_of, how in reversed(branches):
+            leader = z3.If(cond, who, leader)
+            isr = {r: z3.If(cond, i_of(r), isr[r]) for r in R}
+            elr = {r: z3.If(cond, e_of(r), elr[r]) for r in R}
+            unclean = z3.If(cond, z3.BoolVal(how == "unclean"), unclean)
+        big = z3.Sum(*[z3.If(isr[r], 1, 0) for r in R]) >= MIN_ISR
+        elr2 = {r: z3.And(z3.Not(big), elr[r], z3.Not(isr[r])) for r in R}
+        eligible = z3.Or(*isr.values(), *elr2.values())
+        changed = z3.And(leader != NO_LEADER,
+                         z3.Or(leader != s["leader"], *[isr[r] != s[f"isr_{r}"] for r in R]))
+        new_leader_len = new_len[R[0]]
+        for r in R[1:]:
+            new_leader_len = z3.If(leader == r, new_len[r], new_leader_len)
+        upd: dict[str, Any] = {
+            "leader": leader,
+            "leaderEpoch": s["leaderEpoch"] + z3.If(changed, 1, 0),
+            "hw": z3.If(z3.And(leader != s["leader"], leader != NO_LEADER),
+                        _min(s["hw"], new_leader_len), s["hw"]),
+            "lossReported": z3.Or(s["lossReported"], unclean)}
+        for r in R:
+            upd[f"isr_{r}"] = isr[r]
+            upd[f"elr_{r}"] = elr2[r]
+            upd[f"rep_{r}"] = z3.And(z3.Not(eligible), ends0[r][0])
+            upd[f"endE_{r}"] = z3.If(eligible, 0, ends0[r][1])
+            upd[f"endO_{r}"] = z3.If(eligible, 0, ends0[r][2])
+        return upd
+
+    def ends_of(s: V) -> dict[int, tuple[Any, Any, Any]]:
+        return {r: (s[f"rep_{r}"], s[f"endE_{r}"], s[f"endO_{r}"]) for r in R}
+
+    def lens(s: V) -> dict[int, Any]:
+        return {r: s[f"len_{r}"] for r in R}
+
+    def members(s: V, kind: str) -> dict[int, Any]:
+        return {r: s[f"{kind}_{r}"] for r in R}
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def produce(s: V, p: V) -> Step:
+        guard = z3.And(leader_up(s), _pick(s, s["leader"], "len") < MAX_RECORDS)
+        upd: dict[str, Any] = {}
+        for r in R:
+            mine = s["leader"] == r
+            upd[f"len_{r}"] = z3.If(mine, s[f"len_{r}"] + 1, s[f"len_{r}"])
+            for k in K:
+                upd[f"ep_{r}_{k}"] = z3.If(z3.And(mine, s[f"len_{r}"] == k - 1),
+                                           s["leaderEpoch"], s[f"ep_{r}_{k}"])
+        return guard, upd
+
+    def replicate(r: int, s: V, p: V) -> Step:
+        ld = s["leader"]
+        c = common_prefix(s, r, ld)
+        lead_len = _pick(s, ld, "len")
+        grows = c < lead_len
+        new_len = z3.If(grows, c + 1, c)
+        upd: dict[str, Any] = {f"len_{r}": new_len, f"flushed_{r}": _min(s[f"flushed_{r}"], c)}
+        for k in K:
+            upd[f"ep_{r}_{k}"] = z3.If(k <= c, s[f"ep_{r}_{k}"],
+                                       z3.If(z3.And(grows, k == c + 1), _pick(s, ld, "ep", k),
+                                             0))
+        changed = z3.Or(new_len != s[f"len_{r}"],
+                        *[upd[f"ep_{r}_{k}"] != s[f"ep_{r}_{k}"] for k in K])
+        guard = z3.And(ld != NO_LEADER, ld != r, leader_up(s), s[f"proc_{r}"] == UP, changed)
+        return guard, upd
+
+    def flush(r: int, s: V, p: V) -> Step:
+        return (z3.And(s[f"proc_{r}"] == UP, s[f"flushed_{r}"] < s[f"len_{r}"]),
+                {f"flushed_{r}": s[f"len_{r}"]})
+
+    def advance_hw(s: V, p: V) -> Step:
+        ld = s["leader"]
+        lead_len = _pick(s, ld, "len")
+        h = lead_len
+        for r in R:
+            h = _min(h, z3.If(s[f"isr_{r}"], common_prefix(s, r, ld), lead_len))
+        size = z3.Sum(*[z3.If(s[f"isr_{r}"], 1, 0) for r in R])
+        strict = TRUE if bug == "NoStrictMinIsr" else size >= MIN_ISR
+        guard = z3.And(leader_up(s), strict, h > s["hw"])
+        upd: dict[str, Any] = {"hw": h, "ackedLen": z3.If(h > s["ackedLen"], h, s["ackedLen"])}
+        for k in K:
+            lead_k = _pick(s, ld, "ep", k)
+            new = z3.And(k > s["hw"], k <= h,
+                         z3.Or(k > s["ackedLen"], s[f"ackedE_{k}"] != lead_k))
+            upd[f"ackedE_{k}"] = z3.If(new, lead_k, s[f"ackedE_{k}"])
+            for r in R:
+                upd[f"ackedBy_{k}_{r}"] = z3.If(new, s[f"isr_{r}"], s[f"ackedBy_{k}_{r}"])
+        return guard, upd
+
+    def shrink_isr(r: int, s: V, p: V) -> Step:
+        ld = s["leader"]
+        same = z3.And(s[f"len_{r}"] == _pick(s, ld, "len"),
+                      *[s[f"ep_{r}_{k}"] == _pick(s, ld, "ep", k) for k in K])
+        guard = z3.And(leader_up(s), s[f"isr_{r}"], ld != r, z3.Not(same))
+        left = z3.Sum(*[z3.If(s[f"isr_{q}"], 1, 0) for q in R if q != r])
+        upd: dict[str, Any] = {f"isr_{r}": FALSE}
+        if kept_last:
+            upd.update({f"elr_{q}": FALSE for q in R})
+        else:
+            upd.update({f"elr_{q}": z3.And(left < MIN_ISR, z3.Or(s[f"elr_{q}"], z3.BoolVal(q == r)))
+                        for q in R})
+        return guard, upd
+
+    def isr_expand(r: int, s: V, p: V) -> Step:
+        guard = z3.And(leader_up(s), z3.Not(s[f"isr_{r}"]), s[f"proc_{r}"] == UP,
+                       common_prefix(s, r, s["leader"]) >= s["hw"])
+        size = 1 + z3.Sum(*[z3.If(s[f"isr_{q}"], 1, 0) for q in R if q != r])
+        upd: dict[str, Any] = {f"isr_{r}": TRUE}
+        upd.update({f"elr_{q}": z3.And(size < MIN_ISR, s[f"elr_{q}"], z3.BoolVal(q != r)) for q in R})
+        return guard, upd
+
+    def clean_shutdown(r: int, s: V, p: V) -> Step:
+        return (s[f"proc_{r}"] == UP,
+                {f"proc_{r}": CLEAN, f"flushed_{r}": s[f"len_{r}"]})
+
+    def power_loss(r: int, s: V, p: V) -> Step:
+        f = s[f"flushed_{r}"]
+        upd: dict[str, Any] = {f"proc_{r}": UNCLEAN, f"len_{r}": f}
+        upd.update({f"ep_{r}_{k}": z3.If(k <= f, s[f"ep_{r}_{k}"], 0) for k in K})
+        return s[f"proc_{r}"] == UP, upd
+
+    def dir_failure(r: int, s: V, p: V) -> Step:
+        alv = {q: FALSE if q == r else s[f"alive_{q}"] for q in R}
+        keep = FALSE
+        if kept_last:
+            keep = z3.And(s[f"isr_{r}"], *[z3.Not(s[f"isr_{q}"]) for q in R if q != r])
+        isr0 = {q: z3.If(keep, s[f"isr_{q}"], FALSE) if q == r else s[f"isr_{q}"] for q in R}
+        elr0 = {q: FALSE if q == r else s[f"elr_{q}"] for q in R}
+        ld0 = z3.If(z3.And(s["leader"] == r, z3.Not(keep)), NO_LEADER, s["leader"])
+        ends0 = ends_of(s)
+        ends0[r] = (FALSE, z3.IntVal(0), z3.IntVal(0))
+        new_len = lens(s)
+        new_len[r] = z3.IntVal(0)
+        upd = election(s, ld0, isr0, elr0, ends0, alv, new_len)
+        upd.update({f"proc_{r}": UNCLEAN, f"len_{r}": 0, f"flushed_{r}": 0,
+                    f"alive_{r}": FALSE})
+        upd.update({f"ep_{r}_{k}": 0 for k in K})
+        return s[f"proc_{r}"] == UP, upd
+
+    def fence_broker(r: int, s: V, p: V) -> Step:
+        alv = {q: FALSE if q == r else s[f"alive_{q}"] for q in R}
+        upd = election(s, s["leader"], members(s, "isr"), members(s, "elr"), ends_of(s), alv,
+                       lens(s))
+        upd[f"alive_{r}"] = FALSE
+        return z3.And(s[f"alive_{r}"], s[f"proc_{r}"] != UP), upd
+
+    def register(r: int, s: V, p: V) -> Step:
+        alv = {q: TRUE if q == r else s[f"alive_{q}"] for q in R}
+        damaged = (FALSE if bug == "DamagedReplicaKeptInIsr"
+                   else s[f"proc_{r}"] == UNCLEAN)
+        keep = FALSE
+        if kept_last:
+            keep = z3.And(s[f"isr_{r}"], *[z3.Not(s[f"isr_{q}"]) for q in R if q != r])
+        isr0 = {q: z3.And(s[f"isr_{q}"], z3.Not(z3.And(damaged, z3.Not(keep))))
+                if q == r else s[f"isr_{q}"] for q in R}
+        elr0 = {q: z3.And(s[f"elr_{q}"], z3.Not(damaged)) if q == r else s[f"elr_{q}"]
+                for q in R}
+        ld0 = z3.If(z3.And(s["leader"] == r, z3.Not(isr0[r])), NO_LEADER, s["leader"])
+        none_left = z3.Not(z3.Or(*isr0.values(), *elr0.values()))
+        ends0 = ends_of(s)
+        ends0[r] = (z3.Or(none_left, s[f"rep_{r}"]),
+                    z3.If(none_left, last_epoch(s, r), s[f"endE_{r}"]),
+                    z3.If(none_left, s[f"len_{r}"], s[f"endO_{r}"]))
+        upd = election(s, ld0, isr0, elr0, ends0, alv, lens(s))
+        upd.update({f"proc_{r}": UP, f"alive_{r}": TRUE})
+        return s[f"proc_{r}"] != UP, upd
+
+    def report_log_end(r: int, s: V, p: V) -> Step:
+        end = (last_epoch(s, r), s[f"len_{r}"])
+        ends0 = ends_of(s)
+        ends0[r] = (TRUE, end[0], end[1])
+        guard = z3.And(*[z3.Not(s[f"isr_{q}"]) for q in R], *[z3.Not(s[f"elr_{q}"]) for q in R],
+                       s[f"alive_{r}"], s[f"proc_{r}"] == UP,
+                       z3.Or(z3.Not(s[f"rep_{r}"]), s[f"endE_{r}"] != end[0],
+                             s[f"endO_{r}"] != end[1]))
+        return guard, election(s, s["leader"], members(s, "isr"), members(s, "elr"), ends0,
+                               members(s, "alive"), lens(s))
+
+    # -- invariants --------------------------------------------------------------------------
+
+    def acked_records_survive(s: V) -> Any:
+        return z3.Or(s["lossReported"], z3.And(*[
+            z3.Implies(z3.And(s["ackedLen"] >= k, leader_up(s), held(s, k)), leader_holds(s, k))
+            for k in K]))
+
+    def leader_in_isr(s: V) -> Any:
+        return z3.Or(s["leader"] == NO_LEADER,
+                     *[z3.And(s["leader"] == r, s[f"isr_{r}"]) for r in R])
+
+    def isr_elr_disjoint(s: V) -> Any:
+        return z3.And(*[z3.Not(z3.And(s[f"isr_{r}"], s[f"elr_{r}"])) for r in R])
+
+    def elr_only_below_min_isr(s: V) -> Any:
+        size = z3.Sum(*[z3.If(s[f"isr_{r}"], 1, 0) for r in R])
+        return z3.Implies(z3.Or(*[s[f"elr_{r}"] for r in R]), size < MIN_ISR)
+
+    actions = [ActionDef("Produce", produce)]
+    actions += [ActionDef(f"Replicate({r})", partial(replicate, r)) for r in R]
+    actions += [ActionDef(f"Flush({r})", partial(flush, r)) for r in R]
+    actions.append(ActionDef("AdvanceHW", advance_hw))
+    for name, fn in (("ShrinkIsr", shrink_isr), ("IsrExpand", isr_expand),
+                     ("CleanShutdown", clean_shutdown), ("PowerLoss", power_loss),
+                     ("DirFailure", dir_failure), ("FenceBroker", fence_broker),
+                     ("Register", register), ("ReportLogEnd", report_log_end)):
+        actions += [ActionDef(f"{name}({r})", partial(fn, r)) for r in R]
+    return TransitionSystem(
+        name=f"LeaderElection_{bug}",
+        int_vars=INT_VARS,
+        bool_vars=BOOL_VARS,
+        init=init,
+        actions=actions,
+        invariants=[("AckedRecordsSurvive", acked_records_survive),
+                    ("LeaderInIsr", leader_in_isr),
+                    ("IsrElrDisjoint", isr_elr_disjoint),
+                    ("ElrOnlyBelowMinIsr", elr_only_below_min_isr)],
+    )
+
+
+def strengthening() -> list[tuple[str, Any]]:
+    """The stated strengthening invariants of the induction proofs: none is needed for the
+    three structural invariants."""
+    return []
+
+
+def describe(v: Mapping[str, str]) -> str:
+    """One state of a counterexample, in the words of the TLA+ module."""
+    lead = "none" if v["leader"] == str(NO_LEADER) else v["leader"]
+    isr = [r for r in R if v[f"isr_{r}"] == "True"]
+    elr = [r for r in R if v[f"elr_{r}"] == "True"]
+    parts = [f"leader {lead} epoch {v['leaderEpoch']} ISR {isr} ELR {elr} HW {v['hw']}"]
+    names = {UP: "up", CLEAN: "down (clean)", UNCLEAN: "down (unclean)"}
+    for r in R:
+        log = [int(v[f"ep_{r}_{k}"]) for k in K if k <= int(v[f"len_{r}"])]
+        text = (f"replica {r} {names[int(v[f'proc_{r}'])]}"
+                f"{'' if v[f'alive_{r}'] == 'True' else ' not alive'} log {log} "
+                f"flushed {v[f'flushed_{r}']}")
+        if v[f"rep_{r}"] == "True":
+            text += f" reported ({v[f'endE_{r}']}, {v[f'endO_{r}']})"
+        parts.append(text)
+    for k in K:
+        if k <= int(v["ackedLen"]):
+            by = [r for r in R if v[f"ackedBy_{k}_{r}"] == "True"]
+            parts.append(f"acked {k} (epoch {v[f'ackedE_{k}']}) by {by}")
+    if v["lossReported"] == "True":
+        parts.append("LOSS REPORTED")
+    return "; ".join(parts)
+
+
+BMC_STEPS = 6
+"""How deep the bounded search for a violation of AckedRecordsSurvive in the correct model goes
+(about 15 s; every bug's counterexample is 6 steps or fewer)."""
+
+
+def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
+    """Prove LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr unbounded by induction (each is
+    inductive alone), and search AckedRecordsSurvive for a violation of at most
+    :data:`BMC_STEPS` steps (bounded: no inductive strengthening of it is stated yet, and
+    Spacer does not find one within its limit); with a bug switched on, find the shortest
+    behaviour that breaks the invariant its table names by BMC."""
+    ts = system(bug)
+    if bug != "none":
+        return [refute_bmc(ts, BUG_TABLE.expected_violation[bug], max_steps=10,
+                           describe=describe, **limits(rlimit))]
+    return [refute_bmc(ts, "AckedRecordsSurvive", max_steps=BMC_STEPS, describe=describe,
+                       **limits(rlimit))] + [
+        prove_inductive(ts, name, strengthening(), **limits(rlimit))
+        for name in INVARIANTS if name != "AckedRecordsSurvive"]
+
+
+def twin_views(spec: Any) -> list[TwinView]:
+    """How this encoding sees the Python twin: one view, every variable (the twin's replicas
+    must be 1, 2, 3 and its MinIsr 2). Every action is an exact pair, the twin's replica
+    parameter the encoding's; the bounds are the twin's MaxRecords and its MaxEpoch, which a step
+    from a state within the twin's constraint (``EpochBound``) may pass by one."""
+    from logwright.model.leader_election import NO_REPORT, LEState
+
+    k = spec.config
+    assert k.replicas == R and k.min_isr == MIN_ISR and k.max_records <= MAX_RECORDS
+    assert not k.unclean_enabled
+
+    def abstract(s: Any) -> dict[str, int | bool]:
+        assert isinstance(s, LEState)
+        out: dict[str, int | bool] = {"leader": s.leader, "leaderEpoch": s.leaderEpoch,
+                                      "hw": s.hw, "ackedLen": len(s.acked),
+                                      "lossReported": s.lossReported}
+        for i, r in enumerate(R):
+            report = s.recoveryLogEnds[i]
+            out.update({f"proc_{r}": PROC[s.proc[i]], f"len_{r}": len(s.log[i]),
+                        f"flushed_{r}": s.flushed[i], f"isr_{r}": r in s.isr,
+                        f"elr_{r}": r in s.elr, f"alive_{r}": s.alive[i],
+                        f"rep_{r}": report != NO_REPORT,
+                        f"endE_{r}": report[0] if report != NO_REPORT else 0,
+                        f"endO_{r}": report[1] if report != NO_REPORT else 0})
+            for o in K:
+                out[f"ep_{r}_{o}"] = s.log[i][o - 1] if o <= len(s.log[i]) else 0
+        for o in K:
+            rec = s.acked[o - 1] if o <= len(s.acked) else (0, frozenset())
+            out[f"ackedE_{o}"] = rec[0]
+            for r in R:
+                out[f"ackedBy_{o}_{r}"] = r in rec[1]
+        return out
+
+    def plain(method: Any) -> Any:
+        return lambda s: [t for t in [method(s)] if t is not None]
+
+    def of(method: Any, r: int) -> Any:
+        return lambda s: [t for t in [method(s, r)] if t is not None]
+
+    def bounds(t: Mapping[str, Any]) -> Any:
+        return z3.And(t["leaderEpoch"] <= k.max_epoch + 1,  # a step may leave EpochBound
+                      *[t[f"len_{r}"] <= k.max_records for r in R])
+
+    exact = [("Produce", plain(spec.Produce))]
+    exact += [(f"Replicate({r})", of(spec.Replicate, r)) for r in R]
+    exact += [(f"Flush({r})", of(spec.Flush, r)) for r in R]
+    exact.append(("AdvanceHW", plain(spec.AdvanceHW)))
+    for name in ("ShrinkIsr", "IsrExpand", "CleanShutdown", "PowerLoss", "DirFailure",
+                 "FenceBroker", "Register", "ReportLogEnd"):
+        exact += [(f"{name}({r})", of(getattr(spec, name), r)) for r in R]
+    return [TwinView("LeaderElection", abstract, exact, bounds)]

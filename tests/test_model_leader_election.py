@@ -1,0 +1,223 @@
+"""LeaderElection (eligible leader replicas, KIP-966 as logwright implements it): the Python twin
+is TLC's machine, every bug is caught, Z3 proves the structural invariants for unbounded epochs
+and refutes every bug.
+
+The equality with TLC's figures on every .cfg is tests/test_model_conformance.py; this file
+checks the module's own rules, action by action, and its Z3 encoding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from logwright.model import SPECS, check
+from logwright.model.leader_election import (
+    BUGS,
+    CLEAN,
+    EXPECTED_VIOLATION,
+    NO_LEADER,
+    NO_REPORT,
+    UNCLEAN,
+    UP,
+    LeaderElectionConfig,
+    LeaderElectionSpec,
+    LEState,
+)
+from logwright.verify.formal import load_z3_module
+
+SPEC = Path(__file__).resolve().parents[1] / "spec"
+
+
+def load_z3() -> ModuleType:
+    """spec/z3/leader_election.py, loaded the way ``logwright verify`` loads it."""
+    module = load_z3_module("LeaderElection", SPEC)
+    assert module is not None, "the Z3 encoding exists"
+    return module
+
+
+def spec_of(cfg: str) -> LeaderElectionSpec:
+    return LeaderElectionSpec.from_cfg(SPEC / cfg)
+
+
+def test_registered_and_reads_the_cfg_tlc_reads() -> None:
+    assert SPECS["LeaderElection"] is LeaderElectionSpec
+    config = LeaderElectionConfig.from_cfg(SPEC / "LeaderElection.cfg")
+    assert config == LeaderElectionConfig(
+        replicas=(1, 2, 3), min_isr=2, max_records=1, max_epoch=2, unclean_enabled=False,
+        bug="none", invariants=("TypeOK", "AckedRecordsSurvive", "LeaderInIsr",
+                                "IsrElrDisjoint", "ElrOnlyBelowMinIsr"))
+
+
+def test_unknown_bug_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown Bug"):
+        LeaderElectionConfig(bug="NoSuchBug")
+
+
+@pytest.mark.parametrize("bug", BUGS)
+def test_every_bug_is_caught_and_its_trace_reads_as_its_story(bug: str) -> None:
+    spec = spec_of(f"LeaderElection_bug_{bug}.cfg")
+    violation = check(spec).violation
+    assert violation is not None and violation.invariant == EXPECTED_VIOLATION[bug]
+    actions = [a for a, _ in violation.steps]
+    last = violation.steps[-1][1]
+    assert isinstance(last, LEState)
+    text = violation.format(spec)
+    # the leader is up and lacks the acknowledged record a replica that acknowledged it holds
+    assert last.leader != NO_LEADER and last.proc[last.leader - 1] == UP
+    assert not spec.Holds(last, last.leader, 1) and spec.Held(last, 1)
+    assert "acked offset 1 (epoch 1)" in text or "acked offset 1 (epoch 2)" in text
+    story = {
+        "DamagedReplicaKeptInIsr": ["PowerLoss", "Register"],
+        "LastIsrMemberKept": ["PowerLoss", "FenceBroker", "Register"],
+        "ElectOutsideEligible": ["DirFailure", "FenceBroker"],
+        "NoStrictMinIsr": ["ShrinkIsr", "ShrinkIsr", "AdvanceHW", "CleanShutdown",
+                           "FenceBroker"],
+    }[bug]
+    assert actions[-len(story):] == story
+
+
+# -- the rules, action by action -----------------------------------------------------------------
+
+def roomy(unclean_enabled: bool = False) -> LeaderElectionSpec:
+    """The .cfg's twin with room for six leader epochs, so no election hits the bound."""
+    return LeaderElectionSpec(LeaderElectionConfig(max_epoch=6,
+                                                   unclean_enabled=unclean_enabled))
+
+
+def start(spec: LeaderElectionSpec) -> LEState:
+    s = next(iter(spec.init_states()))
+    assert isinstance(s, LEState)
+    return s
+
+
+def step(s: LEState | None) -> LEState:
+    assert s is not None
+    return s
+
+
+def acked_by_two(spec: LeaderElectionSpec) -> LEState:
+    """Leader 1 wrote a record, 2 copied it, 3 was dropped, and the HW acknowledged it."""
+    s = step(spec.Produce(start(spec)))
+    s = step(spec.Replicate(s, 2))
+    s = step(spec.ShrinkIsr(s, 3))
+    s = step(spec.AdvanceHW(s))
+    assert s.acked == ((1, frozenset({1, 2})),) and s.isr == {1, 2} and not s.elr
+    return s
+
+
+def test_the_hw_advances_only_with_min_isr_members() -> None:
+    spec = roomy()
+    s = step(spec.Produce(start(spec)))
+    s = step(spec.ShrinkIsr(s, 2))
+    assert s.isr == {1, 3} and not s.elr  # two left: MinIsr, no ELR
+    s = step(spec.ShrinkIsr(s, 3))
+    assert s.isr == {1} and s.elr == {3}  # below MinIsr: the dropped replica is eligible
+    assert spec.AdvanceHW(s) is None  # strict min.insync.replicas
+    s = step(spec.Replicate(s, 3))
+    s = step(spec.IsrExpand(s, 3))
+    assert s.isr == {1, 3} and not s.elr  # back to MinIsr: the ELR is emptied
+    assert step(spec.AdvanceHW(s)).hw == 1
+
+
+def test_a_dead_isr_member_joins_the_elr_below_min_isr_and_leads_from_there() -> None:
+    spec = roomy()
+    s = acked_by_two(spec)
+    s = step(spec.CleanShutdown(s, 2))
+    s = step(spec.FenceBroker(s, 2))
+    assert (s.leader, s.isr, s.elr, s.leaderEpoch) == (1, {1}, {2}, 2)
+    s = step(spec.CleanShutdown(s, 1))
+    s = step(spec.FenceBroker(s, 1))
+    assert (s.leader, s.isr, s.elr) == (NO_LEADER, frozenset(), {1, 2})  # offline, not lost
+    s = step(spec.Register(s, 2))  # a clean start: still eligible, and alive
+    assert (s.leader, s.isr, s.elr) == (2, {2}, {1})
+    assert spec.Holds(s, 2, 1) and spec.AckedRecordsSurvive(s)
+
+
+def test_an_unclean_start_leaves_the_isr_and_the_elr_at_once() -> None:
+    spec = roomy()
+    s = acked_by_two(spec)
+    s = step(spec.PowerLoss(s, 1))  # the record was not flushed: it is gone from 1
+    assert s.log[0] == () and s.proc[0] == UNCLEAN and s.alive[0]  # not noticed yet
+    s = step(spec.Register(s, 1))  # before the session expired
+    assert (s.leader, s.isr) == (2, {2}) and 1 not in s.elr
+    assert spec.AckedRecordsSurvive(s)
+
+
+def test_a_failed_dir_takes_the_replica_out_at_once() -> None:
+    spec = roomy()
+    s = acked_by_two(spec)
+    s = step(spec.DirFailure(s, 1))
+    assert s.log[0] == () and not s.alive[0] and s.proc[0] == UNCLEAN
+    assert (s.leader, s.isr, s.elr) == (2, {2}, frozenset())
+
+
+def test_recovery_election_waits_for_every_replica_and_picks_the_highest_log() -> None:
+    spec = roomy()
+    s = acked_by_two(spec)
+    s = step(spec.Flush(s, 2))
+    for r in (1, 2):
+        s = step(spec.PowerLoss(s, r))
+    s = step(spec.Register(s, 1))  # unclean: out of the ISR; 2 leads alone
+    assert (s.leader, s.isr) == (2, {2})
+    s = step(spec.Register(s, 2))  # unclean too (its flushed record survived)
+    assert (s.leader, s.isr, s.elr) == (NO_LEADER, frozenset(), frozenset())
+    assert s.recoveryLogEnds == (NO_REPORT, (1, 1), NO_REPORT)  # reported with registration
+    s = step(spec.ReportLogEnd(s, 1))
+    assert s.leader == NO_LEADER  # replica 3 has not reported
+    s = step(spec.ReportLogEnd(s, 3))
+    assert (s.leader, s.isr) == (2, {2})  # the highest log end: 2's record survived
+    assert s.recoveryLogEnds == (NO_REPORT,) * 3 and spec.AckedRecordsSurvive(s)
+
+
+def test_an_unclean_election_reports_the_loss() -> None:
+    spec = roomy(unclean_enabled=True)
+    s = acked_by_two(spec)
+    for r in (1, 2):
+        s = step(spec.CleanShutdown(s, r))
+        s = step(spec.FenceBroker(s, r))
+    # 3 is alive, outside the ISR and the ELR: it leads at once, and the loss is reported
+    assert (s.leader, s.isr, s.elr) == (3, {3}, frozenset()) and s.lossReported
+    assert not spec.Holds(s, 3, 1) and spec.AckedRecordsSurvive(s)  # reported, so allowed
+
+
+def test_the_epoch_bound_is_a_constraint_checked_beyond_it() -> None:
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_epoch=1))
+    s = step(spec.CleanShutdown(start(spec), 1))
+    t = step(spec.FenceBroker(s, 1))  # elects 2 in epoch 2: checked, not explored further
+    assert (t.leader, t.leaderEpoch) == (2, 2) and spec.TypeOK(t) and not spec.constraint(t)
+    assert step(spec.Register(s, 1)).leader == 1  # a clean restart changes nothing
+
+
+def test_describe_names_the_loss() -> None:
+    spec = roomy()
+    s = acked_by_two(spec)
+    text = spec.describe(step(spec.PowerLoss(s, 1)))
+    assert "replica 1: unclean, alive, log [] flushed 0" in text
+    assert "acked offset 1 (epoch 1) by [1, 2], held by [2]" in text
+    assert CLEAN in spec.describe(step(spec.CleanShutdown(s, 2)))
+
+
+# -- Z3 ----------------------------------------------------------------------------------------
+
+def test_z3_proves_the_structural_invariants_and_bounds_the_main_one() -> None:
+    results = {r.invariant: r for r in load_z3().prove("none")}
+    assert set(results) == {"AckedRecordsSurvive", "LeaderInIsr", "IsrElrDisjoint",
+                            "ElrOnlyBelowMinIsr"}
+    assert all(r.holds for r in results.values()), [r.detail for r in results.values()]
+    for name in ("LeaderInIsr", "IsrElrDisjoint", "ElrOnlyBelowMinIsr"):
+        assert "inductive" in results[name].detail
+    assert "bounded, not a proof" in results["AckedRecordsSurvive"].detail
+
+
+@pytest.mark.parametrize("bug", ["DamagedReplicaKeptInIsr", "NoStrictMinIsr"])
+def test_z3_refutes_a_bug_with_readable_steps(bug: str) -> None:
+    (result,) = load_z3().prove(bug)
+    assert not result.holds and result.invariant == "AckedRecordsSurvive"
+    steps = result.counterexample
+    assert steps is not None and steps[0].startswith("Init: leader 1 epoch 1 ISR [1, 2, 3]")
+    last = steps[-1].split("(")[0]
+    assert last in {"DamagedReplicaKeptInIsr": {"Register"},
+                    "NoStrictMinIsr": {"FenceBroker", "Register", "DirFailure"}}[bug]
