@@ -651,3 +651,21 @@ def test_a_single_replica_restarted_with_its_moved_copy_s_dir_failed_loses_nothi
     assert _dir_of(c, b) == src and _consume(c) == acked
     assert DirKind.DELETE in _on_disk(c, b)  # the stale copy, queued for deletion
     c.close()
+
+
+@pytest.mark.parametrize("records", [0, 3])
+def test_a_moved_leader_log_keeps_the_leaders_epoch(records: int) -> None:
+    """A leader's epoch begins at its log end before any record carries it; loading the moved
+    log forgets such an epoch, and the leader records it again at the swap. Without it a
+    follower holding an older epoch the leader never held asked OffsetForLeaderEpoch forever
+    (traces/regressions/0027, found by the fuzzer)."""
+    c = _cluster(seed=5, records=records)
+    leader = _leader(c)
+    epoch = c.controller.partition_state(TP).leader_epoch
+    dest = _other_dir(c, leader)
+    assert c.alter_replica_log_dirs({("t", 0, leader): dest})[("t", 0, leader)] is Errors.NONE
+    c.run_until_idle()
+    assert _dir_of(c, leader) == dest
+    log = c.brokers[leader].replica_manager.partitions[TP].log
+    assert log.latest_epoch == epoch
+    assert log.end_offset_for_epoch(epoch) == (epoch, records)

@@ -984,6 +984,16 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is not None:
             partition.log = log
+            latest = log.latest_epoch
+            if (partition.is_leader and partition.leader_epoch_start_offset >= 0
+                    and (latest is None or latest < partition.leader_epoch)):
+                # Loading the moved log forgot the epochs that begin at its end, the leader's
+                # own among them when nothing was appended in it yet: record it again, or the
+                # leader could not answer a follower's OffsetForLeaderEpoch for it (or for an
+                # older epoch it never held) and the follower would ask forever.
+                log.assign_epoch_start_offset(
+                    partition.leader_epoch,
+                    max(partition.leader_epoch_start_offset, log.log_start_offset))
             self._complete_delayed(tp)
         _logger.info("broker %d: %s moved to %s", self.broker_id, tp,
                      posixpath.dirname(log.dir_path))
