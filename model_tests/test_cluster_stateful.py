@@ -21,7 +21,7 @@ class WholeAlphabet(ClusterMachine):
 
 
 WholeAlphabet.TestCase.settings = settings(
-    settings(), max_examples=max(300, settings().max_examples), stateful_step_count=40)
+    settings(), max_examples=max(150, settings().max_examples), stateful_step_count=40)
 TestCluster = WholeAlphabet.TestCase
 
 

@@ -179,7 +179,8 @@ def test_induction_and_bmc_out_of_their_resource_limit_are_undecided() -> None:
 def test_verify_in_a_pipe_prints_progress_the_table_and_the_summary() -> None:
     env = {k: v for k, v in os.environ.items() if k != "TLA2TOOLS_JAR"}
     env["COLUMNS"] = "80"
-    done = subprocess.run([sys.executable, "-m", "logwright.cli", "verify", "--suite", "formal"],
+    done = subprocess.run([sys.executable, "-m", "logwright.cli", "verify", "--suite", "formal",
+                           "--module", "LogStartOffset"],
                           capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     progress = done.stderr.splitlines()
@@ -189,9 +190,16 @@ def test_verify_in_a_pipe_prints_progress_the_table_and_the_summary() -> None:
         i for i, line in enumerate(progress) if line.startswith("[ end ] LogStartOffset: z3"))
     assert re.fullmatch(r"\[ end \] suite formal: \d+ holds, \d+ caught, 1 skipped \(\d+\.\ds\)",
                         progress[-1])
+    assert not any("ControllerFencing" in line for line in progress), "only the module asked"
     out = done.stdout.splitlines()
     assert max(len(line) for line in out) <= 80
     assert re.fullmatch(r"\d+ hold, \d+ caught, 0 failed, 0 undecided, 1 skipped", out[-1])
+
+
+def test_verify_refuses_an_unknown_module() -> None:
+    done = subprocess.run([sys.executable, "-m", "logwright.cli", "verify", "--module", "Nope"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "unknown module(s): Nope" in done.stderr, done.stderr
 
 
 def test_an_undecided_spacer_proof_is_reported_with_no_bounded_search_after_it() -> None:

@@ -77,10 +77,14 @@ def main(debug: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON, not a table.")
 @click.option("--suite", "only", multiple=True, metavar="NAME",
               help="Run only this suite (repeatable): storage, formal; see --list.")
+@click.option("--module", "modules", multiple=True, metavar="NAME",
+              help="The formal suite checks only this TLA+ module (repeatable), e.g. "
+                   "LogStartOffset; default: every module.")
 @click.option("--list", "list_suites", is_flag=True, help="List the suites and exit.")
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress lines on stderr, only the table (or JSON) and the summary.")
-def verify(as_json: bool, only: tuple[str, ...], list_suites: bool, quiet: bool) -> None:
+def verify(as_json: bool, only: tuple[str, ...], modules: tuple[str, ...], list_suites: bool,
+           quiet: bool) -> None:
     """Check every safety invariant by every method available.
 
     Runs, in order: the storage crash campaign (suite "storage"), then the explicit-state model
@@ -113,6 +117,18 @@ def verify(as_json: bool, only: tuple[str, ...], list_suites: bool, quiet: bool)
                                  f"choose from: {', '.join(n for n, _ in SUITES)}",
                                  param_hint="--suite")
     chosen = [(n, s) for n, s in SUITES if not only or n in only]
+    if modules:
+        from functools import partial
+
+        from logwright.model import SPECS
+        from logwright.verify.formal import formal_suite
+
+        unknown = set(modules) - set(SPECS)
+        if unknown:
+            raise click.BadParameter(f"unknown module(s): {', '.join(sorted(unknown))}; "
+                                     f"choose from: {', '.join(SPECS)}", param_hint="--module")
+        chosen = [(n, partial(formal_suite, modules) if n == "formal" else s)
+                  for n, s in chosen]
     progress = Progress(None if quiet else sys.stderr)
     rows = run_suites(chosen, progress=progress)
     if as_json:
