@@ -413,21 +413,27 @@ def _one_local_copy() -> tuple[TopicPartition, dict[TopicPartition, PartitionLog
     return tp, current, future, scheduler
 
 
+def _local_copier(current: dict[TopicPartition, PartitionLog],
+                  future: dict[TopicPartition, PartitionLog],
+                  scheduler: SimScheduler) -> FetcherManager:
+    """A dir-move-shaped fetcher manager copying ``current`` into ``future``."""
+    return FetcherManager(
+        "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
+        lambda _source, _fid: LocalLogSource(current),
+        FutureLogTarget(future), scheduler.clock, scheduler, 1_000, 1 << 20,
+        idle_backoff_ms=10)
+
+
 def test_a_replica_ahead_of_its_sources_end_truncates_by_epoch_after_the_backoff() -> None:
     """The source lost its last records and went on at a new epoch: a fetch above its end is
     OFFSET_OUT_OF_RANGE; the replica waits the back-off, then finds the common point by the
     epoch protocol, truncates there and copies the source's new records."""
     tp, current, future, scheduler = _one_local_copy()
-    clock = scheduler.clock
     source = current[tp]
     for i in range(5):
         source.append_as_leader(build_simple_batch([b"old-%d" % i], 0), 4)
     source.update_high_watermark(3)
-    manager = FetcherManager(
-        "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
-        lambda _source, _fid: LocalLogSource(current),
-        FutureLogTarget(future), clock, scheduler, 1_000, 1 << 20,
-        idle_backoff_ms=10)
+    manager = _local_copier(current, future, scheduler)
     manager.add_fetcher_for_partitions({tp: InitialFetchState(0, 4, 0)})
     scheduler.advance(100)
     assert future[tp].log_end_offset == 5
@@ -450,7 +456,6 @@ def test_an_empty_replica_whose_start_lies_beyond_its_sources_end_restarts_below
     high watermark and copies what the source writes from there, instead of asking again
     forever."""
     tp, current, future, scheduler = _one_local_copy()
-    clock = scheduler.clock
     source, replica = current[tp], future[tp]
     for i in range(3):
         source.append_as_leader(build_simple_batch([b"kept-%d" % i], 0), 4)
@@ -460,11 +465,7 @@ def test_an_empty_replica_whose_start_lies_beyond_its_sources_end_restarts_below
     replica.update_high_watermark(5)
     replica.increment_log_start_offset(5)
     assert replica.log_end_offset == replica.log_start_offset == 5
-    manager = FetcherManager(
-        "ReplicaAlterLogDirsManager", "ReplicaAlterLogDirs", 1,
-        lambda _source, _fid: LocalLogSource(current),
-        FutureLogTarget(future), clock, scheduler, 1_000, 1 << 20,
-        idle_backoff_ms=10)
+    manager = _local_copier(current, future, scheduler)
     manager.add_fetcher_for_partitions({tp: InitialFetchState(0, 4, 5)})
     scheduler.advance(100)
     assert replica.log_start_offset == 2 and replica.log_end_offset == 3
