@@ -8,6 +8,8 @@ asserts a time.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from logwright import Cluster
@@ -20,6 +22,8 @@ from logwright.controller.metrics import (
 )
 from logwright.controller.store import NO_LEADER
 from logwright.errors import KafkaError
+from logwright.identity import TopicPartition, Uuid
+from logwright.protocol.messages import ReplicaReport, replica_reports_by_partition
 
 SESSION_MS = 9_000 + 2_000  # broker.session.timeout.ms and one heartbeat
 
@@ -177,3 +181,19 @@ def test_flush_messages_1_keeps_acknowledged_records_through_a_power_loss_of_eve
     else:
         assert held == {}
         assert c.metrics()[RECOVERY_ELECTIONS] >= 1
+
+
+def test_the_controller_keeps_the_report_of_the_current_topic_id() -> None:
+    """A broker that found copies of one partition under two topic ids reports both (docs/jbod.md,
+    R7); the controller counts the one of the partition's current id, in either order, and a
+    partition it does not know is left out."""
+    tp, other = TopicPartition("t", 0), TopicPartition("gone", 0)
+    old, new = Uuid.from_random(random.Random(1)), Uuid.from_random(random.Random(2))
+    stale = ReplicaReport(tp, old, 3, 90, True)
+    current = ReplicaReport(tp, new, 1, 4, False)
+    unknown = ReplicaReport(other, old, 0, 1, True)
+    for reports in ([stale, current, unknown], [current, stale, unknown]):
+        assert replica_reports_by_partition(reports, {tp: new}) == {tp: current}
+    assert replica_reports_by_partition([stale], {tp: new}) == {}
+    no_id = ReplicaReport(tp, None, 0, 0, True)
+    assert replica_reports_by_partition([no_id], {tp: new}) == {tp: no_id}

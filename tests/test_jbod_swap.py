@@ -491,3 +491,57 @@ def test_a_dir_failing_right_after_the_commit_stops_the_source() -> None:
     b.crash_and_restart()
     assert live_dirs(b) == [D2] and read_all(b.lm.get_log(TP)) == acked  # type: ignore
     assert stopped
+
+
+def test_live_copies_under_different_topic_ids_are_all_set_aside_for_the_controller() -> None:
+    """R7 (traces/regressions/0028, 0029): a dir offline while its topic was deleted and
+    created again comes back with the deleted generation's live copy beside the new one's.
+    Generations of different topic ids are not compared (the old copy's is higher here, and R2
+    would have deleted the new one's records); start-up cannot tell which topic id is current,
+    so each copy is set aside as a stray, reported with where its log ends, and the one the
+    controller names is revived from its own data."""
+    b = Broker()
+    old = filled(b)
+    old.restamp_generation(5)
+    b.lm.shutdown()
+    b.fs.makedirs(f"{D3}/t-0.{'a' * 32}-future")  # a cut move of the old generation
+    PartitionMetadataFile(b.fs, f"{D3}/t-0.{'a' * 32}-future").write(TOPIC_ID, 6)
+    new_id = Uuid.from_random(random.Random(8))
+    other = LogManager(b.fs, [D2], b.clock, SimScheduler(b.clock, seed=9), b.config,
+                       random.Random(9))
+    other.startup()
+    new = other.create_log(TP, new_id, D2)
+    new.append_as_leader(batch(b"new.0", b"new.1", b"new.2"), leader_epoch=4)
+    new.flush()
+    other.shutdown()
+    b.crash_and_restart()
+    assert b.lm.get_log(TP) is None and live_dirs(b) == []
+    assert names(b, D3) == [(DirKind.DELETE, TP)]  # the old generation's move: its log has all
+    doubted = {c.stray.topic_id: c for c in b.report.doubted}
+    assert set(doubted) == {TOPIC_ID, new_id}
+    assert (doubted[new_id].latest_epoch, doubted[new_id].log_end_offset) == (4, 3)
+    assert doubted[TOPIC_ID].log_end_offset == old.log_end_offset == 12
+    assert {s.topic_id for s in b.lm.stray_logs()} == {TOPIC_ID, new_id}
+    stray = b.lm.find_stray(TP, new_id)
+    assert stray is not None and stray.log_dir == D2
+    revived = b.lm.revive_stray(stray)
+    assert read_all(revived) == [(0, b"new.0"), (1, b"new.1"), (2, b"new.2")]
+    # The set-aside is durable: a restart finds one live log and the other generation's stray.
+    b.crash_and_restart()
+    assert live_dirs(b) == [D2] and b.report.doubted == []
+    assert [s.topic_id for s in b.lm.stray_logs()] == [TOPIC_ID]
+
+
+def test_live_copies_of_one_topic_id_still_resolve_by_generation_beside_another_id() -> None:
+    """R7 keeps R2 within each topic id: the lower generation's live copy goes ``-delete``."""
+    b = Broker()
+    filled(b)
+    b.lm.shutdown()
+    b.fs.makedirs(f"{D2}/t-0")
+    PartitionMetadataFile(b.fs, f"{D2}/t-0").write(TOPIC_ID, 3)  # the same id, newer
+    b.fs.makedirs(f"{D3}/t-0")
+    PartitionMetadataFile(b.fs, f"{D3}/t-0").write(Uuid.from_random(random.Random(8)))
+    b.start()
+    assert names(b, D1) == [(DirKind.DELETE, TP)]
+    assert sorted(c.stray.log_dir for c in b.report.doubted) == [D2, D3]
+    assert b.lm.get_log(TP) is None

@@ -268,3 +268,44 @@ def test_restart_with_a_failed_dir_serves_the_others_and_creates_no_empty_replic
         assert posixpath.dirname(cluster.broker(victim).replica_manager.describe()[tp]
                                  .log.dir_path) == failed
         assert values_of(cluster, victim, tp) == acked[tp.partition]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_repaired_dir_holding_a_deleted_generation_hides_no_acknowledged_record(
+        seed: int) -> None:
+    """traces/regressions/0028 and 0029: a broker restarts with a dir failed, the topic is
+    deleted and created again, and the new generation's replica lands on the healthy dir. Once
+    the dir is repaired, start-up finds live copies of the partition under two topic ids: it
+    sets both aside (R7) and the controller's LeaderAndIsr revives the new generation's, whose
+    records it serves; the old generation's waits as a stray. Before the fix, start-up kept
+    the first copy found, which the LeaderAndIsr then set aside for an empty log."""
+    cluster = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=seed)
+    cluster.create_topic("s", partitions=1, replication_factor=3)
+    cluster.produce("s", 0, [b"old"], acks=-1)
+    assert cluster.run_until_idle()
+    tp, victim = TopicPartition("s", 0), 1 + seed % 3
+    held = cluster.broker(victim).log_manager.dir_of(tp)
+    assert held is not None
+    failed = held.path
+    cluster.crash_broker(victim, power_loss=False)
+    disk = cluster.simulated_world.new_fs(f"broker-{victim}")
+    disk.inject_fault(failed, Fault.EIO)
+    cluster.restart_broker(victim)
+    cluster.delete_topic("s")
+    new_id = cluster.create_topic("s", partitions=1, replication_factor=3)
+    assert cluster.run_until_idle(max_ms=120_000)
+    new_dir = cluster.broker(victim).log_manager.dir_of(tp)
+    assert new_dir is not None and new_dir.path != failed
+    cluster.produce("s", 0, [b"new"], acks=-1)
+    assert cluster.run_until_idle()
+    disk.clear_fault(failed)
+    cluster.crash_broker(victim, power_loss=False)
+    cluster.restart_broker(victim)
+    assert cluster.run_until_idle(max_ms=120_000)
+    check_assigned_hosted(cluster)
+    part = cluster.broker(victim).replica_manager.describe()[tp]
+    assert part.topic_id == new_id and posixpath.dirname(part.log.dir_path) == new_dir.path
+    assert values_of(cluster, victim, tp) == [b"new"]
+    assert consumed(cluster, "s", 0) == [b"new"]
+    assert new_id not in [tid for t, tid in strays(cluster, victim) if t == tp]
+    check_identity(cluster, {new_id: {b"new"}})

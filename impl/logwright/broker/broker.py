@@ -265,12 +265,16 @@ class Broker:
         reports = []
         for log in self.log_manager.all_logs():
             state = self.log_manager.dir_of(log.tp)
-            last_epoch = log.leader_epoch_cache.latest_epoch
-            reports.append(ReplicaReport(
-                log.tp, log.topic_id,
-                -1 if last_epoch is None or log.log_end_offset == 0 else last_epoch,
-                log.log_end_offset, state is not None and state.path in clean_dirs))
-        return tuple(sorted(reports, key=lambda r: (r.tp.topic, r.tp.partition)))
+            reports.append(_report(log.tp, log.topic_id, log.leader_epoch_cache.latest_epoch,
+                                   log.log_end_offset,
+                                   state is not None and state.path in clean_dirs))
+        # Copies of one partition under different topic ids, set aside until the controller
+        # names the current one (R7): each is reported, the controller keeps the one of its id.
+        for copy in self.startup_report.doubted:
+            reports.append(_report(copy.stray.tp, copy.stray.topic_id, copy.latest_epoch,
+                                   copy.log_end_offset, copy.stray.log_dir in clean_dirs))
+        return tuple(sorted(reports, key=lambda r: (r.tp.topic, r.tp.partition,
+                                                    topic_id_text(r.topic_id))))
 
     def _on_registration(self, response: Message | None) -> None:
         if not self.alive or self.state is not BrokerState.REGISTERING:
@@ -323,11 +327,8 @@ class Broker:
             if partition.leader_id != NO_LEADER or partition.offline:
                 continue
             log = partition.log
-            last_epoch = log.leader_epoch_cache.latest_epoch
-            out.append(ReplicaReport(
-                tp, log.topic_id,
-                -1 if last_epoch is None or log.log_end_offset == 0 else last_epoch,
-                log.log_end_offset, True))
+            out.append(_report(tp, log.topic_id, log.leader_epoch_cache.latest_epoch,
+                               log.log_end_offset, True))
         return tuple(out)
 
     def _on_offline_dirs(self, new_dirs: list[str]) -> None:
@@ -610,3 +611,11 @@ class Broker:
                                 {"h": log.high_watermark}, always=True)
         self.trace.emit(self.node_id, FETCHER_FAILURE, self.node_id, "Restart", {}, {})
         self.log_manager.trace_live = True
+
+
+def _report(tp: TopicPartition, topic_id: Uuid | None, latest_epoch: int | None, end_offset: int,
+            clean: bool) -> ReplicaReport:
+    """What the controller is told of one replica's log: its last record's leader epoch (-1
+    for an empty log or none recorded) and its end."""
+    return ReplicaReport(tp, topic_id, -1 if latest_epoch is None or end_offset == 0
+                         else latest_epoch, end_offset, clean)

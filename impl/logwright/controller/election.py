@@ -32,6 +32,7 @@ from logwright.protocol.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     ReplicaReport,
+    replica_reports_by_partition,
 )
 
 __all__ = ["Election"]
@@ -137,12 +138,14 @@ class Election(Reassignments):
     def _note_log_ends(self, broker_id: int, reports: Iterable[ReplicaReport]) -> None:
         """Record the log ends ``broker_id`` reported for partitions with no replica left in
         the ISR or the ELR, then elect where a recovery election became possible."""
-        by_tp = {r.tp: r for r in reports}
+        states = {r.tp: self.store.partition(r.tp) for r in reports}
+        # A replica of a deleted generation of the topic is not this partition's.
+        by_tp = replica_reports_by_partition(
+            reports, {tp: s.topic_id for tp, s in states.items() if s is not None})
         changes = []
         for tp, report in sorted(by_tp.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-            state = self.store.partition(tp)
+            state = states[tp]
             if (state is None or state.isr or state.elr or broker_id not in state.replicas
-                    or report.topic_id not in (None, state.topic_id)
                     or tp.topic in self._deleting()):
                 continue
             entry = (broker_id, report.last_epoch, report.end_offset)

@@ -27,6 +27,7 @@ from logwright.protocol.messages import (
     BrokerRegistrationResponse,
     LeaderAndIsrType,
     ReplicaReport,
+    replica_reports_by_partition,
 )
 
 __all__ = ["Liveness"]
@@ -113,14 +114,14 @@ class Liveness(Election):
         eligible to lead until it has caught up from the leader and rejoined the ISR. The log
         ends it reports count for recovery elections (``Election._note_log_ends``); those
         happen when the broker's session starts (``_broker_started``)."""
-        by_tp = {r.tp: r for r in reports}
+        partitions = self.store.partitions()
+        # A replica of a deleted generation of the topic is not this partition's.
+        by_tp = replica_reports_by_partition(reports, {s.tp: s.topic_id for s in partitions})
         changes = []
-        for state in self.store.partitions():
+        for state in partitions:
             if broker_id not in (*state.isr, *state.elr):
                 continue
             report = by_tp.get(state.tp)
-            if report is not None and report.topic_id not in (None, state.topic_id):
-                report = None  # a replica of a deleted generation of the topic
             if report is not None and report.clean:
                 continue
             isr = tuple(r for r in state.isr if r != broker_id)

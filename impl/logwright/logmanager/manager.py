@@ -196,8 +196,10 @@ def tp_is_live(state: LogDirState, log: PartitionLog) -> bool:
 
 #: What start-up does with a partition dir (R1..R5, docs/jbod.md), when the partition has more
 #: than one live or future dir: load it as the live log, rename it ``-delete`` (R2), load it as
-#: the future log of a move in progress (R3), or leave it untouched (R5).
-_LOAD, _DELETE, _RESUME, _LEAVE = "load", "delete", "resume", "leave"
+#: the future log of a move in progress (R3), or leave it untouched (R5); or, when live dirs of
+#: the partition carry different topic ids (R7), load it, report it, and set it aside as a
+#: stray for the controller's LeaderAndIsr to revive the one it names.
+_LOAD, _DELETE, _RESUME, _LEAVE, _DOUBT = "load", "delete", "resume", "leave", "doubt"
 
 
 class _DirCheckpoints(NamedTuple):
@@ -225,6 +227,22 @@ class StartupReport:
     formatted_dirs: list[str] = field(default_factory=list)  # got their first meta.properties
     # R6: logs re-stamped above any copy an offline dir can hold: path -> new generation.
     restamped: dict[str, int] = field(default_factory=dict)
+    # R7: live copies of one partition under different topic ids, each set aside as a stray
+    # (with where its log ended, for the registration's replica reports).
+    doubted: list[DoubtedCopy] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DoubtedCopy:
+    """A live copy of a partition that start-up found beside another under a different topic
+    id (R7, docs/jbod.md): it cannot tell which generation of the topic is current, so it set
+    each aside as a stray, and the LeaderAndIsr revives the one whose topic id it names. Where
+    the copy's log ended is reported at registration, as for a loaded replica."""
+
+    stray: StrayLog
+    #: The leader epoch of its last record (None: no epoch recorded) and its log end offset.
+    latest_epoch: int | None
+    log_end_offset: int
 
 
 class LogManager:
@@ -274,6 +292,8 @@ class LogManager:
         self.started = False
         self.full_request_applied = False  # set once this incarnation applied a FULL LeaderAndIsr
         self._plan: dict[tuple[str, str], str] = {}
+        #: R7: the doubted copies start-up loaded, to set aside once every dir is loaded.
+        self._doubted: list[tuple[LogDirState, PartitionLog]] = []
 
     # ---- start-up ------------------------------------------------------------------------------
 
@@ -291,6 +311,7 @@ class LogManager:
             except (OSError, CheckpointError) as exc:
                 self._take_offline(state, f"{type(exc).__name__}: {exc}")
                 report.offline_dirs[state.path] = state.offline_reason or ""
+        self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
             self._restamp_generations(report)
         self._schedule_tasks()
@@ -305,7 +326,10 @@ class LogManager:
         higher generation than that live dir is loaded as the move's future log (the newest one
         if several; any other goes ``-delete``); R5 with no live dir, a ``-future`` dir is left
         untouched (never promoted). Two live dirs of the same highest generation are not
-        resolved (the second found is set aside, as before moves existed). A metadata file that
+        resolved (the second found is set aside, as before moves existed). Generations compare
+        only within one topic id; R7: when live dirs of the partition carry different topic ids
+        (a dir that was offline while the topic was deleted and created again), start-up cannot
+        tell which is current, so each is doubted (``_set_aside_doubted``). A metadata file that
         cannot be read leaves its partition to the ordinary loading (which reports it).
         Returns (dir, name) -> what to do; a dir not named is loaded as it would be anyway."""
         found: dict[TopicPartition, list[tuple[str, str, DirKind]]] = {}
@@ -330,33 +354,86 @@ class LogManager:
             if len(entries) == 1 and entries[0][2] is DirKind.LIVE:
                 continue
             try:
-                gens = {(d, n): PartitionMetadataFile(self.fs, posixpath.join(d, n))
-                        .read_generation() for d, n, _ in entries}
+                ids = {(d, n): PartitionMetadataFile(self.fs, posixpath.join(d, n))
+                       .read_with_generation() for d, n, _ in entries}
             except (OSError, CheckpointError):
                 continue
-            lives = [(gens[(d, n)], d, n) for d, n, k in entries if k is DirKind.LIVE]
-            futures = sorted(((gens[(d, n)], d, n) for d, n, k in entries
-                              if k is DirKind.FUTURE), reverse=True)
-            if not lives:
-                for _, d, n in futures:
-                    plan[(d, n)] = _LEAVE  # R5
-                continue
-            top = max(g for g, _, _ in lives)
-            winners = [(d, n) for g, d, n in lives if g == top]
-            if len(winners) > 1:
-                continue  # not resolvable from the names: the second is set aside
-            plan[winners[0]] = _LOAD  # R1
-            for g, d, n in lives:
-                if g < top:
-                    plan[(d, n)] = _DELETE  # R2
-            resumed = False
-            for g, d, n in futures:
-                if g > top and d != winners[0][0] and not resumed:
-                    plan[(d, n)] = _RESUME  # R3
-                    resumed = True
-                else:
-                    plan[(d, n)] = _DELETE
+            # A move never changes a log's topic id: generations compare within one topic id.
+            by_id: dict[Uuid | None, list[tuple[str, str, DirKind]]] = {}
+            for d, n, k in entries:
+                by_id.setdefault(ids[(d, n)][0], []).append((d, n, k))
+            doubt = sum(any(k is DirKind.LIVE for _, _, k in group)
+                        for group in by_id.values()) > 1
+            for group in by_id.values():
+                self._plan_generations(
+                    [(ids[(d, n)][1], d, n, k) for d, n, k in group], plan, doubt)
         return plan
+
+    @staticmethod
+    def _plan_generations(entries: list[tuple[int, str, str, DirKind]],
+                          plan: dict[tuple[str, str], str], doubt: bool) -> None:
+        """R1..R5 over the live and future dirs of one partition under one topic id (generation,
+        dir, name, kind); with ``doubt`` (R7: live dirs of the partition under another topic id
+        too), the live dirs left are doubted and any future dir goes ``-delete`` (its live log
+        holds all it does, and a doubted log's move is cancelled anyway)."""
+        lives = [(g, d, n) for g, d, n, k in entries if k is DirKind.LIVE]
+        futures = sorted(((g, d, n) for g, d, n, k in entries if k is DirKind.FUTURE),
+                         reverse=True)
+        if not lives:
+            for _, d, n in futures:
+                plan[(d, n)] = _LEAVE  # R5
+            return
+        top = max(g for g, _, _ in lives)
+        winners = [(d, n) for g, d, n in lives if g == top]
+        if len(winners) > 1 and not doubt:
+            return  # not resolvable from the names: the second is set aside
+        for g, d, n in lives:
+            if g < top:
+                plan[(d, n)] = _DELETE  # R2
+        if doubt:
+            for winner in winners:
+                plan[winner] = _DOUBT  # R7
+            for _, d, n in futures:
+                plan[(d, n)] = _DELETE
+            return
+        plan[winners[0]] = _LOAD  # R1
+        resumed = False
+        for g, d, n in futures:
+            if g > top and d != winners[0][0] and not resumed:
+                plan[(d, n)] = _RESUME  # R3
+                resumed = True
+            else:
+                plan[(d, n)] = _DELETE
+
+    def _set_aside_doubted(self, report: StartupReport) -> None:
+        """R7: set aside, as strays, the live copies of a partition found under different topic
+        ids (loaded first, so that where each log ends is known and reported at registration).
+        None is served before the controller names the topic id: its LeaderAndIsr then revives
+        the copy of that id (``ReplicaManager._revive``), and the others wait for orphan
+        removal, which deletes a stray only once that cannot destroy new data. Choosing one
+        copy here, by dir order, served a deleted generation and left the current one's records
+        unloaded. An I/O error takes the dir offline (its copy stays on disk, unserved)."""
+        doubted, self._doubted = self._doubted, []
+        touched = []
+        for state, log in doubted:
+            if not state.online:
+                continue
+            latest, end = log.leader_epoch_cache.latest_epoch, log.log_end_offset
+            reason = (f"start-up found live copies of {log.tp} under different topic ids "
+                      f"(this one {topic_id_text(log.topic_id)}); the controller names the "
+                      f"current one")
+            try:
+                stray = self._rename_stray(state, log, reason)
+            except KafkaStorageError as exc:
+                report.offline_dirs[state.path] = str(exc)
+                continue
+            report.doubted.append(DoubtedCopy(stray, latest, end))
+            if state not in touched:
+                touched.append(state)
+        for state in touched:
+            self._write_checkpoints(state)  # an I/O error takes the dir offline
+            if not state.online:
+                report.offline_dirs[state.path] = state.offline_reason or ""
 
     def _restamp_generations(self, report: StartupReport) -> None:
         """R6: a dir is offline at start-up, so recovery (R1) saw only the others, and the
@@ -505,9 +582,9 @@ class LogManager:
             if action == _DELETE:
                 self._recover_to_delete(state, name, report)
                 continue
-            if action == _RESUME:
+            if action in (_RESUME, _DOUBT):
                 self._load_partition(state, name, parse_dir_name(name).tp, checkpoints, clean,
-                                     report, future=True)
+                                     report, into=action)
                 continue
             tp = self._classify_entry(state, name, seen, report)
             if tp is not None:
@@ -530,9 +607,10 @@ class LogManager:
             self._write_checkpoints(state)
 
     def _recover_to_delete(self, state: LogDirState, name: str, report: StartupReport) -> None:
-        """R2 (and a superseded ``-future`` dir): rename ``name`` ``-delete`` and fsync the dir
-        (if a crash cuts this short, the next start-up decides again from the names), then
-        queue it for the delayed delete (R4). Raises OSError (the dir goes offline)."""
+        """R2 (and a superseded ``-future`` dir, or one of a doubted copy, R7): rename ``name``
+        ``-delete`` and fsync the dir (if a crash cuts this short, the next start-up decides
+        again from the names), then queue it for the delayed delete (R4). Raises OSError (the
+        dir goes offline)."""
         tp = parse_dir_name(name).tp
         new = delete_dir_name(tp, Uuid.from_random(self.rng))
         self.fs.rename(posixpath.join(state.path, name), posixpath.join(state.path, new))
@@ -540,7 +618,8 @@ class LogManager:
         state.pending_deletes[new] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
         report.queued_deletes.append(posixpath.join(state.path, new))
         _logger.warning("%s: %s superseded by a newer log generation (a JBOD move's swap cut "
-                        "short), renamed %s", tp, posixpath.join(state.path, name), new)
+                        "short) or by the live log of a move start-up cancels, renamed %s", tp,
+                        posixpath.join(state.path, name), new)
 
     def _classify_entry(self, state: LogDirState, name: str, seen: dict[TopicPartition, str],
                         report: StartupReport) -> TopicPartition | None:
@@ -581,10 +660,11 @@ class LogManager:
 
     def _load_partition(self, state: LogDirState, name: str, tp: TopicPartition,
                         checkpoints: _DirCheckpoints, clean: bool, report: StartupReport,
-                        future: bool = False) -> None:
-        """Load ``tp``'s log (``future``: its future log, R3) from the dir entry ``name``,
-        handing it the dir's start offset checkpoint. A malformed file of its own marks it
-        unloadable (the dir goes offline)."""
+                        into: str = _LOAD) -> None:
+        """Load ``tp``'s log from the dir entry ``name`` as its live log (``into`` _LOAD), its
+        future log (_RESUME, R3) or a doubted copy to set aside (_DOUBT, R7), handing it the
+        dir's start offset checkpoint. A malformed file of its own marks it unloadable (the dir
+        goes offline)."""
         path = posixpath.join(state.path, name)
         try:
             log, load = PartitionLog.load(
@@ -598,8 +678,11 @@ class LogManager:
         except CheckpointError as exc:
             state.unloadable[tp] = str(exc)
             return
-        if future:
+        if into == _RESUME:
             state.future_logs[tp] = log
+            return
+        if into == _DOUBT:
+            self._doubted.append((state, log))
             return
         state.logs[tp] = log
         report.loaded += 1
@@ -1031,7 +1114,15 @@ class LogManager:
         if not state.online:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
         self.abort_future_log(tp)  # a move of it is cancelled: only the live log is set aside
-        log = state.logs[tp]
+        stray = self._rename_stray(state, state.logs[tp], reason)
+        self._write_checkpoints(state)
+        return stray
+
+    def _rename_stray(self, state: LogDirState, log: PartitionLog, reason: str) -> StrayLog:
+        """Flush ``log`` (of dir ``state``), keep its start offset in its dir, close it and
+        rename it ``-stray`` durably; it is no longer live here (the caller rewrites the dir's
+        checkpoints). KafkaStorageError on an I/O error (the dir goes offline)."""
+        tp = log.tp
         name = stray_dir_name(tp, Uuid.from_random(self.rng))
         try:
             log.flush()
@@ -1042,11 +1133,11 @@ class LogManager:
         except (OSError, KafkaStorageError) as exc:
             self._take_offline(state, f"setting {log.dir_path} aside as a stray: {exc}")
             raise KafkaStorageError(f"{tp}: I/O error setting its log aside: {exc}") from exc
-        del state.logs[tp]
+        if state.logs.get(tp) is log:
+            del state.logs[tp]
         stray = StrayLog(state.path, name, tp, log.topic_id, self.clock.now_ms(), reason,
                          size_bytes=log.size_bytes)
         state.strays[name] = stray
-        self._write_checkpoints(state)
         _logger.warning("%s: set aside as stray %s (topic id %s): %s", tp, stray.path,
                         topic_id_text(log.topic_id), reason)
         return stray

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from logwright.errors import Errors
@@ -71,6 +72,7 @@ __all__ = [
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
     "control_partitions",
+    "replica_reports_by_partition",
 ]
 
 NodeId = str  # "controller-<n>", "broker-<n>", "client-<n>"
@@ -215,6 +217,23 @@ class ReplicaReport:
     last_epoch: int
     end_offset: int
     clean: bool
+
+
+def replica_reports_by_partition(reports: Iterable[ReplicaReport], topic_ids: Mapping[
+        TopicPartition, Uuid | None]) -> dict[TopicPartition, ReplicaReport]:
+    """Each partition's report among ``reports`` whose topic id is the current one in
+    ``topic_ids`` (an id unknown on either side matches). A broker may report two copies of one
+    partition under different topic ids (it found both at start-up and cannot tell which
+    generation of the topic is current); a report of a deleted generation is left out, and so
+    is any partition ``topic_ids`` does not name."""
+    out: dict[TopicPartition, ReplicaReport] = {}
+    for report in reports:
+        if report.tp not in topic_ids:
+            continue
+        current = topic_ids[report.tp]
+        if report.topic_id is None or current is None or report.topic_id == current:
+            out.setdefault(report.tp, report)
+    return out
 
 
 @dataclass(frozen=True)
