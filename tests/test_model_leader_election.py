@@ -221,3 +221,50 @@ def test_z3_refutes_a_bug_with_readable_steps(bug: str) -> None:
     last = steps[-1].split("(")[0]
     assert last in {"DamagedReplicaKeptInIsr": {"Register"},
                     "NoStrictMinIsr": {"FenceBroker", "Register", "DirFailure"}}[bug]
+
+
+# -- AckedRecordsSurvive beyond the epoch bound: a known defect of the model ------------------
+
+def _twin_run(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
+    """The twin (the .cfg's constants, room for eight leader epochs) along ``actions``, the
+    Z3 encoding's action names (``"Register(2)"``): every state, Init first."""
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_epoch=8))
+    states = [start(spec)]
+    for action in actions:
+        name, _, arg = action.rstrip(")").partition("(")
+        fn = getattr(spec, name)
+        states.append(step(fn(states[-1], int(arg)) if arg else fn(states[-1])))
+    return spec, states
+
+
+VIOLATIONS = sorted(load_z3().UNBOUNDED_EPOCH_VIOLATIONS.items())
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known defect: beyond MaxEpoch 2 the model loses an acknowledged "
+                          "record a replica that acknowledged it still holds (spec/README.md, "
+                          "LeaderElection, 'A known weakness of the statement')")
+@pytest.mark.parametrize(("name", "actions"), VIOLATIONS, ids=[n for n, _ in VIOLATIONS])
+def test_acked_records_survive_beyond_the_epoch_bound(name: str,
+                                                      actions: tuple[str, ...]) -> None:
+    spec, states = _twin_run(actions)
+    for s in states:
+        assert spec.AckedRecordsSurvive(s), f"{name}:\n{spec.describe(s)}"
+
+
+@pytest.mark.parametrize(("name", "actions"), VIOLATIONS, ids=[n for n, _ in VIOLATIONS])
+def test_the_violations_are_behaviours_of_twin_and_z3_with_the_record_held_throughout(
+        name: str, actions: tuple[str, ...]) -> None:
+    """Why Z3 has no induction proof of AckedRecordsSurvive: the Z3 encoding (unbounded
+    epochs) and the twin both reach a violation along these behaviours, only at their last
+    step; and from its acknowledgement on the record is always held by a replica that
+    acknowledged it, so a sticky "every acknowledger lost it" exemption would not help."""
+    z3_module = load_z3()
+    steps = z3_module.replay(actions)
+    assert steps is not None and len(steps) == len(actions) + 1, name
+    assert z3_module.replay(actions[:-1]) is None
+    spec, states = _twin_run(actions)
+    assert [spec.AckedRecordsSurvive(s) for s in states] == [True] * len(actions) + [False]
+    acked_at = actions.index("AdvanceHW") + 1
+    assert all(spec.Held(s, 1) for s in states[acked_at:])
+    assert states[-1].leaderEpoch > 2 and not states[-1].lossReported

@@ -13,9 +13,11 @@ TLA+ name with its replica: ``Replicate(2)``, ``Register(1)``...
 Proof: LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr are each inductive alone (k = 1,
 unbounded epochs, any number of crashes, power losses, dir failures and elections).
 AckedRecordsSurvive is checked by BMC to :data:`BMC_STEPS` steps only: a bounded result, not a
-proof (its inductive strengthening, log matching and the completeness of the recovery election's
-pick, is not stated yet; Spacer runs out of its rlimit). Each bug switch: BMC finds the shortest
-violating behaviour.
+proof, and none can exist as the model stands: with unbounded epochs it is violated
+(:data:`UNBOUNDED_EPOCH_VIOLATIONS`, each replayed by :func:`replay`: a follower rejoins the ISR
+below an acknowledged record after the HW fell through a leader elected while down, epoch 4; a
+recovery election picks a log whose last epoch is higher but which diverged below the
+acknowledged record, epoch 4). Each bug switch: BMC finds the shortest violating behaviour.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from logwright.model.core import ProofResult
 from logwright.model.leader_election.bugs import BUG_TABLE
 
 from .common import (
+    RLIMIT_INDUCTION,
     ActionDef,
+    Meter,
     TransitionSystem,
     TwinView,
     limits,
@@ -287,7 +291,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
                        common_prefix(s, r, s["leader"]) >= s["hw"])
         size = 1 + z3.Sum(*[z3.If(s[f"isr_{q}"], 1, 0) for q in R if q != r])
         upd: dict[str, Any] = {f"isr_{r}": TRUE}
-        upd.update({f"elr_{q}": z3.And(size < MIN_ISR, s[f"elr_{q}"], z3.BoolVal(q != r)) for q in R})
+        upd.update({f"elr_{q}": z3.And(size < MIN_ISR, s[f"elr_{q}"], z3.BoolVal(q != r))
+                    for q in R})
         return guard, upd
 
     def clean_shutdown(r: int, s: V, p: V) -> Step:
@@ -435,8 +440,8 @@ BMC_STEPS = 6
 def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
     """Prove LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr unbounded by induction (each is
     inductive alone), and search AckedRecordsSurvive for a violation of at most
-    :data:`BMC_STEPS` steps (bounded: no inductive strengthening of it is stated yet, and
-    Spacer does not find one within its limit); with a bug switched on, find the shortest
+    :data:`BMC_STEPS` steps (bounded: it is violated in longer behaviours, beyond the .cfg's
+    epoch bound, :data:`UNBOUNDED_EPOCH_VIOLATIONS`); with a bug switched on, find the shortest
     behaviour that breaks the invariant its table names by BMC."""
     ts = system(bug)
     if bug != "none":
@@ -446,6 +451,61 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
                        **limits(rlimit))] + [
         prove_inductive(ts, name, strengthening(), **limits(rlimit))
         for name in INVARIANTS if name != "AckedRecordsSurvive"]
+
+
+UNBOUNDED_EPOCH_VIOLATIONS: dict[str, tuple[str, ...]] = {
+    # TLC's shortest (MaxEpoch 3, 11 states): 2 loses the acknowledged record at a power loss
+    # and, its session not expired, leads when 1 stops, down: the HW falls to its empty log.
+    # 2 registers and leaves the ISR; 3 leads with the HW still 0, and 2, back with an empty
+    # log, rejoins the ISR at that HW (the model's IsrExpand asks for the HW only, not also for
+    # the leader epoch's start offset as the implementation does). 3's dir fails: 2 leads
+    # without the record 1 still holds. Epoch 4.
+    "IsrExpandBelowEpochStart": (
+        "Produce", "Replicate(2)", "Replicate(3)", "AdvanceHW", "CleanShutdown(1)",
+        "PowerLoss(2)", "FenceBroker(1)", "Register(2)", "IsrExpand(2)", "DirFailure(3)"),
+    # TLC's shortest at MaxEpoch 3 once IsrExpand also asks for the epoch start offset (18
+    # states): 1 writes a record of epoch 1 and flushes it; 3 copies it. 1 loses power and
+    # leaves the ISR at its registration; 2 leads in epoch 2 and writes a record of epoch 2 at
+    # the same offset; 1 rejoins, 2 stops, and 1 leads in epoch 3 and acknowledges the record
+    # of epoch 1 with 3. 3 loses it at a power loss; 1 loses power too (the record flushed).
+    # Both register and leave: a recovery election, in which 2's log ends highest (epoch 2 >
+    # 1), though 1 holds the acknowledged record and 2 does not. Epoch 4.
+    "RecoveryPicksDivergentLog": (
+        "Produce", "Replicate(3)", "Flush(1)", "PowerLoss(1)", "Register(1)", "Produce",
+        "IsrExpand(1)", "CleanShutdown(2)", "FenceBroker(2)", "AdvanceHW", "PowerLoss(3)",
+        "ShrinkIsr(3)", "PowerLoss(1)", "Register(3)", "Register(1)", "Register(2)",
+        "ReportLogEnd(3)"),
+}
+"""Behaviours of the correct model (one record, as the .cfg) that violate AckedRecordsSurvive
+once the leader epoch passes the .cfg's MaxEpoch of 2: why no induction proof of it exists for
+unbounded epochs. The record stays held by a replica that acknowledged it throughout, so a
+sticky "lost" ghost would not exempt it."""
+
+
+def replay(actions: tuple[str, ...], invariant: str = "AckedRecordsSurvive", *,
+           rlimit: int | None = None) -> list[str] | None:
+    """Run ``actions`` (the encoding's action names) from Init in the correct model: the
+    readable states, Init first, when every action is enabled in turn and the last state
+    violates ``invariant``; None otherwise. One SMT check within ``rlimit``."""
+    ts = system()
+    by_name = {a.name: a for a in ts.actions}
+    states = [ts.state("0")]
+    solver = z3.Solver()
+    solver.add(ts.init(states[0]))
+    for k, name in enumerate(actions, start=1):
+        states.append(ts.state(str(k)))
+        solver.add(ts.step(by_name[name], states[k - 1], states[k], {}))
+    solver.add(z3.Not(ts.invariant(invariant)(states[-1])))
+    meter = Meter(rlimit if rlimit is not None else RLIMIT_INDUCTION)
+    if meter.check(solver, f"the replay of {len(actions)} steps") != z3.sat:
+        return None
+    model = solver.model()
+
+    def show(s: Mapping[str, Any]) -> str:
+        return describe({n: str(model.eval(s[n], model_completion=True)) for n in ts.var_names})
+
+    return [f"Init: {show(states[0])}"] + [f"{a}: {show(s)}"
+                                           for a, s in zip(actions, states[1:], strict=True)]
 
 
 def twin_views(spec: Any) -> list[TwinView]:
