@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from logwright.errors import KafkaStorageError
 from logwright.records import build_simple_batch
 from logwright.storage.config import LogConfig
 from logwright.storage.log import PartitionLog
+from logwright.world import Fault
 from tests.storage_helpers import TP, world
 
 PATH = "/d1/t-0"
@@ -37,3 +39,22 @@ def test_a_flushed_follower_append_at_a_batch_below_its_start_survives_a_power_l
     assert again.log_end_offset == 8
     values = [(o, r.value) for o, r in again.read_records(start, None)]
     assert values == [(o, b"r%d" % o) for o in range(start, 8)]
+
+
+@pytest.mark.parametrize("failing", [PATH, f"{PATH}/{3:020d}.log"],
+                         ids=["the old segment's deletion", "the new segment's creation"])
+def test_a_dir_failing_during_the_replacement_takes_the_log_offline_whole(
+        failing: str) -> None:
+    """A dir failing while the empty active segment is replaced (fuzz campaign seed 60126: a
+    follower's dir failed at that moment) takes the log offline with its segment list whole:
+    before the fix the old segment left the list first, and the log had no active segment,
+    not even a log end offset to report."""
+    fs, clock = world()
+    log = PartitionLog.create(fs, PATH, TP, LogConfig(), clock)
+    log.truncate_fully_and_start_at(5)
+    batch = build_simple_batch([b"r%d" % o for o in range(3, 8)], 1_000_000, base_offset=3)
+    fs.inject_fault(failing, Fault.EIO)
+    with pytest.raises(KafkaStorageError):
+        log.append_as_follower(batch)
+    assert log.offline
+    assert (log.log_start_offset, log.log_end_offset) == (5, 5)

@@ -470,15 +470,18 @@ class PartitionLog:
         return segment
 
     def _replace_empty_active_segment(self, base_offset: int) -> None:
-        old = self._segments.pop()
-        self._bases.pop()
+        """Replace the empty active segment by an empty one at ``base_offset``. The segment list
+        changes only once the files did: an I/O error takes the log offline with its list whole
+        (a log always has an active segment; with none, even its log end offset is unknown)."""
+        old = self._segments[-1]
         assert old.size_bytes == 0
-        old.delete_files()
-        segment = LogSegment(self.fs, self.dir_path, base_offset,
-                             self.config.index_interval_bytes, create=True)
-        self._segments.append(segment)
-        self._bases.append(base_offset)
-        self._dir_dirty = True
+        try:
+            segment = restart_segments(self.fs, self.dir_path, [old], base_offset,
+                                       self.config.index_interval_bytes)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
+        self._segments[-1] = segment
+        self._bases[-1] = base_offset
 
     # ---- read ----------------------------------------------------------------------------------
 
