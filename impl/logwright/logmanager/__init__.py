@@ -2,6 +2,7 @@
 
 from logwright.logmanager.manager import (
     DataDirIdentity,
+    DoubtedCopy,
     LogDirState,
     LogManager,
     LogManagerConfig,
@@ -9,5 +10,5 @@ from logwright.logmanager.manager import (
 )
 from logwright.logmanager.strays import StrayLog
 
-__all__ = ["DataDirIdentity", "LogDirState", "LogManager", "LogManagerConfig", "StartupReport",
+__all__ = ["DataDirIdentity", "DoubtedCopy", "LogDirState", "LogManager", "LogManagerConfig", "StartupReport",
            "StrayLog"]
