@@ -10,5 +10,5 @@ from logwright.logmanager.manager import (
 )
 from logwright.logmanager.strays import StrayLog
 
-__all__ = ["DataDirIdentity", "DoubtedCopy", "LogDirState", "LogManager", "LogManagerConfig", "StartupReport",
-           "StrayLog"]
+__all__ = ["DataDirIdentity", "DoubtedCopy", "LogDirState", "LogManager", "LogManagerConfig",
+           "StartupReport", "StrayLog"]
