@@ -197,3 +197,36 @@ def test_the_controller_keeps_the_report_of_the_current_topic_id() -> None:
     assert replica_reports_by_partition([stale], {tp: new}) == {}
     no_id = ReplicaReport(tp, None, 0, 0, True)
     assert replica_reports_by_partition([no_id], {tp: new}) == {tp: no_id}
+
+
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_a_recovery_election_never_brings_back_records_an_acknowledged_delete_removed(
+        seed: int) -> None:
+    """traces/regressions/0031: a follower crashes (page cache kept) holding records that a
+    DeleteRecords then removes, acknowledged by the other two; those two lose power (their
+    start offsets are durable) and every replica restarts uncleanly. The crashed follower's log
+    ends highest and leads the recovery election, but its log starts at the highest start
+    offset any replica reported: the deleted records are not served again."""
+    c = cluster(seed)
+    c.create_topic("t", 1, 3)
+    c.produce("t", 0, [b"a", b"b", b"c"])
+    assert c.run_until_idle()
+    state = c.partition_state("t", 0)
+    behind = next(r for r in state.replicas if r != state.leader)
+    c.crash_broker(behind, power_loss=False)
+    c.advance_time(SESSION_MS)  # out of the ISR: the deletion needs only the other two
+    assert behind not in c.partition_state("t", 0).isr
+    assert c.delete_records({("t", 0): 2})[("t", 0)].low_watermark == 2
+    for b in state.replicas:
+        if b != behind:
+            c.crash_broker(b, power_loss=True)
+    for b in state.replicas:
+        c.restart_broker(b)
+    assert c.run_until_idle()
+    after = c.partition_state("t", 0)
+    assert after.leader == behind and after.leader_log_start_offset == 2
+    assert c.metrics()[RECOVERY_ELECTIONS] >= 1
+    assert values(c, "t") == {2: b"c"}
+    assert c.list_offsets("t", 0, "earliest") == 2
+    with pytest.raises(KafkaError, match="OFFSET_OUT_OF_RANGE"):
+        c.fetch("t", 0, 0)

@@ -245,38 +245,44 @@ def test_sqlite_refuses_an_unknown_schema_version(tmp_path: Path) -> None:
         SqliteStore(path)
 
 
-def test_sqlite_migrates_a_version_1_file_keeping_its_partitions(tmp_path: Path) -> None:
-    """Schema version 2 added the eligible leader replicas' columns: a version 1 file (made
-    here by dropping them) is migrated when opened, its partitions read with an empty ELR,
-    and the new fields are stored from then on."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_sqlite_migrates_an_older_file_keeping_its_partitions(tmp_path: Path,
+                                                               version: int) -> None:
+    """Schema version 2 added the eligible leader replicas' columns, version 3 the log start
+    offset a recovery election's leader adopts: an older file (made here by dropping them) is
+    migrated when opened, its partitions read with the new fields empty, and the new fields are
+    stored from then on."""
     path = str(tmp_path / "metadata.db")
     store = SqliteStore(path)
     epoch = store.claim_controller(0)
     (first, second) = create(store, epoch, topic())
     store.close()
     db = sqlite3.connect(path)
-    for column in ("elr", "recovery_log_ends"):
+    dropped = ("elr", "recovery_log_ends", "leader_log_start_offset")[2 * (version - 1):]
+    for column in dropped:
         db.execute(f"ALTER TABLE partitions DROP COLUMN {column}")
-    db.execute("PRAGMA user_version = 1")
+    db.execute(f"PRAGMA user_version = {version}")
     db.commit()
     db.close()
     store = SqliteStore(path)
     try:
         assert store.partitions() == [first, second]
         assert store.partitions()[0].elr == ()
+        assert store.partitions()[0].leader_log_start_offset == 0
         changed = PartitionState(first.tp, first.topic_id, first.replicas, (), -1,
                                  first.leader_epoch + 1, first.partition_epoch + 1,
                                  elr=(2,))
         offline = PartitionState(second.tp, second.topic_id, second.replicas, (), -1,
                                  second.leader_epoch + 1, second.partition_epoch + 1,
-                                 recovery_log_ends=((1, 0, 5), (2, 1, 3)))
+                                 recovery_log_ends=((1, 0, 5), (2, 1, 3)),
+                                 leader_log_start_offset=4)
         store.write(epoch, MetadataDelta(partitions=[changed, offline]))
     finally:
         store.close()
     reopened = SqliteStore(path)
     try:
         assert reopened.partitions() == [changed, offline]
-        assert int(reopened._db.execute("PRAGMA user_version").fetchone()[0]) == 2
+        assert int(reopened._db.execute("PRAGMA user_version").fetchone()[0]) == 3
     finally:
         reopened.close()
 

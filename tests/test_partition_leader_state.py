@@ -173,3 +173,26 @@ def test_the_isr_floor_is_never_above_the_leaders_durable_start_offset() -> None
     p.raise_isr_floor(1)
     with pytest.raises(AssertionError, match="ISR floor"):
         p.check_offsets()
+
+
+@pytest.mark.parametrize("floor, start, end, hw", [
+    (0, 0, 4, 0),    # nothing reported above its own start: unchanged
+    (2, 2, 4, 2),    # inside the log, above its HW: the HW rises to it first
+    (4, 4, 4, 4),    # at its end: every record gone
+    (7, 7, 7, 7),    # beyond its end: restarts empty there
+])
+def test_a_leader_starts_its_log_at_the_start_offset_a_recovery_election_reported(
+        floor: int, start: int, end: int, hw: int) -> None:
+    """traces/regressions/0031: a leader made by a LeaderAndIsr carrying
+    ``leader_log_start_offset`` starts its log there at least (durably, before its epoch's
+    start is recorded), however its log compares with it."""
+    fs, clock = world()
+    log = new_log(fs, clock)
+    for n in range(4):
+        log.append_as_leader(batch(b"v%d" % n), leader_epoch=0)
+    p = Partition(TP, 1, log)
+    st = LeaderAndIsrPartitionState(TP, Uuid(bytes(range(16))), 1, 1, 1, (1,), 0, (1, 2, 3),
+                                    leader_log_start_offset=floor)
+    assert p.make_leader(st, T)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (start, end, hw)
+    assert log.leader_epoch_cache.latest_epoch == 1

@@ -267,12 +267,14 @@ class Broker:
             state = self.log_manager.dir_of(log.tp)
             reports.append(_report(log.tp, log.topic_id, log.leader_epoch_cache.latest_epoch,
                                    log.log_end_offset,
-                                   state is not None and state.path in clean_dirs))
+                                   state is not None and state.path in clean_dirs,
+                                   log.log_start_offset))
         # Copies of one partition under different topic ids, set aside until the controller
         # names the current one (R7): each is reported, the controller keeps the one of its id.
         for copy in self.startup_report.doubted:
             reports.append(_report(copy.stray.tp, copy.stray.topic_id, copy.latest_epoch,
-                                   copy.log_end_offset, copy.stray.log_dir in clean_dirs))
+                                   copy.log_end_offset, copy.stray.log_dir in clean_dirs,
+                                   copy.log_start_offset))
         return tuple(sorted(reports, key=lambda r: (r.tp.topic, r.tp.partition,
                                                     topic_id_text(r.topic_id))))
 
@@ -328,7 +330,7 @@ class Broker:
                 continue
             log = partition.log
             out.append(_report(tp, log.topic_id, log.leader_epoch_cache.latest_epoch,
-                               log.log_end_offset, True))
+                               log.log_end_offset, True, log.log_start_offset))
         return tuple(out)
 
     def _on_offline_dirs(self, new_dirs: list[str]) -> None:
@@ -614,8 +616,8 @@ class Broker:
 
 
 def _report(tp: TopicPartition, topic_id: Uuid | None, latest_epoch: int | None, end_offset: int,
-            clean: bool) -> ReplicaReport:
+            clean: bool, start_offset: int) -> ReplicaReport:
     """What the controller is told of one replica's log: its last record's leader epoch (-1
-    for an empty log or none recorded) and its end."""
+    for an empty log or none recorded), its end and its start."""
     return ReplicaReport(tp, topic_id, -1 if latest_epoch is None or end_offset == 0
-                         else latest_epoch, end_offset, clean)
+                         else latest_epoch, end_offset, clean, start_offset)

@@ -17,12 +17,15 @@ The partition's files (segments, leader epoch cache, topic id, start offset) bel
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
 
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import LeaderAndIsrPartitionState
 from logwright.storage.epoch_cache import LeaderEpochCache
 from logwright.storage.log import PartitionLog
+
+_logger = logging.getLogger(__name__)
 
 NO_LEADER = -1
 UNKNOWN_OFFSET = -1
@@ -182,6 +185,8 @@ class Partition:
         """
         assert state.leader == self.local_broker_id
         assert state.leader_epoch > self.leader_epoch or self.role is not Role.LEADER
+        if state.leader_log_start_offset > self.log.log_start_offset:
+            self._adopt_start_offset(state.leader_log_start_offset)
         if state.leader_epoch >= 0:
             self.log.assign_epoch_start_offset(state.leader_epoch, self.log_end_offset)
         self._apply_assignment(state)
@@ -193,6 +198,24 @@ class Partition:
             for r in self.replicas if r != self.local_broker_id}
         self.check_offsets()
         return True
+
+    def _adopt_start_offset(self, offset: int) -> None:
+        """Start the log at ``offset``, the highest log start offset a replica reported to the
+        recovery election that made this replica leader (``leader_log_start_offset``): the
+        records below it were removed by a DeleteRecords (or retention) that replica
+        acknowledged, and must not be served again. The records from the high watermark up to
+        ``offset`` are committed (a start offset never passes a high watermark), so the high
+        watermark rises to it first; a log that ends below it restarts empty there. Durable
+        before anything is served (KafkaStorageError on an I/O error)."""
+        log = self.log
+        if offset > log.log_end_offset:
+            log.truncate_fully_and_start_at(offset)
+        else:
+            if log.high_watermark < offset:
+                log.update_high_watermark(offset)
+            log.increment_log_start_offset(offset)
+        _logger.warning("%s: leads from a recovery election: its log now starts at %d, the "
+                        "highest log start offset a replica reported", self.tp, offset)
 
     def make_follower(self, state: LeaderAndIsrPartitionState) -> bool:
         """Follow ``state.leader`` (-1: no leader). Returns True when the leader or the leader

@@ -143,7 +143,8 @@ class ControlRequests(ControllerCore):
             adding_replicas=state.adding_replicas, removing_replicas=state.removing_replicas,
             is_new=is_new,
             log_dir=state.log_dir_for(broker_id) if broker_id is not None else "any",
-            topic_configs=configs.get((state.tp.topic, state.topic_id), ()))
+            topic_configs=configs.get((state.tp.topic, state.topic_id), ()),
+            leader_log_start_offset=state.leader_log_start_offset)
 
     def _leader_and_isr(self, broker_id: int, kind: LeaderAndIsrType,
                         states: Iterable[PartitionState],

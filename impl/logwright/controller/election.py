@@ -149,11 +149,12 @@ class Election(Reassignments):
                     or tp.topic in self._deleting()):
                 continue
             entry = (broker_id, report.last_epoch, report.end_offset)
-            if entry in state.recovery_log_ends:
+            start = max(state.leader_log_start_offset, report.log_start_offset)
+            if entry in state.recovery_log_ends and start == state.leader_log_start_offset:
                 continue
             ends = tuple(sorted((*(e for e in state.recovery_log_ends if e[0] != broker_id),
                                  entry)))
-            new = replace(state, recovery_log_ends=ends,
+            new = replace(state, recovery_log_ends=ends, leader_log_start_offset=start,
                           partition_epoch=state.partition_epoch + 1)
             changes.append(self._elect(new) or new)
         if changes:

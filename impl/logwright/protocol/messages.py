@@ -134,6 +134,10 @@ class LeaderAndIsrPartitionState:
     # (so a log is never created with a stale config) and every UpdateMetadata (so a change
     # reaches every broker hosting the topic).
     topic_configs: tuple[tuple[str, str], ...] = ()
+    # The log start offset the leader's log must have at least (a logwright extension,
+    # PartitionState.leader_log_start_offset): the highest any replica reported to a recovery
+    # election.
+    leader_log_start_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,9 @@ class ReplicaReport:
     last_epoch: int
     end_offset: int
     clean: bool
+    #: Its log start offset: a recovery election's leader starts its log there at least, so that
+    #: no records an acknowledged DeleteRecords removed come back (PartitionState).
+    log_start_offset: int = 0
 
 
 def replica_reports_by_partition(reports: Iterable[ReplicaReport], topic_ids: Mapping[

@@ -104,7 +104,11 @@ class PartitionState:
     the ISR was smaller than min.insync.replicas and the high watermark cannot advance then.
     The ISR is empty only when no replica is eligible to lead (``leader`` is NO_LEADER); while
     the ISR and the ELR are both empty, ``recovery_log_ends`` collects the (last leader epoch,
-    log end offset) each replica reports, for a recovery election.
+    log end offset) each replica reports, for a recovery election, and
+    ``leader_log_start_offset`` the highest log start offset they report: every leader's log
+    starts there at least, so a recovery election never brings back records an acknowledged
+    DeleteRecords removed while a replica still holds the deletion (start offsets only rise, and
+    a later leader followed one that adopted it).
     """
 
     tp: TopicPartition
@@ -119,6 +123,7 @@ class PartitionState:
     target_log_dirs: tuple[str, ...] = ()
     elr: tuple[int, ...] = ()
     recovery_log_ends: tuple[tuple[int, int, int], ...] = ()  # (broker, last epoch, end offset)
+    leader_log_start_offset: int = 0
 
     def __post_init__(self) -> None:
         replicas = set(self.replicas)

@@ -26,7 +26,7 @@ from logwright.identity import TopicPartition, Uuid
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE controller (
@@ -66,6 +66,7 @@ CREATE TABLE partitions (
     target_log_dirs    TEXT NOT NULL,       -- JSON list parallel to replicas
     elr                TEXT NOT NULL DEFAULT '[]',
     recovery_log_ends  TEXT NOT NULL DEFAULT '[]',  -- JSON list of [broker, epoch, offset]
+    leader_log_start_offset  INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (topic, partition)
 );
 CREATE TABLE reassignments (
@@ -85,6 +86,11 @@ CREATE TABLE topic_deletions (
 _MIGRATE_1_TO_2 = (
     "ALTER TABLE partitions ADD COLUMN elr TEXT NOT NULL DEFAULT '[]'",
     "ALTER TABLE partitions ADD COLUMN recovery_log_ends TEXT NOT NULL DEFAULT '[]'",
+)
+
+#: Version 2 to 3: the log start offset a recovery election's leader adopts.
+_MIGRATE_2_TO_3 = (
+    "ALTER TABLE partitions ADD COLUMN leader_log_start_offset INTEGER NOT NULL DEFAULT 0",
 )
 
 _BROKER_EPOCH_SEQUENCE = "broker_epoch"
@@ -141,8 +147,10 @@ class SqliteStore(MetadataStore):
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
-            elif version == 1:
-                self._migrate(_MIGRATE_1_TO_2, 2)
+            elif version in (1, 2):
+                if version == 1:
+                    self._migrate(_MIGRATE_1_TO_2, 2)
+                self._migrate(_MIGRATE_2_TO_3, 3)
             elif version != SCHEMA_VERSION:
                 self._db.close()
                 raise ValueError(f"{path}: metadata store schema version {version}, this "
@@ -245,7 +253,7 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _partition_of(row: Any) -> PartitionState:
         (topic, partition, topic_id, replicas, isr, leader, leader_epoch, partition_epoch,
-         adding, removing, dirs, elr, log_ends) = row
+         adding, removing, dirs, elr, log_ends, leader_start) = row
         return PartitionState(
             tp=TopicPartition(str(topic), int(partition)),
             topic_id=Uuid.parse(str(topic_id)), replicas=_ints(str(replicas)),
@@ -254,7 +262,8 @@ class SqliteStore(MetadataStore):
             adding_replicas=_ints(str(adding)), removing_replicas=_ints(str(removing)),
             target_log_dirs=_strs(str(dirs)), elr=_ints(str(elr)),
             recovery_log_ends=tuple((int(b), int(e), int(o))
-                                    for b, e, o in json.loads(str(log_ends))))
+                                    for b, e, o in json.loads(str(log_ends))),
+            leader_log_start_offset=int(leader_start))
 
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         rows = self._q("SELECT * FROM partitions WHERE topic = ? AND partition = ?",
@@ -305,12 +314,12 @@ class SqliteStore(MetadataStore):
     def _put_partition(self, state: PartitionState) -> None:
         s = state
         self._db.execute(
-            "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (s.tp.topic, s.tp.partition, str(s.topic_id), json.dumps(list(s.replicas)),
              json.dumps(list(s.isr)), s.leader, s.leader_epoch, s.partition_epoch,
              json.dumps(list(s.adding_replicas)), json.dumps(list(s.removing_replicas)),
              json.dumps(list(s.target_log_dirs)), json.dumps(list(s.elr)),
-             json.dumps([list(e) for e in s.recovery_log_ends])))
+             json.dumps([list(e) for e in s.recovery_log_ends]), s.leader_log_start_offset))
 
     def _put_reassignment(self, reassignment: PendingReassignment) -> None:
         r = reassignment
