@@ -16,6 +16,7 @@ from logwright.errors import Errors
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import (
     CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
     EPOCH_DURING_DELETE,
     FetchPartition,
     FetchRequest,
@@ -36,6 +37,8 @@ from logwright.protocol.messages import (
     DeleteRecordsResponse,
     DeleteRecordsTopic,
     LeaderAndIsrPartitionState,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
     Message,
 )
 from logwright.records import build_simple_batch
@@ -306,6 +309,31 @@ def test_delete_records_checks_the_topic_id_it_names() -> None:
     assert w.partition(1, T0).log_start_offset == 1
     assert delete_records_with_id(w, T0, 2, Uuid.ZERO) is Errors.NONE
     assert w.partition(1, T0).log_start_offset == 2
+
+
+def list_offsets_with_id(w: World, tp: TopicPartition, topic_id: Uuid) -> tuple[Errors, int]:
+    cid = w.client.send(1, lambda cid: ListOffsetsRequest(
+        cid, CONSUMER_REPLICA_ID, ((tp, EARLIEST_TIMESTAMP),),
+        topic_ids=((tp.topic, topic_id),) if topic_id != Uuid.ZERO else ()))
+    assert w.run_until(lambda: cid in w.client.responses, 2_000)
+    response = w.client.responses[cid]
+    assert isinstance(response, ListOffsetsResponse)
+    _, error, offset = response.partitions[0]
+    return error, offset
+
+
+def test_list_offsets_checks_the_topic_id_it_names() -> None:
+    """traces/regressions/0032: a ListOffsets meant for another generation of the name (the
+    log here is a deleted one's, with its own start offset) is refused, INCONSISTENT_TOPIC_ID,
+    which the client retries at the generation's own leader, instead of a start offset the
+    consumer then fetches from out of range; without an id (Kafka's request) the name
+    decides."""
+    w = one_broker_with([b"a", b"b", b"c"])
+    assert delete_records_with_id(w, T0, 2, TOPIC_ID) is Errors.NONE
+    assert list_offsets_with_id(w, T0, OTHER_ID) == (Errors.INCONSISTENT_TOPIC_ID, -1)
+    assert list_offsets_with_id(w, T2, OTHER_ID) == (Errors.UNKNOWN_TOPIC_ID, -1)
+    assert list_offsets_with_id(w, T0, TOPIC_ID) == (Errors.NONE, 2)
+    assert list_offsets_with_id(w, T0, Uuid.ZERO) == (Errors.NONE, 2)
 
 
 # ---- UpdateMetadata -----------------------------------------------------------------------------

@@ -728,10 +728,10 @@ class ReplicaManager:
         return out, size, has_error
 
     def _topic_id_error(self, tp: TopicPartition, topic_id: Uuid) -> Errors | None:
-        """Fetch and Produce v13+ (KIP-516), and logwright's DeleteRecords: the error for a
-        request for ``tp`` meaning ``topic_id``, if any:
-        INCONSISTENT_TOPIC_ID when the partition here has another id; UNKNOWN_TOPIC_ID when
-        neither this broker nor its metadata knows the id under that name."""
+        """Fetch and Produce v13+ (KIP-516), and logwright's DeleteRecords and ListOffsets: the
+        error for a request for ``tp`` meaning ``topic_id``, if any: INCONSISTENT_TOPIC_ID when
+        the partition here has another id; UNKNOWN_TOPIC_ID when neither this broker nor its
+        metadata knows the id under that name."""
         if topic_id == Uuid.ZERO:
             return None  # an older version: no id to check
         partition = self.partitions.get(tp)
@@ -778,9 +778,11 @@ class ReplicaManager:
                      ) -> ListOffsetsResponse:
         """Earliest = log start offset; latest = high watermark (log end offset for replicas)."""
         out: list[tuple[TopicPartition, Errors, int]] = []
+        topic_ids = dict(request.topic_ids)
         for tp, timestamp in request.partitions:
-            if tp in denied:
-                out.append((tp, denied[tp], -1))
+            error = denied.get(tp) or self._topic_id_error(tp, topic_ids.get(tp.topic, Uuid.ZERO))
+            if error is not None:
+                out.append((tp, error, -1))
                 continue
             found = self._leader_partition(tp)
             if isinstance(found, Errors):

@@ -408,20 +408,24 @@ class Client:
         return out
 
     def list_offsets(self, tp: TopicPartition, which: Literal["earliest", "latest"],
-                     timeout_ms: int | None) -> int:
-        """The log start offset ("earliest") or the high watermark ("latest") of ``tp``."""
+                     timeout_ms: int | None, topic_id: Uuid | None = None) -> int:
+        """The log start offset ("earliest") or the high watermark ("latest") of ``tp``. With
+        ``topic_id`` the request names it (a logwright extension, as for DeleteRecords): a
+        broker holding another generation of the topic refuses it, and the client retries at
+        the leader its new metadata names."""
         self._require_open()
         if which not in ("earliest", "latest"):
             raise KafkaError.of(Errors.INVALID_REQUEST,
                                 f"which must be \"earliest\" or \"latest\", not {which!r}")
         deadline = self._deadline(timeout_ms, self.config.default_api_timeout_ms)
         timestamp = EARLIEST_TIMESTAMP if which == "earliest" else LATEST_TIMESTAMP
+        ids = ((tp.topic, topic_id),) if topic_id is not None else ()
         result = -1
 
         def attempt(node: str, _meta: MetadataPartition, wait_ms: int) -> tuple[Errors, str]:
             nonlocal result
             request = ListOffsetsRequest(self.node.next_correlation_id(), CONSUMER_REPLICA_ID,
-                                         ((tp, timestamp),))
+                                         ((tp, timestamp),), topic_ids=ids)
             response = self._call(node, request, wait_ms)
             if not isinstance(response, ListOffsetsResponse) or len(response.partitions) != 1:
                 return Errors.REQUEST_TIMED_OUT, f"no answer from {node} in {wait_ms} ms"

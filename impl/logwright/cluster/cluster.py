@@ -437,9 +437,9 @@ class Cluster:
 
     def _current_topic_id(self, topic: str) -> Uuid | None:
         """The id of ``topic``'s current generation, as a Kafka 4 client knows it from
-        CreateTopics or DescribeTopics, so that produce and fetch name it (KIP-516): a broker
-        still holding a deleted generation refuses them instead of serving it. None: no such
-        topic."""
+        CreateTopics or DescribeTopics, so that produce, fetch, list offsets and delete records
+        name it (KIP-516 and logwright's extensions): a broker still holding a deleted
+        generation refuses them instead of serving it. None: no such topic."""
         record = self.store.topic(topic)
         return record.topic_id if record is not None else None
 
@@ -447,7 +447,8 @@ class Cluster:
                      timeout_ms: int | None = None) -> int:
         """"earliest" is the log start offset; "latest" the high watermark."""
         validate.list_offsets(self, topic, partition, which, timeout_ms)
-        return self.client.list_offsets(TopicPartition(topic, partition), which, timeout_ms)
+        return self.client.list_offsets(TopicPartition(topic, partition), which, timeout_ms,
+                                        topic_id=self._current_topic_id(topic))
 
     def delete_records(self, offsets: Mapping[tuple[str, int], int], timeout_ms: int = 30_000
                        ) -> dict[tuple[str, int], DeleteRecordsResult]:

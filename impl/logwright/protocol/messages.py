@@ -394,6 +394,11 @@ class ListOffsetsRequest(Message):
     replica_id: int
     partitions: tuple[tuple[TopicPartition, int], ...]  # (tp, timestamp)
     principal: str = "User:ANONYMOUS"
+    # logwright's extension, as DeleteRecords has it (Kafka's ListOffsets names topics only):
+    # the id each topic is meant under, (topic, id); a topic not named here is not checked. A
+    # broker whose partition has another id answers INCONSISTENT_TOPIC_ID, so a consumer never
+    # takes a deleted generation's start offset for the new one's.
+    topic_ids: tuple[tuple[str, Uuid], ...] = ()
 
 
 @dataclass(frozen=True)
