@@ -15,10 +15,10 @@ Proof: LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr are each inductive alo
 unbounded epochs, any number of crashes, power losses, dir failures and elections).
 AckedRecordsSurvive is checked by BMC to :data:`BMC_STEPS` steps only: a bounded result, not a
 proof, and none can exist as the model stands: with unbounded epochs it is violated
-(:data:`UNBOUNDED_EPOCH_VIOLATIONS`, each replayed by :func:`replay`: a follower rejoins the ISR
-below an acknowledged record after the HW fell through a leader elected while down, epoch 4; a
-recovery election picks a log whose last epoch is higher but which diverged below the
-acknowledged record, epoch 4). Each bug switch: BMC finds the shortest violating behaviour.
+(:data:`UNBOUNDED_EPOCH_VIOLATIONS`, replayed by :func:`replay`: a recovery election picks a
+log whose latest epoch is higher but which diverged below a record of an older epoch
+acknowledged in a later one, epoch 4). Each bug switch: BMC finds the shortest violating
+behaviour.
 """
 
 from __future__ import annotations
