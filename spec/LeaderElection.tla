@@ -54,20 +54,34 @@ VARIABLES
                      \*   (a power loss, or its log dir failed)
     log,             \* replica -> its log: the leader epoch of each record, by offset
     flushed,         \* replica -> how many of its records are durable
+    cacheEpoch,      \* replica -> the latest leader epoch in its leader epoch cache (0: none).
+                     \*   A new leader records its epoch there, at its log end, before it
+                     \*   writes a record of it (so the leader's is its epoch even with no record
+                     \*   of it); a follower's copy of a record records the record's epoch; a
+                     \*   truncation drops the epochs that begin at or after the cut. The cache
+                     \*   file is fsynced at every change, so a crash keeps it; loading the log
+                     \*   at start-up drops the epochs that begin at or after the log's end.
     hw,              \* the leader's high watermark
+    epochStartOffset,\* the leader's log end when it took up the current leader epoch (its
+                     \*   leader_epoch_start_offset); 0 while no leader is up
     acked,           \* ghost: offset -> <<epoch of the record acknowledged there, the replicas
                      \*   that acknowledged it>>
     lossReported     \* ghost: an unclean election happened
 
-vars == <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, hw, acked,
-          lossReported>>
+vars == <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,
+          hw, epochStartOffset, acked, lossReported>>
 
 Epochs == 1..MaxEpoch
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
 MinOf(a, b) == IF a <= b THEN a ELSE b
 
-\* The log end a replica reports: the epoch of its last record (0 when empty), its end offset.
-LogEnd(r) == <<IF log[r] = <<>> THEN 0 ELSE log[r][Len(log[r])], Len(log[r])>>
+MaxOf(a, b) == IF a >= b THEN a ELSE b
+LastEpoch(s) == IF s = <<>> THEN 0 ELSE s[Len(s)]
+
+\* The log end replica r reports when its leader epoch cache's latest epoch is c: c (0 when its
+\* log is empty), its end offset (the implementation's broker _report).
+ReportOf(r, c) == <<IF log[r] = <<>> THEN 0 ELSE c, Len(log[r])>>
+LogEnd(r) == ReportOf(r, cacheEpoch[r])
 EndAtLeast(a, b) == a[1] > b[1] \/ (a[1] = b[1] /\ a[2] >= b[2])
 
 \* How many leading records the logs of r and q share.
@@ -92,7 +106,9 @@ TypeOK ==
     /\ proc \in [Replicas -> {"up", "clean", "unclean"}]
     /\ \A r \in Replicas : log[r] \in Seq(Epochs) /\ Len(log[r]) <= MaxRecords
     /\ \A r \in Replicas : flushed[r] \in 0..Len(log[r])
+    /\ cacheEpoch \in [Replicas -> 0..(MaxEpoch + 1)]
     /\ hw \in 0..MaxRecords
+    /\ epochStartOffset \in 0..MaxRecords
     /\ \A o \in 1..Len(acked) : acked[o][1] \in Epochs /\ acked[o][2] \subseteq Replicas
     /\ Len(acked) <= MaxRecords
     /\ lossReported \in BOOLEAN
@@ -107,7 +123,9 @@ Init ==
     /\ proc = [r \in Replicas |-> "up"]
     /\ log = [r \in Replicas |-> <<>>]
     /\ flushed = [r \in Replicas |-> 0]
+    /\ cacheEpoch = [r \in Replicas |-> IF r = Min(Replicas) THEN 1 ELSE 0]
     /\ hw = 0
+    /\ epochStartOffset = 0
     /\ acked = <<>>
     /\ lossReported = FALSE
 
@@ -129,7 +147,10 @@ Init ==
 (*   an eligible replica forgets the reports;                              *)
 (* - a change of the leader or the ISR bumps the leader epoch (not one to  *)
 (*   no leader), and a new leader's HW is at most its log's end.           *)
-(* The result is a record; Elected(e) applies it.                          *)
+(* The result is a record; Elected(e, cache0) applies it, cache0 the       *)
+(* step's leader epoch caches. A leader that is up takes up a new epoch,   *)
+(* or its epoch when it starts (make_leader): it records the epoch in its  *)
+(* cache at its log end, which is the epoch's start offset.                *)
 (***************************************************************************)
 Election(ld0, isr0, elr0, ends0, alv) ==
     LET liveIsr == {r \in isr0 : alv[r]}
@@ -158,44 +179,57 @@ Election(ld0, isr0, elr0, ends0, alv) ==
     IN [l |-> choice.l, i |-> choice.i, e |-> elr2, how |-> choice.how,
         ends |-> IF choice.i # {} \/ elr2 # {} THEN [r \in Replicas |-> NoReport] ELSE ends0]
 
-Elected(e) ==
-    /\ leader' = e.l
-    /\ isr' = e.i
-    /\ elr' = e.e
-    /\ recoveryLogEnds' = e.ends
-    /\ leaderEpoch' = IF <<e.l, e.i>> # <<leader, isr>> /\ e.l # NoLeader THEN leaderEpoch + 1
-                      ELSE leaderEpoch
-    /\ hw' = IF e.l # leader /\ e.l # NoLeader THEN MinOf(hw, Len(log'[e.l])) ELSE hw
-    /\ lossReported' = (lossReported \/ e.how = "unclean")
+Elected(e, cache0) ==
+    LET epoch == IF <<e.l, e.i>> # <<leader, isr>> /\ e.l # NoLeader THEN leaderEpoch + 1
+                 ELSE leaderEpoch
+        up == e.l # NoLeader /\ proc'[e.l] = "up"
+        takesUp == up /\ (e.l # leader \/ epoch # leaderEpoch \/ proc[e.l] # "up")
+    IN /\ leader' = e.l
+       /\ isr' = e.i
+       /\ elr' = e.e
+       /\ recoveryLogEnds' = e.ends
+       /\ leaderEpoch' = epoch
+       /\ hw' = IF e.l # leader /\ e.l # NoLeader THEN MinOf(hw, Len(log'[e.l])) ELSE hw
+       /\ cacheEpoch' = IF takesUp THEN [cache0 EXCEPT ![e.l] = epoch] ELSE cache0
+       /\ epochStartOffset' = IF takesUp THEN Len(log'[e.l])
+                              ELSE IF up THEN epochStartOffset ELSE 0
+       /\ lossReported' = (lossReported \/ e.how = "unclean")
 
 (* The leader appends a record in its epoch (a produce). *)
 Produce ==
     /\ leader # NoLeader /\ proc[leader] = "up"
     /\ Len(log[leader]) < MaxRecords
     /\ log' = [log EXCEPT ![leader] = Append(@, leaderEpoch)]
+    /\ cacheEpoch' = [cacheEpoch EXCEPT ![leader] = MaxOf(@, leaderEpoch)]
     /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, flushed, hw,
-                   acked, lossReported>>
+                   epochStartOffset, acked, lossReported>>
 
 (* Follower r fetches from the leader: it truncates where its log diverges from the leader's *)
-(* (the leader epoch protocol) and copies the leader's next record, if there is one.         *)
+(* (the leader epoch protocol), its cache dropping the epochs that begin at or after the cut, *)
+(* and copies the leader's next record, if there is one, whose epoch its cache records unless *)
+(* it knows a later one (the cache's assign).                                               *)
 Replicate(r) ==
     /\ leader # NoLeader /\ r # leader
     /\ proc[leader] = "up" /\ proc[r] = "up"
     /\ LET c == CommonPrefix(r, leader)
-           new == IF c < Len(log[leader]) THEN Append(SubSeq(log[r], 1, c), log[leader][c + 1])
+           grows == c < Len(log[leader])
+           new == IF grows THEN Append(SubSeq(log[r], 1, c), log[leader][c + 1])
                   ELSE SubSeq(log[r], 1, c)
+           cut == IF c < Len(log[r]) THEN LastEpoch(SubSeq(log[r], 1, c)) ELSE cacheEpoch[r]
        IN /\ new # log[r]
           /\ log' = [log EXCEPT ![r] = new]
           /\ flushed' = [flushed EXCEPT ![r] = MinOf(@, c)]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, hw, acked,
-                   lossReported>>
+          /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = IF grows THEN MaxOf(cut, log[leader][c + 1])
+                                                      ELSE cut]
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, hw,
+                   epochStartOffset, acked, lossReported>>
 
 (* r fsyncs its log. *)
 Flush(r) ==
     /\ proc[r] = "up" /\ flushed[r] < Len(log[r])
     /\ flushed' = [flushed EXCEPT ![r] = Len(log[r])]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, hw, acked,
-                   lossReported>>
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, cacheEpoch,
+                   hw, epochStartOffset, acked, lossReported>>
 
 (* The leader advances its HW to the least end, over the ISR, of the log it shares with the  *)
 (* leader, only while the ISR has MinIsr members (strict min.insync.replicas): the records    *)
@@ -211,7 +245,7 @@ AdvanceHW ==
                          IF o > hw /\ o <= h /\ (o > Len(acked) \/ acked[o][1] # log[leader][o])
                          THEN <<log[leader][o], isr>> ELSE acked[o]]
     /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed,
-                   lossReported>>
+                   cacheEpoch, epochStartOffset, lossReported>>
 
 (* The leader drops a follower that lags (AlterPartition: no new leader epoch). While the ISR *)
 (* left is smaller than MinIsr the follower joins the ELR.                                    *)
@@ -221,35 +255,42 @@ ShrinkIsr(r) ==
     /\ isr' = isr \ {r}
     /\ elr' = IF Bug = "LastIsrMemberKept" \/ Cardinality(isr') >= MinIsr THEN {}
               ELSE elr \cup {r}
-    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, hw, acked,
-                   lossReported>>
+    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,
+                   hw, epochStartOffset, acked, lossReported>>
 
-(* The leader takes back a follower whose log reaches its HW (AlterPartition); it leaves the *)
-(* ELR, which an ISR of MinIsr members empties.                                              *)
+(* The leader takes back a follower (AlterPartition) whose fetch offset reaches the HW and the *)
+(* start offset of the leader's epoch (the implementation's replicas_to_add_to_isr). A fetch   *)
+(* counts only after the leader epoch protocol truncated the follower's divergent records, so  *)
+(* the follower's log is a prefix of the leader's, its end the fetch offset. It leaves the ELR, *)
+(* which an ISR of MinIsr members empties.                                                     *)
 IsrExpand(r) ==
     /\ leader # NoLeader /\ proc[leader] = "up"
     /\ r \notin isr /\ proc[r] = "up"
-    /\ CommonPrefix(r, leader) >= hw
+    /\ CommonPrefix(r, leader) = Len(log[r])
+    /\ Len(log[r]) >= hw /\ Len(log[r]) >= epochStartOffset
     /\ isr' = isr \cup {r}
     /\ elr' = IF Cardinality(isr') >= MinIsr THEN {} ELSE elr \ {r}
-    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, hw, acked,
-                   lossReported>>
+    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,
+                   hw, epochStartOffset, acked, lossReported>>
 
 (* r's broker shuts down cleanly: its log is flushed and kept whole (a clean-shutdown marker). *)
 CleanShutdown(r) ==
     /\ proc[r] = "up"
     /\ proc' = [proc EXCEPT ![r] = "clean"]
     /\ flushed' = [flushed EXCEPT ![r] = Len(log[r])]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, log, hw, acked,
-                   lossReported>>
+    /\ epochStartOffset' = IF r = leader THEN 0 ELSE epochStartOffset
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, log, cacheEpoch, hw,
+                   acked, lossReported>>
 
-(* r's broker loses power: the unflushed tail of its log is lost, and no marker is written. *)
+(* r's broker loses power: the unflushed tail of its log is lost, and no marker is written. Its *)
+(* leader epoch cache file, fsynced at every change, is kept whole.                            *)
 PowerLoss(r) ==
     /\ proc[r] = "up"
     /\ proc' = [proc EXCEPT ![r] = "unclean"]
     /\ log' = [log EXCEPT ![r] = SubSeq(@, 1, flushed[r])]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, hw, acked,
-                   lossReported>>
+    /\ epochStartOffset' = IF r = leader THEN 0 ELSE epochStartOffset
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, cacheEpoch, hw,
+                   acked, lossReported>>
 
 (* r's log dir fails: its whole log is gone, the broker tells the controller at once, which   *)
 (* takes r out of the ISR and the ELR (it may have lost records) and elects. r is missing      *)
@@ -264,18 +305,21 @@ DirFailure(r) ==
     /\ LET keep == Bug = "LastIsrMemberKept" /\ isr = {r}
        IN Elected(Election(IF leader = r /\ ~keep THEN NoLeader ELSE leader,
                            IF keep THEN isr ELSE isr \ {r}, elr \ {r},
-                           [recoveryLogEnds EXCEPT ![r] = NoReport], alive'))
+                           [recoveryLogEnds EXCEPT ![r] = NoReport], alive'),
+                  [cacheEpoch EXCEPT ![r] = 0])
 
 (* The controller fences r's broker: its session expired (it is down). *)
 FenceBroker(r) ==
     /\ alive[r] /\ proc[r] # "up"
     /\ alive' = [alive EXCEPT ![r] = FALSE]
     /\ UNCHANGED <<proc, log, flushed, acked>>
-    /\ Elected(Election(leader, isr, elr, recoveryLogEnds, alive'))
+    /\ Elected(Election(leader, isr, elr, recoveryLogEnds, alive'), cacheEpoch)
 
-(* r's broker starts and registers. After an unclean shutdown (no clean-shutdown marker, or its *)
-(* dir failed) its replica leaves the ISR and the ELR at once (unclean-shutdown detection). With *)
-(* the ISR and the ELR empty it reports its log end with the registration. Then the election.  *)
+(* r's broker starts and registers. Loading its log drops the epochs of its leader epoch cache  *)
+(* that begin at or after the log's end, so the latest is its last record's. After an unclean  *)
+(* shutdown (no clean-shutdown marker, or its dir failed) its replica leaves the ISR and the ELR *)
+(* at once (unclean-shutdown detection). With the ISR and the ELR empty it reports its log end  *)
+(* with the registration. Then the election.                                                   *)
 Register(r) ==
     /\ proc[r] # "up"
     /\ proc' = [proc EXCEPT ![r] = "up"]
@@ -286,9 +330,10 @@ Register(r) ==
            isr0 == IF damaged /\ ~keep THEN isr \ {r} ELSE isr
            elr0 == IF damaged THEN elr \ {r} ELSE elr
            ld0 == IF leader = r /\ r \notin isr0 THEN NoLeader ELSE leader
+           loaded == LastEpoch(log[r])
            ends0 == IF isr0 = {} /\ elr0 = {}
-                    THEN [recoveryLogEnds EXCEPT ![r] = LogEnd(r)] ELSE recoveryLogEnds
-       IN Elected(Election(ld0, isr0, elr0, ends0, alive'))
+                    THEN [recoveryLogEnds EXCEPT ![r] = ReportOf(r, loaded)] ELSE recoveryLogEnds
+       IN Elected(Election(ld0, isr0, elr0, ends0, alive'), [cacheEpoch EXCEPT ![r] = loaded])
 
 (* A live replica of the partition, which has no replica in the ISR or the ELR, reports its log *)
 (* end in a heartbeat; a recovery election follows once every replica has.                      *)
@@ -297,7 +342,8 @@ ReportLogEnd(r) ==
     /\ alive[r] /\ proc[r] = "up"
     /\ recoveryLogEnds[r] # LogEnd(r)
     /\ UNCHANGED <<alive, proc, log, flushed, acked>>
-    /\ Elected(Election(leader, isr, elr, [recoveryLogEnds EXCEPT ![r] = LogEnd(r)], alive))
+    /\ Elected(Election(leader, isr, elr, [recoveryLogEnds EXCEPT ![r] = LogEnd(r)], alive),
+               cacheEpoch)
 
 Next ==
     \/ Produce

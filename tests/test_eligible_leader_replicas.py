@@ -230,3 +230,57 @@ def test_a_recovery_election_never_brings_back_records_an_acknowledged_delete_re
     assert c.list_offsets("t", 0, "earliest") == 2
     with pytest.raises(KafkaError, match="OFFSET_OUT_OF_RANGE"):
         c.fetch("t", 0, 0)
+
+
+class CommittedRecordLost(AssertionError):
+    """A committed record a consumer read is gone, with no unclean election."""
+
+
+@pytest.mark.xfail(strict=True, raises=CommittedRecordLost,
+                   reason="known defect RecoveryPicksDivergentLog (spec/README.md, "
+                          "LeaderElection, 'A known defect beyond the epoch bound'): the "
+                          "recovery election ranks logs by (latest epoch, end offset), and a "
+                          "record of an older epoch committed in a later one is outranked by "
+                          "a divergent log whose last record is of an epoch in between")
+def test_recovery_keeps_a_committed_record_of_an_older_epoch() -> None:
+    """The LeaderElection model's RecoveryPicksDivergentLog on the cluster (A, B, C the
+    replicas in assignment order, A leading). X (epoch 0) reaches A and C, not B; A loses it at
+    a power loss and B leads (epoch 1) and writes Y at offset 0; B shuts down cleanly and C
+    leads (epoch 2) with X, A copies it and X is committed (a consumer reads it). A loses it
+    again, C is killed (it keeps X, but did not shut down cleanly): A and C register uncleanly,
+    the ISR and the ELR are empty, and the recovery election compares (latest epoch, end
+    offset): C reports (0, 1), its epoch 2 having begun at its log end and been dropped when
+    its log was loaded, B (1, 1). B leads, and offset 0 is Y."""
+    c = cluster()
+    c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
+    assert c.run_until_idle()
+    a, b, other = c.partition_state("t", 0).replicas
+    assert c.partition_state("t", 0).leader == a
+    c.partition_network(a, b)
+    c.produce("t", 0, [b"X"], acks=1)
+    c.advance_time(300)
+    c.partition_network(other, b)  # C keeps X: it never fetches from B
+    c.crash_broker(a, power_loss=True)
+    c.restart_broker(a)
+    c.advance_time(300)
+    assert c.partition_state("t", 0).leader == b
+    assert c.produce("t", 0, [b"Y"], acks=1) == 0
+    c.advance_time(300)
+    c.broker(b).shutdown()
+    c.advance_time(SESSION_MS + 2_000)
+    state = c.partition_state("t", 0)
+    assert state.leader == other and set(state.isr) == {a, other}
+    assert [(r.offset, r.value) for r in c.fetch("t", 0, 0)] == [(0, b"X")], "committed"
+    c.crash_broker(a, power_loss=True)
+    c.advance_time(SESSION_MS)
+    c.crash_broker(other, power_loss=False)
+    c.advance_time(SESSION_MS)
+    c.restart_broker(a)
+    c.restart_broker(other)
+    c.heal_network()
+    c.restart_broker(b)
+    assert c.run_until_idle()
+    assert c.metrics()[RECOVERY_ELECTIONS] == 1 and c.metrics()[UNCLEAN_ELECTIONS] == 0
+    read = [(r.offset, r.value) for r in c.fetch("t", 0, 0)]
+    if read != [(0, b"X")]:
+        raise CommittedRecordLost(f"offset 0 now reads {read}, not the committed X")

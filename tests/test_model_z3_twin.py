@@ -39,7 +39,7 @@ SMALL: dict[str, Callable[[], Spec]] = {
     "FetcherFailure": lambda: FetcherFailureSpec(FetcherFailureConfig(
         num_partitions=2, num_fetchers=1, max_leader_epoch=1)),
     # one record, one leader epoch within the bound (every election leaves it, as a step the
-    # pairs compare): 45,077 states, every action; the test compares every 200th (below)
+    # pairs compare): 55,911 states, every action; the test compares every 200th (below)
     "LeaderElection": lambda: LeaderElectionSpec(LeaderElectionConfig(
         max_records=1, max_epoch=1)),
     # two replicas, one offset, segments of one offset (LogStartOffset_liveness.cfg's bounds):
@@ -63,8 +63,8 @@ STRIDE: dict[str, int] = {
     # the request waiting and the ISR floor multiply them): all of them agree too, but take
     # many minutes; 285 of them spread over the breadth-first order, about half a minute
     "LogStartOffset": 20,
-    # every 200th of its 45,077 states (about 6 s to reach them, 20 s of z3); all 216 states
-    # with MaxRecords 0 and MaxEpoch 2 agree too, and every 1,500th of the .cfg's
+    # every 200th of its 55,911 states (about 8 s to reach them, 25 s of z3); all 336 states
+    # with MaxRecords 0 and MaxEpoch 2 agree too
     "LeaderElection": 200,
 }
 """Modules compared on every n-th reachable state only (breadth-first order), to stay quick."""

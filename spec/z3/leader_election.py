@@ -6,7 +6,8 @@ The replicas are 1, 2 and 3 in assignment order and MinIsr is 2, as in the .cfg.
 variable is a handful of scalars: per replica ``r`` the sets' memberships ``isr_r``, ``elr_r``,
 ``alive_r``, the report ``rep_r`` (``endE_r``, ``endO_r``), ``proc_r`` (0 up, 1 down after a
 clean shutdown, 2 down after an unclean one), the log as ``len_r`` and the epochs ``ep_r_k`` of
-its records (0 past its end), ``flushed_r``; the acknowledged records as ``ackedLen`` and, per
+its records (0 past its end), ``flushed_r``, ``cacheEpoch_r``; the leader's ``epochStartOffset``;
+the acknowledged records as ``ackedLen`` and, per
 offset k, ``ackedE_k`` and ``ackedBy_k_r`` (0 and false past ``ackedLen``). Each action has the
 TLA+ name with its replica: ``Replicate(2)``, ``Register(1)``...
 
@@ -14,10 +15,10 @@ Proof: LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr are each inductive alo
 unbounded epochs, any number of crashes, power losses, dir failures and elections).
 AckedRecordsSurvive is checked by BMC to :data:`BMC_STEPS` steps only: a bounded result, not a
 proof, and none can exist as the model stands: with unbounded epochs it is violated
-(:data:`UNBOUNDED_EPOCH_VIOLATIONS`, each replayed by :func:`replay`: a follower rejoins the ISR
-below an acknowledged record after the HW fell through a leader elected while down, epoch 4; a
-recovery election picks a log whose last epoch is higher but which diverged below the
-acknowledged record, epoch 4). Each bug switch: BMC finds the shortest violating behaviour.
+(:data:`UNBOUNDED_EPOCH_VIOLATIONS`, replayed by :func:`replay`: a recovery election picks a
+log whose latest epoch is higher but which diverged below a record of an older epoch
+acknowledged in a later one, epoch 4). Each bug switch: BMC finds the shortest violating
+behaviour.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ PROC = {"up": UP, "clean": CLEAN, "unclean": UNCLEAN}
 K = tuple(range(1, MAX_RECORDS + 1))
 """The offsets a log may hold."""
 
-INT_VARS = ("leader", "leaderEpoch", "hw", "ackedLen",
-            *[f"{v}_{r}" for r in R for v in ("proc", "len", "flushed", "endE", "endO")],
+INT_VARS = ("leader", "leaderEpoch", "hw", "epochStartOffset", "ackedLen",
+            *[f"{v}_{r}" for r in R
+              for v in ("proc", "len", "flushed", "cacheEpoch", "endE", "endO")],
             *[f"ep_{r}_{k}" for r in R for k in K],
             *[f"ackedE_{k}" for k in K])
 BOOL_VARS = ("lossReported",
@@ -118,6 +120,10 @@ def log_end_ge(a: tuple[Any, Any], b: tuple[Any, Any]) -> Any:
     return z3.Or(a[0] > b[0], z3.And(a[0] == b[0], a[1] >= b[1]))
 
 
+def _max(a: Any, b: Any) -> Any:
+    return z3.If(a >= b, a, b)
+
+
 def last_epoch(s: V, r: int) -> Any:
     out: Any = z3.IntVal(0)
     for k in K:
@@ -133,6 +139,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
     def init(s: V) -> Any:
         return z3.And(
             s["leader"] == R[0], s["leaderEpoch"] == 1, s["hw"] == 0, s["ackedLen"] == 0,
+            s["epochStartOffset"] == 0,
+            *[s[f"cacheEpoch_{r}"] == (1 if r == R[0] else 0) for r in R],
             z3.Not(s["lossReported"]),
             *[z3.And(s[f"isr_{r}"], z3.Not(s[f"elr_{r}"]), s[f"alive_{r}"],
                      z3.Not(s[f"rep_{r}"]), s[f"endE_{r}"] == 0, s[f"endO_{r}"] == 0,
@@ -146,7 +154,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
 
     def election(s: V, ld0: Any, isr0: Mapping[int, Any], elr0: Mapping[int, Any],
                  ends0: Mapping[int, tuple[Any, Any, Any]], alv: Mapping[int, Any],
-                 new_len: Mapping[int, Any]) -> dict[str, Any]:
+                 new_len: Mapping[int, Any], cache0: Mapping[int, Any],
+                 new_proc: Mapping[int, Any]) -> dict[str, Any]:
         live_isr = {r: z3.And(isr0[r], alv[r]) for r in R}
         any_live_isr = z3.Or(*live_isr.values())
         if kept_last:
@@ -197,9 +206,15 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         new_leader_len = new_len[R[0]]
         for r in R[1:]:
             new_leader_len = z3.If(leader == r, new_len[r], new_leader_len)
+        epoch = s["leaderEpoch"] + z3.If(changed, 1, 0)
+        up = z3.Or(*[z3.And(leader == r, new_proc[r] == UP) for r in R])
+        takes_up = z3.And(up, z3.Or(leader != s["leader"], changed,
+                                    *[z3.And(leader == r, s[f"proc_{r}"] != UP) for r in R]))
         upd: dict[str, Any] = {
             "leader": leader,
-            "leaderEpoch": s["leaderEpoch"] + z3.If(changed, 1, 0),
+            "leaderEpoch": epoch,
+            "epochStartOffset": z3.If(takes_up, new_leader_len,
+                                      z3.If(up, s["epochStartOffset"], 0)),
             "hw": z3.If(z3.And(leader != s["leader"], leader != NO_LEADER),
                         _min(s["hw"], new_leader_len), s["hw"]),
             "lossReported": z3.Or(s["lossReported"], unclean)}
@@ -209,6 +224,7 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
             upd[f"rep_{r}"] = z3.And(z3.Not(eligible), ends0[r][0])
             upd[f"endE_{r}"] = z3.If(eligible, 0, ends0[r][1])
             upd[f"endO_{r}"] = z3.If(eligible, 0, ends0[r][2])
+            upd[f"cacheEpoch_{r}"] = z3.If(z3.And(takes_up, leader == r), epoch, cache0[r])
         return upd
 
     def ends_of(s: V) -> dict[int, tuple[Any, Any, Any]]:
@@ -228,6 +244,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         for r in R:
             mine = s["leader"] == r
             upd[f"len_{r}"] = z3.If(mine, s[f"len_{r}"] + 1, s[f"len_{r}"])
+            upd[f"cacheEpoch_{r}"] = z3.If(mine, _max(s[f"cacheEpoch_{r}"], s["leaderEpoch"]),
+                                           s[f"cacheEpoch_{r}"])
             for k in K:
                 upd[f"ep_{r}_{k}"] = z3.If(z3.And(mine, s[f"len_{r}"] == k - 1),
                                            s["leaderEpoch"], s[f"ep_{r}_{k}"])
@@ -239,7 +257,14 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         lead_len = _pick(s, ld, "len")
         grows = c < lead_len
         new_len = z3.If(grows, c + 1, c)
-        upd: dict[str, Any] = {f"len_{r}": new_len, f"flushed_{r}": _min(s[f"flushed_{r}"], c)}
+        prefix_last: Any = z3.IntVal(0)
+        copied: Any = z3.IntVal(0)
+        for k in K:
+            prefix_last = z3.If(c == k, s[f"ep_{r}_{k}"], prefix_last)
+            copied = z3.If(c + 1 == k, _pick(s, ld, "ep", k), copied)
+        cut = z3.If(c < s[f"len_{r}"], prefix_last, s[f"cacheEpoch_{r}"])
+        upd: dict[str, Any] = {f"len_{r}": new_len, f"flushed_{r}": _min(s[f"flushed_{r}"], c),
+                               f"cacheEpoch_{r}": z3.If(grows, _max(cut, copied), cut)}
         for k in K:
             upd[f"ep_{r}_{k}"] = z3.If(k <= c, s[f"ep_{r}_{k}"],
                                        z3.If(z3.And(grows, k == c + 1), _pick(s, ld, "ep", k),
@@ -287,8 +312,10 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         return guard, upd
 
     def isr_expand(r: int, s: V, p: V) -> Step:
+        end = s[f"len_{r}"]
         guard = z3.And(leader_up(s), z3.Not(s[f"isr_{r}"]), s[f"proc_{r}"] == UP,
-                       common_prefix(s, r, s["leader"]) >= s["hw"])
+                       common_prefix(s, r, s["leader"]) == end, end >= s["hw"],
+                       end >= s["epochStartOffset"])
         size = 1 + z3.Sum(*[z3.If(s[f"isr_{q}"], 1, 0) for q in R if q != r])
         upd: dict[str, Any] = {f"isr_{r}": TRUE}
         upd.update({f"elr_{q}": z3.And(size < MIN_ISR, s[f"elr_{q}"], z3.BoolVal(q != r))
@@ -297,11 +324,14 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
 
     def clean_shutdown(r: int, s: V, p: V) -> Step:
         return (s[f"proc_{r}"] == UP,
-                {f"proc_{r}": CLEAN, f"flushed_{r}": s[f"len_{r}"]})
+                {f"proc_{r}": CLEAN, f"flushed_{r}": s[f"len_{r}"],
+                 "epochStartOffset": z3.If(s["leader"] == r, 0, s["epochStartOffset"])})
 
     def power_loss(r: int, s: V, p: V) -> Step:
         f = s[f"flushed_{r}"]
-        upd: dict[str, Any] = {f"proc_{r}": UNCLEAN, f"len_{r}": f}
+        upd: dict[str, Any] = {f"proc_{r}": UNCLEAN, f"len_{r}": f,
+                               "epochStartOffset": z3.If(s["leader"] == r, 0,
+                                                         s["epochStartOffset"])}
         upd.update({f"ep_{r}_{k}": z3.If(k <= f, s[f"ep_{r}_{k}"], 0) for k in K})
         return s[f"proc_{r}"] == UP, upd
 
@@ -317,7 +347,11 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         ends0[r] = (FALSE, z3.IntVal(0), z3.IntVal(0))
         new_len = lens(s)
         new_len[r] = z3.IntVal(0)
-        upd = election(s, ld0, isr0, elr0, ends0, alv, new_len)
+        cache0 = members(s, "cacheEpoch")
+        cache0[r] = z3.IntVal(0)
+        new_proc = members(s, "proc")
+        new_proc[r] = z3.IntVal(UNCLEAN)
+        upd = election(s, ld0, isr0, elr0, ends0, alv, new_len, cache0, new_proc)
         upd.update({f"proc_{r}": UNCLEAN, f"len_{r}": 0, f"flushed_{r}": 0,
                     f"alive_{r}": FALSE})
         upd.update({f"ep_{r}_{k}": 0 for k in K})
@@ -326,7 +360,7 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
     def fence_broker(r: int, s: V, p: V) -> Step:
         alv = {q: FALSE if q == r else s[f"alive_{q}"] for q in R}
         upd = election(s, s["leader"], members(s, "isr"), members(s, "elr"), ends_of(s), alv,
-                       lens(s))
+                       lens(s), members(s, "cacheEpoch"), members(s, "proc"))
         upd[f"alive_{r}"] = FALSE
         return z3.And(s[f"alive_{r}"], s[f"proc_{r}"] != UP), upd
 
@@ -343,16 +377,21 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
                 for q in R}
         ld0 = z3.If(z3.And(s["leader"] == r, z3.Not(isr0[r])), NO_LEADER, s["leader"])
         none_left = z3.Not(z3.Or(*isr0.values(), *elr0.values()))
+        loaded = last_epoch(s, r)  # the load drops the epochs beginning at the log's end
         ends0 = ends_of(s)
         ends0[r] = (z3.Or(none_left, s[f"rep_{r}"]),
-                    z3.If(none_left, last_epoch(s, r), s[f"endE_{r}"]),
+                    z3.If(none_left, loaded, s[f"endE_{r}"]),
                     z3.If(none_left, s[f"len_{r}"], s[f"endO_{r}"]))
-        upd = election(s, ld0, isr0, elr0, ends0, alv, lens(s))
+        cache0 = members(s, "cacheEpoch")
+        cache0[r] = loaded
+        new_proc = members(s, "proc")
+        new_proc[r] = z3.IntVal(UP)
+        upd = election(s, ld0, isr0, elr0, ends0, alv, lens(s), cache0, new_proc)
         upd.update({f"proc_{r}": UP, f"alive_{r}": TRUE})
         return s[f"proc_{r}"] != UP, upd
 
     def report_log_end(r: int, s: V, p: V) -> Step:
-        end = (last_epoch(s, r), s[f"len_{r}"])
+        end = (z3.If(s[f"len_{r}"] == 0, 0, s[f"cacheEpoch_{r}"]), s[f"len_{r}"])
         ends0 = ends_of(s)
         ends0[r] = (TRUE, end[0], end[1])
         guard = z3.And(*[z3.Not(s[f"isr_{q}"]) for q in R], *[z3.Not(s[f"elr_{q}"]) for q in R],
@@ -360,7 +399,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
                        z3.Or(z3.Not(s[f"rep_{r}"]), s[f"endE_{r}"] != end[0],
                              s[f"endO_{r}"] != end[1]))
         return guard, election(s, s["leader"], members(s, "isr"), members(s, "elr"), ends0,
-                               members(s, "alive"), lens(s))
+                               members(s, "alive"), lens(s), members(s, "cacheEpoch"),
+                               members(s, "proc"))
 
     # -- invariants --------------------------------------------------------------------------
 
@@ -413,13 +453,14 @@ def describe(v: Mapping[str, str]) -> str:
     lead = "none" if v["leader"] == str(NO_LEADER) else v["leader"]
     isr = [r for r in R if v[f"isr_{r}"] == "True"]
     elr = [r for r in R if v[f"elr_{r}"] == "True"]
-    parts = [f"leader {lead} epoch {v['leaderEpoch']} ISR {isr} ELR {elr} HW {v['hw']}"]
+    parts = [f"leader {lead} epoch {v['leaderEpoch']} ISR {isr} ELR {elr} HW {v['hw']} "
+             f"epoch start {v['epochStartOffset']}"]
     names = {UP: "up", CLEAN: "down (clean)", UNCLEAN: "down (unclean)"}
     for r in R:
         log = [int(v[f"ep_{r}_{k}"]) for k in K if k <= int(v[f"len_{r}"])]
         text = (f"replica {r} {names[int(v[f'proc_{r}'])]}"
                 f"{'' if v[f'alive_{r}'] == 'True' else ' not alive'} log {log} "
-                f"flushed {v[f'flushed_{r}']}")
+                f"flushed {v[f'flushed_{r}']} epoch cache {v[f'cacheEpoch_{r}']}")
         if v[f"rep_{r}"] == "True":
             text += f" reported ({v[f'endE_{r}']}, {v[f'endO_{r}']})"
         parts.append(text)
@@ -454,27 +495,19 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
 
 
 UNBOUNDED_EPOCH_VIOLATIONS: dict[str, tuple[str, ...]] = {
-    # TLC's shortest (MaxEpoch 3, 11 states): 2 loses the acknowledged record at a power loss
-    # and, its session not expired, leads when 1 stops, down: the HW falls to its empty log.
-    # 2 registers and leaves the ISR; 3 leads with the HW still 0, and 2, back with an empty
-    # log, rejoins the ISR at that HW (the model's IsrExpand asks for the HW only, not also for
-    # the leader epoch's start offset as the implementation does). 3's dir fails: 2 leads
-    # without the record 1 still holds. Epoch 4.
-    "IsrExpandBelowEpochStart": (
-        "Produce", "Replicate(2)", "Replicate(3)", "AdvanceHW", "CleanShutdown(1)",
-        "PowerLoss(2)", "FenceBroker(1)", "Register(2)", "IsrExpand(2)", "DirFailure(3)"),
-    # TLC's shortest at MaxEpoch 3 once IsrExpand also asks for the epoch start offset (18
-    # states): 1 writes a record of epoch 1 and flushes it; 3 copies it. 1 loses power and
-    # leaves the ISR at its registration; 2 leads in epoch 2 and writes a record of epoch 2 at
-    # the same offset; 1 rejoins, 2 stops, and 1 leads in epoch 3 and acknowledges the record
-    # of epoch 1 with 3. 3 loses it at a power loss; 1 loses power too (the record flushed).
-    # Both register and leave: a recovery election, in which 2's log ends highest (epoch 2 >
-    # 1), though 1 holds the acknowledged record and 2 does not. Epoch 4.
+    # TLC's shortest at MaxEpoch 3 (19 states): 1 writes a record of epoch 1; 3 copies it and
+    # flushes it. 1 loses power and leaves the ISR at its registration; 2 leads in epoch 2 and
+    # writes a record of epoch 2 at the same offset. 2 stops and is fenced (into the ELR); 3
+    # leads in epoch 3 (its epoch starts at 1, after the record of epoch 1); 1 copies the
+    # record, rejoins, and the record of epoch 1 is acknowledged in epoch 3 by 1 and 3. 1 loses
+    # power (the record unflushed) and is dropped; 3 loses power (the record flushed). Both
+    # register and leave: the loads drop 3's epoch 3 (it began at the log's end), so 3 reports
+    # (1, 1) and 2 (2, 1): the recovery election picks 2, without the record 3 holds. Epoch 4.
     "RecoveryPicksDivergentLog": (
-        "Produce", "Replicate(3)", "Flush(1)", "PowerLoss(1)", "Register(1)", "Produce",
-        "IsrExpand(1)", "CleanShutdown(2)", "FenceBroker(2)", "AdvanceHW", "PowerLoss(3)",
-        "ShrinkIsr(3)", "PowerLoss(1)", "Register(3)", "Register(1)", "Register(2)",
-        "ReportLogEnd(3)"),
+        "Produce", "Replicate(3)", "Flush(3)", "PowerLoss(1)", "Register(1)", "Produce",
+        "CleanShutdown(2)", "FenceBroker(2)", "Replicate(1)", "IsrExpand(1)", "AdvanceHW",
+        "PowerLoss(1)", "ShrinkIsr(1)", "PowerLoss(3)", "Register(1)", "Register(3)",
+        "Register(2)", "ReportLogEnd(1)"),
 }
 """Behaviours of the correct model (one record, as the .cfg) that violate AckedRecordsSurvive
 once the leader epoch passes the .cfg's MaxEpoch of 2: why no induction proof of it exists for
@@ -522,12 +555,14 @@ def twin_views(spec: Any) -> list[TwinView]:
     def abstract(s: Any) -> dict[str, int | bool]:
         assert isinstance(s, LEState)
         out: dict[str, int | bool] = {"leader": s.leader, "leaderEpoch": s.leaderEpoch,
-                                      "hw": s.hw, "ackedLen": len(s.acked),
+                                      "hw": s.hw, "epochStartOffset": s.epochStartOffset,
+                                      "ackedLen": len(s.acked),
                                       "lossReported": s.lossReported}
         for i, r in enumerate(R):
             report = s.recoveryLogEnds[i]
             out.update({f"proc_{r}": PROC[s.proc[i]], f"len_{r}": len(s.log[i]),
-                        f"flushed_{r}": s.flushed[i], f"isr_{r}": r in s.isr,
+                        f"flushed_{r}": s.flushed[i], f"cacheEpoch_{r}": s.cacheEpoch[i],
+                        f"isr_{r}": r in s.isr,
                         f"elr_{r}": r in s.elr, f"alive_{r}": s.alive[i],
                         f"rep_{r}": report != NO_REPORT,
                         f"endE_{r}": report[0] if report != NO_REPORT else 0,

@@ -23,7 +23,10 @@ the result. What is abstracted, for a partition ``tp`` of one generation of its 
   broker down, its dir failed) holds what the run holds it to: the acknowledged records it is
   a holder of;
 * ``flushed``: the entries below the log's recovery point; ``hw``: the leader's high watermark
-  in entries;
+  in entries; ``epochStartOffset``: the leader's leader epoch start offset in entries (0 when
+  it is down);
+* ``cacheEpoch``: the latest epoch of the replica's leader epoch cache (0 for none, or when it
+  cannot be read): the records' epochs are abstracted away, so it is not compared with them;
 * ``lossReported``: the controller reported an unclean election for this generation, and
   the topic allows one (``unclean.leader.election.enable``): the one loss the user agreed to.
 
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from logwright.broker.partition import Partition
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import RefinementViolation
 from logwright.controller.store import NO_LEADER as STORE_NO_LEADER
@@ -105,10 +109,12 @@ class LeaderElectionProjection:
         twin = self._twin(replicas, max(1, min_isr))
         offsets = sorted(o for o in acked if o >= floor)
         ends = {b: (max(epoch, 0), end) for b, epoch, end in state.recovery_log_ends}
-        logs, flushed, up = [], [], []
-        hw = 0
+        logs, flushed, up, cache = [], [], [], []
+        hw = start = 0
         for b in replicas:
             held, recovery_point, high_watermark = self._replica(b, tp, topic_id)
+            part = self._partition(b, tp) if held is not None else None
+            cache.append(max(part.log.latest_epoch or 0, 0) if part is not None else 0)
             if held is None:
                 # Down or unreadable: what its disk holds is what the run holds it to hold
                 # (a power loss or a failed dir takes it out of the holders).
@@ -123,6 +129,8 @@ class LeaderElectionProjection:
             up.append(True)
             if b == state.leader:
                 hw = sum(1 for o in offsets if o < high_watermark)
+                if part is not None and part.is_leader:
+                    start = sum(1 for o in offsets if o < part.leader_epoch_start_offset)
         allowed = topic.config_map.get("unclean.leader.election.enable")
         unclean = ((allowed == "true" if allowed is not None
                     else controller.config.unclean_leader_election_enable)
@@ -135,11 +143,19 @@ class LeaderElectionProjection:
             recoveryLogEnds=tuple(ends.get(b, NO_REPORT) for b in replicas),
             alive=tuple(controller.replica_alive(b, tp) for b in replicas),
             proc=tuple(UP if u else UNCLEAN for u in up),
-            log=tuple(logs), flushed=tuple(flushed), hw=hw,
+            log=tuple(logs), flushed=tuple(flushed), cacheEpoch=tuple(cache), hw=hw,
+            epochStartOffset=start,
             acked=tuple((ACKED_EPOCH, frozenset(holders.get(o, set()) & set(replicas)))
                         for o in offsets),
             lossReported=unclean)
         return twin, s
+
+    def _partition(self, b: int, tp: TopicPartition) -> Partition | None:
+        """Broker ``b``'s hosted partition ``tp``, or None."""
+        broker = self.cluster.brokers.get(b)
+        if broker is None or not broker.alive:
+            return None
+        return broker.replica_manager.describe().get(tp)
 
     def _replica(self, b: int, tp: TopicPartition, topic_id: Uuid | None
                  ) -> tuple[dict[int, bytes | None] | None, int, int]:

@@ -18,7 +18,7 @@ when the action is disabled; :meth:`LeaderElectionTwin.actions` enumerates their
 variable in the module's order; per-replica functions are tuples indexed like
 ``config.replicas`` (sorted, the assignment order). There is no packed encoding: the logs, the
 reports and the acknowledged records with their sets of acknowledgers have no small fixed shape,
-and the generic engine explores the .cfg's 315,820 states in under a minute.
+and the generic engine explores the .cfg's 421,186 states in about a minute.
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ class LEState(NamedTuple):
     proc: tuple[str, ...]
     log: tuple[Log, ...]
     flushed: tuple[int, ...]
+    cacheEpoch: tuple[int, ...]
     hw: int
+    epochStartOffset: int
     acked: tuple[AckedRecord, ...]
     lossReported: bool
 
@@ -134,10 +136,16 @@ class LeaderElectionTwin(Spec):
         """The index of replica ``r`` in the per-replica tuples."""
         return self._index[r]
 
-    def LogEnd(self, s: LEState, r: int) -> tuple[int, int]:
-        """<<epoch of r's last record (0 when empty), r's end offset>>."""
+    def ReportOf(self, s: LEState, r: int, c: int) -> tuple[int, int]:
+        """The log end ``r`` reports when its leader epoch cache's latest epoch is ``c``:
+        <<c (0 when its log is empty), r's end offset>>."""
         log = s.log[self.ix(r)]
-        return (log[-1] if log else 0, len(log))
+        return (c if log else 0, len(log))
+
+    def LogEnd(self, s: LEState, r: int) -> tuple[int, int]:
+        """<<the latest epoch of r's leader epoch cache (0 when its log is empty), r's end
+        offset>>."""
+        return self.ReportOf(s, r, s.cacheEpoch[self.ix(r)])
 
     def CommonPrefix(self, s: LEState, r: int, q: int) -> int:
         """How many leading records the logs of ``r`` and ``q`` share."""
@@ -161,9 +169,11 @@ class LeaderElectionTwin(Spec):
 
     def init_states(self) -> Iterable[State]:
         n = len(self.replicas)
-        return [LEState(min(self.replicas), frozenset(self.replicas), frozenset(), 1,
-                        (NO_REPORT,) * n, (True,) * n, (UP,) * n, ((),) * n, (0,) * n, 0, (),
-                        False)]
+        first = min(self.replicas)
+        cache = tuple(1 if r == first else 0 for r in self.replicas)
+        return [LEState(first, frozenset(self.replicas), frozenset(), 1,
+                        (NO_REPORT,) * n, (True,) * n, (UP,) * n, ((),) * n, (0,) * n, cache,
+                        0, 0, (), False)]
 
     # -- the controller's election -----------------------------------------------------------
 
@@ -206,14 +216,22 @@ class LeaderElectionTwin(Spec):
         return ElectionResult(lead, i, elr2, how, ends)
 
     def Elected(self, s: LEState, e: ElectionResult, t: LEState) -> LEState:
-        """``t`` (the step's other new values) with the election ``e`` applied (the TLA+
-        ``Elected``)."""
+        """``t`` (the step's other new values, its ``cacheEpoch`` the TLA+ ``cache0``) with the
+        election ``e`` applied (the TLA+ ``Elected``): a leader that is up takes up a new epoch,
+        or its epoch when it starts, recording it in its cache at its log end."""
         bump = (e.l, e.i) != (s.leader, s.isr) and e.l != NO_LEADER
         epoch = s.leaderEpoch + 1 if bump else s.leaderEpoch
         hw = (min(s.hw, len(t.log[self.ix(e.l)])) if e.l != s.leader and e.l != NO_LEADER
               else s.hw)
+        up = e.l != NO_LEADER and t.proc[self.ix(e.l)] == UP
+        takes_up = up and (e.l != s.leader or epoch != s.leaderEpoch
+                           or s.proc[self.ix(e.l)] != UP)
+        cache, start = t.cacheEpoch, s.epochStartOffset if up else 0
+        if takes_up:
+            cache = _set(cache, self.ix(e.l), epoch)
+            start = len(t.log[self.ix(e.l)])
         return t._replace(leader=e.l, isr=e.i, elr=e.e, recoveryLogEnds=e.ends,
-                          leaderEpoch=epoch, hw=hw,
+                          leaderEpoch=epoch, hw=hw, cacheEpoch=cache, epochStartOffset=start,
                           lossReported=s.lossReported or e.how == "unclean")
 
     # -- actions, one method per TLA+ operator ---------------------------------------------
@@ -228,11 +246,13 @@ class LeaderElectionTwin(Spec):
         i = self.ix(s.leader)
         if len(s.log[i]) >= self.config.max_records:
             return None
-        return s._replace(log=_set(s.log, i, (*s.log[i], s.leaderEpoch)))
+        return s._replace(log=_set(s.log, i, (*s.log[i], s.leaderEpoch)),
+                          cacheEpoch=_set(s.cacheEpoch, i, max(s.cacheEpoch[i], s.leaderEpoch)))
 
     def Replicate(self, s: LEState, r: int) -> LEState | None:
-        """Follower ``r`` truncates where it diverges from the leader and copies its next
-        record."""
+        """Follower ``r`` truncates where it diverges from the leader (its cache dropping the
+        epochs that begin at or after the cut) and copies its next record (whose epoch its
+        cache records unless it knows a later one)."""
         if s.leader == NO_LEADER or r == s.leader or not self._leader_up(s):
             return None
         i = self.ix(r)
@@ -240,11 +260,14 @@ class LeaderElectionTwin(Spec):
             return None
         c = self.CommonPrefix(s, r, s.leader)
         lead = s.log[self.ix(s.leader)]
-        new = s.log[i][:c] + ((lead[c],) if c < len(lead) else ())
+        grows = c < len(lead)
+        new = s.log[i][:c] + ((lead[c],) if grows else ())
         if new == s.log[i]:
             return None
+        cut = (s.log[i][c - 1] if c else 0) if c < len(s.log[i]) else s.cacheEpoch[i]
         return s._replace(log=_set(s.log, i, new),
-                          flushed=_set(s.flushed, i, min(s.flushed[i], c)))
+                          flushed=_set(s.flushed, i, min(s.flushed[i], c)),
+                          cacheEpoch=_set(s.cacheEpoch, i, max(cut, lead[c]) if grows else cut))
 
     def Flush(self, s: LEState, r: int) -> LEState | None:
         """``r`` fsyncs its log."""
@@ -284,10 +307,14 @@ class LeaderElectionTwin(Spec):
         return s._replace(isr=isr, elr=elr)
 
     def IsrExpand(self, s: LEState, r: int) -> LEState | None:
-        """The leader takes back a follower whose log reaches its HW."""
+        """The leader takes back a follower whose fetch offset reaches its HW and its epoch's
+        start offset; the follower's log is then a prefix of the leader's (it truncated its
+        divergent records before the fetch counted)."""
         if not self._leader_up(s) or r in s.isr or s.proc[self.ix(r)] != UP:
             return None
-        if self.CommonPrefix(s, r, s.leader) < s.hw:
+        end = len(s.log[self.ix(r)])
+        if (self.CommonPrefix(s, r, s.leader) != end or end < s.hw
+                or end < s.epochStartOffset):
             return None
         isr = s.isr | {r}
         elr = frozenset() if len(isr) >= self.config.min_isr else s.elr - {r}
@@ -299,15 +326,18 @@ class LeaderElectionTwin(Spec):
         if s.proc[i] != UP:
             return None
         return s._replace(proc=_set(s.proc, i, CLEAN),
-                          flushed=_set(s.flushed, i, len(s.log[i])))
+                          flushed=_set(s.flushed, i, len(s.log[i])),
+                          epochStartOffset=0 if r == s.leader else s.epochStartOffset)
 
     def PowerLoss(self, s: LEState, r: int) -> LEState | None:
-        """``r``'s broker loses power: the unflushed tail of its log is lost."""
+        """``r``'s broker loses power: the unflushed tail of its log is lost (its leader epoch
+        cache file, fsynced at every change, is kept)."""
         i = self.ix(r)
         if s.proc[i] != UP:
             return None
         return s._replace(proc=_set(s.proc, i, UNCLEAN),
-                          log=_set(s.log, i, s.log[i][:s.flushed[i]]))
+                          log=_set(s.log, i, s.log[i][:s.flushed[i]]),
+                          epochStartOffset=0 if r == s.leader else s.epochStartOffset)
 
     def DirFailure(self, s: LEState, r: int) -> LEState | None:
         """``r``'s log dir fails: its log is gone, the controller takes it out of the ISR and
@@ -317,7 +347,8 @@ class LeaderElectionTwin(Spec):
             return None
         alive = _set(s.alive, i, False)
         t = s._replace(proc=_set(s.proc, i, UNCLEAN), log=_set(s.log, i, ()),
-                       flushed=_set(s.flushed, i, 0), alive=alive)
+                       flushed=_set(s.flushed, i, 0), alive=alive,
+                       cacheEpoch=_set(s.cacheEpoch, i, 0))
         keep = self.config.bug == "LastIsrMemberKept" and s.isr == {r}
         e = self.Election(NO_LEADER if s.leader == r and not keep else s.leader,
                           s.isr if keep else s.isr - {r}, s.elr - {r},
@@ -334,7 +365,8 @@ class LeaderElectionTwin(Spec):
         return self.Elected(s, e, s._replace(alive=alive))
 
     def Register(self, s: LEState, r: int) -> LEState | None:
-        """``r``'s broker registers; after an unclean shutdown it leaves the ISR and the ELR
+        """``r``'s broker registers: loading its log drops the cache's epochs that begin at or
+        after the log's end; after an unclean shutdown it leaves the ISR and the ELR
         (unclean-shutdown detection); it reports its log end if the partition has no eligible
         replica left; then the election."""
         i = self.ix(r)
@@ -347,10 +379,12 @@ class LeaderElectionTwin(Spec):
         isr0 = s.isr - {r} if damaged and not keep else s.isr
         elr0 = s.elr - {r} if damaged else s.elr
         ld0 = NO_LEADER if s.leader == r and r not in isr0 else s.leader
-        ends0 = (_set(s.recoveryLogEnds, i, self.LogEnd(s, r)) if not isr0 and not elr0
-                 else s.recoveryLogEnds)
+        loaded = s.log[i][-1] if s.log[i] else 0
+        ends0 = (_set(s.recoveryLogEnds, i, self.ReportOf(s, r, loaded))
+                 if not isr0 and not elr0 else s.recoveryLogEnds)
         e = self.Election(ld0, isr0, elr0, ends0, alive)
-        return self.Elected(s, e, s._replace(proc=_set(s.proc, i, UP), alive=alive))
+        return self.Elected(s, e, s._replace(proc=_set(s.proc, i, UP), alive=alive,
+                                             cacheEpoch=_set(s.cacheEpoch, i, loaded)))
 
     def ReportLogEnd(self, s: LEState, r: int) -> LEState | None:
         """A live replica of a partition with no eligible replica reports its log end."""
@@ -419,7 +453,9 @@ class LeaderElectionTwin(Spec):
             and all(len(log) <= k.max_records and all(e in epochs for e in log)
                     for log in s.log)
             and all(0 <= f <= len(log) for f, log in zip(s.flushed, s.log, strict=True))
-            and 0 <= s.hw <= k.max_records and len(s.acked) <= k.max_records
+            and all(0 <= c <= k.max_epoch + 1 for c in s.cacheEpoch)
+            and 0 <= s.hw <= k.max_records and 0 <= s.epochStartOffset <= k.max_records
+            and len(s.acked) <= k.max_records
             and all(e in epochs and by <= reps for e, by in s.acked)
             and isinstance(s.lossReported, bool)
         )
@@ -458,14 +494,15 @@ class LeaderElectionTwin(Spec):
         assert isinstance(s, LEState)
         lead = "none (offline)" if s.leader == NO_LEADER else str(s.leader)
         lines = [f"controller: leader {lead}, epoch {s.leaderEpoch}, ISR {sorted(s.isr)}, "
-                 f"ELR {sorted(s.elr)}, HW {s.hw}"
+                 f"ELR {sorted(s.elr)}, HW {s.hw}, epoch start {s.epochStartOffset}"
                  + (", LOSS REPORTED (unclean election)" if s.lossReported else "")]
         for r in self.replicas:
             i = self.ix(r)
             report = s.recoveryLogEnds[i]
             parts = [f"replica {r}: {s.proc[i]}",
                      "alive" if s.alive[i] else "not alive (controller)",
-                     f"log {list(s.log[i])} flushed {s.flushed[i]}"]
+                     f"log {list(s.log[i])} flushed {s.flushed[i]}",
+                     f"epoch cache {s.cacheEpoch[i]}"]
             if report != NO_REPORT:
                 parts.append(f"reported log end {report}")
             lines.append(", ".join(parts))
