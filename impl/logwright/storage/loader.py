@@ -284,7 +284,11 @@ def _reconcile_epoch_cache(cache: LeaderEpochCache, segments: list[LogSegment],
     record: start-up stays a walk of the file names."""
     if recovered and not cache.entries and log_end_offset > log_start_offset:
         cache.rebuild(_batch_epochs(segments, log_start_offset, log_end_offset))
-    cache.truncate_from_end(log_end_offset)
+    # An epoch that begins exactly at the log's end is kept: a leader records its epoch there
+    # before it writes anything, and that entry says the log held the epoch's leader's log up
+    # to its end, which the recovery election compares (docs/cluster.md); only epochs beginning
+    # past the end, whose start the log lost, go.
+    cache.truncate_from_end(log_end_offset + 1)
     cache.truncate_from_start(log_start_offset)
 
 
