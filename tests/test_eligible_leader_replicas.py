@@ -232,16 +232,6 @@ def test_a_recovery_election_never_brings_back_records_an_acknowledged_delete_re
         c.fetch("t", 0, 0)
 
 
-class CommittedRecordLost(AssertionError):
-    """A committed record a consumer read is gone, with no unclean election."""
-
-
-@pytest.mark.xfail(strict=True, raises=CommittedRecordLost,
-                   reason="known defect RecoveryPicksDivergentLog (spec/README.md, "
-                          "LeaderElection, 'A known defect beyond the epoch bound'): the "
-                          "recovery election ranks logs by (latest epoch, end offset), and a "
-                          "record of an older epoch committed in a later one is outranked by "
-                          "a divergent log whose last record is of an epoch in between")
 def test_recovery_keeps_a_committed_record_of_an_older_epoch() -> None:
     """The LeaderElection model's RecoveryPicksDivergentLog on the cluster (A, B, C the
     replicas in assignment order, A leading). X (epoch 0) reaches A and C, not B; A loses it at
@@ -249,8 +239,10 @@ def test_recovery_keeps_a_committed_record_of_an_older_epoch() -> None:
     leads (epoch 2) with X, A copies it and X is committed (a consumer reads it). A loses it
     again, C is killed (it keeps X, but did not shut down cleanly): A and C register uncleanly,
     the ISR and the ELR are empty, and the recovery election compares (latest epoch, end
-    offset): C reports (0, 1), its epoch 2 having begun at its log end and been dropped when
-    its log was loaded, B (1, 1). B leads, and offset 0 is Y."""
+    offset). C led epoch 2 from its log end: start-up keeps that epoch (it begins exactly at
+    the log's end), so C reports (2, 1) above B's (1, 1) and leads, with X. When start-up
+    dropped it, C reported (0, 1), B led, and offset 0 read Y: a committed record lost to a
+    recovery election (the model found it first, beyond its .cfg's epoch bound)."""
     c = cluster()
     c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
     assert c.run_until_idle()
@@ -281,6 +273,5 @@ def test_recovery_keeps_a_committed_record_of_an_older_epoch() -> None:
     c.restart_broker(b)
     assert c.run_until_idle()
     assert c.metrics()[RECOVERY_ELECTIONS] == 1 and c.metrics()[UNCLEAN_ELECTIONS] == 0
-    read = [(r.offset, r.value) for r in c.fetch("t", 0, 0)]
-    if read != [(0, b"X")]:
-        raise CommittedRecordLost(f"offset 0 now reads {read}, not the committed X")
+    assert c.partition_state("t", 0).leader == other
+    assert [(r.offset, r.value) for r in c.fetch("t", 0, 0)] == [(0, b"X")]

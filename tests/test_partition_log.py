@@ -406,3 +406,31 @@ def test_the_log_owns_its_topic_id() -> None:
     with pytest.raises(KafkaStorageError):
         broken.assign_topic_id(first)
     assert broken.offline and broken.topic_id is None
+
+
+@pytest.mark.parametrize("power_loss", [False, True])
+def test_a_leader_epoch_begun_at_the_log_end_survives_a_restart_one_past_it_does_not(
+        power_loss: bool) -> None:
+    """A leader records its epoch at its log's end before writing; start-up keeps an epoch that
+    begins at the log's end (the recovery election ranks logs by it), and drops one whose start
+    the log lost."""
+    fs, clock = world()
+    log = new_log(fs, clock)
+    log.append_as_leader(batch(b"a", b"b"), leader_epoch=1)
+    log.assign_epoch_start_offset(3, log.log_end_offset)  # led epoch 3, wrote nothing
+    log.flush()
+    if power_loss:
+        fs.crash()
+    else:
+        log.close()
+    again, _ = load(fs, clock, clean=not power_loss)
+    assert again.log_end_offset == 2
+    assert again.leader_epoch_cache.latest_epoch == 3
+    # Records of epoch 4 from offset 2, not flushed, and epoch 5 begun at 4: a power loss cuts
+    # the log back to 2. Epoch 5 began past the end and goes; epoch 4 began at the end and
+    # stays (the log held epoch 4's leader's log up to 2, every record committed before it).
+    again.append_as_leader(batch(b"c", b"d"), leader_epoch=4)
+    again.assign_epoch_start_offset(5, again.log_end_offset)
+    fs.crash()
+    third, _ = load(fs, clock)
+    assert third.log_end_offset == 2 and third.leader_epoch_cache.latest_epoch == 4
