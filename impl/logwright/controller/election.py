@@ -138,6 +138,7 @@ class Election(Reassignments):
     def _note_log_ends(self, broker_id: int, reports: Iterable[ReplicaReport]) -> None:
         """Record the log ends ``broker_id`` reported for partitions with no replica left in
         the ISR or the ELR, then elect where a recovery election became possible."""
+        reports = tuple(reports)  # read twice below
         states = {r.tp: self.store.partition(r.tp) for r in reports}
         # A replica of a deleted generation of the topic is not this partition's.
         by_tp = replica_reports_by_partition(
