@@ -9,7 +9,10 @@ deposed leader would be sent back and forth; so a partition state older (leader 
 epoch) than the one held for the same topic id never replaces it, and a partition state from a
 request older (controller epoch, correlation id) than the newest applied for the same partition
 name changes nothing: a late state of a deleted topic does not bring it back after the deletion
-removed it (clients get UNKNOWN_TOPIC_OR_PARTITION).
+removed it (clients get UNKNOWN_TOPIC_OR_PARTITION). Likewise the live brokers and the
+controller id are taken only from a request newer than every one applied before: a late request
+naming a broker dead that has since come back would otherwise hide its partitions' leader until
+the next change (clients saw LEADER_NOT_AVAILABLE for a led partition).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class MetadataCache:
     controller_id: int = -1
     #: Per partition name: (controller epoch, correlation id) of the newest request applied.
     versions: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+    #: (controller epoch, correlation id) of the newest request whose live brokers were taken.
+    brokers_version: tuple[int, int] = (-1, -1)
 
     def topic_metadata(self, request: MetadataRequest, authorized: Callable[[str], bool]
                        ) -> MetadataResponse:
@@ -81,7 +86,8 @@ class MetadataCache:
         deleted topic (leader LeaderDuringDelete, -2) leaves the cache, unless the cache already
         holds a newer topic of the same name (another topic id). A partition state older
         (leader epoch, partition epoch) than the one held for the same topic id, or of a
-        request older than the newest applied for its name, changes nothing."""
+        request older than the newest applied for its name, changes nothing; nor does an older
+        request change the live brokers or the controller id."""
         version = (request.controller_epoch, request.correlation_id)
         for state in request.partition_states:
             if self.versions.get(state.tp, (-1, -1)) > version:
@@ -96,8 +102,10 @@ class MetadataCache:
                     (state.leader_epoch, state.partition_epoch)
                     >= (held.leader_epoch, held.partition_epoch)):
                 self.partitions[state.tp] = state
-        self.live_brokers = frozenset(request.live_brokers)
-        self.controller_id = request.controller_id
+        if version > self.brokers_version:
+            self.brokers_version = version
+            self.live_brokers = frozenset(request.live_brokers)
+            self.controller_id = request.controller_id
 
     def partition_error(self, tp: TopicPartition) -> Errors:
         """The error for a partition this broker does not host (Kafka's getPartitionOrError):
