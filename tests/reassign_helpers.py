@@ -1,5 +1,6 @@
-"""Playing a broker's side of a reassignment's dir moves (KIP-113) for the controller harness:
-answering the controller's DescribeLogDirs and AlterReplicaLogDirs by hand."""
+"""Playing a broker's side of a reassignment for the controller harness: answering the
+controller's LeaderAndIsr (a reassignment completes only once every target's broker answered
+one), DescribeLogDirs and AlterReplicaLogDirs (its dir moves, KIP-113) by hand."""
 
 from __future__ import annotations
 
@@ -18,11 +19,38 @@ from logwright.protocol.messages import (
     DescribeLogDirsResponse,
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionError,
 )
 from tests.test_controller import SETTLE_MS, Harness
 
 POLL_MS = ControllerConfig().dir_move_poll_ms  # how often the controller asks where a move is
 Where = tuple[str | None, str | None]  # (current dir, future dir) of a replica on a broker
+
+
+def answer_leader_and_isr(h: Harness, *broker_ids: int,
+                          errors: Mapping[TopicPartition, Errors] | None = None,
+                          sent_by: str | None = None) -> int:
+    """Answer every LeaderAndIsr a controller (``sent_by``, or any) sent each of ``broker_ids``
+    (and forget them), each partition with NONE or its error in ``errors``; returns how many
+    were answered."""
+    answered = 0
+    for broker_id in broker_ids:
+        def wanted(src: str, m: object) -> bool:
+            return isinstance(m, LeaderAndIsrRequest) and sent_by in (None, src)
+        received = h.brokers[broker_id].received
+        asked = [(src, m) for src, m in received if wanted(src, m)]
+        h.brokers[broker_id].received = [(s, m) for s, m in received if not wanted(s, m)]
+        for src, request in asked:
+            assert isinstance(request, LeaderAndIsrRequest)
+            h.net.send(f"broker-{broker_id}", src, LeaderAndIsrResponse(
+                request.correlation_id, Errors.NONE, tuple(
+                    PartitionError(w.tp, (errors or {}).get(w.tp, Errors.NONE))
+                    for w in request.partition_states)))
+        answered += len(asked)
+    h.run(SETTLE_MS)
+    return answered
 
 
 def answer_describe(h: Harness, broker_id: int, where: Mapping[TopicPartition, Where],

@@ -299,6 +299,13 @@ def test_reordered_update_metadata_does_not_bring_back_an_old_leader_epoch(seed:
         {"topic": "s", "partition": 0, "replicas": replicas}]}))
     assert c.run_until_idle()
     state = c.partition_state("s", 0)
+    tp = TopicPartition("s", 0)
+    # The last UpdateMetadata follows the reassignment's completion (which waits for every
+    # target's LeaderAndIsr answer): settled once every cache has the newest state.
+    assert c.runtime.run_until(lambda: all(
+        c.broker(b).replica_manager.metadata.partitions[tp].leader_epoch == state.leader_epoch
+        for b in (1, 2, 3)), 1_000)
+    c.runtime.run_until(lambda: False, 50)  # and no late, older UpdateMetadata takes it back
     for b in (1, 2, 3):
         (answer,) = ask_metadata(c, b, ("s",)).topics
         assert answer.partitions[0].leader_epoch == state.leader_epoch

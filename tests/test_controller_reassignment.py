@@ -14,7 +14,7 @@ from logwright.controller import NotController, ReassignmentError, parse_reassig
 from logwright.controller.reassignment import MAX_REPLICAS
 from logwright.errors import Errors
 from logwright.protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
-from tests.reassign_helpers import POLL_MS, answer_describe
+from tests.reassign_helpers import POLL_MS, answer_describe, answer_leader_and_isr
 from tests.test_controller import SETTLE_MS, Harness, tp
 
 
@@ -181,6 +181,7 @@ def test_reassignment_end_to_end_moves_leadership_and_removes_the_old_replicas(
         assert wire.log_dir == ("/data/4/d2" if b == 4 else "any")
     [status] = h.controller.reassignment_status()
     assert (status.state, status.waiting_for) == ("in progress", (3, 4))
+    assert answer_leader_and_isr(h, 1, 2, 3, 4) == 4
     # The leader adds broker 3 to the ISR: not done yet (4 is missing).
     assert h.alter(1, tp(), (1, 2, 3)).error == Errors.NONE
     assert h.state("t").replicas == (1, 2, 3, 4)
@@ -222,6 +223,8 @@ def test_a_reassignment_that_keeps_the_leader_and_only_removes_completes_at_once
     h.clear()
     h.controller.reassign(plan(entry(topic="w", replicas=(2, 4))))
     h.run(SETTLE_MS)
+    assert h.state("w").replicas == (2, 3, 4), "waits for the targets to answer"
+    answer_leader_and_isr(h, 2, 4)
     done = h.state("w")
     assert (done.replicas, done.isr, done.leader) == ((2, 4), (2, 4), 2)
     [stop] = h.got(3, StopReplicaRequest)
@@ -235,10 +238,45 @@ def test_a_new_controller_finishes_a_reassignment_the_old_one_started(h: Harness
     new = h.start_controller(1)
     h.run(SETTLE_MS)
     assert [r.tp for r in h.store.reassignments()] == [tp()]
-    h.clear()
     assert h.alter(1, tp(), (1, 2, 4)).error == Errors.NONE
-    h.run(SETTLE_MS)
+    # Answers to the old controller's LeaderAndIsr say nothing to the new one.
+    answer_leader_and_isr(h, 1, 4, sent_by="controller-0")
+    assert h.state("t").replicas == (1, 2, 4), "the targets have not answered the new controller"
+    assert not h.got(2, StopReplicaRequest)
+    # The new controller's FULL LeaderAndIsr, sent when it took over, answered.
+    answer_leader_and_isr(h, 1, 4, sent_by="controller-1")
     done = h.state("t")
     assert (done.replicas, done.leader) == ((1, 4), 1)
     [stop] = h.got(2, StopReplicaRequest)
     assert stop.controller_epoch == new.epoch
+
+
+def test_a_target_in_the_isr_counts_only_once_its_broker_answered(h: Harness) -> None:
+    """A target replica still counted in the ISR may have lost power (its session has not
+    expired): the old replicas stay until its broker answers a LeaderAndIsr sent since the
+    reassignment began, from the incarnation registered now, without an error for it."""
+    h.controller.create_topic("w", 1, 3, assignment=[[2, 3, 4]])
+    h.run(SETTLE_MS)
+    answer_leader_and_isr(h, 1, 2, 3, 4)  # before the reassignment: says nothing of it
+    h.clear()
+    h.controller.reassign(plan(entry(topic="w", replicas=(2, 4))))
+    h.run(SETTLE_MS)
+    [status] = h.controller.reassignment_status()
+    assert (status.state, status.waiting_for) == ("in progress", (2, 4))
+    # Broker 4's replica is on a failed dir: that answer does not count.
+    answer_leader_and_isr(h, 4, errors={tp("w", 0): Errors.KAFKA_STORAGE_ERROR})
+    answer_leader_and_isr(h, 2)
+    assert h.state("w").replicas == (2, 3, 4)
+    assert h.controller.reassignment_status()[0].waiting_for == (4,)
+    assert not h.got(3, StopReplicaRequest)
+    # The failed dir took broker 4's replica out of the ISR. Broker 4 restarts with the dir
+    # repaired (a new incarnation), answers the FULL LeaderAndIsr it is sent, and catches up.
+    assert h.state("w").isr == (2, 3)
+    h.register(4)
+    answer_leader_and_isr(h, 4)
+    assert h.state("w").replicas == (2, 3, 4), "4 answered but is not in the ISR yet"
+    assert h.alter(2, tp("w", 0), (2, 3, 4)).error == Errors.NONE
+    done = h.state("w")
+    assert (done.replicas, done.leader) == ((2, 4), 2)
+    [stop] = h.got(3, StopReplicaRequest)
+    assert stop.partitions[0].delete_partition

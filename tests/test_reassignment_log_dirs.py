@@ -25,7 +25,7 @@ from logwright.protocol.messages import (
     LeaderAndIsrRequest,
     StopReplicaRequest,
 )
-from tests.reassign_helpers import POLL_MS, answer_alter, answer_describe
+from tests.reassign_helpers import POLL_MS, answer_alter, answer_describe, answer_leader_and_isr
 from tests.test_controller import SETTLE_MS, Harness, tp
 
 D1, D2 = "/data/{}/d1", "/data/{}/d2"
@@ -237,8 +237,10 @@ def test_a_new_replica_with_a_named_dir_waits_for_both_the_isr_and_its_dir(h: Ha
     answer_alter(h, 3, Errors.REPLICA_NOT_AVAILABLE)
     answer_describe(h, 3, {tp(): (D2.format(3), None)})  # created in its dir, not caught up
     assert h.store.reassignments() and h.state("t").replicas == (1, 2, 3)
-    assert h.alter(1, tp(), (1, 2, 3)).error == Errors.NONE  # caught up: complete
+    assert h.alter(1, tp(), (1, 2, 3)).error == Errors.NONE  # caught up
     h.run(SETTLE_MS)
+    assert h.state("t").replicas == (1, 2, 3), "no target has answered a LeaderAndIsr yet"
+    answer_leader_and_isr(h, 1, 3)  # complete
     done = h.state("t")
     assert done.replicas == (1, 3) and done.log_dir_for(3) == D2.format(3)
     assert h.store.reassignments() == []

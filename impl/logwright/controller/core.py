@@ -125,6 +125,12 @@ class ControllerCore:
         # Incarnations this controller saw replaced by a newer one: a late (delayed or
         # duplicated) registration of one is refused, never taken for a restart.
         self._replaced_incarnations: set[tuple[int, Uuid]] = set()
+        # Reassignments (reassigning.py): per pending partition, the leader epoch from which a
+        # LeaderAndIsr answer counts (the one its reassignment began with, or the current one
+        # when this controller took over); per (partition, broker), the incarnation (broker
+        # epoch), topic id and highest leader epoch of a LeaderAndIsr it answered without error.
+        self._reassignment_since: dict[TopicPartition, int] = {}
+        self._reassignment_answers: dict[tuple[TopicPartition, int], tuple[int, Uuid, int]] = {}
 
     # ---- effects -------------------------------------------------------------------------
 

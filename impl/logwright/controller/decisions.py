@@ -35,6 +35,7 @@ from logwright.protocol.messages import (
     BrokerHeartbeat,
     BrokerRegistrationRequest,
     DescribeLogDirsResponse,
+    LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     StopReplicaResponse,
     UpdateMetadataResponse,
@@ -91,6 +92,10 @@ class ControllerDecisions(Topics, Liveness):
             self._commit(MetadataDelta(partitions=self._elect_where_needed()))
         except StaleControllerEpoch:
             return self.epoch
+        for pending in self.store.reassignments():
+            # Only answers to this controller's LeaderAndIsr show a target alive (reassigning.py).
+            if (state := self.store.partition(pending.tp)) is not None:
+                self._reassignment_since[pending.tp] = state.leader_epoch
         for broker_id in self.live_brokers():
             self._send_full_leader_and_isr(broker_id)
         self._send_update_metadata(self.store.partitions())
@@ -174,5 +179,7 @@ class ControllerDecisions(Topics, Liveness):
             if registration is not None and registration.broker_epoch == sent.broker_epoch:
                 self._replicas_offline(broker_id, [
                     r.tp for r in partition_errors if r.error == Errors.KAFKA_STORAGE_ERROR])
+                if isinstance(sent, LeaderAndIsrRequest):
+                    self._note_leader_and_isr_answer(broker_id, sent, response)
 
 

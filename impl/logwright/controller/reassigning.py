@@ -4,8 +4,16 @@
 room writes them and announces them. A reassignment is written in one transaction for all its
 partitions; each partition completes once every target replica is in the ISR: leadership moves to
 a target replica if needed, the old replicas get StopReplica(delete), and the leader epoch is
-bumped. A reassignment whose ``log_dirs`` names dirs also waits for those moves (``dir_moves``);
-one that keeps the replicas as they are and only moves dirs bumps no leader epoch.
+bumped.
+
+Invariant upheld: the old replicas are removed only once every target replica's broker has
+answered a LeaderAndIsr of the partition sent after the reassignment began, from the incarnation
+registered now. A target that lost power keeps its place in the ISR until it registers again or
+its session expires; counted on the ISR alone, it would let the reassignment delete the only
+intact copies (Kafka has that window).
+
+A reassignment whose ``log_dirs`` names dirs also waits for those moves (``dir_moves``); one that
+keeps the replicas as they are and only moves dirs bumps no leader epoch.
 """
 
 from __future__ import annotations
@@ -24,9 +32,14 @@ from logwright.controller.reassignment import (
     reassignment_done,
     validate_plan,
 )
-from logwright.controller.store import MetadataDelta, PendingReassignment
+from logwright.controller.store import MetadataDelta, PartitionState, PendingReassignment
+from logwright.errors import Errors
 from logwright.identity import TopicPartition
-from logwright.protocol.messages import StopReplicaPartition
+from logwright.protocol.messages import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaPartition,
+)
 
 __all__ = ["ReassignmentStatus", "Reassignments"]
 
@@ -49,7 +62,7 @@ class ReassignmentStatus:
     leader: int
     adding_replicas: tuple[int, ...]
     removing_replicas: tuple[int, ...]
-    waiting_for: tuple[int, ...]  # target replicas not yet in the ISR
+    waiting_for: tuple[int, ...]  # target replicas not yet in the ISR, or not yet heard from
     dir_moves: tuple[DirMoveStatus, ...] = ()  # the replicas that name a dir (KIP-113)
 
     @property
@@ -88,6 +101,7 @@ class Reassignments(DirMoves):
             delta.reassignments.append(PendingReassignment(move.tp, move.replicas, move.log_dirs))
         self._commit(delta)
         for state in delta.partitions:
+            self._reassignment_since[state.tp] = state.leader_epoch
             log.info("%s reassigning %s: replicas %s, adding %s, removing %s, log dirs %s",
                      self.node_id, state.tp, state.replicas, state.adding_replicas,
                      state.removing_replicas, state.target_log_dirs or "any")
@@ -103,11 +117,14 @@ class Reassignments(DirMoves):
         pending = next((r for r in self.store.reassignments() if r.tp == tp), None)
         state = self.store.partition(tp)
         if pending is None or state is None:
+            self._forget_reassignment_answers(tp)
             return
         # First, so that the dir moves start with the reassignment, not once the ISR is full.
         moved = self._dir_moves_settled(pending)
         if not moved or not reassignment_done(state, pending):
             return  # an ISR change or the dir moves' answers call this again
+        if not keeps_replicas(state, pending) and self._unheard_targets(state, pending):
+            return  # a LeaderAndIsr answer (_note_leader_and_isr_answer) calls this again
         new = complete_reassignment(state, pending,
                                     [r for r in state.replicas if self._replica_alive(r, tp)])
         if keeps_replicas(state, pending):
@@ -116,6 +133,7 @@ class Reassignments(DirMoves):
             except StaleControllerEpoch:
                 return
             self._forget_dir_moves(tp)
+            self._forget_reassignment_answers(tp)
             log.info("%s completed the reassignment of %s: its replicas are in their log dirs "
                      "%s", self.node_id, tp, pending.target_log_dirs)
             return
@@ -125,6 +143,7 @@ class Reassignments(DirMoves):
         except StaleControllerEpoch:
             return
         self._forget_dir_moves(tp)
+        self._forget_reassignment_answers(tp)
         log.info("%s completed the reassignment of %s: replicas %s, leader %d, leader epoch %d",
                  self.node_id, tp, new.replicas, new.leader, new.leader_epoch)
         self._send_leader_and_isr([new])
@@ -134,6 +153,48 @@ class Reassignments(DirMoves):
                     tp, new.leader_epoch, delete_partition=True, topic_id=new.topic_id)])
             self._offline_replicas.discard((tp, broker_id))
         self._send_update_metadata([new])
+
+    def _unheard_targets(self, state: PartitionState, pending: PendingReassignment
+                         ) -> tuple[int, ...]:
+        """The target replicas whose broker has not answered, from the incarnation registered
+        now, a LeaderAndIsr of ``state``'s topic id sent since the reassignment began (or since
+        this controller took over): each may have lost power and still count in the ISR."""
+        since = self._reassignment_since.setdefault(state.tp, state.leader_epoch)
+        unheard = []
+        for r in pending.target_replicas:
+            registration = self.store.broker(r)
+            answer = self._reassignment_answers.get((state.tp, r))
+            if (registration is None or answer is None
+                    or answer[:2] != (registration.broker_epoch, state.topic_id)
+                    or answer[2] < since):
+                unheard.append(r)
+        return tuple(unheard)
+
+    def _note_leader_and_isr_answer(self, broker_id: int, sent: LeaderAndIsrRequest,
+                                    response: LeaderAndIsrResponse) -> None:
+        """``broker_id``'s incarnation that ``sent`` was addressed to answered it: remember,
+        for each partition under reassignment it accepted, that it was alive and applied that
+        leader epoch; a reassignment waiting on it may complete."""
+        if response.error != Errors.NONE or not self._reassignment_since:
+            return
+        errors = {r.tp: r.error for r in response.partition_errors}
+        answered = []
+        for w in sent.partition_states:
+            if w.tp not in self._reassignment_since or errors.get(w.tp, Errors.NONE) != Errors.NONE:
+                continue
+            key = (w.tp, broker_id)
+            held = self._reassignment_answers.get(key)
+            if held is None or held[:2] != (sent.broker_epoch, w.topic_id) \
+                    or held[2] < w.leader_epoch:
+                self._reassignment_answers[key] = (sent.broker_epoch, w.topic_id, w.leader_epoch)
+                answered.append(w.tp)
+        for tp in answered:
+            self._maybe_complete_reassignment(tp)
+
+    def _forget_reassignment_answers(self, tp: TopicPartition) -> None:
+        if self._reassignment_since.pop(tp, None) is not None:
+            for key in [k for k in self._reassignment_answers if k[0] == tp]:
+                del self._reassignment_answers[key]
 
     def reassignment_status(self, json_text: str | None = None) -> list[ReassignmentStatus]:
         """Progress of the pending reassignments, or of the partitions named in ``json_text``
@@ -154,7 +215,9 @@ class Reassignments(DirMoves):
             statuses.append(ReassignmentStatus(
                 tp, phase, target, state.replicas, state.isr, state.leader,
                 state.adding_replicas, state.removing_replicas,
-                tuple(r for r in target if r not in state.isr),
+                tuple(r for r in target if r not in state.isr
+                      or (tp in pending and not keeps_replicas(state, pending[tp])
+                          and r in self._unheard_targets(state, pending[tp]))),
                 self.dir_move_statuses(tp) if tp in pending else ()))
         return statuses
 
