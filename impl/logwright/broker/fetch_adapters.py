@@ -210,6 +210,25 @@ class ReplicaFetchTarget:
             tracing.replica(self.rm.trace, self.rm.broker_id, partition.log, "RestartBelowStart",
                             {"offset": offset})
 
+    @staticmethod
+    def _follow_epoch(partition: Partition, epoch: int, epoch_start_offset: int) -> None:
+        """Once the log reaches the offset the leader's epoch began at, record that epoch there,
+        as the leader did (durably, before the fetch returns). The log matches the leader's up to
+        its end (a fetch that diverged truncates first), so the epoch's records, if any, would
+        already have put it in the cache: only an epoch that begins at the log's end is new.
+        Without it, a follower that copied a record of an older epoch committed under this one
+        reports that older epoch, and a recovery election may rank a divergent log above it."""
+        log = partition.log
+        if (epoch < 0 or epoch != partition.leader_epoch
+                or not 0 <= epoch_start_offset <= log.log_end_offset):
+            return  # not the leader this replica follows now, or not reached yet
+        latest = log.latest_epoch
+        if latest is None or latest < epoch:
+            assert epoch_start_offset == log.log_end_offset, (
+                f"{partition.tp}: epoch {epoch} began at {epoch_start_offset} but the log holds "
+                f"records to {log.log_end_offset} of epoch {latest} at most")
+            log.assign_epoch_start_offset(epoch, epoch_start_offset)
+
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:
         partition = self._follower(tp)
@@ -221,6 +240,7 @@ class ReplicaFetchTarget:
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
             if data.records:
                 log.append_as_follower(data.records)  # and the batches' epochs to its cache
+            self._follow_epoch(partition, data.leader_epoch, data.epoch_start_offset)
             # HW first, then the start offset, which may never pass the HW (hazard 8).
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,

@@ -769,8 +769,13 @@ class ReplicaManager:
         except KafkaStorageError:
             self.check_offline_dirs()
             return FetchPartitionData(fp.tp, Errors.KAFKA_STORAGE_ERROR)
+        if not is_follower:
+            return FetchPartitionData(fp.tp, Errors.NONE, partition.high_watermark,
+                                      log.log_start_offset, records)
         return FetchPartitionData(fp.tp, Errors.NONE, partition.high_watermark,
-                                  log.log_start_offset, records)
+                                  log.log_start_offset, records,
+                                  leader_epoch=partition.leader_epoch,
+                                  epoch_start_offset=partition.leader_epoch_start_offset)
 
     # ---- ListOffsets and OffsetForLeaderEpoch ------------------------------------------------
 

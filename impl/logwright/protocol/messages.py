@@ -329,6 +329,11 @@ class FetchPartitionData:
     # Set when the follower's last fetched epoch diverges: truncate to (epoch, end_offset).
     diverging_epoch: int = NO_EPOCH
     diverging_end_offset: int = -1
+    # To a follower: the leader's epoch and the offset it began at (a logwright extension). A
+    # follower whose log reaches it records that epoch there, as the leader did, so a later
+    # recovery election ranks its copy by the epoch it followed, not by its records' epochs.
+    leader_epoch: int = NO_EPOCH
+    epoch_start_offset: int = -1
 
 
 @dataclass(frozen=True)
