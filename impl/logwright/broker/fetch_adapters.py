@@ -224,10 +224,15 @@ class ReplicaFetchTarget:
             return  # not the leader this replica follows now, or not reached yet
         latest = log.latest_epoch
         if latest is None or latest < epoch:
-            assert epoch_start_offset == log.log_end_offset, (
+            # The epoch's records would be at [start, log end): there are none, so it begins at
+            # the log's end, or where the log starts now if a DeleteRecords (or a restart at
+            # the leader's start offset) removed the offsets from the epoch's start on.
+            start = max(epoch_start_offset, log.log_start_offset)
+            assert start == log.log_end_offset, (
                 f"{partition.tp}: epoch {epoch} began at {epoch_start_offset} but the log holds "
-                f"records to {log.log_end_offset} of epoch {latest} at most")
-            log.assign_epoch_start_offset(epoch, epoch_start_offset)
+                f"records from {log.log_start_offset} to {log.log_end_offset} of epoch "
+                f"{latest} at most")
+            log.assign_epoch_start_offset(epoch, start)
 
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:

@@ -528,8 +528,9 @@ class Cluster:
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
         """Run until every live leader has its records committed, every live replica of its
-        partitions has caught up and is in the ISR, and no move between a live broker's log
-        dirs is running (or ``max_ms`` passed); returns whether that
+        partitions has caught up and is in the ISR, no move between a live broker's log dirs
+        is running, and no reassignment is pending whose targets are all in the ISR and reach
+        the controller (or ``max_ms`` passed); returns whether that
         happened. An elected leader that has not created its replica yet, and a partition
         without a live leader but with a live in-sync or eligible (ELR) replica that reaches
         the controller and hosts it, or is yet to be told of it on its first heartbeat since it
@@ -542,6 +543,13 @@ class Cluster:
     def _quiet(self) -> bool:
         if any(b.alive and b.replica_manager.dir_mover.moves for b in self.brokers.values()):
             return False  # a JBOD move is still copying (docs/jbod.md)
+        for pending in self.store.reassignments():
+            state = self.store.partition(pending.tp)
+            if state is not None and all(
+                    r in state.isr and self._reaching_controller(r) is not None
+                    for r in pending.target_replicas):
+                # About to complete: its targets' LeaderAndIsr answers are on their way.
+                return False
         for record in self.controller.topics():
             for p in range(record.partition_count):
                 tp = TopicPartition(record.name, p)
