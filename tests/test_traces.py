@@ -395,7 +395,7 @@ def _faulty_run_with_topic_changes(seed: int, path: Path) -> None:
     c.close()
 
 
-@pytest.mark.parametrize("seed", [1, 6, 8, 9, 11])
+@pytest.mark.parametrize("seed", [1, 6, 8, 9, 11, 20, 85])
 def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> None:
     """Regressions: seed 1 has a replica that became leader on a failing dir (its FetcherFailure
     event went missing); seed 8 had a deleted topic's late LeaderAndIsr reviving its replica
@@ -404,11 +404,13 @@ def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> Non
     topic's LeaderAndIsr sets the old log aside as a stray; seed 9 had events of another
     generation until a lost StopReplica of a deleted generation was retried as the new
     generation's LeaderAndIsr (regression 0008): it checks clean without any; seed 11 a
-    replica deleted by a reassignment and created again empty, a follower whose first fetch
-    took a whole batch around the leader's start offset, and a LeaderAndIsr
-    older than one applied for its partition (STALE_CONTROLLER_EPOCH for it: the twin would
-    apply it); seed 6 a stray revived (its start offset checkpoint was traced before the
-    replica was known again, and its return is no step of the model)."""
+    replica deleted by a reassignment and created again empty; seed 20 a follower whose first
+    fetch took a whole batch around the leader's start offset; seed 85 a LeaderAndIsr older
+    than one applied for its partition (STALE_CONTROLLER_EPOCH for it: the twin would apply
+    it); seed 6 a stray revived (its start offset checkpoint was traced before the replica was
+    known again, and its return is no step of the model). (Seeds 11's three cases were one run
+    until a reassignment began to wait for its targets' answers: they moved to 11, 20 and 85,
+    found by running seeds 0 to 260.)"""
     path = tmp_path / f"seed-{seed}.jsonl"
     _faulty_run_with_topic_changes(seed, path)
     code, out = _check(path)
@@ -417,8 +419,9 @@ def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> Non
               6: ["StrayCleanup.ReviveStray", "a stray revived"],
               8: ["StrayCleanup.MarkStray"],
               9: ["LogStartOffset.DeleteReplica"],
-              11: ["a reassignment deleted a replica", "took the whole batch",
-                   "older than one the broker already applied"]}[seed]
+              11: ["a reassignment deleted a replica"],
+              20: ["took the whole batch"],
+              85: ["older than one the broker already applied"]}[seed]
     assert all(text in out for text in wanted), out
 
 
@@ -447,17 +450,36 @@ def test_a_restarted_replica_without_committed_records_must_leave_the_isr(tmp_pa
 
 def test_the_last_isr_member_that_lost_acknowledged_records_no_longer_leads(
         tmp_path: Path) -> None:
-    """Seed 55 (topic changes): the leader, the ISR's only member, loses acknowledged records
+    """Seed 7 (topic changes; 55 before the run's events moved): the leader, the ISR's only
+    member, loses acknowledged records
     it had not flushed in a power loss. Before eligible leader replicas it led again with them
     lost (the checker refused the trace: CommittedDataOnIsr, the loss Kafka has too before
     KIP-966). Now it registers uncleanly, leaves the ISR, and the partition has no leader until
     a recovery election: outside the LogStartOffset model (which always has a leader), so its
     steps then are not held to it, and the trace checks."""
-    path = tmp_path / "seed-55.jsonl"
-    _faulty_run_with_topic_changes(55, path)
+    path = tmp_path / "seed-7.jsonl"
+    _faulty_run_with_topic_changes(7, path)
     code, out = _check(path)
     assert code == 0, out
     assert "LogStartOffset.CrashRestart: a step while the partition has no leader" in out, out
+
+
+@pytest.mark.xfail(strict=True, reason="not yet triaged: the trace checker refuses these runs' "
+                                        "LogStartOffset events (seed 66: a follower restarted "
+                                        "after a power loss with its deleted segments back below "
+                                        "its start offset, start offset checkpoints lazy; 163: a "
+                                        "FollowerFetch of an ISR member that lost committed "
+                                        "records before the controller dropped it; 200: a "
+                                        "follower ahead of a recovery-elected leader truncating)")
+@pytest.mark.parametrize("seed", [66, 163, 200])
+def test_known_runs_the_trace_checker_refuses(seed: int, tmp_path: Path) -> None:
+    """Found by scanning seeds 0 to 260 of the run above; seed 66 fails the same way on the
+    code before this session's changes. Either the implementation leaves the LogStartOffset
+    model here or the checker's reading of the events lacks a case: to be triaged."""
+    path = tmp_path / f"seed-{seed}.jsonl"
+    _faulty_run_with_topic_changes(seed, path)
+    code, out = _check(path)
+    assert code == 0, out
 
 
 def test_a_real_cluster_records_a_trace_that_checks(tmp_path: Path) -> None:
