@@ -167,10 +167,15 @@ class MoveView:
         return self.names.get(path, [])
 
     def counts(self, which: str, fs: SimFileSystem, log: PartitionLog) -> tuple[int, int, int]:
-        """``log``'s records written, records fsynced (:func:`durable_end`), start offset."""
+        """``log``'s records written, records fsynced (:func:`durable_end`), start offset.
+
+        No record at or above the start offset durable counts as fsynced to the start offset:
+        an empty follower whose active segment was replaced by one at the base of a batch
+        around its start offset (below it) has that segment's name not yet durable, and the
+        records below the start are the log's no longer (traces/regressions/0037)."""
         end = durable_end(fs, log)
         if end is not None:
-            self.durable[which] = min(end, log.log_end_offset)
+            self.durable[which] = min(max(end, log.log_start_offset), log.log_end_offset)
         return (log.log_end_offset, self.durable.get(which, log.recovery_point),
                 log.log_start_offset)
 
