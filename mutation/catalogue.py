@@ -184,8 +184,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="ISR expansion ignores the ISR floor",
         file="impl/logwright/broker/partition.py",
-        anchor="                    and follower.log_start_offset >= self.isr_floor):",
-        replacement="                    and True):",
+        anchor="                    and follower.log_start_offset >= self.isr_floor\n",
+        replacement="                    and True\n",
         loss="A follower that was down while a DeleteRecords was acknowledged without it would "
              "rejoin the ISR with its old start offset, and its election would serve the deleted "
              "records again (hazard 12).",

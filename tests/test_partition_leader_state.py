@@ -115,13 +115,16 @@ def test_a_follower_joins_the_isr_once_at_the_high_watermark_and_the_epochs_star
     p = leader(isr=(1, 2), replicas=(1, 2, 3))
     p.update_follower_fetch_state(2, 2, 0, T)
     assert p.maybe_increment_high_watermark() and p.high_watermark == 2
-    p.update_follower_fetch_state(3, follower_leo, 0, T)
+    p.update_follower_fetch_state(3, follower_leo, 0, T, p.leader_epoch)
     assert p.replicas_to_add_to_isr() == ([3] if joins else [])
     # The start of the leader's epoch bounds it too (it may lie above the high watermark).
     p.leader_epoch_start_offset = follower_leo + 1
     assert p.replicas_to_add_to_isr() == []
     p.leader_epoch_start_offset = follower_leo
     assert p.replicas_to_add_to_isr() == ([3] if joins else [])
+    # So does the epoch its cache has reached: not before it recorded the leader's epoch.
+    p.update_follower_fetch_state(3, follower_leo, 0, T, p.leader_epoch - 1)
+    assert p.replicas_to_add_to_isr() == []
 
 
 def test_under_replication_is_a_leaders_isr_smaller_than_its_replicas() -> None:
@@ -140,16 +143,16 @@ def test_the_isr_floor_starts_at_the_leaders_durable_start_and_rises_with_acknow
     It is not the leader's current start offset: a follower one retention pass behind joins."""
     p = leader(isr=(1, 2), replicas=(1, 2, 3))
     assert p.isr_floor == 0
-    p.update_follower_fetch_state(2, 4, 0, T)
+    p.update_follower_fetch_state(2, 4, 0, T, p.leader_epoch)
     assert p.maybe_increment_high_watermark() and p.high_watermark == 4
     p.log.increment_log_start_offset(2)                     # retention, not acknowledged
     p.check_offsets()
-    p.update_follower_fetch_state(3, 4, 0, T)
+    p.update_follower_fetch_state(3, 4, 0, T, p.leader_epoch)
     assert p.replicas_to_add_to_isr() == [3]                # start 0 >= floor 0
     p.raise_isr_floor(2)                                    # a deletion acknowledged at 2
     assert p.isr_floor == 2
     for start, joins in ((0, False), (1, False), (2, True), (3, True)):
-        p.update_follower_fetch_state(3, 4, start, T)
+        p.update_follower_fetch_state(3, 4, start, T, p.leader_epoch)
         assert p.replicas_to_add_to_isr() == ([3] if joins else []), start
     p.raise_isr_floor(1)                                    # never lowered
     assert p.isr_floor == 2
@@ -157,7 +160,7 @@ def test_the_isr_floor_starts_at_the_leaders_durable_start_and_rises_with_acknow
     st = LeaderAndIsrPartitionState(TP, Uuid(bytes(range(16))), 1, 1, 1, (1, 2), 1, (1, 2, 3))
     p.log.increment_log_start_offset(3)
     assert p.make_leader(st, T) and p.isr_floor == 3
-    p.update_follower_fetch_state(3, 4, 2, T)
+    p.update_follower_fetch_state(3, 4, 2, T, p.leader_epoch)
     assert p.replicas_to_add_to_isr() == []
 
 

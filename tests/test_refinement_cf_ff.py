@@ -288,14 +288,15 @@ DRIVER = refinement_driver("from tests.test_refinement_cf_ff import run_steps")
 # The seeds of ``steps_for`` where each fault first shows; the unmutated code passes them all.
 # (They move when the code's behaviour does: keeping the leader epoch begun at the log's end at
 # start-up moved two from 27 and 48, found again by running seeds 0 to 700 on a copy; a
-# follower recording its leader's epoch moved one from 2. A fault with two seeds is caught by
+# follower recording its leader's epoch moved one from 2, and the ISR waiting for it one
+# from 10 (seeds 0 to 60 searched). A fault with two seeds is caught by
 # the first that shows it.)
 PLANTED = [
     ("a stale controller epoch accepted", [2],
      "CAUGHT ControllerFencing invariant StaleControllerFenced is violated"),
     ("an older broker epoch accepted", [0, 3],
      "CAUGHT ControllerFencing invariant StaleControllerFenced is violated"),
-    ("a fetcher dies on one partition's storage error", [10],
+    ("a fetcher dies on one partition's storage error", [11, 50],
      f"CAUGHT FetcherFailure {NO_STEP}"),
     ("a fence with an older epoch fails the partition", [0],
      f"CAUGHT FetcherFailure {NO_STEP}"),

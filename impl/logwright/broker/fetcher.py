@@ -38,6 +38,7 @@ from typing import Protocol
 from logwright.errors import CorruptRecordError, Errors, KafkaStorageError
 from logwright.identity import TopicPartition
 from logwright.protocol import (
+    NO_EPOCH,
     FetchPartition,
     FetchPartitionData,
     OffsetForLeaderEpochPartition,
@@ -282,8 +283,15 @@ class Fetcher:
             if not ok:
                 continue
             assert isinstance(log_start, int)
+            ok, latest = self._partition_op(tp, partial(self.manager.target.latest_epoch, tp))
+            if not ok:
+                continue
+            assert latest is None or isinstance(latest, int)
+            # The latest epoch of its cache: the leader takes it into the ISR only once it has
+            # recorded the leader's epoch (Partition.replicas_to_add_to_isr).
             fetching.append(FetchPartition(tp, st.current_leader_epoch, st.fetch_offset, log_start,
-                                           self.manager.partition_max_bytes))
+                                           self.manager.partition_max_bytes,
+                                           NO_EPOCH if latest is None else latest))
         if fetching:
             self._send_fetch(fetching)
             return

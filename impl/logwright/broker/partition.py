@@ -49,6 +49,8 @@ class FollowerState:
     last_caught_up_time_ms: int = 0
     last_fetch_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+    #: The latest epoch in its leader epoch cache, as its last fetch said (NO_EPOCH: none).
+    last_fetched_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -251,7 +253,8 @@ class Partition:
     # ---- leader: followers, high watermark, ISR ------------------------------------------------
 
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
-                                    follower_log_start_offset: int, now_ms: int) -> None:
+                                    follower_log_start_offset: int, now_ms: int,
+                                    last_fetched_epoch: int = -1) -> None:
         """Record a follower's fetch (its log end offset is the fetch offset).
 
         A follower is caught up at a fetch if it asked for the leader's end offset, or at its
@@ -273,6 +276,7 @@ class Partition:
         follower.log_start_offset = follower_log_start_offset
         follower.last_fetch_leader_log_end_offset = leader_end
         follower.last_fetch_time_ms = now_ms
+        follower.last_fetched_epoch = last_fetched_epoch
 
     def high_watermark_candidate(self) -> int | None:
         """min(log end offset) over the maximal ISR, or None while a member's is unknown."""
@@ -319,13 +323,18 @@ class Partition:
         current leader epoch (so they hold everything committed in it) and, beyond Kafka, have
         reported a durable start offset at least the ISR floor (``isr_floor``): an in-sync
         replica may be elected, and must not serve records a DeleteRecords acknowledged as
-        gone (docs/delete-records.md; the LogStartOffset model's ``ExpandIsr``)."""
+        gone (docs/delete-records.md; the LogStartOffset model's ``ExpandIsr``). Also beyond
+        Kafka, the follower's fetch says it has recorded the current leader epoch: a member of
+        the ISR that loses power then still reports that epoch to a recovery election, not the
+        older epoch of its records (the LeaderElection model's
+        ``IsrExpandBeforeFollowLeaderEpoch``)."""
         out = []
         for r, follower in self.followers.items():
             if r in self.isr or r not in self.replicas:
                 continue
             if (follower.log_end_offset >= self.high_watermark
                     and follower.log_end_offset >= self.leader_epoch_start_offset
-                    and follower.log_start_offset >= self.isr_floor):
+                    and follower.log_start_offset >= self.isr_floor
+                    and follower.last_fetched_epoch >= self.leader_epoch):
                 out.append(r)
         return out

@@ -701,7 +701,8 @@ class ReplicaManager:
             if not partition.log_start_offset <= fp.fetch_offset <= partition.log_end_offset:
                 continue  # answered OFFSET_OUT_OF_RANGE; says nothing about its progress
             partition.update_follower_fetch_state(request.replica_id, fp.fetch_offset,
-                                                  fp.log_start_offset, now)
+                                                  fp.log_start_offset, now,
+                                                  fp.last_fetched_epoch)
             self._maybe_expand_isr(partition)
             self._maybe_increment_hw(partition)
             # The follower reported its (durable) start offset: the low watermark may rise.
