@@ -60,7 +60,8 @@ VARIABLES
                      \*   of it); a follower's copy of a record records the record's epoch; a
                      \*   truncation drops the epochs that begin at or after the cut. The cache
                      \*   file is fsynced at every change, so a crash keeps it; loading the log
-                     \*   at start-up drops the epochs that begin at or after the log's end.
+                     \*   at start-up drops the epochs that begin past the log's end, and keeps
+                     \*   one that begins exactly there (see PowerLoss).
     hw,              \* the leader's high watermark
     epochStartOffset,\* the leader's log end when it took up the current leader epoch (its
                      \*   leader_epoch_start_offset); 0 while no leader is up
@@ -283,13 +284,19 @@ CleanShutdown(r) ==
                    acked, lossReported>>
 
 (* r's broker loses power: the unflushed tail of its log is lost, and no marker is written. Its *)
-(* leader epoch cache file, fsynced at every change, is kept whole.                            *)
+(* leader epoch cache file, fsynced at every change, is kept whole; the next start-up drops the *)
+(* epochs that begin past the log's end and keeps the latest that begins at or before it. With  *)
+(* nothing lost that is the cache's latest; else the first lost record's epoch (its epoch's     *)
+(* entry begins at or before that record, exactly at the new end if it begins there). cacheEpoch *)
+(* takes that value here: it is not read while r is down, and Register keeps it.               *)
 PowerLoss(r) ==
     /\ proc[r] = "up"
     /\ proc' = [proc EXCEPT ![r] = "unclean"]
     /\ log' = [log EXCEPT ![r] = SubSeq(@, 1, flushed[r])]
+    /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = IF flushed[r] < Len(log[r])
+                                               THEN log[r][flushed[r] + 1] ELSE @]
     /\ epochStartOffset' = IF r = leader THEN 0 ELSE epochStartOffset
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, cacheEpoch, hw,
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, hw,
                    acked, lossReported>>
 
 (* r's log dir fails: its whole log is gone, the broker tells the controller at once, which   *)
@@ -316,7 +323,9 @@ FenceBroker(r) ==
     /\ Elected(Election(leader, isr, elr, recoveryLogEnds, alive'), cacheEpoch)
 
 (* r's broker starts and registers. Loading its log drops the epochs of its leader epoch cache  *)
-(* that begin at or after the log's end, so the latest is its last record's. After an unclean  *)
+(* that begin past the log's end and keeps one that begins exactly at it (a leader records its  *)
+(* epoch there before it writes): after a clean shutdown the whole cache, after a power loss    *)
+(* what PowerLoss left in cacheEpoch, after a dir failure none. After an unclean               *)
 (* shutdown (no clean-shutdown marker, or its dir failed) its replica leaves the ISR and the ELR *)
 (* at once (unclean-shutdown detection). With the ISR and the ELR empty it reports its log end  *)
 (* with the registration. Then the election.                                                   *)
@@ -330,10 +339,9 @@ Register(r) ==
            isr0 == IF damaged /\ ~keep THEN isr \ {r} ELSE isr
            elr0 == IF damaged THEN elr \ {r} ELSE elr
            ld0 == IF leader = r /\ r \notin isr0 THEN NoLeader ELSE leader
-           loaded == LastEpoch(log[r])
            ends0 == IF isr0 = {} /\ elr0 = {}
-                    THEN [recoveryLogEnds EXCEPT ![r] = ReportOf(r, loaded)] ELSE recoveryLogEnds
-       IN Elected(Election(ld0, isr0, elr0, ends0, alive'), [cacheEpoch EXCEPT ![r] = loaded])
+                    THEN [recoveryLogEnds EXCEPT ![r] = LogEnd(r)] ELSE recoveryLogEnds
+       IN Elected(Election(ld0, isr0, elr0, ends0, alive'), cacheEpoch)
 
 (* A live replica of the partition, which has no replica in the ISR or the ELR, reports its log *)
 (* end in a heartbeat; a recovery election follows once every replica has.                      *)

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import z3
 
 from logwright.model import SPECS, check
 from logwright.model.leader_election import (
@@ -222,24 +223,32 @@ def test_isr_expand_needs_the_epoch_start_offset_and_a_log_without_divergent_rec
     assert s.log[0] == (2,) and step(spec.IsrExpand(s, 1)).isr == {1, 2, 3}
 
 
-def test_the_epoch_cache_holds_a_leader_s_epoch_and_a_load_drops_it() -> None:
+def test_the_epoch_cache_holds_a_leader_s_epoch_and_a_load_keeps_it_at_the_log_end() -> None:
     """A new leader records its epoch in its leader epoch cache with no record of it; a
     follower's copy records the record's epoch; the report is the cache's latest epoch; loading
-    the log at a restart drops the epochs that begin at its end (the file itself is durable)."""
+    the log at a restart drops the epochs that begin past its end and keeps one that begins
+    exactly there (the file itself is durable): a power loss leaves the first lost record's
+    epoch, or the cache's latest when nothing is lost."""
     spec = roomy()
     s = start(spec)
     assert s.cacheEpoch == (1, 0, 0) and s.epochStartOffset == 0
     s = step(spec.Replicate(step(spec.Produce(s)), 2))
     assert s.cacheEpoch == (1, 1, 0)
-    s = step(spec.PowerLoss(s, 1))
+    s = step(spec.PowerLoss(s, 1))  # its record lost: epoch 1 began at offset 0, the new end
     assert s.cacheEpoch == (1, 1, 0) and s.epochStartOffset == 0  # the file kept, leader down
     s = step(spec.Register(s, 1))  # unclean: 2 leads in epoch 2, at its log end 1
     assert (s.leader, s.leaderEpoch, s.epochStartOffset) == (2, 2, 1)
-    assert s.cacheEpoch == (0, 2, 0) and spec.LogEnd(s, 2) == (2, 1)
+    assert s.cacheEpoch == (1, 2, 0) and spec.LogEnd(s, 2) == (2, 1)
+    assert spec.LogEnd(s, 1) == (0, 0)  # an empty log reports no epoch
     s = step(spec.CleanShutdown(s, 2))
     assert s.cacheEpoch[1] == 2 and s.epochStartOffset == 0
-    s = step(spec.Register(s, 2))  # the load drops epoch 2; leading again, it records it again
+    s = step(spec.Register(s, 2))  # the load keeps epoch 2 (it begins at the log's end)
     assert s.leader == 2 and s.cacheEpoch[1] == 2 and s.epochStartOffset == 1
+    # nothing lost (flushed at the clean shutdown): the latest epoch, at the log's end, stays
+    s = step(spec.PowerLoss(s, 2))
+    assert s.log[1] == (1,) and s.cacheEpoch[1] == 2
+    s = step(spec.Register(s, 2))
+    assert s.cacheEpoch[1] == 2 and spec.LogEnd(s, 2) == (2, 1)
 
 
 def test_describe_names_the_loss() -> None:
@@ -275,6 +284,17 @@ def test_z3_refutes_a_bug_with_readable_steps(bug: str) -> None:
 
 
 # -- AckedRecordsSurvive beyond the epoch bound: a known defect of the model ------------------
+
+# TLC's shortest violation at MaxEpoch 3 while a start-up dropped the epoch that begins at the
+# log's end (spec/README.md, LeaderElection, "A known defect beyond the epoch bound"): 3 led
+# epoch 3 from offset 1 and kept its record of epoch 1 through a power loss, but its load
+# dropped epoch 3, so it reported (1, 1) below 2's divergent (2, 1) and 2 was elected.
+RECOVERY_PICKS_DIVERGENT_LOG = (
+    "Produce", "Replicate(3)", "Flush(3)", "PowerLoss(1)", "Register(1)", "Produce",
+    "CleanShutdown(2)", "FenceBroker(2)", "Replicate(1)", "IsrExpand(1)", "AdvanceHW",
+    "PowerLoss(1)", "ShrinkIsr(1)", "PowerLoss(3)", "Register(1)", "Register(3)",
+    "Register(2)", "ReportLogEnd(1)")
+
 
 def _twin_run(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
     """The twin (the .cfg's constants, room for eight leader epochs) along ``actions``, the
@@ -320,3 +340,34 @@ def test_the_violations_are_behaviours_of_twin_and_z3_with_the_record_held_throu
     acked_at = actions.index("AdvanceHW") + 1
     assert all(spec.Held(s, 1) for s in states[acked_at:])
     assert states[-1].leaderEpoch > 2 and not states[-1].lossReported
+
+
+def test_recovery_picks_the_log_that_led_the_later_epoch_in_twin_and_z3() -> None:
+    """The former RecoveryPicksDivergentLog is still a behaviour, step for step, of the twin
+    and of the Z3 encoding (unbounded epochs), but at Register(3) the load keeps 3's epoch 3,
+    which begins at its log's end: 3 reports (3, 1), above 2's (2, 1), and the recovery
+    election picks 3, which holds the acknowledged record; AckedRecordsSurvive holds throughout."""
+    actions = RECOVERY_PICKS_DIVERGENT_LOG
+    spec, states = _twin_run(actions)
+    assert all(spec.AckedRecordsSurvive(s) for s in states)
+    at = actions.index("Register(3)") + 1
+    assert states[at].recoveryLogEnds[2] == (3, 1)
+    assert states[at + 1].recoveryLogEnds[1] == (2, 1)
+    last = states[-1]
+    assert last.leader == 3 and last.leaderEpoch == 4 and spec.Holds(last, 3, 1)
+    assert spec.Held(last, 1) and not last.lossReported
+    z3_module = load_z3()
+    assert z3_module.replay(actions) is None  # no violation at its end
+    # every step enabled in Z3, and Register(3) reports (3, 1) there too
+    ts = z3_module.system()
+    by_name = {a.name: a for a in ts.actions}
+    zs = [ts.state("0")]
+    solver = z3.Solver()
+    solver.add(ts.init(zs[0]))
+    for k, name in enumerate(actions, start=1):
+        zs.append(ts.state(str(k)))
+        solver.add(ts.step(by_name[name], zs[k - 1], zs[k], {}))
+    assert solver.check() == z3.sat
+    model = solver.model()
+    assert [model.eval(zs[at][n]).as_long() for n in ("endE_3", "endO_3")] == [3, 1]
+    assert model.eval(zs[-1]["leader"]).as_long() == 3

@@ -330,13 +330,18 @@ class LeaderElectionTwin(Spec):
                           epochStartOffset=0 if r == s.leader else s.epochStartOffset)
 
     def PowerLoss(self, s: LEState, r: int) -> LEState | None:
-        """``r``'s broker loses power: the unflushed tail of its log is lost (its leader epoch
-        cache file, fsynced at every change, is kept)."""
+        """``r``'s broker loses power: the unflushed tail of its log is lost. Its leader epoch
+        cache file, fsynced at every change, is kept; the next start-up keeps the latest epoch
+        that begins at or before the log's end: the cache's latest if nothing was lost, else the
+        first lost record's epoch. ``cacheEpoch`` takes it here (not read while ``r`` is down)."""
         i = self.ix(r)
         if s.proc[i] != UP:
             return None
+        f = s.flushed[i]
+        loaded = s.log[i][f] if f < len(s.log[i]) else s.cacheEpoch[i]
         return s._replace(proc=_set(s.proc, i, UNCLEAN),
-                          log=_set(s.log, i, s.log[i][:s.flushed[i]]),
+                          log=_set(s.log, i, s.log[i][:f]),
+                          cacheEpoch=_set(s.cacheEpoch, i, loaded),
                           epochStartOffset=0 if r == s.leader else s.epochStartOffset)
 
     def DirFailure(self, s: LEState, r: int) -> LEState | None:
@@ -365,8 +370,10 @@ class LeaderElectionTwin(Spec):
         return self.Elected(s, e, s._replace(alive=alive))
 
     def Register(self, s: LEState, r: int) -> LEState | None:
-        """``r``'s broker registers: loading its log drops the cache's epochs that begin at or
-        after the log's end; after an unclean shutdown it leaves the ISR and the ELR
+        """``r``'s broker registers: loading its log drops the cache's epochs that begin past
+        the log's end and keeps one that begins exactly there (``cacheEpoch`` as a clean
+        shutdown, a power loss or a dir failure left it); after an unclean shutdown it leaves
+        the ISR and the ELR
         (unclean-shutdown detection); it reports its log end if the partition has no eligible
         replica left; then the election."""
         i = self.ix(r)
@@ -379,12 +386,10 @@ class LeaderElectionTwin(Spec):
         isr0 = s.isr - {r} if damaged and not keep else s.isr
         elr0 = s.elr - {r} if damaged else s.elr
         ld0 = NO_LEADER if s.leader == r and r not in isr0 else s.leader
-        loaded = s.log[i][-1] if s.log[i] else 0
-        ends0 = (_set(s.recoveryLogEnds, i, self.ReportOf(s, r, loaded))
+        ends0 = (_set(s.recoveryLogEnds, i, self.ReportOf(s, r, s.cacheEpoch[i]))
                  if not isr0 and not elr0 else s.recoveryLogEnds)
         e = self.Election(ld0, isr0, elr0, ends0, alive)
-        return self.Elected(s, e, s._replace(proc=_set(s.proc, i, UP), alive=alive,
-                                             cacheEpoch=_set(s.cacheEpoch, i, loaded)))
+        return self.Elected(s, e, s._replace(proc=_set(s.proc, i, UP), alive=alive))
 
     def ReportLogEnd(self, s: LEState, r: int) -> LEState | None:
         """A live replica of a partition with no eligible replica reports its log end."""
