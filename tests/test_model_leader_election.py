@@ -2,8 +2,9 @@
 is TLC's machine, every bug is caught, Z3 proves the structural invariants for unbounded epochs
 and refutes every bug.
 
-The equality with TLC's figures on every .cfg is tests/test_model_conformance.py; this file
-checks the module's own rules, action by action, and its Z3 encoding.
+The equality with TLC's figures is tests/test_model_conformance.py (on LeaderElection_small.cfg
+and every bug .cfg; LeaderElection.cfg itself in ``logwright verify``); this file checks the
+module's own rules, action by action, and its Z3 encoding.
 """
 
 from __future__ import annotations
