@@ -57,10 +57,13 @@ VARIABLES
     cacheEpoch,      \* replica -> the latest leader epoch in its leader epoch cache (0: none).
                      \*   A new leader records its epoch there, at its log end, before it
                      \*   writes a record of it (so the leader's is its epoch even with no record
-                     \*   of it); a follower's copy of a record records the record's epoch; a
-                     \*   truncation drops the epochs that begin at or after the cut. The cache
-                     \*   file is fsynced at every change, so a crash keeps it; loading the log
-                     \*   at start-up drops the epochs that begin at or after the log's end.
+                     \*   of it); a follower's copy of a record records the record's epoch, and
+                     \*   a follower whose log reaches the leader's epochStartOffset records the
+                     \*   leader's epoch there (FollowLeaderEpoch); a truncation drops the epochs
+                     \*   that begin at or after the cut. The cache file is fsynced at every
+                     \*   change, so a crash keeps it; loading the log at start-up drops the
+                     \*   epochs that begin past the log's end, and keeps one that begins exactly
+                     \*   there (see PowerLoss).
     hw,              \* the leader's high watermark
     epochStartOffset,\* the leader's log end when it took up the current leader epoch (its
                      \*   leader_epoch_start_offset); 0 while no leader is up
@@ -83,6 +86,16 @@ LastEpoch(s) == IF s = <<>> THEN 0 ELSE s[Len(s)]
 ReportOf(r, c) == <<IF log[r] = <<>> THEN 0 ELSE c, Len(log[r])>>
 LogEnd(r) == ReportOf(r, cacheEpoch[r])
 EndAtLeast(a, b) == a[1] > b[1] \/ (a[1] = b[1] /\ a[2] >= b[2])
+
+\* The latest epoch of a follower's cache after a fetch from the leader left its log as new and
+\* its cache's latest epoch as c: once new reaches the offset the leader's epoch began at
+\* (epochStartOffset) and c is below that epoch, the follower records the leader's epoch there,
+\* as the leader did (the implementation's _follow_epoch: the leader's Fetch answer to a
+\* follower carries its epoch and that offset). As new is a prefix of the leader's log, whose
+\* records past epochStartOffset are all of the leader's epoch, only an epoch that begins
+\* exactly at new's end is new to the cache.
+FollowLeaderEpoch(new, c) ==
+    IF Len(new) >= epochStartOffset /\ c < leaderEpoch THEN leaderEpoch ELSE c
 
 \* How many leading records the logs of r and q share.
 CommonPrefix(r, q) ==
@@ -207,7 +220,9 @@ Produce ==
 (* Follower r fetches from the leader: it truncates where its log diverges from the leader's *)
 (* (the leader epoch protocol), its cache dropping the epochs that begin at or after the cut, *)
 (* and copies the leader's next record, if there is one, whose epoch its cache records unless *)
-(* it knows a later one (the cache's assign).                                               *)
+(* it knows a later one (the cache's assign); then, once its log reaches the leader's epoch    *)
+(* start offset, it records the leader's epoch (FollowLeaderEpoch). A fetch that changes only *)
+(* the cache (the log already the leader's up to that offset) is a step too.                 *)
 Replicate(r) ==
     /\ leader # NoLeader /\ r # leader
     /\ proc[leader] = "up" /\ proc[r] = "up"
@@ -216,11 +231,12 @@ Replicate(r) ==
            new == IF grows THEN Append(SubSeq(log[r], 1, c), log[leader][c + 1])
                   ELSE SubSeq(log[r], 1, c)
            cut == IF c < Len(log[r]) THEN LastEpoch(SubSeq(log[r], 1, c)) ELSE cacheEpoch[r]
-       IN /\ new # log[r]
+           cache == FollowLeaderEpoch(new, IF grows THEN MaxOf(cut, log[leader][c + 1])
+                                           ELSE cut)
+       IN /\ <<new, cache>> # <<log[r], cacheEpoch[r]>>  \* one test: TLC splits a disjunction
           /\ log' = [log EXCEPT ![r] = new]
           /\ flushed' = [flushed EXCEPT ![r] = MinOf(@, c)]
-          /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = IF grows THEN MaxOf(cut, log[leader][c + 1])
-                                                      ELSE cut]
+          /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = cache]
     /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, hw,
                    epochStartOffset, acked, lossReported>>
 
@@ -283,13 +299,21 @@ CleanShutdown(r) ==
                    acked, lossReported>>
 
 (* r's broker loses power: the unflushed tail of its log is lost, and no marker is written. Its *)
-(* leader epoch cache file, fsynced at every change, is kept whole.                            *)
+(* leader epoch cache file, fsynced at every change, is kept whole; the next start-up drops the *)
+(* epochs that begin past the log's end and keeps the latest that begins at or before it. With  *)
+(* nothing lost that is the cache's latest; else the first lost record's epoch (its epoch's     *)
+(* entry begins at or before that record, exactly at the new end if it begins there; an epoch a *)
+(* follower recorded by FollowLeaderEpoch began at its log's end then, below the records of it  *)
+(* it copied after, so it goes with the first of them or is kept when none was lost).          *)
+(* cacheEpoch takes that value here: it is not read while r is down, and Register keeps it.    *)
 PowerLoss(r) ==
     /\ proc[r] = "up"
     /\ proc' = [proc EXCEPT ![r] = "unclean"]
     /\ log' = [log EXCEPT ![r] = SubSeq(@, 1, flushed[r])]
+    /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = IF flushed[r] < Len(log[r])
+                                               THEN log[r][flushed[r] + 1] ELSE @]
     /\ epochStartOffset' = IF r = leader THEN 0 ELSE epochStartOffset
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, cacheEpoch, hw,
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, hw,
                    acked, lossReported>>
 
 (* r's log dir fails: its whole log is gone, the broker tells the controller at once, which   *)
@@ -316,7 +340,9 @@ FenceBroker(r) ==
     /\ Elected(Election(leader, isr, elr, recoveryLogEnds, alive'), cacheEpoch)
 
 (* r's broker starts and registers. Loading its log drops the epochs of its leader epoch cache  *)
-(* that begin at or after the log's end, so the latest is its last record's. After an unclean  *)
+(* that begin past the log's end and keeps one that begins exactly at it (a leader records its  *)
+(* epoch there before it writes): after a clean shutdown the whole cache, after a power loss    *)
+(* what PowerLoss left in cacheEpoch, after a dir failure none. After an unclean               *)
 (* shutdown (no clean-shutdown marker, or its dir failed) its replica leaves the ISR and the ELR *)
 (* at once (unclean-shutdown detection). With the ISR and the ELR empty it reports its log end  *)
 (* with the registration. Then the election.                                                   *)
@@ -330,10 +356,9 @@ Register(r) ==
            isr0 == IF damaged /\ ~keep THEN isr \ {r} ELSE isr
            elr0 == IF damaged THEN elr \ {r} ELSE elr
            ld0 == IF leader = r /\ r \notin isr0 THEN NoLeader ELSE leader
-           loaded == LastEpoch(log[r])
            ends0 == IF isr0 = {} /\ elr0 = {}
-                    THEN [recoveryLogEnds EXCEPT ![r] = ReportOf(r, loaded)] ELSE recoveryLogEnds
-       IN Elected(Election(ld0, isr0, elr0, ends0, alive'), [cacheEpoch EXCEPT ![r] = loaded])
+                    THEN [recoveryLogEnds EXCEPT ![r] = LogEnd(r)] ELSE recoveryLogEnds
+       IN Elected(Election(ld0, isr0, elr0, ends0, alive'), cacheEpoch)
 
 (* A live replica of the partition, which has no replica in the ISR or the ELR, reports its log *)
 (* end in a heartbeat; a recovery election follows once every replica has.                      *)

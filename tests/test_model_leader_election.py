@@ -2,16 +2,19 @@
 is TLC's machine, every bug is caught, Z3 proves the structural invariants for unbounded epochs
 and refutes every bug.
 
-The equality with TLC's figures on every .cfg is tests/test_model_conformance.py; this file
-checks the module's own rules, action by action, and its Z3 encoding.
+The equality with TLC's figures is tests/test_model_conformance.py (on LeaderElection_small.cfg
+and every bug .cfg; LeaderElection.cfg itself in ``logwright verify``); this file checks the
+module's own rules, action by action, and its Z3 encoding.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+import z3
 
 from logwright.model import SPECS, check
 from logwright.model.leader_election import (
@@ -222,24 +225,56 @@ def test_isr_expand_needs_the_epoch_start_offset_and_a_log_without_divergent_rec
     assert s.log[0] == (2,) and step(spec.IsrExpand(s, 1)).isr == {1, 2, 3}
 
 
-def test_the_epoch_cache_holds_a_leader_s_epoch_and_a_load_drops_it() -> None:
+def test_the_epoch_cache_holds_a_leader_s_epoch_and_a_load_keeps_it_at_the_log_end() -> None:
     """A new leader records its epoch in its leader epoch cache with no record of it; a
     follower's copy records the record's epoch; the report is the cache's latest epoch; loading
-    the log at a restart drops the epochs that begin at its end (the file itself is durable)."""
+    the log at a restart drops the epochs that begin past its end and keeps one that begins
+    exactly there (the file itself is durable): a power loss leaves the first lost record's
+    epoch, or the cache's latest when nothing is lost."""
     spec = roomy()
     s = start(spec)
     assert s.cacheEpoch == (1, 0, 0) and s.epochStartOffset == 0
     s = step(spec.Replicate(step(spec.Produce(s)), 2))
     assert s.cacheEpoch == (1, 1, 0)
-    s = step(spec.PowerLoss(s, 1))
+    s = step(spec.PowerLoss(s, 1))  # its record lost: epoch 1 began at offset 0, the new end
     assert s.cacheEpoch == (1, 1, 0) and s.epochStartOffset == 0  # the file kept, leader down
     s = step(spec.Register(s, 1))  # unclean: 2 leads in epoch 2, at its log end 1
     assert (s.leader, s.leaderEpoch, s.epochStartOffset) == (2, 2, 1)
-    assert s.cacheEpoch == (0, 2, 0) and spec.LogEnd(s, 2) == (2, 1)
+    assert s.cacheEpoch == (1, 2, 0) and spec.LogEnd(s, 2) == (2, 1)
+    assert spec.LogEnd(s, 1) == (0, 0)  # an empty log reports no epoch
     s = step(spec.CleanShutdown(s, 2))
     assert s.cacheEpoch[1] == 2 and s.epochStartOffset == 0
-    s = step(spec.Register(s, 2))  # the load drops epoch 2; leading again, it records it again
+    s = step(spec.Register(s, 2))  # the load keeps epoch 2 (it begins at the log's end)
     assert s.leader == 2 and s.cacheEpoch[1] == 2 and s.epochStartOffset == 1
+    # nothing lost (flushed at the clean shutdown): the latest epoch, at the log's end, stays
+    s = step(spec.PowerLoss(s, 2))
+    assert s.log[1] == (1,) and s.cacheEpoch[1] == 2
+    s = step(spec.Register(s, 2))
+    assert s.cacheEpoch[1] == 2 and spec.LogEnd(s, 2) == (2, 1)
+
+
+def test_a_follower_records_its_leader_s_epoch_once_its_log_reaches_the_epoch_start() -> None:
+    """FollowLeaderEpoch (the implementation's _follow_epoch): the leader's fetch answer carries
+    its epoch and the offset it began at; a follower whose log reaches that offset records the
+    epoch there, so its report is the epoch it follows, not only its records' epochs. A fetch
+    that changes only the cache is a step; below the epoch start the cache keeps the records'."""
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=6))
+    s = _run(spec, ("Produce", "Produce", "Replicate(2)", "Replicate(2)", "CleanShutdown(1)",
+                    "FenceBroker(1)"))
+    assert (s.leader, s.leaderEpoch, s.epochStartOffset) == (2, 2, 2)
+    assert s.log == ((1, 1), (1, 1), ()) and s.cacheEpoch == (1, 2, 0)
+    s = step(spec.Replicate(s, 3))  # one record: below the epoch start, the record's epoch
+    assert s.log[2] == (1,) and s.cacheEpoch[2] == 1 and spec.LogEnd(s, 3) == (1, 1)
+    s = step(spec.Replicate(s, 3))  # the log reaches offset 2, where epoch 2 began
+    assert s.log[2] == (1, 1) and s.cacheEpoch[2] == 2 and spec.LogEnd(s, 3) == (2, 2)
+    assert spec.Replicate(s, 3) is None  # nothing left to change
+    # a follower that held the leader's log before the epoch began: a fetch of no record
+    s = _run(spec, ("Produce", "Replicate(2)", "Replicate(3)", "CleanShutdown(1)",
+                    "FenceBroker(1)"))
+    assert (s.leader, s.leaderEpoch, s.epochStartOffset, s.cacheEpoch) == (2, 2, 1, (1, 2, 1))
+    t = step(spec.Replicate(s, 3))
+    assert t.log == s.log and t.flushed == s.flushed and t.cacheEpoch == (1, 2, 2)
+    assert spec.Replicate(t, 3) is None
 
 
 def test_describe_names_the_loss() -> None:
@@ -276,6 +311,17 @@ def test_z3_refutes_a_bug_with_readable_steps(bug: str) -> None:
 
 # -- AckedRecordsSurvive beyond the epoch bound: a known defect of the model ------------------
 
+# TLC's shortest violation at MaxEpoch 3 while a start-up dropped the epoch that begins at the
+# log's end (spec/README.md, LeaderElection): 3 led epoch 3 from offset 1 and kept its record of
+# epoch 1 through a power loss, but its load dropped epoch 3, so it reported (1, 1) below 2's
+# divergent (2, 1) and 2 was elected.
+RECOVERY_PICKS_DIVERGENT_LOG = (
+    "Produce", "Replicate(3)", "Flush(3)", "PowerLoss(1)", "Register(1)", "Produce",
+    "CleanShutdown(2)", "FenceBroker(2)", "Replicate(1)", "IsrExpand(1)", "AdvanceHW",
+    "PowerLoss(1)", "ShrinkIsr(1)", "PowerLoss(3)", "Register(1)", "Register(3)",
+    "Register(2)", "ReportLogEnd(1)")
+
+
 def _twin_run(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
     """The twin (the .cfg's constants, room for eight leader epochs) along ``actions``, the
     Z3 encoding's action names (``"Register(2)"``): every state, Init first."""
@@ -288,11 +334,28 @@ def _twin_run(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEStat
     return spec, states
 
 
+def _z3_run(actions: tuple[str, ...]) -> tuple[ModuleType, Any, list[dict[str, Any]]]:
+    """The Z3 encoding (unbounded epochs) along ``actions`` from Init: every step enabled in
+    turn (the model of the path, and its states)."""
+    z3_module = load_z3()
+    ts = z3_module.system()
+    by_name = {a.name: a for a in ts.actions}
+    zs = [ts.state("0")]
+    solver = z3.Solver()
+    solver.add(ts.init(zs[0]))
+    for k, name in enumerate(actions, start=1):
+        zs.append(ts.state(str(k)))
+        solver.add(ts.step(by_name[name], zs[k - 1], zs[k], {}))
+    assert solver.check() == z3.sat
+    return z3_module, solver.model(), zs
+
+
 VIOLATIONS = sorted(load_z3().UNBOUNDED_EPOCH_VIOLATIONS.items())
+FORMER = sorted(load_z3().FORMER_VIOLATIONS.items())
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="known defect: beyond MaxEpoch 2 the recovery election picks a log "
+                   reason="known defect: beyond MaxEpoch 3 the recovery election picks a log "
                           "without an acknowledged record a replica that acknowledged it still "
                           "holds (spec/README.md, LeaderElection, 'A known defect beyond the "
                           "epoch bound')")
@@ -309,8 +372,9 @@ def test_the_violations_are_behaviours_of_twin_and_z3_with_the_record_held_throu
         name: str, actions: tuple[str, ...]) -> None:
     """Why Z3 has no induction proof of AckedRecordsSurvive: the Z3 encoding (unbounded
     epochs) and the twin both reach a violation along these behaviours, only at their last
-    step; and from its acknowledgement on the record is always held by a replica that
-    acknowledged it, so a sticky "every acknowledger lost it" exemption would not help."""
+    step, beyond the MaxEpoch 3 TLC checked; and from its acknowledgement on the record is
+    always held by a replica that acknowledged it, so a sticky "every acknowledger lost it"
+    exemption would not help."""
     z3_module = load_z3()
     steps = z3_module.replay(actions)
     assert steps is not None and len(steps) == len(actions) + 1, name
@@ -319,4 +383,64 @@ def test_the_violations_are_behaviours_of_twin_and_z3_with_the_record_held_throu
     assert [spec.AckedRecordsSurvive(s) for s in states] == [True] * len(actions) + [False]
     acked_at = actions.index("AdvanceHW") + 1
     assert all(spec.Held(s, 1) for s in states[acked_at:])
-    assert states[-1].leaderEpoch > 2 and not states[-1].lossReported
+    assert states[-1].leaderEpoch > 4 and not states[-1].lossReported
+
+
+def test_isr_expand_before_follow_leader_epoch_acknowledges_a_copy_that_reports_its_old_epoch(
+        ) -> None:
+    """IsrExpandBeforeFollowLeaderEpoch: 1 rejoins the ISR in epoch 3 with the record of epoch 1
+    it held before the epoch began (its log reaches the epoch start), and the record is
+    acknowledged before 1 records epoch 3 (a fetch of no record would: FollowLeaderEpoch); so it
+    reports (1, 1), below 2's divergent (2, 1)."""
+    spec, states = _twin_run(load_z3().UNBOUNDED_EPOCH_VIOLATIONS[
+        "IsrExpandBeforeFollowLeaderEpoch"])
+    acked = states[10]
+    assert (acked.leader, acked.leaderEpoch, acked.epochStartOffset) == (3, 3, 1)
+    assert acked.acked == ((1, frozenset({1, 3})),) and acked.cacheEpoch[0] == 1
+    assert step(spec.Replicate(acked, 1)).cacheEpoch[0] == 3  # the fetch it had not made
+    last = states[-1]
+    assert last.leader == 2 and not spec.Holds(last, 2, 1) and spec.Holds(last, 1, 1)
+    assert states[-2].recoveryLogEnds == ((1, 1), NO_REPORT, (0, 0))
+
+
+@pytest.mark.parametrize(("name", "actions"), FORMER, ids=[n for n, _ in FORMER])
+def test_former_violations_now_elect_a_replica_that_holds_the_record_in_twin_and_z3(
+        name: str, actions: tuple[str, ...]) -> None:
+    """RecoveryPicksDivergentLogOverACopy (TLC's shortest at MaxEpoch 3 before FollowLeaderEpoch)
+    is still a behaviour, step for step, of the twin and of the Z3 encoding (unbounded epochs),
+    but 1's copy of the record, back from 3, records 3's epoch 3 (its log reaches 3's epoch
+    start): the recovery election compares 1's (3, 1) with 2's (2, 1) and picks 1, which holds
+    the acknowledged record; AckedRecordsSurvive holds throughout (TLC at MaxEpoch 3 finds no
+    violation at all)."""
+    spec, states = _twin_run(actions)
+    assert all(spec.AckedRecordsSurvive(s) for s in states), name
+    copied = len(actions) - 1 - actions[::-1].index("Replicate(1)")
+    assert states[copied + 1].cacheEpoch[0] == 3 and spec.LogEnd(states[copied + 1], 1) == (3, 1)
+    last = states[-1]
+    assert last.leader == 1 and last.leaderEpoch == 4 and spec.Holds(last, 1, 1)
+    assert spec.Held(last, 1) and not last.lossReported
+    z3_module, model, zs = _z3_run(actions)
+    assert z3_module.replay(actions) is None  # no violation at its end
+    assert [model.eval(zs[copied + 1][n]).as_long() for n in ("cacheEpoch_1", "len_1")] == [3, 1]
+    assert model.eval(zs[-1]["leader"]).as_long() == 1
+
+
+def test_recovery_picks_the_log_that_led_the_later_epoch_in_twin_and_z3() -> None:
+    """The former RecoveryPicksDivergentLog is still a behaviour, step for step, of the twin
+    and of the Z3 encoding (unbounded epochs), but at Register(3) the load keeps 3's epoch 3,
+    which begins at its log's end: 3 reports (3, 1), above 2's (2, 1), and the recovery
+    election picks 3, which holds the acknowledged record; AckedRecordsSurvive holds throughout."""
+    actions = RECOVERY_PICKS_DIVERGENT_LOG
+    spec, states = _twin_run(actions)
+    assert all(spec.AckedRecordsSurvive(s) for s in states)
+    at = actions.index("Register(3)") + 1
+    assert states[at].recoveryLogEnds[2] == (3, 1)
+    assert states[at + 1].recoveryLogEnds[1] == (2, 1)
+    last = states[-1]
+    assert last.leader == 3 and last.leaderEpoch == 4 and spec.Holds(last, 3, 1)
+    assert spec.Held(last, 1) and not last.lossReported
+    z3_module, model, zs = _z3_run(actions)
+    assert z3_module.replay(actions) is None  # no violation at its end
+    # every step enabled in Z3, and Register(3) reports (3, 1) there too
+    assert [model.eval(zs[at][n]).as_long() for n in ("endE_3", "endO_3")] == [3, 1]
+    assert model.eval(zs[-1]["leader"]).as_long() == 3

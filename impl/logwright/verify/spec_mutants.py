@@ -120,7 +120,7 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "unclean-shutdown detection takes the replica out of the ISR but leaves it in the ELR"),
     _m("LeaderElection", "RegistrationKeepsOldReport",
        "           ends0 == IF isr0 = {} /\\ elr0 = {}\n"
-       "                    THEN [recoveryLogEnds EXCEPT ![r] = ReportOf(r, loaded)] "
+       "                    THEN [recoveryLogEnds EXCEPT ![r] = LogEnd(r)] "
        "ELSE recoveryLogEnds",
        "           ends0 == recoveryLogEnds",
        "a registration does not report the log end: the one reported before the crash counts"),
