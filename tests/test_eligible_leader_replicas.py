@@ -24,6 +24,7 @@ from logwright.controller.store import NO_LEADER
 from logwright.errors import KafkaError
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol.messages import ReplicaReport, replica_reports_by_partition
+from tests.recovery_scenarios import diverge, recover_and_read_x
 
 SESSION_MS = 9_000 + 2_000  # broker.session.timeout.ms and one heartbeat
 
@@ -244,34 +245,14 @@ def test_recovery_keeps_a_committed_record_of_an_older_epoch() -> None:
     dropped it, C reported (0, 1), B led, and offset 0 read Y: a committed record lost to a
     recovery election (the model found it first, beyond its .cfg's epoch bound)."""
     c = cluster()
-    c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
-    assert c.run_until_idle()
-    a, b, other = c.partition_state("t", 0).replicas
-    assert c.partition_state("t", 0).leader == a
-    c.partition_network(a, b)
-    c.produce("t", 0, [b"X"], acks=1)
-    c.advance_time(300)
-    c.partition_network(other, b)  # C keeps X: it never fetches from B
-    c.crash_broker(a, power_loss=True)
-    c.restart_broker(a)
-    c.advance_time(300)
-    assert c.partition_state("t", 0).leader == b
-    assert c.produce("t", 0, [b"Y"], acks=1) == 0
-    c.advance_time(300)
-    c.broker(b).shutdown()
-    c.advance_time(SESSION_MS + 2_000)
+    a, b, other = diverge(c, a_power_loss=True)
     state = c.partition_state("t", 0)
-    assert state.leader == other and set(state.isr) == {a, other}
+    assert set(state.isr) == {a, other}
     assert [(r.offset, r.value) for r in c.fetch("t", 0, 0)] == [(0, b"X")], "committed"
     c.crash_broker(a, power_loss=True)
     c.advance_time(SESSION_MS)
     c.crash_broker(other, power_loss=False)
     c.advance_time(SESSION_MS)
-    c.restart_broker(a)
-    c.restart_broker(other)
-    c.heal_network()
-    c.restart_broker(b)
-    assert c.run_until_idle()
-    assert c.metrics()[RECOVERY_ELECTIONS] == 1 and c.metrics()[UNCLEAN_ELECTIONS] == 0
+    recover_and_read_x(c, a, other, b)
     assert c.partition_state("t", 0).leader == other
     assert [(r.offset, r.value) for r in c.fetch("t", 0, 0)] == [(0, b"X")]
