@@ -275,15 +275,17 @@ ShrinkIsr(r) ==
                    hw, epochStartOffset, acked, lossReported>>
 
 (* The leader takes back a follower (AlterPartition) whose fetch offset reaches the HW and the *)
-(* start offset of the leader's epoch (the implementation's replicas_to_add_to_isr). A fetch   *)
-(* counts only after the leader epoch protocol truncated the follower's divergent records, so  *)
-(* the follower's log is a prefix of the leader's, its end the fetch offset. It leaves the ELR, *)
-(* which an ISR of MinIsr members empties.                                                     *)
+(* start offset of the leader's epoch (the implementation's replicas_to_add_to_isr), and whose *)
+(* fetch reports the leader's epoch as its cache's latest (last_fetched_epoch): it recorded it *)
+(* (FollowLeaderEpoch). A fetch counts only after the leader epoch protocol truncated the      *)
+(* follower's divergent records, so the follower's log is a prefix of the leader's, its end    *)
+(* the fetch offset. It leaves the ELR, which an ISR of MinIsr members empties.                *)
 IsrExpand(r) ==
     /\ leader # NoLeader /\ proc[leader] = "up"
     /\ r \notin isr /\ proc[r] = "up"
     /\ CommonPrefix(r, leader) = Len(log[r])
     /\ Len(log[r]) >= hw /\ Len(log[r]) >= epochStartOffset
+    /\ cacheEpoch[r] >= leaderEpoch
     /\ isr' = isr \cup {r}
     /\ elr' = IF Cardinality(isr') >= MinIsr THEN {} ELSE elr \ {r}
     /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,

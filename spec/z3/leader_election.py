@@ -14,10 +14,9 @@ TLA+ name with its replica: ``Replicate(2)``, ``Register(1)``...
 Proof: LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr are each inductive alone (k = 1,
 unbounded epochs, any number of crashes, power losses, dir failures and elections).
 AckedRecordsSurvive is checked by BMC to :data:`BMC_STEPS` steps only: a bounded result, not a
-proof, and none can exist as the model stands: with unbounded epochs it is violated
-(:data:`UNBOUNDED_EPOCH_VIOLATIONS`, replayed by :func:`replay`: a follower rejoins the ISR and
-acknowledges a record of an older epoch before it records the leader's epoch, and a recovery
-election, in epoch 5, ranks a divergent log of a later epoch above its copy). Each bug switch:
+proof. The violation with unbounded epochs that an attempt at one found (a follower rejoined
+the ISR before it recorded the leader's epoch) is gone since IsrExpand waits for it
+(:data:`FORMER_VIOLATIONS`, replayed by :func:`replay`). Each bug switch:
 BMC finds the shortest violating behaviour.
 """
 
@@ -317,7 +316,8 @@ def system(bug: str = "none", unclean_enabled: bool = False) -> TransitionSystem
         end = s[f"len_{r}"]
         guard = z3.And(leader_up(s), z3.Not(s[f"isr_{r}"]), s[f"proc_{r}"] == UP,
                        common_prefix(s, r, s["leader"]) == end, end >= s["hw"],
-                       end >= s["epochStartOffset"])
+                       end >= s["epochStartOffset"],
+                       s[f"cacheEpoch_{r}"] >= s["leaderEpoch"])
         size = 1 + z3.Sum(*[z3.If(s[f"isr_{q}"], 1, 0) for q in R if q != r])
         upd: dict[str, Any] = {f"isr_{r}": TRUE}
         upd.update({f"elr_{q}": z3.And(size < MIN_ISR, s[f"elr_{q}"], z3.BoolVal(q != r))
@@ -489,8 +489,7 @@ BMC_STEPS = 6
 def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
     """Prove LeaderInIsr, IsrElrDisjoint and ElrOnlyBelowMinIsr unbounded by induction (each is
     inductive alone), and search AckedRecordsSurvive for a violation of at most
-    :data:`BMC_STEPS` steps (bounded: it is violated in longer behaviours, beyond TLC's epoch
-    bounds, :data:`UNBOUNDED_EPOCH_VIOLATIONS`); with a bug switched on, find the shortest
+    :data:`BMC_STEPS` steps (bounded: not a proof); with a bug switched on, find the shortest
     behaviour that breaks the invariant its table names by BMC."""
     ts = system(bug)
     if bug != "none":
@@ -502,29 +501,21 @@ def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
         for name in INVARIANTS if name != "AckedRecordsSurvive"]
 
 
-UNBOUNDED_EPOCH_VIOLATIONS: dict[str, tuple[str, ...]] = {
-    # Found by the attempt at an induction proof (a counterexample to induction that is
-    # reachable), beyond TLC's reach at MaxEpoch 3 (it ends in epoch 5). 1 writes a record of
-    # epoch 1 and 3 copies it; 1 shuts down cleanly, keeping it, and is fenced: 2 leads in epoch 2
-    # with an empty log and writes a record of epoch 2 at the same offset. 2 shuts down cleanly
-    # and is fenced (into the ELR): 3 leads in epoch 3, its epoch starting at 1, after the record
-    # of epoch 1. 1 registers (clean) and rejoins the ISR at once: its log, the record of epoch
-    # 1, already reaches the epoch start, and IsrExpand does not wait for FollowLeaderEpoch; the
-    # record is acknowledged in epoch 3 by 1 and 3, while 1's cache still says epoch 1. 1 loses
-    # power (the record flushed), 3's dir fails (elected: 1, down, alone in the ISR, epoch 4); 1
-    # registers and leaves, 3 and 2 register: a recovery election over 1's (1, 1), 3's (0, 0)
-    # and 2's divergent (2, 1) picks 2, without the record 1 holds. Epoch 5.
+FORMER_VIOLATIONS: dict[str, tuple[str, ...]] = {
+    # Found by the attempt at an induction proof, beyond TLC's reach at MaxEpoch 3 (it ended in
+    # epoch 5), while IsrExpand did not wait for FollowLeaderEpoch. 1 writes a record of epoch 1
+    # and 3 copies it; 1 shuts down cleanly, keeping it, and is fenced: 2 leads in epoch 2 with
+    # an empty log and writes a record of epoch 2 at the same offset. 2 shuts down cleanly and is
+    # fenced (into the ELR): 3 leads in epoch 3, its epoch starting at 1. 1 registers (clean) and
+    # rejoined the ISR at once, its cache still at epoch 1; the record was acknowledged in epoch
+    # 3 by 1 and 3, and after 1's power loss and 3's dir failure a recovery election over 1's
+    # (1, 1), 3's (0, 0) and 2's divergent (2, 1) picked 2, without the record 1 holds. IsrExpand
+    # now requires the follower's cache to hold the leader's epoch (the implementation's
+    # last_fetched_epoch): IsrExpand(1) is no longer enabled, the sequence no behaviour.
     "IsrExpandBeforeFollowLeaderEpoch": (
         "Produce", "Replicate(3)", "CleanShutdown(1)", "FenceBroker(1)", "Produce",
         "CleanShutdown(2)", "FenceBroker(2)", "Register(1)", "IsrExpand(1)", "AdvanceHW",
         "PowerLoss(1)", "DirFailure(3)", "Register(1)", "Register(3)", "Register(2)"),
-}
-"""Behaviours of the correct model (one record, as the .cfg) that violate AckedRecordsSurvive
-once the leader epoch passes the .cfg's MaxEpoch of 2 (and 3): why no induction proof of it
-exists for unbounded epochs. The record stays held by a replica that acknowledged it from its
-acknowledgement on, so a sticky "lost" ghost would not exempt it."""
-
-FORMER_VIOLATIONS: dict[str, tuple[str, ...]] = {
     # TLC's shortest at MaxEpoch 3 (19 states) while a follower learnt epochs from records only:
     # the start as RecoveryPicksDivergentLog (spec/README.md) to the record of epoch 1
     # acknowledged in epoch 3 by 1 and 3, 1 losing it at a power loss and dropped into the ELR.
@@ -539,12 +530,14 @@ FORMER_VIOLATIONS: dict[str, tuple[str, ...]] = {
         "PowerLoss(1)", "ShrinkIsr(1)", "Register(1)", "Replicate(1)", "PowerLoss(3)",
         "Register(3)", "Register(2)", "ReportLogEnd(1)"),
 }
-"""Behaviours that violated AckedRecordsSurvive before a change of the model and no longer do:
-still behaviours step for step, the recovery election at their end now picks a replica that
-holds the record (tests/test_model_leader_election.py replays them in the twin and here). The
-earlier RecoveryPicksDivergentLog went when a start-up came to keep the epoch that begins at the
-log's end (``power_loss``, ``register``); RecoveryPicksDivergentLogOverACopy when a follower came
-to record its leader's epoch (``follow_leader_epoch``)."""
+"""Behaviours that violated AckedRecordsSurvive before a change of the model and no longer do
+(tests/test_model_leader_election.py replays them in the twin and here: :func:`replay` finds no
+violation). RecoveryPicksDivergentLogOverACopy is still a behaviour step for step, the recovery
+election at its end now picks a replica that holds the record; it went when a follower came to
+record its leader's epoch (``follow_leader_epoch``). IsrExpandBeforeFollowLeaderEpoch is no
+longer a behaviour: IsrExpand waits for the follower's cache to hold the leader's epoch
+(``isr_expand``). The earlier RecoveryPicksDivergentLog went when a start-up came to keep the
+epoch that begins at the log's end (``power_loss``, ``register``)."""
 
 
 def replay(actions: tuple[str, ...], invariant: str = "AckedRecordsSurvive", *,

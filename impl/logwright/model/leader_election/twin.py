@@ -322,13 +322,15 @@ class LeaderElectionTwin(Spec):
 
     def IsrExpand(self, s: LEState, r: int) -> LEState | None:
         """The leader takes back a follower whose fetch offset reaches its HW and its epoch's
-        start offset; the follower's log is then a prefix of the leader's (it truncated its
-        divergent records before the fetch counted)."""
+        start offset and that reports the leader's epoch as its cache's latest (it recorded it:
+        FollowLeaderEpoch); the follower's log is then a prefix of the leader's (it truncated
+        its divergent records before the fetch counted)."""
         if not self._leader_up(s) or r in s.isr or s.proc[self.ix(r)] != UP:
             return None
         end = len(s.log[self.ix(r)])
         if (self.CommonPrefix(s, r, s.leader) != end or end < s.hw
-                or end < s.epochStartOffset):
+                or end < s.epochStartOffset
+                or s.cacheEpoch[self.ix(r)] < s.leaderEpoch):
             return None
         isr = s.isr | {r}
         elr = frozenset() if len(isr) >= self.config.min_isr else s.elr - {r}
