@@ -338,14 +338,7 @@ def _z3_run(actions: tuple[str, ...]) -> tuple[ModuleType, Any, list[dict[str, A
     """The Z3 encoding (unbounded epochs) along ``actions`` from Init: every step enabled in
     turn (the model of the path, and its states)."""
     z3_module = load_z3()
-    ts = z3_module.system()
-    by_name = {a.name: a for a in ts.actions}
-    zs = [ts.state("0")]
-    solver = z3.Solver()
-    solver.add(ts.init(zs[0]))
-    for k, name in enumerate(actions, start=1):
-        zs.append(ts.state(str(k)))
-        solver.add(ts.step(by_name[name], zs[k - 1], zs[k], {}))
+    solver, zs = z3_module.path(z3_module.system(), actions)
     assert solver.check() == z3.sat
     return z3_module, solver.model(), zs
 

@@ -22,7 +22,7 @@ BMC finds the shortest violating behaviour.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -540,12 +540,9 @@ longer a behaviour: IsrExpand waits for the follower's cache to hold the leader'
 epoch that begins at the log's end (``power_loss``, ``register``)."""
 
 
-def replay(actions: tuple[str, ...], invariant: str = "AckedRecordsSurvive", *,
-           rlimit: int | None = None) -> list[str] | None:
-    """Run ``actions`` (the encoding's action names) from Init in the correct model: the
-    readable states, Init first, when every action is enabled in turn and the last state
-    violates ``invariant``; None otherwise. One SMT check within ``rlimit``."""
-    ts = system()
+def path(ts: Any, actions: Sequence[str]) -> tuple[z3.Solver, list[Any]]:
+    """A solver holding Init and ``actions`` (the encoding's action names) taken in turn from
+    it, and the path's states (Init first)."""
     by_name = {a.name: a for a in ts.actions}
     states = [ts.state("0")]
     solver = z3.Solver()
@@ -553,6 +550,16 @@ def replay(actions: tuple[str, ...], invariant: str = "AckedRecordsSurvive", *,
     for k, name in enumerate(actions, start=1):
         states.append(ts.state(str(k)))
         solver.add(ts.step(by_name[name], states[k - 1], states[k], {}))
+    return solver, states
+
+
+def replay(actions: tuple[str, ...], invariant: str = "AckedRecordsSurvive", *,
+           rlimit: int | None = None) -> list[str] | None:
+    """Run ``actions`` (the encoding's action names) from Init in the correct model: the
+    readable states, Init first, when every action is enabled in turn and the last state
+    violates ``invariant``; None otherwise. One SMT check within ``rlimit``."""
+    ts = system()
+    solver, states = path(ts, actions)
     solver.add(z3.Not(ts.invariant(invariant)(states[-1])))
     meter = Meter(rlimit if rlimit is not None else RLIMIT_INDUCTION)
     if meter.check(solver, f"the replay of {len(actions)} steps") != z3.sat:

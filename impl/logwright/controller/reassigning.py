@@ -207,6 +207,8 @@ class Reassignments(DirMoves):
         statuses = []
         for tp, target in wanted:
             state = self.partition_state(tp)
+            unheard = (self._unheard_targets(state, pending[tp])
+                       if tp in pending and not keeps_replicas(state, pending[tp]) else ())
             if tp in pending:
                 target = pending[tp].target_replicas
                 phase = "in progress"
@@ -215,9 +217,7 @@ class Reassignments(DirMoves):
             statuses.append(ReassignmentStatus(
                 tp, phase, target, state.replicas, state.isr, state.leader,
                 state.adding_replicas, state.removing_replicas,
-                tuple(r for r in target if r not in state.isr
-                      or (tp in pending and not keeps_replicas(state, pending[tp])
-                          and r in self._unheard_targets(state, pending[tp]))),
+                tuple(r for r in target if r not in state.isr or r in unheard),
                 self.dir_move_statuses(tp) if tp in pending else ()))
         return statuses
 
