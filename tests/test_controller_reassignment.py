@@ -13,7 +13,12 @@ import pytest
 from logwright.controller import NotController, ReassignmentError, parse_reassignment
 from logwright.controller.reassignment import MAX_REPLICAS
 from logwright.errors import Errors
-from logwright.protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
+from logwright.protocol.messages import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    PartitionError,
+    StopReplicaRequest,
+)
 from tests.reassign_helpers import POLL_MS, answer_describe, answer_leader_and_isr
 from tests.test_controller import SETTLE_MS, Harness, tp
 
@@ -280,3 +285,37 @@ def test_a_target_in_the_isr_counts_only_once_its_broker_answered(h: Harness) ->
     assert (done.replicas, done.leader) == ((2, 4), 2)
     [stop] = h.got(3, StopReplicaRequest)
     assert stop.partitions[0].delete_partition
+
+
+def test_a_late_answer_for_a_deleted_topic_of_the_same_name_does_not_stall_it(
+        h: Harness) -> None:
+    """traces/regressions/0038: a LeaderAndIsr answer about the deleted generation of a topic
+    arrived after the answer about the re-created one and took its place; the reassignment
+    then waited for good for a target that had answered."""
+    h.clear()
+    old_id = h.controller.create_topic("w", 1, 3, assignment=[[1, 2, 3]])
+    h.run(SETTLE_MS)
+    late = [(src, m) for src, m in h.brokers[1].received if isinstance(m, LeaderAndIsrRequest)]
+    assert late and all(s.topic_id == old_id for _, m in late for s in m.partition_states)
+    h.controller.delete_topic("w")
+    h.run(SETTLE_MS)
+    new_id = h.controller.create_topic("w", 1, 3, assignment=[[2, 3, 4]])
+    h.run(SETTLE_MS)
+    h.controller.reassign(plan(entry(topic="w", replicas=(2, 1))))
+    h.run(SETTLE_MS)
+    h.brokers[1].received = [(s, m) for s, m in h.brokers[1].received
+                             if not any(m is x for _, x in late)]
+    answer_leader_and_isr(h, 1, 2, 3, 4)
+    assert h.controller.reassignment_status()[0].waiting_for == (1,), "1 is not in the ISR yet"
+    # The answer to the deleted topic's request, delayed in the network, comes last.
+    for src, request in late:
+        assert isinstance(request, LeaderAndIsrRequest)
+        h.net.send("broker-1", src, LeaderAndIsrResponse(
+            request.correlation_id, Errors.NONE,
+            tuple(PartitionError(s.tp, Errors.NONE) for s in request.partition_states)))
+    h.run(SETTLE_MS)
+    # 1 catches up: the reassignment completes on the answer it gave about the new topic.
+    assert h.alter(2, tp("w", 0), (2, 3, 4, 1)).error == Errors.NONE
+    done = h.state("w")
+    assert (done.replicas, done.leader, done.topic_id) == ((2, 1), 2, new_id)
+    assert h.store.reassignments() == []

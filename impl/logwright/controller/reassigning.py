@@ -174,13 +174,21 @@ class Reassignments(DirMoves):
                                     response: LeaderAndIsrResponse) -> None:
         """``broker_id``'s incarnation that ``sent`` was addressed to answered it: remember,
         for each partition under reassignment it accepted, that it was alive and applied that
-        leader epoch; a reassignment waiting on it may complete."""
+        leader epoch; a reassignment waiting on it may complete. A late answer to a request
+        for an earlier incarnation of the broker, or for a deleted topic of the same name, is
+        not remembered: it would take the place of the answer that counts (0038)."""
         if response.error != Errors.NONE or not self._reassignment_since:
+            return
+        registration = self.store.broker(broker_id)
+        if registration is None or registration.broker_epoch != sent.broker_epoch:
             return
         errors = {r.tp: r.error for r in response.partition_errors}
         answered = []
         for w in sent.partition_states:
             if w.tp not in self._reassignment_since or errors.get(w.tp, Errors.NONE) != Errors.NONE:
+                continue
+            state = self.store.partition(w.tp)
+            if state is None or state.topic_id != w.topic_id:
                 continue
             key = (w.tp, broker_id)
             held = self._reassignment_answers.get(key)
