@@ -42,7 +42,8 @@ class SpecMutant:
     """The mistake it stands for, in a line."""
     cfg: str = ""
     """The .cfg TLC runs it on, in spec/: empty for the module's correct one (``<Module>.cfg``);
-    a mutation of the fairness names the module's liveness .cfg."""
+    a mutation of the fairness names the module's liveness .cfg, one that needs more leader
+    epochs a .cfg with a deeper bound."""
 
     @property
     def cfg_name(self) -> str:
