@@ -229,19 +229,26 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
     recorded values, and every invariant must hold after it. Events the models cannot express
     are counted as "outside the model", by reason, and are not failures.
 
+    Events are grouped by trace id and replayed in sequence-number order. Bad input (a line
+    that is not an event of this schema, a sequence number twice, events missing, a trace
+    whose start is cut off) is reported with its reason, one "bad input:" line each; that
+    trace is not replayed, every other one is.
+
     \b
     Exit codes:
       0  every event checked
-      1  an event was refused (not enabled, a mismatch, an invariant violated), or a
-         trace cannot be read (not JSON Lines or Parquet of this schema; one error line)
+      1  an event was refused (not enabled, a mismatch, an invariant violated), or bad
+         input (each reported above one "error:" line), or a PATH holds no trace
       2  usage error (no PATH, or a PATH that does not exist)
       5  internal error (rerun with --debug)
     """
-    from logwright.verify.traces import check_paths
+    from logwright.verify.traces import TraceFormatError, check_paths
 
-    report = check_paths(paths)  # an unreadable trace: one "error:" line, exit 1 (bad input)
+    report = check_paths(paths)  # a directory without a trace: one "error:" line, exit 1
     for failure in report.failures:
         click.echo(failure.format())
+    for bad in report.bad_input:
+        click.echo(bad.format())
     if not quiet:
         for name, n in sorted(report.actions.items()):
             click.echo(f"  step     {n:>7,}  {name}")
@@ -250,6 +257,9 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
         for reason, n in sorted(report.outside.items()):
             click.echo(f"  outside  {n:>7,}  {reason}")
     click.echo(report.summary())
+    if report.bad_input:
+        raise TraceFormatError(f"bad input in {len(report.bad_input)} place(s), each reported "
+                              "above; the other traces were checked")
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 
