@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import click
@@ -219,10 +221,20 @@ def traces() -> None:
 
 
 @traces.command("check")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--quiet", "-q", is_flag=True, help="Only the failures and the summary line.")
-def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
+@click.option("--master", default=None, metavar="URL",
+              help="Run on Spark at this master: local[2], local[*], spark://HOST:PORT, yarn, "
+                   "k8s://... (default: no Spark, one process). PATHs may then be any path "
+                   "Hadoop's file systems understand (hdfs://, s3a://).")
+@click.option("--out", "out_dir", default=None, metavar="DIR",
+              type=click.Path(file_okay=False),
+              help="Write violations, bad input and coverage (Parquet), summary.json and "
+                   "coverage.png into DIR (created).")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --master: replay in N tasks (default: twice Spark's parallelism).")
+def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_dir: str | None,
+                 partitions: int | None) -> None:
     """Replay traces (files, or directories of *.jsonl / *.parquet) against the model twins.
 
     Every event must be an enabled action of its model instance whose result equals the
@@ -234,17 +246,41 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
     whose start is cut off) is reported with its reason, one "bad input:" line each; that
     trace is not replayed, every other one is.
 
+    With --master the same checks run on Spark, in batches over whole partitions, with the
+    same verdicts (docs/pipeline.md); the Spark session's start-up is reported apart from
+    the work.
+
     \b
     Exit codes:
       0  every event checked
       1  an event was refused (not enabled, a mismatch, an invariant violated), or bad
-         input (each reported above one "error:" line), or a PATH holds no trace
-      2  usage error (no PATH, or a PATH that does not exist)
+         input (each reported above one "error:" line), or a PATH holds no trace, or
+         --master without pyspark
+      2  usage error (no PATH, or a local PATH that does not exist)
       5  internal error (rerun with --debug)
     """
+    from logwright.verify.trace_outputs import write_outputs
     from logwright.verify.traces import TraceFormatError, check_paths
 
-    report = check_paths(paths)  # a directory without a trace: one "error:" line, exit 1
+    for p in paths:
+        if "://" not in p and not os.path.exists(p):
+            raise click.BadParameter(f"{p!r} does not exist", param_hint="PATH...")
+    extra: dict[str, object]
+    if master is not None:
+        from logwright.verify.spark import check_on_spark
+
+        run = check_on_spark(paths, master, partitions=partitions, progress=not quiet)
+        report, distinct, extra = run.report, run.distinct, run.timings()
+    else:
+        if any("://" in p for p in paths):
+            raise click.BadParameter("a path with a scheme needs --master (Spark reads it)",
+                                     param_hint="PATH...")
+        if partitions is not None:
+            raise click.BadParameter("--partitions needs --master", param_hint="--partitions")
+        report = check_paths(paths)  # a directory without a trace: one "error:" line, exit 1
+        distinct = report.distinct_states()
+        extra = {"engine": "single process", "work_seconds": round(report.seconds, 3),
+                 "events_per_second": round(report.events_per_second)}
     for failure in report.failures:
         click.echo(failure.format())
     for bad in report.bad_input:
@@ -256,10 +292,17 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
             click.echo(f"  stutter  {n:>7,}  {name}")
         for reason, n in sorted(report.outside.items()):
             click.echo(f"  outside  {n:>7,}  {reason}")
+    if master is not None:
+        click.echo(f"Spark {extra['master']}: session started in "
+                   f"{extra['session_start_seconds']:.1f}s, {extra['partitions']} replay tasks")
+    if out_dir is not None:
+        write_outputs(report, Path(out_dir), distinct, extra)
+        click.echo(f"wrote violations, bad input, coverage and states (Parquet), summary.json "
+                   f"and coverage.png into {out_dir}")
     click.echo(report.summary())
     if report.bad_input:
         raise TraceFormatError(f"bad input in {len(report.bad_input)} place(s), each reported "
-                              "above; the other traces were checked")
+                               "above; the other traces were checked")
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 

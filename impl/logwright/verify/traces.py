@@ -17,6 +17,7 @@ the trace reaches, a deleted segment's length is the SegmentSize of that one ste
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
@@ -81,6 +82,8 @@ class Failure:
     message: str
     before: str
     after: str
+    trace: str = ""
+    """The trace id of the event."""
 
     def format(self) -> str:
         """The failure, then the states before and after (twin.describe)."""
@@ -130,6 +133,12 @@ class CheckReport:
     as ``Model.Action`` or ``Model.Action(outcome)``."""
     failures: list[Failure] = field(default_factory=list)
     bad_input: list[BadInput] = field(default_factory=list)
+    states: set[str] = field(default_factory=set)
+    """The abstract states the twins reached, as ``Model:fingerprint`` (:func:`fingerprint`)."""
+    outcomes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """Events by (model, the event's action, outcome): ``step`` (some twin took it),
+    ``stutter``, ``outside`` (the model cannot express it), ``refused``, ``bookkeeping``
+    (Header, Init, Removed) and ``bad input`` (its trace was not replayed)."""
     seconds: float = 0.0
 
     @property
@@ -149,6 +158,12 @@ class CheckReport:
         self.stutter_actions.update(other.stutter_actions)
         self.failures += other.failures
         self.bad_input += other.bad_input
+        self.states |= other.states
+        self.outcomes.update(other.outcomes)
+
+    def distinct_states(self) -> dict[str, int]:
+        """Distinct abstract states reached, per model."""
+        return dict(sorted(Counter(s.split(":", 1)[0] for s in self.states).items()))
 
     @property
     def events_per_second(self) -> float:
@@ -232,35 +247,42 @@ def trace_of(obj: Any) -> str:
 
 def scan(path: Path) -> Iterator[tuple[str, Event | BadInput]]:
     """(``file:line``, event or bad input) for every line of a JSON Lines or Parquet trace file,
-    in file order: lenient, every line accounted for. A file that cannot be opened at all (not
-    Parquet, say) is one bad input."""
-    if path.suffix == ".parquet":
+    in file order: lenient, every line accounted for (:func:`scan_bytes`)."""
+    yield from scan_bytes(str(path), path.read_bytes())
+
+
+def scan_bytes(name: str, data: bytes) -> Iterator[tuple[str, Event | BadInput]]:
+    """:func:`scan` of a file's bytes, ``name`` its path as reported (Parquet when it ends in
+    ``.parquet``, JSON Lines otherwise). The Spark job reads files as bytes and calls this on
+    the executors, so both engines read every file alike. A file that cannot be read at all
+    (not Parquet, not UTF-8) is one bad input."""
+    if name.endswith(".parquet"):
         try:
+            import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            yield str(path), BadInput(str(path), "", "reading Parquet needs pyarrow "
-                                      "(pip install 'logwright[traces]')")
+            yield name, BadInput(name, "", "reading Parquet needs pyarrow "
+                                 "(pip install 'logwright[traces]')")
             return
         try:
-            rows = pq.read_table(path).to_pylist()
-        except Exception as exc:  # pyarrow raises its own several kinds for an unreadable file
-            yield str(path), BadInput(str(path), "", f"not a Parquet file: {exc}")
+            rows = pq.read_table(pa.BufferReader(data)).to_pylist()
+        except Exception as exc:  # pyarrow raises several kinds for an unreadable file
+            yield name, BadInput(name, "", f"not a Parquet file: {exc}")
             return
         for i, row in enumerate(rows, start=1):
-            where = f"{path}:{i}"
+            where = f"{name}:{i}"
             got = parse_event(row)
             yield where, (BadInput(where, trace_of(row), got) if isinstance(got, str) else got)
         return
     try:
-        with open(path, encoding="utf-8", errors="strict") as f:
-            text = f.read()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield str(path), BadInput(str(path), "", f"not UTF-8 text: {exc.reason}")
+        yield name, BadInput(name, "", f"not UTF-8 text: {exc.reason} at byte {exc.start}")
         return
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        where = f"{path}:{i}"
+        where = f"{name}:{i}"
         got = parse_line(line)
         if isinstance(got, str):
             try:
@@ -1137,12 +1159,13 @@ def check_trace(trace: str, lines: Iterable[tuple[str, Event]], report: CheckRep
     ``seq`` order) into ``report``. A trace that is not whole, or holds a value the models
     cannot take, is bad input: reported, its figures left out, never a crash. The Spark job and
     :func:`check_paths` both check each trace here, so they give the same verdicts."""
-    ordered = sorted(lines, key=lambda we: int(we[1]["seq"]))
+    ordered = sorted(lines, key=_order)
     report.traces += 1
     report.events += len(ordered)
     problems = whole_trace(trace, ordered)
     if problems:
         report.bad_input += problems
+        _not_replayed(ordered, report)
         return
     one = CheckReport()
     try:
@@ -1150,8 +1173,79 @@ def check_trace(trace: str, lines: Iterable[tuple[str, Event]], report: CheckRep
     except TraceFormatError as exc:
         where, reason = str(exc).split(": ", 1) if ": " in str(exc) else ("", str(exc))
         report.bad_input.append(BadInput(where or ordered[0][0], trace, reason))
+        _not_replayed(ordered, report)
         return
+    for failure in one.failures:
+        failure.trace = trace
     report.merge(one)
+
+
+def _not_replayed(lines: Iterable[tuple[str, Event]], report: CheckReport) -> None:
+    """Count the events of a trace with bad input, not replayed, in the coverage."""
+    for _, e in lines:
+        report.outcomes[(e["model"], e["action"], "bad input")] += 1
+
+
+def _outcome(e: Event, before: tuple[int, int, int], report: CheckReport) -> str:
+    """What became of one event, from the report's figures before and after it."""
+    steps, failures, stutters = before
+    if e["model"] == "-":
+        return "bookkeeping"
+    if len(report.failures) > failures:
+        return "refused"
+    if report.steps > steps:
+        return "step"
+    if report.stutters > stutters:
+        return "stutter"
+    return "outside"
+
+
+TRACE_ACTIONS: dict[str, tuple[str, ...]] = {
+    LOG_START_OFFSET: ("Append", "FollowerFetch", "AdvanceHW", "ShrinkIsr", "ExpandIsr",
+                       "DeleteRecords", "DeleteOldestSegment", "CheckpointStartOffset", "Flush",
+                       "CrashRestart", "BecomeLeader"),
+    CONTROLLER_FENCING: ("ElectController", "ElectLeader", "Register", "SendLeaderAndIsr",
+                         "SendStopReplica", "Deliver"),
+    FETCHER_FAILURE: ("LeaderAndIsr", "FetchOk", "FetchFenced", "StorageError", "StopReplica",
+                      "ShutdownIdle"),
+    REPLICA_MOVE: ("Copy", "Flush", "FollowStart", "TruncateSource", "BeginSwap",
+                   "RenameFutureLive", "RenameSourceDelete", "FsyncDir", "EndSwap", "FailDir"),
+}
+"""Per model, the recorded actions (traces/SCHEMA.md) a twin can take as a step: coverage
+names those no event exercised."""
+
+
+def never_exercised(report: CheckReport) -> dict[str, list[str]]:
+    """Per model, the actions of :data:`TRACE_ACTIONS` that no event took as a step."""
+    stepped = {(m, a) for (m, a, outcome) in report.outcomes if outcome == "step"}
+    return {m: [a for a in actions if (m, a) not in stepped]
+            for m, actions in TRACE_ACTIONS.items()}
+
+
+def _order(line: tuple[str, Event]) -> tuple[int, str, int]:
+    """Events in ``seq`` order; two of one seq (bad input) by file, then line: the same order
+    whichever engine read them, so the same one is reported as the second."""
+    where, event = line
+    path, _, number = where.rpartition(":")
+    return int(event["seq"]), path, int(number) if number.isdigit() else 0
+
+
+def _canon(x: Any) -> Any:
+    """``x`` with every set sorted and every mapping in key order: a value whose repr is the
+    same in every process (a set of strings iterates in a per-process order)."""
+    if isinstance(x, (set, frozenset)):
+        return ("set", sorted((_canon(v) for v in x), key=repr))
+    if isinstance(x, Mapping):
+        return ("map", sorted(((_canon(k), _canon(v)) for k, v in x.items()), key=repr))
+    if isinstance(x, (tuple, list)):
+        return tuple(_canon(v) for v in x)
+    return x
+
+
+def fingerprint(model: str, state: Any) -> str:
+    """``Model:<16 hex digits>``: an abstract state of ``model``, the same in every process."""
+    digest = hashlib.blake2b(repr(_canon(state)).encode(), digest_size=8).hexdigest()
+    return f"{model}:{digest}"
 
 
 def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
@@ -1282,11 +1376,13 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                  failed)
 
     for where, e in events:
+        figures = (report.steps, len(report.failures), report.stutters)
         try:
             _replay(e, where)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{where}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
+        report.outcomes[(e["model"], e["action"], _outcome(e, figures, report))] += 1
     if rm:
         report.outside[f"{REPLICA_MOVE}: a move still under way when the trace ends "
                        "(not a failure: a trace shows safety, not progress)"] += len(rm)
@@ -1299,9 +1395,8 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                 x.settle_restarts("", {}, "")
             except _Refused as ref:
                 report.failures.append(Failure(f"{events[-1][0]} (end)", last, LOG_START_OFFSET,
-                                               inst,
-                                               "CrashRestart", ref.kind, ref.message, before,
-                                               ref.after or "(no successor)"))
+                                               inst, "CrashRestart", ref.kind, ref.message,
+                                               before, ref.after or "(no successor)"))
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
@@ -1339,6 +1434,7 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
         x.state = t
         after = t
         report.steps += 1
+        report.states.add(fingerprint(model, t))
         report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
     finally:
         for note in getattr(x, "notes", ()):
@@ -1375,8 +1471,8 @@ def check_paths(paths: Iterable[str | Path], report: CheckReport | None = None) 
         for where, got in scan(path):
             if isinstance(got, BadInput):
                 report.bad_input.append(got)
-                if not got.trace:
-                    report.events += 1
+                report.events += 1
+                report.outcomes[("?", "?", "bad input")] += 1
             else:
                 traces.setdefault(got["trace"], []).append((where, got))
     named_bad = {b.trace for b in report.bad_input if b.trace}
@@ -1385,6 +1481,7 @@ def check_paths(paths: Iterable[str | Path], report: CheckReport | None = None) 
         if trace in named_bad:  # a line of it is not an event: do not replay the rest
             report.traces += 1
             report.events += len(lines)
+            _not_replayed(lines, report)
             continue
         check_trace(trace, lines, report)
     report.seconds += time.perf_counter() - start
@@ -1392,5 +1489,6 @@ def check_paths(paths: Iterable[str | Path], report: CheckReport | None = None) 
 
 
 __all__ = ["BadInput", "CheckReport", "Failure", "TraceFormatError", "check_file", "check_paths",
-           "check_trace", "parse_event", "parse_line", "read_events", "scan", "trace_files",
+           "check_trace", "parse_event", "parse_line", "read_events", "scan", "scan_bytes",
+           "trace_files",
            "whole_trace"]
