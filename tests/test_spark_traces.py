@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from logwright.cli import main
 from logwright.verify.trace_outputs import verdicts
-from logwright.verify.traces import check_paths
+from logwright.verify.traces import CheckReport, check_paths
 
 pyspark = pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -111,7 +111,7 @@ def _planted(tmp: Path) -> dict[str, str]:
 def test_both_engines_agree_on_the_corpus(spark: Any) -> None:
     from logwright.verify.spark import check_on_spark
 
-    single = check_paths([str(ROOT / "traces")])
+    single = check_paths([str(ROOT / "traces")], CheckReport(track_states=True))
     run = check_on_spark([str(ROOT / "traces")], spark=spark, progress=False)
     assert single.ok and run.report.ok
     assert verdicts(run.report) == verdicts(single)
@@ -123,7 +123,7 @@ def test_both_engines_find_the_planted_faults_alike(spark: Any, tmp_path: Path) 
     from logwright.verify.spark import check_on_spark
 
     expect = _planted(tmp_path)
-    single = check_paths([tmp_path])
+    single = check_paths([tmp_path], CheckReport(track_states=True))
     run = check_on_spark([str(tmp_path)], spark=spark, partitions=3, progress=False)
     assert verdicts(run.report) == verdicts(single)
     assert run.distinct == single.distinct_states()
@@ -171,3 +171,9 @@ def test_the_cli_writes_the_outputs_on_spark(spark: Any, tmp_path: Path) -> None
         pq.read_table(out / "violations.parquet"))
     assert pq.read_table(again / "bad_input.parquet").equals(
         pq.read_table(out / "bad_input.parquet"))
+    assert pq.read_table(again / "coverage.parquet").equals(
+        pq.read_table(out / "coverage.parquet"))
+    single = json.loads((again / "summary.json").read_text())
+    assert single["engine"] == "single process"
+    assert single["distinct_abstract_states"] == summary["distinct_abstract_states"]
+    assert single["actions_never_exercised"] == summary["actions_never_exercised"]

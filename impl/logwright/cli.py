@@ -260,7 +260,7 @@ def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_di
       5  internal error (rerun with --debug)
     """
     from logwright.verify.trace_outputs import write_outputs
-    from logwright.verify.traces import TraceFormatError, check_paths
+    from logwright.verify.traces import CheckReport, TraceFormatError, check_paths
 
     for p in paths:
         if "://" not in p and not os.path.exists(p):
@@ -277,7 +277,8 @@ def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_di
                                      param_hint="PATH...")
         if partitions is not None:
             raise click.BadParameter("--partitions needs --master", param_hint="--partitions")
-        report = check_paths(paths)  # a directory without a trace: one "error:" line, exit 1
+        # A directory without a trace: one "error:" line, exit 1.
+        report = check_paths(paths, CheckReport(track_states=out_dir is not None))
         distinct = report.distinct_states()
         extra = {"engine": "single process", "work_seconds": round(report.seconds, 3),
                  "events_per_second": round(report.events_per_second)}

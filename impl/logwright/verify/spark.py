@@ -187,7 +187,7 @@ def _replay_batches(bad_traces: frozenset[str]) -> Any:
 
     def finish(trace: str, lines: list[tuple[str, dict[str, Any]]]) -> tuple[str, str,
                                                                             list[str]]:
-        report = CheckReport()
+        report = CheckReport(track_states=True)
         if trace in bad_traces:  # a line of it is bad input: reported, the rest not replayed
             report.traces += 1
             report.events += len(lines)

@@ -134,7 +134,10 @@ class CheckReport:
     failures: list[Failure] = field(default_factory=list)
     bad_input: list[BadInput] = field(default_factory=list)
     states: set[str] = field(default_factory=set)
-    """The abstract states the twins reached, as ``Model:fingerprint`` (:func:`fingerprint`)."""
+    """The abstract states the twins reached, as ``Model:fingerprint`` (:func:`fingerprint`),
+    when :attr:`track_states` is on."""
+    track_states: bool = False
+    """Fingerprint every state a twin reaches (for coverage: about doubles the replay's cost)."""
     outcomes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     """Events by (model, the event's action, outcome): ``step`` (some twin took it),
     ``stutter``, ``outside`` (the model cannot express it), ``refused``, ``bookkeeping``
@@ -1167,7 +1170,7 @@ def check_trace(trace: str, lines: Iterable[tuple[str, Event]], report: CheckRep
         report.bad_input += problems
         _not_replayed(ordered, report)
         return
-    one = CheckReport()
+    one = CheckReport(track_states=report.track_states)
     try:
         _replay_trace(ordered, one)
     except TraceFormatError as exc:
@@ -1434,7 +1437,8 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
         x.state = t
         after = t
         report.steps += 1
-        report.states.add(fingerprint(model, t))
+        if report.track_states:
+            report.states.add(fingerprint(model, t))
         report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
     finally:
         for note in getattr(x, "notes", ()):
