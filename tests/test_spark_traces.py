@@ -177,3 +177,27 @@ def test_the_cli_writes_the_outputs_on_spark(spark: Any, tmp_path: Path) -> None
     assert single["engine"] == "single process"
     assert single["distinct_abstract_states"] == summary["distinct_abstract_states"]
     assert single["actions_never_exercised"] == summary["actions_never_exercised"]
+
+
+def test_seeded_fuzz_runs_give_the_same_results_on_spark_and_in_processes(
+        spark: Any, tmp_path: Path) -> None:
+    from logwright.verify.seed_runs import run_seeds
+
+    local = run_seeds(range(4), 12, tmp_path / "local", workers=1)
+    on_spark = run_seeds(range(4), 12, tmp_path / "spark", spark=spark)
+    assert on_spark.verdicts() == local.verdicts()
+    assert [r.seed for r in local.results] == [0, 1, 2, 3]
+    assert all(r.steps == 12 and r.trace_events > 0 for r in local.results)
+    for r in local.results:  # the same seed records the same trace, byte for byte
+        assert (tmp_path / "local" / r.trace).read_bytes() == \
+            (tmp_path / "spark" / r.trace).read_bytes()
+
+
+def test_fuzz_seeds_needs_an_out_dir_and_no_state_machine_options(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["fuzz", "--seeds", "2"])
+    assert result.exit_code == 2 and "give --out DIR" in result.stderr
+    result = CliRunner().invoke(main, ["fuzz", "--seeds", "2", "--max-examples", "3", "--out",
+                                       str(tmp_path)])
+    assert result.exit_code == 2 and "not the state machine" in result.stderr
+    result = CliRunner().invoke(main, ["fuzz", "--master", "local[1]"])
+    assert result.exit_code == 2 and "go with --seeds" in result.stderr

@@ -163,8 +163,19 @@ def verify(as_json: bool, only: tuple[str, ...], modules: tuple[str, ...], list_
                    "faster): every property of the run (no acknowledged record lost, none "
                    "served wrongly, topic identity) and the LeaderElection and ReplicaMove "
                    "checks stay. For long campaigns after durability; CI's runs check all.")
-def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: str,
-         avoid_known_defects: bool, steps: int, light: bool) -> None:
+@click.option("--seeds", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Instead of the state machine's batches: N seeded runs, seeds SEED to "
+                   "SEED+N-1, each STEPS actions, each recording its trace into --out (which "
+                   "must be given) and checking it against the models.")
+@click.option("--master", default=None, metavar="URL",
+              help="With --seeds: spread the seeds over Spark tasks at this master "
+                   "(local[2], spark://HOST:PORT, ...); without it a process pool runs them.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --seeds and no --master: processes (default: one per core).")
+@click.pass_context
+def fuzz(ctx: click.Context, seed: int, max_examples: int | None, duration: float | None,
+         out_dir: str, avoid_known_defects: bool, steps: int, light: bool, seeds: int | None,
+         master: str | None, workers: int | None) -> None:
     """Fuzz the simulated cluster: every user action and fault, the properties after each step.
 
     Runs seeded batches of the cluster state machine until interrupted (Ctrl-C), or until
@@ -172,10 +183,27 @@ def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: s
     seed). Each failure is shrunk and written to --out as a trace JSON that
     tests/test_regression_traces.py replays. Exit code 0 when nothing failed, 1 when a failure
     was found (its trace files are listed).
-    """
-    from pathlib import Path
 
+    With --seeds N: N seeded runs instead (docs/pipeline.md), on Spark with --master. Each
+    seed's trace goes to --out as seed-<seed>.jsonl and is checked against the models; a
+    failing run's steps are saved in --out/failures/; summary.json lists every seed. The same
+    seeds give the same results on either engine.
+    """
     from logwright.verify.fuzz import run_campaign
+
+    if seeds is not None:
+        given = ctx.get_parameter_source("out_dir") == click.core.ParameterSource.COMMANDLINE
+        if not given:
+            raise click.BadParameter("--seeds writes a trace per seed: give --out DIR",
+                                     param_hint="--out")
+        if max_examples is not None or duration is not None or avoid_known_defects:
+            raise click.BadParameter("--seeds runs seeded runs, not the state machine: no "
+                                     "--max-examples, --duration or --avoid-known-defects",
+                                     param_hint="--seeds")
+        _fuzz_seeds(seed, seeds, steps, Path(out_dir), master, workers, light)
+        return
+    if master is not None or workers is not None:
+        raise click.BadParameter("--master and --workers go with --seeds", param_hint="--seeds")
     from logwright.verify.stateful_cluster import KNOWN_DEFECT_RULES
 
     result = run_campaign(seed, max_examples=max_examples, duration_s=duration,
@@ -190,6 +218,28 @@ def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: s
         where = found.path if found.path is not None else "(a repeat, not saved again)"
         click.echo(f"  seed {found.seed}: {where}: {found.message}")
     sys.exit(EXIT_FAILED if result.found else EXIT_OK)
+
+
+def _fuzz_seeds(first: int, n: int, steps: int, out: Path, master: str | None,
+                workers: int | None, light: bool) -> None:
+    from logwright.verify.seed_runs import run_seeds
+
+    campaign = run_seeds(range(first, first + n), steps, out, master=master, workers=workers,
+                         light=light)
+    campaign.write_summary(out)
+    for r in campaign.failures:
+        what = r.failure or (f"trace check: {r.trace_violations} violation(s), "
+                             f"{r.trace_bad_input} bad input (logwright traces check "
+                             f"{out / r.trace})")
+        click.echo(f"  seed {r.seed}: {what}")
+    steps_run = sum(r.steps for r in campaign.results)
+    events = sum(r.trace_events for r in campaign.results)
+    start = (f", Spark session {campaign.startup_seconds:.1f} s"
+             if campaign.startup_seconds else "")
+    click.echo(f"{len(campaign.results)} seeds ({campaign.engine}), {steps_run} steps, "
+               f"{events:,} trace events in {campaign.seconds:.1f} s{start}; "
+               f"{len(campaign.failures)} failure(s); traces and summary.json in {out}")
+    sys.exit(EXIT_FAILED if campaign.failures else EXIT_OK)
 
 
 @main.command()

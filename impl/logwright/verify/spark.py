@@ -101,7 +101,7 @@ def session(master: str = DEFAULT_MASTER, app: str = "logwright traces check") -
     return spark
 
 
-def _ship_package(spark: SparkSession) -> None:
+def ship_package(spark: SparkSession) -> None:
     """Send this logwright package to the executors of a cluster (a zip on their
     ``sys.path``, as ``spark-submit --py-files`` would): they replay with the same code as the
     driver. Its dependencies must be installed where the executors' Python runs."""
@@ -270,7 +270,7 @@ def check_on_spark(paths: Sequence[str], master: str = DEFAULT_MASTER, *,
     own = spark is None
     spark = spark or session(master)
     if own and not master.startswith("local"):
-        _ship_package(spark)
+        ship_package(spark)
     startup = time.perf_counter() - started
     try:
         begun = time.perf_counter()
@@ -321,4 +321,5 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
     return report, distinct, n
 
 
-__all__ = ["DEFAULT_MASTER", "SparkRun", "SparkUnavailable", "check_on_spark", "session"]
+__all__ = ["DEFAULT_MASTER", "SparkRun", "SparkUnavailable", "check_on_spark", "session",
+           "ship_package"]
