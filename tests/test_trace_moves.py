@@ -64,6 +64,8 @@ def _events() -> list[dict[str, Any]]:
 
 
 def _check(events: list[dict[str, Any]], tmp_path: Path) -> Any:
+    for i, e in enumerate(events):  # numbered again in list order: a whole trace
+        e["seq"] = i
     path = tmp_path / "tampered.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     return check_paths([path])

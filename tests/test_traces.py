@@ -35,6 +35,9 @@ def _events(name: str) -> list[dict[str, object]]:
 
 
 def _write(tmp_path: Path, events: list[dict[str, object]]) -> Path:
+    """A tampered trace, its events numbered again in list order (in place): a whole trace."""
+    for i, e in enumerate(events):
+        e["seq"] = i
     path = tmp_path / "tampered.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     return path
@@ -127,13 +130,13 @@ def test_a_recorded_value_the_twin_does_not_produce_is_a_mismatch(tmp_path: Path
 def test_an_event_the_model_does_not_enable_is_refused(tmp_path: Path) -> None:
     events = _events("retention-and-restart.jsonl")
     first = next(i for i, e in enumerate(events) if e["action"] == "Append")
-    bogus = dict(events[first], action="DeleteRecords", seq=10_000,
+    bogus = dict(events[first], action="DeleteRecords",
                  args={"replica": events[first]["args"]["replica"], "o": 3},  # type: ignore
                  changed={"logStart": {str(events[first]["args"]["replica"]): 3}})  # type: ignore
     events.insert(first, bogus)
     code, out = _check(_write(tmp_path, events))
     assert code == 1
-    assert "(seq 10000) LogStartOffset r-0 DeleteRecords: not enabled" in out
+    assert f"(seq {first}) LogStartOffset r-0 DeleteRecords: not enabled" in out
 
 
 def test_an_election_with_another_epoch_start_is_a_mismatch(tmp_path: Path) -> None:
@@ -174,7 +177,7 @@ def test_a_restart_that_lost_flushed_records_is_refused(tmp_path: Path) -> None:
     r = str(crash["args"]["replica"])  # type: ignore
     leo = next(e["changed"]["leo"][r] for e in reversed(events[:k])  # type: ignore
                if e["instance"] == "r-0" and r in e["changed"].get("leo", {}))  # type: ignore
-    flush = dict(crash, action="Flush", seq=10_000, args={"replica": int(r)},
+    flush = dict(crash, action="Flush", args={"replica": int(r)},
                  changed={"flushed": {r: leo}})
     events.insert(k, flush)
     code, out = _check(_write(tmp_path, events))
@@ -232,20 +235,48 @@ def test_a_broken_invariant_is_reported_with_its_name(tmp_path: Path) -> None:
     assert "BecomeLeader: invariant: TypeOK is violated after this step" in out
 
 
-@pytest.mark.parametrize("text", [
-    "not json\n", '{"v": 99}\n', '{"v": 1, "seq": 0}\n', '{"v": 2, "seq": 0}\n', "[1]\n",
-    '{"v":2,"seq":0,"model":"-","instance":"t-0","action":"Init","args":{},"changed":{}}\n',
-    '{"v":2,"seq":0,"model":"LogStartOffset","instance":"t-0","action":"Init",'
-    '"args":{"replicas":[1],"leader":1,"isr":[1],"controllerEpoch":1,"brokerEpochs":{"1":1}},'
-    '"changed":{}}\n{"v":2,"seq":1,"model":"LogStartOffset","instance":"t-0",'
-    '"action":"Append","args":{"replica":1,"records":"many"},"changed":{}}\n',
+def _line(**fields: object) -> str:
+    event: dict[str, object] = {"v": 3, "trace": "bad", "seq": 0, "model": "-", "instance": "-",
+                                "action": "Header", "args": {}, "changed": {}}
+    event.update(fields)
+    return json.dumps({k: v for k, v in event.items() if v is not None}) + "\n"
+
+
+@pytest.mark.parametrize(("text", "trace", "reason"), [
+    ("not json\n", "", "not JSON: Expecting value"),
+    ('{"v": 3, "trace": "bad", "seq": 0, "model": "-", "instance": "-", "action": "Hea',
+     "", "not JSON: Unterminated string"),  # a line cut in half: a trace cut short
+    ("[1]\n", "", "not a JSON object but list"),
+    (_line(v=99), "bad", "schema version 99 is not read (versions read: 2, 3"),
+    (_line(v=1), "bad", "schema version 1 is not read"),
+    (_line(seq=None), "bad", "the event has no 'seq'"),
+    (_line(trace=None), "", "the event has no 'trace'"),
+    (_line(changed=None), "bad", "the event has no 'changed'"),
+    (_line(args="{"), "bad", "'args' is not JSON"),
+    (_line(seq="0"), "bad", "'seq' is not a sequence number: '0'"),
+    (_line() + _line(seq=1, action="Init", instance="t-0"), "bad",
+     "a malformed event (KeyError: 'replicas')"),
+    (_line() + _line(seq=0), "bad", "sequence number 0 twice"),
+    (_line() + _line(seq=3), "bad", "events missing: seq 1 to 2 (a line lost or unreadable)"),
+    (_line(seq=1, action="Init"), "bad", "cut short at its start: the first event is seq 1 "
+     "Init, not the Header at seq 0"),
 ])
-def test_an_unreadable_trace_is_one_error_line(tmp_path: Path, text: str) -> None:
-    path = tmp_path / "bad.jsonl"
-    path.write_text(text)
-    result = CliRunner().invoke(main, ["traces", "check", str(path)])
-    assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: {path}:") and result.stderr.count("\n") == 1
+def test_bad_input_is_reported_per_trace_and_the_rest_checked(
+        tmp_path: Path, text: str, trace: str, reason: str) -> None:
+    """Each kind of bad input is reported with its reason (and its trace, when the line names
+    one), never a crash, never dropped; the good traces beside it are checked in full."""
+    (tmp_path / "bad.jsonl").write_text(text)
+    (tmp_path / "good.jsonl").write_text((CORPUS / "zombie-controller.jsonl").read_text())
+    result = CliRunner().invoke(main, ["traces", "check", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    bad = [line for line in result.stdout.splitlines() if line.startswith("bad input: ")]
+    assert bad and all(str(tmp_path / "bad.jsonl") in line for line in bad), result.stdout
+    assert any(reason in line and (f" trace {trace}:" in line if trace else " trace " not in line)
+               for line in bad), bad
+    assert "ControllerFencing.Deliver(reject)" in result.stdout, "the good trace was checked"
+    assert "2 trace(s) in 2 file(s)" in result.stdout or "1 trace(s) in 2 file(s)" in \
+        result.stdout
+    assert result.stderr.startswith("error: bad input in ") and result.stderr.count("\n") == 1
 
 
 def test_a_directory_without_traces_is_refused(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ def fetcher_failure(out: Path) -> None:
     """A reassignment moves a partition (StopReplica at its leader epoch to the replica it
     leaves); a follower's log dir fails under its fetcher (StorageError: that partition
     alone); a topic deletion stops the replicas (StopReplica during deletion)."""
-    c = Cluster.simulated(seed=13, log_dirs_per_broker=1, trace=out)
+    c = Cluster.simulated(seed=16, log_dirs_per_broker=1, trace=out)
     c.create_topic("g", 1, 2)
     c.produce("g", 0, [b"moving"])
     target = sorted({1, 2, 3} - {c.partition_state("g", 0).leader})

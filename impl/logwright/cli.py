@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import click
@@ -161,8 +163,19 @@ def verify(as_json: bool, only: tuple[str, ...], modules: tuple[str, ...], list_
                    "faster): every property of the run (no acknowledged record lost, none "
                    "served wrongly, topic identity) and the LeaderElection and ReplicaMove "
                    "checks stay. For long campaigns after durability; CI's runs check all.")
-def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: str,
-         avoid_known_defects: bool, steps: int, light: bool) -> None:
+@click.option("--seeds", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Instead of the state machine's batches: N seeded runs, seeds SEED to "
+                   "SEED+N-1, each STEPS actions, each recording its trace into --out (which "
+                   "must be given) and checking it against the models.")
+@click.option("--master", default=None, metavar="URL",
+              help="With --seeds: spread the seeds over Spark tasks at this master "
+                   "(local[2], spark://HOST:PORT, ...); without it a process pool runs them.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --seeds and no --master: processes (default: one per core).")
+@click.pass_context
+def fuzz(ctx: click.Context, seed: int, max_examples: int | None, duration: float | None,
+         out_dir: str, avoid_known_defects: bool, steps: int, light: bool, seeds: int | None,
+         master: str | None, workers: int | None) -> None:
     """Fuzz the simulated cluster: every user action and fault, the properties after each step.
 
     Runs seeded batches of the cluster state machine until interrupted (Ctrl-C), or until
@@ -170,10 +183,27 @@ def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: s
     seed). Each failure is shrunk and written to --out as a trace JSON that
     tests/test_regression_traces.py replays. Exit code 0 when nothing failed, 1 when a failure
     was found (its trace files are listed).
-    """
-    from pathlib import Path
 
+    With --seeds N: N seeded runs instead (docs/pipeline.md), on Spark with --master. Each
+    seed's trace goes to --out as seed-<seed>.jsonl and is checked against the models; a
+    failing run's steps are saved in --out/failures/; summary.json lists every seed. The same
+    seeds give the same results on either engine.
+    """
     from logwright.verify.fuzz import run_campaign
+
+    if seeds is not None:
+        given = ctx.get_parameter_source("out_dir") == click.core.ParameterSource.COMMANDLINE
+        if not given:
+            raise click.BadParameter("--seeds writes a trace per seed: give --out DIR",
+                                     param_hint="--out")
+        if max_examples is not None or duration is not None or avoid_known_defects:
+            raise click.BadParameter("--seeds runs seeded runs, not the state machine: no "
+                                     "--max-examples, --duration or --avoid-known-defects",
+                                     param_hint="--seeds")
+        _fuzz_seeds(seed, seeds, steps, Path(out_dir), master, workers, light)
+        return
+    if master is not None or workers is not None:
+        raise click.BadParameter("--master and --workers go with --seeds", param_hint="--seeds")
     from logwright.verify.stateful_cluster import KNOWN_DEFECT_RULES
 
     result = run_campaign(seed, max_examples=max_examples, duration_s=duration,
@@ -188,6 +218,28 @@ def fuzz(seed: int, max_examples: int | None, duration: float | None, out_dir: s
         where = found.path if found.path is not None else "(a repeat, not saved again)"
         click.echo(f"  seed {found.seed}: {where}: {found.message}")
     sys.exit(EXIT_FAILED if result.found else EXIT_OK)
+
+
+def _fuzz_seeds(first: int, n: int, steps: int, out: Path, master: str | None,
+                workers: int | None, light: bool) -> None:
+    from logwright.verify.seed_runs import run_seeds
+
+    campaign = run_seeds(range(first, first + n), steps, out, master=master, workers=workers,
+                         light=light)
+    campaign.write_summary(out)
+    for r in campaign.failures:
+        what = r.failure or (f"trace check: {r.trace_violations} violation(s), "
+                             f"{r.trace_bad_input} bad input (logwright traces check "
+                             f"{out / r.trace})")
+        click.echo(f"  seed {r.seed}: {what}")
+    steps_run = sum(r.steps for r in campaign.results)
+    events = sum(r.trace_events for r in campaign.results)
+    start = (f", Spark session {campaign.startup_seconds:.1f} s"
+             if campaign.startup_seconds else "")
+    click.echo(f"{len(campaign.results)} seeds ({campaign.engine}), {steps_run} steps, "
+               f"{events:,} trace events in {campaign.seconds:.1f} s{start}; "
+               f"{len(campaign.failures)} failure(s); traces and summary.json in {out}")
+    sys.exit(EXIT_FAILED if campaign.failures else EXIT_OK)
 
 
 @main.command()
@@ -219,29 +271,71 @@ def traces() -> None:
 
 
 @traces.command("check")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--quiet", "-q", is_flag=True, help="Only the failures and the summary line.")
-def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
+@click.option("--master", default=None, metavar="URL",
+              help="Run on Spark at this master: local[2], local[*], spark://HOST:PORT, yarn, "
+                   "k8s://... (default: no Spark, one process). PATHs may then be any path "
+                   "Hadoop's file systems understand (hdfs://, s3a://).")
+@click.option("--out", "out_dir", default=None, metavar="DIR",
+              type=click.Path(file_okay=False),
+              help="Write violations, bad input and coverage (Parquet), summary.json and "
+                   "coverage.png into DIR (created).")
+@click.option("--partitions", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --master: replay in N tasks (default: twice Spark's parallelism).")
+def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_dir: str | None,
+                 partitions: int | None) -> None:
     """Replay traces (files, or directories of *.jsonl / *.parquet) against the model twins.
 
     Every event must be an enabled action of its model instance whose result equals the
     recorded values, and every invariant must hold after it. Events the models cannot express
     are counted as "outside the model", by reason, and are not failures.
 
+    Events are grouped by trace id and replayed in sequence-number order. Bad input (a line
+    that is not an event of this schema, a sequence number twice, events missing, a trace
+    whose start is cut off) is reported with its reason, one "bad input:" line each; that
+    trace is not replayed, every other one is.
+
+    With --master the same checks run on Spark, in batches over whole partitions, with the
+    same verdicts (docs/pipeline.md); the Spark session's start-up is reported apart from
+    the work.
+
     \b
     Exit codes:
       0  every event checked
-      1  an event was refused (not enabled, a mismatch, an invariant violated), or a
-         trace cannot be read (not JSON Lines or Parquet of this schema; one error line)
-      2  usage error (no PATH, or a PATH that does not exist)
+      1  an event was refused (not enabled, a mismatch, an invariant violated), or bad
+         input (each reported above one "error:" line), or a PATH holds no trace, or
+         --master without pyspark
+      2  usage error (no PATH, or a local PATH that does not exist)
       5  internal error (rerun with --debug)
     """
-    from logwright.verify.traces import check_paths
+    from logwright.verify.trace_outputs import write_outputs
+    from logwright.verify.traces import CheckReport, TraceFormatError, check_paths
 
-    report = check_paths(paths)  # an unreadable trace: one "error:" line, exit 1 (bad input)
+    for p in paths:
+        if "://" not in p and not os.path.exists(p):
+            raise click.BadParameter(f"{p!r} does not exist", param_hint="PATH...")
+    extra: dict[str, object]
+    if master is not None:
+        from logwright.verify.spark import check_on_spark
+
+        run = check_on_spark(paths, master, partitions=partitions, progress=not quiet)
+        report, distinct, extra = run.report, run.distinct, run.timings()
+    else:
+        if any("://" in p for p in paths):
+            raise click.BadParameter("a path with a scheme needs --master (Spark reads it)",
+                                     param_hint="PATH...")
+        if partitions is not None:
+            raise click.BadParameter("--partitions needs --master", param_hint="--partitions")
+        # A directory without a trace: one "error:" line, exit 1.
+        report = check_paths(paths, CheckReport(track_states=out_dir is not None))
+        distinct = report.distinct_states()
+        extra = {"engine": "single process", "work_seconds": round(report.seconds, 3),
+                 "events_per_second": round(report.events_per_second)}
     for failure in report.failures:
         click.echo(failure.format())
+    for bad in report.bad_input:
+        click.echo(bad.format())
     if not quiet:
         for name, n in sorted(report.actions.items()):
             click.echo(f"  step     {n:>7,}  {name}")
@@ -249,7 +343,17 @@ def traces_check(paths: tuple[str, ...], quiet: bool) -> None:
             click.echo(f"  stutter  {n:>7,}  {name}")
         for reason, n in sorted(report.outside.items()):
             click.echo(f"  outside  {n:>7,}  {reason}")
+    if master is not None:
+        click.echo(f"Spark {extra['master']}: session started in "
+                   f"{extra['session_start_seconds']:.1f}s, {extra['partitions']} replay tasks")
+    if out_dir is not None:
+        write_outputs(report, Path(out_dir), distinct, extra)
+        click.echo(f"wrote violations, bad input, coverage and states (Parquet), summary.json "
+                   f"and coverage.png into {out_dir}")
     click.echo(report.summary())
+    if report.bad_input:
+        raise TraceFormatError(f"bad input in {len(report.bad_input)} place(s), each reported "
+                               "above; the other traces were checked")
     sys.exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 

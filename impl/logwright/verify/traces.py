@@ -17,12 +17,14 @@ the trace reaches, a deleted segment's length is the SegmentSize of that one ste
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +58,6 @@ from logwright.world.trace import (
     LOG_START_OFFSET,
     READABLE_VERSIONS,
     REPLICA_MOVE,
-    SCHEMA_VERSION,
     STRAY_CLEANUP,
 )
 
@@ -81,6 +82,8 @@ class Failure:
     message: str
     before: str
     after: str
+    trace: str = ""
+    """The trace id of the event."""
 
     def format(self) -> str:
         """The failure, then the states before and after (twin.describe)."""
@@ -92,11 +95,32 @@ class Failure:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class BadInput:
+    """Input the checker could not replay, reported with its reason and never dropped: a line
+    that is not an event of this schema, or a trace whose events are not a whole trace (a
+    sequence number twice, events missing, cut short at its start) or name values the models
+    cannot take. A trace with bad input is not replayed; every other trace is."""
+
+    where: str
+    """``file:line`` of the line at fault, or of the trace's first event."""
+    trace: str
+    """The trace id, ``""`` when the line names none (it is not JSON, say)."""
+    reason: str
+
+    def format(self) -> str:
+        """One line: where, which trace, why."""
+        of = f" trace {self.trace}" if self.trace else ""
+        return f"bad input: {self.where}{of}: {self.reason}"
+
+
 @dataclass
 class CheckReport:
     """What ``check_paths`` found over every file."""
 
     files: int = 0
+    traces: int = 0
+    """Traces (distinct trace ids) seen, bad ones included."""
     events: int = 0
     steps: int = 0
     """Events checked as steps of a twin (enabled, result equal, invariants held)."""
@@ -108,12 +132,41 @@ class CheckReport:
     """Events checked as stutters (no change, e.g. a rejected request the model also fences),
     as ``Model.Action`` or ``Model.Action(outcome)``."""
     failures: list[Failure] = field(default_factory=list)
+    bad_input: list[BadInput] = field(default_factory=list)
+    states: set[str] = field(default_factory=set)
+    """The abstract states the twins reached, as ``Model:fingerprint`` (:func:`fingerprint`),
+    when :attr:`track_states` is on."""
+    track_states: bool = False
+    """Fingerprint every state a twin reaches (for coverage: about doubles the replay's cost)."""
+    outcomes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    """Events by (model, the event's action, outcome): ``step`` (some twin took it),
+    ``stutter``, ``outside`` (the model cannot express it), ``refused``, ``bookkeeping``
+    (Header, Init, Removed) and ``bad input`` (its trace was not replayed)."""
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        """No event was refused."""
-        return not self.failures
+        """No event was refused and every line was a readable event of a whole trace."""
+        return not self.failures and not self.bad_input
+
+    def merge(self, other: CheckReport) -> None:
+        """Add ``other``'s figures and findings to these (the per-trace reports of a run)."""
+        self.files += other.files
+        self.traces += other.traces
+        self.events += other.events
+        self.steps += other.steps
+        self.stutters += other.stutters
+        self.outside.update(other.outside)
+        self.actions.update(other.actions)
+        self.stutter_actions.update(other.stutter_actions)
+        self.failures += other.failures
+        self.bad_input += other.bad_input
+        self.states |= other.states
+        self.outcomes.update(other.outcomes)
+
+    def distinct_states(self) -> dict[str, int]:
+        """Distinct abstract states reached, per model."""
+        return dict(sorted(Counter(s.split(":", 1)[0] for s in self.states).items()))
 
     @property
     def events_per_second(self) -> float:
@@ -123,8 +176,11 @@ class CheckReport:
     def summary(self) -> str:
         """One line of figures and the verdict."""
         outside = sum(self.outside.values())
-        verdict = "ok" if self.ok else f"{len(self.failures)} VIOLATED"
-        return (f"{self.files} trace(s), {self.events:,} events: {self.steps:,} model steps, "
+        verdict = "ok" if self.ok else ", ".join(
+            ([f"{len(self.failures)} VIOLATED"] if self.failures else [])
+            + ([f"{len(self.bad_input)} BAD INPUT"] if self.bad_input else []))
+        return (f"{self.traces} trace(s) in {self.files} file(s), {self.events:,} events: "
+                f"{self.steps:,} model steps, "
                 f"{self.stutters:,} stutters, {outside:,} outside the model (per instance); "
                 f"{self.seconds:.2f}s ({self.events_per_second:,.0f} events/s): {verdict}")
 
@@ -144,33 +200,110 @@ class _Outside(Exception):
         self.reason, self.resync = reason, resync
 
 
-def read_events(path: Path) -> Iterator[tuple[int, Event]]:
-    """(line number, event) of a JSON Lines or Parquet trace."""
-    if path.suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            raise TraceFormatError(f"{path}: reading Parquet needs pyarrow") from exc
-        for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
-            row["args"] = json.loads(row["args"])
-            row["changed"] = json.loads(row["changed"])
-            yield i, row
-        return
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+REQUIRED = ("trace", "seq", "model", "instance", "action", "args", "changed")
+"""The fields every event must have (traces/SCHEMA.md); ``time`` and ``node`` are read when
+present."""
+
+
+def parse_event(obj: Any) -> Event | str:
+    """``obj`` (one decoded JSON line, or one Parquet row with ``args`` and ``changed`` still
+    JSON text) as an event, or the reason it is not one of this schema."""
+    if not isinstance(obj, dict):
+        return f"not a JSON object but {type(obj).__name__}"
+    if obj.get("v") not in READABLE_VERSIONS:
+        return (f"schema version {obj.get('v')!r} is not read (versions read: "
+                f"{', '.join(map(str, READABLE_VERSIONS))}; record the trace again)")
+    for key in REQUIRED:
+        if key not in obj or obj[key] is None:
+            return f"the event has no {key!r}"
+    event = dict(obj)
+    for key in ("args", "changed"):
+        if isinstance(event[key], str):
             try:
-                event = json.loads(line)
+                event[key] = json.loads(event[key])
             except json.JSONDecodeError as exc:
-                raise TraceFormatError(f"{path}:{i}: not JSON: {exc.msg}") from exc
-            if not isinstance(event, dict) or event.get("v") not in READABLE_VERSIONS:
-                raise TraceFormatError(f"{path}:{i}: not a version {SCHEMA_VERSION} trace "
-                                       f"event (versions read: {READABLE_VERSIONS})")
-            for key in ("seq", "model", "instance", "action", "args", "changed"):
-                if key not in event:
-                    raise TraceFormatError(f"{path}:{i}: the event has no {key!r}")
-            yield i, event
+                return f"{key!r} is not JSON: {exc.msg}"
+        if not isinstance(event[key], dict):
+            return f"{key!r} is not an object"
+    if not isinstance(event["seq"], int) or isinstance(event["seq"], bool) or event["seq"] < 0:
+        return f"'seq' is not a sequence number: {event['seq']!r}"
+    for key in ("trace", "model", "instance", "action"):
+        if not isinstance(event[key], str):
+            return f"{key!r} is not text: {event[key]!r}"
+    return event
+
+
+def parse_line(line: str) -> Event | str:
+    """One line of a JSON Lines trace as an event, or the reason it is not one."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON: {exc.msg}"
+    return parse_event(obj)
+
+
+def trace_of(obj: Any) -> str:
+    """The trace id a line names, even when it is not a valid event; ``""`` when none."""
+    trace = obj.get("trace") if isinstance(obj, dict) else None
+    return trace if isinstance(trace, str) else ""
+
+
+def scan(path: Path) -> Iterator[tuple[str, Event | BadInput]]:
+    """(``file:line``, event or bad input) for every line of a JSON Lines or Parquet trace file,
+    in file order: lenient, every line accounted for (:func:`scan_bytes`)."""
+    yield from scan_bytes(str(path), path.read_bytes())
+
+
+def scan_bytes(name: str, data: bytes) -> Iterator[tuple[str, Event | BadInput]]:
+    """:func:`scan` of a file's bytes, ``name`` its path as reported (Parquet when it ends in
+    ``.parquet``, JSON Lines otherwise). The Spark job reads files as bytes and calls this on
+    the executors, so both engines read every file alike. A file that cannot be read at all
+    (not Parquet, not UTF-8) is one bad input."""
+    if name.endswith(".parquet"):
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            yield name, BadInput(name, "", "reading Parquet needs pyarrow "
+                                 "(pip install 'logwright[traces]')")
+            return
+        try:
+            rows = pq.read_table(pa.BufferReader(data)).to_pylist()
+        except Exception as exc:  # pyarrow raises several kinds for an unreadable file
+            yield name, BadInput(name, "", f"not a Parquet file: {exc}")
+            return
+        for i, row in enumerate(rows, start=1):
+            where = f"{name}:{i}"
+            got = parse_event(row)
+            yield where, (BadInput(where, trace_of(row), got) if isinstance(got, str) else got)
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        yield name, BadInput(name, "", f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        return
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{name}:{i}"
+        got = parse_line(line)
+        if isinstance(got, str):
+            try:
+                trace = trace_of(json.loads(line))
+            except json.JSONDecodeError:
+                trace = ""
+            yield where, BadInput(where, trace, got)
+        else:
+            yield where, got
+
+
+def read_events(path: Path) -> Iterator[tuple[int, Event]]:
+    """(line number, event) of a JSON Lines or Parquet trace; strict: raises TraceFormatError at
+    the first line that is not an event of this schema."""
+    for n, (where, got) in enumerate(scan(path), start=1):
+        if isinstance(got, BadInput):
+            raise TraceFormatError(f"{got.where}: {got.reason}")
+        yield int(where.rsplit(":", 1)[1]) if ":" in where else n, got
 
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -962,7 +1095,7 @@ def _fmt(changed: Mapping[str, Any]) -> str:
     return json.dumps(changed, sort_keys=True, separators=(",", ":"))
 
 
-def _bounds(events: list[tuple[int, Event]]) -> tuple[int, int, int, int, int]:
+def _bounds(events: list[tuple[str, Event]]) -> tuple[int, int, int, int, int]:
     """(max offset, max controller epoch, max broker epochs per broker, max leader epoch,
     sends) over a whole trace, for the twins' constants."""
     offsets, ce, le, sends = 0, 1, 0, 0
@@ -1000,11 +1133,133 @@ def _bounds(events: list[tuple[int, Event]]) -> tuple[int, int, int, int, int]:
     return offsets + 1, ce, max(regs.values(), default=0) + 1, le + 1, sends + 1
 
 
-def check_file(path: Path, report: CheckReport) -> None:
-    """Replay one trace file into ``report``."""
-    events = list(read_events(path))
-    report.files += 1
-    max_offset, max_ce, max_be, max_le, sends = _bounds(events)
+def whole_trace(trace: str, lines: list[tuple[str, Event]]) -> list[BadInput]:
+    """Why the events of ``trace`` (in ``seq`` order) are not a whole trace: a sequence number
+    twice, events missing, or the start cut off (no ``Header`` at ``seq`` 0). A trace cut off at
+    its end cannot be told from a whole one by its events; a line cut in half is bad input of
+    its own."""
+    problems: list[BadInput] = []
+    if not lines:
+        return problems
+    first_where, first = lines[0]
+    if first["seq"] != 0 or first["action"] != HEADER:
+        problems.append(BadInput(first_where, trace, "cut short at its start: the first event "
+                                 f"is seq {first['seq']} {first['action']}, not the Header at "
+                                 "seq 0"))
+    for (_, a), (where, b) in pairwise(lines):
+        if b["seq"] == a["seq"]:
+            problems.append(BadInput(where, trace, f"sequence number {b['seq']} twice"))
+        elif b["seq"] > a["seq"] + 1:
+            gap = (f"{a['seq'] + 1}" if b["seq"] == a["seq"] + 2
+                   else f"{a['seq'] + 1} to {b['seq'] - 1}")
+            problems.append(BadInput(where, trace, f"events missing: seq {gap} (a line lost or "
+                                     "unreadable)"))
+    return problems
+
+
+def check_trace(trace: str, lines: Iterable[tuple[str, Event]], report: CheckReport) -> None:
+    """Replay the events of one trace (``file:line`` and event, in any order: they are put in
+    ``seq`` order) into ``report``. A trace that is not whole, or holds a value the models
+    cannot take, is bad input: reported, its figures left out, never a crash. The Spark job and
+    :func:`check_paths` both check each trace here, so they give the same verdicts."""
+    ordered = sorted(lines, key=_order)
+    report.traces += 1
+    report.events += len(ordered)
+    problems = whole_trace(trace, ordered)
+    if problems:
+        report.bad_input += problems
+        _not_replayed(ordered, report)
+        return
+    one = CheckReport(track_states=report.track_states)
+    try:
+        _replay_trace(ordered, one)
+    except TraceFormatError as exc:
+        where, reason = str(exc).split(": ", 1) if ": " in str(exc) else ("", str(exc))
+        report.bad_input.append(BadInput(where or ordered[0][0], trace, reason))
+        _not_replayed(ordered, report)
+        return
+    for failure in one.failures:
+        failure.trace = trace
+    report.merge(one)
+
+
+def _not_replayed(lines: Iterable[tuple[str, Event]], report: CheckReport) -> None:
+    """Count the events of a trace with bad input, not replayed, in the coverage."""
+    for _, e in lines:
+        report.outcomes[(e["model"], e["action"], "bad input")] += 1
+
+
+def _outcome(e: Event, before: tuple[int, int, int], report: CheckReport) -> str:
+    """What became of one event, from the report's figures before and after it."""
+    steps, failures, stutters = before
+    if e["model"] == "-":
+        return "bookkeeping"
+    if len(report.failures) > failures:
+        return "refused"
+    if report.steps > steps:
+        return "step"
+    if report.stutters > stutters:
+        return "stutter"
+    return "outside"
+
+
+TRACE_ACTIONS: dict[str, tuple[str, ...]] = {
+    LOG_START_OFFSET: ("Append", "FollowerFetch", "AdvanceHW", "ShrinkIsr", "ExpandIsr",
+                       "DeleteRecords", "DeleteOldestSegment", "CheckpointStartOffset", "Flush",
+                       "CrashRestart", "BecomeLeader"),
+    CONTROLLER_FENCING: ("ElectController", "ElectLeader", "Register", "SendLeaderAndIsr",
+                         "SendStopReplica", "Deliver"),
+    FETCHER_FAILURE: ("LeaderAndIsr", "FetchOk", "FetchFenced", "StorageError", "StopReplica",
+                      "ShutdownIdle"),
+    REPLICA_MOVE: ("Copy", "Flush", "FollowStart", "TruncateSource", "BeginSwap",
+                   "RenameFutureLive", "RenameSourceDelete", "FsyncDir", "EndSwap", "FailDir"),
+}
+"""Per model, the recorded actions (traces/SCHEMA.md) a twin can take as a step: coverage
+names those no event exercised."""
+
+
+def never_exercised(report: CheckReport) -> dict[str, list[str]]:
+    """Per model, the actions of :data:`TRACE_ACTIONS` that no event took as a step."""
+    stepped = {(m, a) for (m, a, outcome) in report.outcomes if outcome == "step"}
+    return {m: [a for a in actions if (m, a) not in stepped]
+            for m, actions in TRACE_ACTIONS.items()}
+
+
+def _order(line: tuple[str, Event]) -> tuple[int, str, int]:
+    """Events in ``seq`` order; two of one seq (bad input) by file, then line: the same order
+    whichever engine read them, so the same one is reported as the second."""
+    where, event = line
+    path, _, number = where.rpartition(":")
+    return int(event["seq"]), path, int(number) if number.isdigit() else 0
+
+
+def _canon(x: Any) -> Any:
+    """``x`` with every set sorted and every mapping in key order: a value whose repr is the
+    same in every process (a set of strings iterates in a per-process order)."""
+    if isinstance(x, (set, frozenset)):
+        return ("set", sorted((_canon(v) for v in x), key=repr))
+    if isinstance(x, Mapping):
+        return ("map", sorted(((_canon(k), _canon(v)) for k, v in x.items()), key=repr))
+    if isinstance(x, (tuple, list)):
+        return tuple(_canon(v) for v in x)
+    return x
+
+
+def fingerprint(model: str, state: Any) -> str:
+    """``Model:<16 hex digits>``: an abstract state of ``model``, the same in every process."""
+    digest = hashlib.blake2b(repr(_canon(state)).encode(), digest_size=8).hexdigest()
+    return f"{model}:{digest}"
+
+
+def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
+    """Replay one whole trace, in ``seq`` order, into ``report`` (steps, outcomes, failures);
+    TraceFormatError (``file:line: reason``) at a value the models cannot take."""
+    try:
+        bounds = _bounds(events)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise TraceFormatError(f"{events[0][0]}: a malformed event ({type(exc).__name__}: "
+                               f"{exc})") from exc
+    max_offset, max_ce, max_be, max_le, sends = bounds
     lso: dict[str, _LsoInstance] = {}
     cf: dict[str, _CfInstance] = {}
     ff: dict[str, _FfInstance] = {}
@@ -1123,13 +1378,14 @@ def check_file(path: Path, report: CheckReport) -> None:
                  lambda x, a=action, g=args, c=changed, n=e["node"]: x.step(a, g, c, n),
                  failed)
 
-    for line, e in events:
-        report.events += 1
+    for where, e in events:
+        figures = (report.steps, len(report.failures), report.stutters)
         try:
-            _replay(e, f"{path}:{line}")
+            _replay(e, where)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
-            raise TraceFormatError(f"{path}:{line}: a malformed event ({type(exc).__name__}: "
+            raise TraceFormatError(f"{where}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
+        report.outcomes[(e["model"], e["action"], _outcome(e, figures, report))] += 1
     if rm:
         report.outside[f"{REPLICA_MOVE}: a move still under way when the trace ends "
                        "(not a failure: a trace shows safety, not progress)"] += len(rm)
@@ -1141,9 +1397,9 @@ def check_file(path: Path, report: CheckReport) -> None:
             try:
                 x.settle_restarts("", {}, "")
             except _Refused as ref:
-                report.failures.append(Failure(f"{path}:end", last, LOG_START_OFFSET, inst,
-                                               "CrashRestart", ref.kind, ref.message, before,
-                                               ref.after or "(no successor)"))
+                report.failures.append(Failure(f"{events[-1][0]} (end)", last, LOG_START_OFFSET,
+                                               inst, "CrashRestart", ref.kind, ref.message,
+                                               before, ref.after or "(no successor)"))
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
@@ -1181,6 +1437,8 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
         x.state = t
         after = t
         report.steps += 1
+        if report.track_states:
+            report.states.add(fingerprint(model, t))
         report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
     finally:
         for note in getattr(x, "notes", ()):
@@ -1199,15 +1457,42 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
             return
 
 
-def check_paths(paths: Iterable[str | Path]) -> CheckReport:
-    """Replay every trace under ``paths``; raises TraceFormatError for an unreadable file."""
-    report = CheckReport()
+def check_file(path: Path, report: CheckReport) -> None:
+    """Replay every trace of one file into ``report`` (see :func:`check_paths`)."""
+    check_paths([path], report)
+
+
+def check_paths(paths: Iterable[str | Path], report: CheckReport | None = None) -> CheckReport:
+    """Replay every trace under ``paths``: events are grouped by trace id (a trace may span
+    files, a file may hold several), put in ``seq`` order, and each trace is checked by
+    :func:`check_trace`. Bad input is reported per trace (or per line, when a line names no
+    trace) and the rest is checked; TraceFormatError only for a path that holds no trace."""
+    report = report if report is not None else CheckReport()
     start = time.perf_counter()
+    traces: dict[str, list[tuple[str, Event]]] = {}
     for path in trace_files(paths):
-        check_file(path, report)
-    report.seconds = time.perf_counter() - start
+        report.files += 1
+        for where, got in scan(path):
+            if isinstance(got, BadInput):
+                report.bad_input.append(got)
+                report.events += 1
+                report.outcomes[("?", "?", "bad input")] += 1
+            else:
+                traces.setdefault(got["trace"], []).append((where, got))
+    named_bad = {b.trace for b in report.bad_input if b.trace}
+    report.traces += len(named_bad - set(traces))  # every line of these was bad
+    for trace, lines in traces.items():
+        if trace in named_bad:  # a line of it is not an event: do not replay the rest
+            report.traces += 1
+            report.events += len(lines)
+            _not_replayed(lines, report)
+            continue
+        check_trace(trace, lines, report)
+    report.seconds += time.perf_counter() - start
     return report
 
 
-__all__ = ["CheckReport", "Failure", "TraceFormatError", "check_file", "check_paths",
-           "read_events", "trace_files"]
+__all__ = ["BadInput", "CheckReport", "Failure", "TraceFormatError", "check_file", "check_paths",
+           "check_trace", "parse_event", "parse_line", "read_events", "scan", "scan_bytes",
+           "trace_files",
+           "whole_trace"]
