@@ -426,3 +426,61 @@ def test_recovery_picks_the_log_that_led_the_later_epoch_in_twin_and_z3() -> Non
     # every step enabled in Z3, and Register(3) reports (3, 1) there too
     assert [model.eval(zs[at][n]).as_long() for n in ("endE_3", "endO_3")] == [3, 1]
     assert model.eval(zs[-1]["leader"]).as_long() == 3
+
+
+# -- AckedRecordsSurvive with two records: a known violation, open ----------------------------
+
+KNOWN = sorted(load_z3().KNOWN_VIOLATIONS.items())
+
+
+def _twin_run_two_records(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
+    """The twin with two records and room for eight leader epochs along ``actions`` (the Z3
+    encoding's action names): every state, Init first."""
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=8))
+    states = [start(spec)]
+    for action in actions:
+        name, _, arg = action.rstrip(")").partition("(")
+        fn = getattr(spec, name)
+        states.append(step(fn(states[-1], int(arg)) if arg else fn(states[-1])))
+    return spec, states
+
+
+def test_recovery_picks_divergent_log_over_a_short_copy_loses_an_acknowledged_record() -> None:
+    """RecoveryPicksDivergentLogOverAShortCopy is a behaviour, step for step, of the twin (two
+    records) and of the Z3 encoding (unbounded epochs), and its last state violates
+    AckedRecordsSurvive in both: 1 copied the acknowledged record X back from leader 2 short of
+    2's epoch start, so its cache says X's epoch 1 and it reports (1, 1); 3's divergent record of
+    epoch 3 reports (3, 1) and the recovery election picks 3, without X. An acknowledger holds X
+    at every step from its acknowledgement on, and no unclean election reports a loss."""
+    actions = load_z3().KNOWN_VIOLATIONS["RecoveryPicksDivergentLogOverAShortCopy"]
+    spec, states = _twin_run_two_records(actions)
+    acked = actions.index("AdvanceHW") + 1
+    assert states[acked].acked == ((1, frozenset({1, 2})), (4, frozenset({1, 2})))
+    assert all(spec.Held(s, 1) for s in states[acked:])
+    assert all(spec.AckedRecordsSurvive(s) for s in states[:-1])
+    copied = len(actions) - actions[::-1].index("Replicate(1)")
+    short = states[copied]
+    assert (short.leader, short.leaderEpoch, short.epochStartOffset) == (2, 5, 2)
+    assert short.log[0] == (1,) and short.cacheEpoch[0] == 1 and spec.LogEnd(short, 1) == (1, 1)
+    assert states[-2].recoveryLogEnds == ((1, 1), (0, 0), NO_REPORT)
+    last = states[-1]
+    assert (last.leader, last.leaderEpoch, last.log[2]) == (3, 6, (3,))
+    assert spec.Holds(last, 1, 1) and not spec.Holds(last, 3, 1) and not last.lossReported
+    assert not spec.AckedRecordsSurvive(last)
+    z3_module = load_z3()
+    _z3_run(actions)
+    assert z3_module.replay(actions[:-1]) is None
+    steps = z3_module.replay(actions)
+    assert steps is not None and steps[-1].startswith("Register(3): leader 3 epoch 6")
+
+
+@pytest.mark.xfail(strict=True, reason="AckedRecordsSurvive is violated along it: open, see "
+                   "RecoveryPicksDivergentLogOverAShortCopy in spec/README.md")
+@pytest.mark.parametrize(("name", "actions"), KNOWN, ids=[n for n, _ in KNOWN])
+def test_acked_records_survive_along_known_violations(name: str,
+                                                      actions: tuple[str, ...]) -> None:
+    """AckedRecordsSurvive along each known violation, in the twin and in Z3: it fails today
+    (strict: a change of the model that fixes it makes this test pass, and the xfail must go)."""
+    spec, states = _twin_run_two_records(actions)
+    assert all(spec.AckedRecordsSurvive(s) for s in states), name
+    assert load_z3().replay(actions) is None, name
