@@ -5,7 +5,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test verify lint bench demo clean mutants mutmut fuzz
+.PHONY: venv test verify lint bench demo clean mutants mutmut fuzz spark-cluster
 
 venv: $(STAMP)
 
@@ -20,6 +20,11 @@ test: $(STAMP)
 
 verify: $(STAMP)
 	$(VENV)/bin/logwright verify
+
+# traces check and fuzz --seeds through a Spark standalone master and worker started on
+# 127.0.0.1 (about 2 minutes on 2 cores; kept out of make test's 10-minute budget).
+spark-cluster: $(STAMP)
+	$(VPY) -m pytest -p no:cacheprovider -m spark_cluster tests/test_spark_standalone.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check impl tests model_tests bench mutation

@@ -142,7 +142,7 @@ BAD: dict[str, Bad] = {
     "simulated": Bad(
         dict(brokers=1, log_dirs_per_broker=1, seed=0, drop_rate=0.0, duplicate_rate=0.0,
              min_delay_ms=1, max_delay_ms=5, broker_config=None, controller_config=None,
-             client_config=None, trace=None),
+             client_config=None, trace=None, trace_id=None),
         dict(brokers=st.one_of(st.integers(max_value=0), not_int, st.none()),
              log_dirs_per_broker=st.one_of(st.integers(max_value=0), not_int, st.none()),
              seed=st.one_of(not_int, st.none()), drop_rate=bad_rate, duplicate_rate=bad_rate,
@@ -151,7 +151,9 @@ BAD: dict[str, Bad] = {
              broker_config=not_a_config, controller_config=not_a_config,
              client_config=not_a_client_config,
              trace=st.one_of(st.integers(), st.binary(max_size=3), st.lists(st.text(), max_size=1),
-                             st.sampled_from(["", "x\0y", ".", "/", "no-such-dir/run.jsonl"]))),
+                             st.sampled_from(["", "x\0y", ".", "/", "no-such-dir/run.jsonl"])),
+             # A trace id is refused when not a one-line string, and without a trace at all.
+             trace_id=st.one_of(st.integers(), st.sampled_from(["", "a\nb", "run-1"]))),
         classmethod_=True),
     "real": Bad(  # "{...}" paths are filled in by the test; see also test_real_data_path_problems
         dict(path="{fresh}", brokers=1, log_dirs_per_broker=1, seed=0, broker_config=None,

@@ -76,7 +76,7 @@ from logwright.storage.meta_properties import (
     identity_mismatch,
 )
 from logwright.world import FileLock, FileSystem, RealFileSystem, RealRuntime, SimWorld
-from logwright.world.trace import NO_TRACE, TraceRecorder, open_trace
+from logwright.world.trace import NO_TRACE, Json, TraceRecorder, open_trace
 
 __all__ = ["Cluster", "ClusterError", "ConsumerRecord"]
 
@@ -151,24 +151,30 @@ class Cluster:
                   max_delay_ms: int = 5, broker_config: BrokerConfig | None = None,
                   controller_config: ControllerConfig | None = None,
                   client_config: ClientConfig | None = None,
-                  trace: str | os.PathLike[str] | None = None) -> Cluster:
+                  trace: str | os.PathLike[str] | None = None,
+                  trace_id: str | None = None) -> Cluster:
         """A cluster in a seeded simulated world: virtual time, simulated disks and network.
 
         ``trace`` (a path; default none) records every model event of the run there, in JSON
         Lines (Parquet if the path ends in ``.parquet`` and pyarrow is installed), for
-        ``logwright traces check`` (traces/SCHEMA.md); ``close()`` finishes the file."""
+        ``logwright traces check`` (traces/SCHEMA.md); ``close()`` finishes the file. Its trace
+        id is ``trace_id``, by default ``sim-seed-<seed>``: give runs that share a seed ids of
+        their own when their traces are checked together."""
         validate.simulated(brokers, log_dirs_per_broker, seed, drop_rate, duplicate_rate,
                            min_delay_ms, max_delay_ms, broker_config, controller_config)
         validate.client_config(client_config)
         trace = validate.trace_path(trace)
+        trace_id = validate.trace_id(trace_id, trace)
         world = SimWorld(seed, min_delay_ms=min_delay_ms, max_delay_ms=max_delay_ms,
                          drop_rate=drop_rate, duplicate_rate=duplicate_rate)
         recorder = NO_TRACE
         if trace is not None:
             log_config = (broker_config or BrokerConfig()).log
-            recorder = open_trace(trace, world.clock, trace_id=f"sim-seed-{seed}", header={
+            header: dict[str, Json] = {
                 "seed": seed, "brokers": list(range(1, brokers + 1)), "runtime": "simulated",
-                "durable_log_start_offset": log_config.durable_log_start_offset})
+                "durable_log_start_offset": log_config.durable_log_start_offset}
+            recorder = open_trace(trace, world.clock, trace_id=trace_id or f"sim-seed-{seed}",
+                                  header=header)
         try:
             return cls(world, MemoryStore(), "/cluster", brokers, log_dirs_per_broker,
                        broker_config, controller_config, client_config, trace=recorder)

@@ -449,6 +449,19 @@ def trace_path(value: object) -> str | None:
     return path
 
 
+def trace_id(value: object, trace: str | None) -> str | None:
+    """``Cluster.simulated(trace_id=...)``: None, or a non-empty single-line string, and only
+    with a trace to record."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "\n" in value:
+        raise InvalidArgument(f"trace_id must be a non-empty single-line string, not "
+                              f"{_kind(value)} {_show(value)}")
+    if trace is None:
+        raise InvalidArgument("trace_id names the trace recorded: give trace=PATH too")
+    return value
+
+
 def alter_replica_log_dirs(cluster: Cluster, moves: object
                            ) -> list[tuple[tuple[str, int, int], str]]:
     """``Cluster.alter_replica_log_dirs``: a non-empty mapping of (topic, partition, broker)

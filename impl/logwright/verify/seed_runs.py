@@ -5,7 +5,7 @@ fuzzer (client traffic, topic changes, JBOD moves, reassignments, crashes with a
 loss, dir failures, restarts with dirs still failed, controller failovers, network faults),
 ``steps`` actions drawn by ``random.Random(seed)``, every property of
 :class:`~logwright.verify.cluster_run.ClusterRun` checked after every action, and the run's
-model events recorded as a trace (``seed-<seed>.jsonl``, trace id ``sim-seed-<seed>``) that is
+model events recorded as a trace (``seed-<seed>.jsonl``, trace id ``fuzz-seed-<seed>``) that is
 then checked against the twins (:func:`logwright.verify.traces.check_paths`). A seed is a pure
 function of its number: the same seed gives the same actions, the same trace and the same
 verdict wherever it runs, so the failures it reports replay from the seed alone (and from the
@@ -195,7 +195,8 @@ def run_seed(seed: int, steps: int, out_dir: str, light: bool = False) -> SeedRe
     out.mkdir(parents=True, exist_ok=True)
     trace = out / f"seed-{seed}.jsonl"
     args: dict[str, Any] = {**CLUSTER, "seed": seed}
-    run = ClusterRun({**args, "trace": str(trace)}, per_event_models=not light)
+    run = ClusterRun({**args, "trace": str(trace), "trace_id": f"fuzz-seed-{seed}"},
+                     per_event_models=not light)
     walk = _Walk(seed, run)
     failure: str | None = None
     done = 0

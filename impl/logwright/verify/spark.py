@@ -29,6 +29,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,6 +115,21 @@ def ship_package(spark: SparkSession) -> None:
             if f.is_file() and "__pycache__" not in f.parts:
                 z.write(f, Path("logwright") / f.relative_to(package))
     spark.sparkContext.addPyFile(str(target))
+
+
+@contextmanager
+def using(master: str = DEFAULT_MASTER, app: str = "logwright") -> Iterator[SparkSession]:
+    """This process's running Spark session (left running), or a new one on ``master``,
+    stopped at the end."""
+    active = _active()
+    if active is not None:
+        yield active
+        return
+    spark = session(master, app)
+    try:
+        yield spark
+    finally:
+        spark.stop()
 
 
 def _active() -> SparkSession | None:
@@ -322,4 +338,4 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
 
 
 __all__ = ["DEFAULT_MASTER", "SparkRun", "SparkUnavailable", "check_on_spark", "session",
-           "ship_package"]
+           "ship_package", "using"]
