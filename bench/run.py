@@ -49,6 +49,8 @@ def run_module(name: str, quick: bool) -> list[Result]:
         run: Callable[..., list[Result]] | None = getattr(module, "run", None)
         if run is None:
             return []  # a helper module, not a benchmark
+        if quick and getattr(module, "SKIP_IN_QUICK_RUNS", False):
+            return []  # its own --quick runs it; a quick run of every module leaves it out
         takes_quick = "quick" in inspect.signature(run).parameters
         return run(quick=quick) if takes_quick else run()
     except Exception as exc:  # one broken module must not hide the others' figures
