@@ -322,10 +322,12 @@ RECOVERY_PICKS_DIVERGENT_LOG = (
     "Register(2)", "ReportLogEnd(1)")
 
 
-def _twin_run(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
-    """The twin (the .cfg's constants, room for eight leader epochs) along ``actions``, the
-    Z3 encoding's action names (``"Register(2)"``): every state, Init first."""
-    spec = LeaderElectionSpec(LeaderElectionConfig(max_epoch=8))
+def _twin_run(actions: tuple[str, ...], max_records: int = 1
+              ) -> tuple[LeaderElectionSpec, list[LEState]]:
+    """The twin (the .cfg's constants but ``max_records``, room for eight leader epochs)
+    along ``actions``, the Z3 encoding's action names (``"Register(2)"``): every state, Init
+    first."""
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=max_records, max_epoch=8))
     states = [start(spec)]
     for action in actions:
         name, _, arg = action.rstrip(")").partition("(")
@@ -434,15 +436,8 @@ KNOWN = sorted(load_z3().KNOWN_VIOLATIONS.items())
 
 
 def _twin_run_two_records(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
-    """The twin with two records and room for eight leader epochs along ``actions`` (the Z3
-    encoding's action names): every state, Init first."""
-    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=8))
-    states = [start(spec)]
-    for action in actions:
-        name, _, arg = action.rstrip(")").partition("(")
-        fn = getattr(spec, name)
-        states.append(step(fn(states[-1], int(arg)) if arg else fn(states[-1])))
-    return spec, states
+    """The twin with two records along ``actions`` (:func:`_twin_run`)."""
+    return _twin_run(actions, max_records=2)
 
 
 def test_recovery_picks_divergent_log_over_a_short_copy_loses_an_acknowledged_record() -> None:
