@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -219,3 +220,20 @@ def test_an_undecided_spacer_proof_is_reported_with_no_bounded_search_after_it()
         ("NoNewDataDeleted", "z3 induction", True),
         ("NeverServeBelowLogStart", "z3 induction", True),
         ("CommittedDataOnIsr", "z3 induction", True)]
+
+
+def test_the_traces_suite_skips_without_pyspark_and_its_planted_fault_is_refused(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The suite ``traces`` says what to install when pyspark is missing (one skipped row), and
+    the mismatch it plants is one the checker refuses (the row that must say caught)."""
+    from logwright.verify import trace_suite
+    from logwright.verify.traces import check_paths
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
+    [row] = trace_suite.trace_suite()
+    assert row.verdict == Verdict.SKIPPED and "pip install 'logwright[spark]'" in row.detail
+    source = Path(__file__).resolve().parents[1] / "traces" / "corpus" / "demo.jsonl"
+    trace_suite._plant(source, tmp_path / "planted.jsonl")
+    report = check_paths([tmp_path / "planted.jsonl"])
+    assert [f.kind for f in report.failures] == ["mismatch"]
+    assert report.failures[0].action == "Append" and report.failures[0].trace == "planted-mismatch"
