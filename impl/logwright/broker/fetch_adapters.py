@@ -211,12 +211,16 @@ class ReplicaFetchTarget:
                             {"offset": offset})
 
     @staticmethod
-    def _follow_epoch(partition: Partition, epoch: int, epoch_start_offset: int) -> None:
+    def _follow_epoch(partition: Partition, epoch: int, epoch_start_offset: int,
+                      leader_log_start: int) -> None:
         """Once the log reaches the offset the leader's epoch began at, record that epoch there,
-        as the leader did (durably, before the fetch returns). The log matches the leader's up to
-        its end (a fetch that diverged truncates first), so the epoch's records, if any, would
-        already have put it in the cache: only an epoch that begins at the log's end is new.
-        Without it, a follower that copied a record of an older epoch committed under this one
+        as the leader did (durably, before the fetch returns). The log matches the leader's from
+        the leader's start offset to its end (a fetch that diverged truncates first), so the
+        epoch's records, if any, would already have put it in the cache: only an epoch that
+        begins at the log's end is new. Below the leader's start offset the log may still hold
+        a record the leader never had (0039: the leader's epoch cache no longer knew that
+        epoch, so no divergence was found); this same fetch raises the start offset past it.
+        Without this, a follower that copied a record of an older epoch committed under this one
         reports that older epoch, and a recovery election may rank a divergent log above it."""
         log = partition.log
         if (epoch < 0 or epoch != partition.leader_epoch
@@ -225,9 +229,11 @@ class ReplicaFetchTarget:
         latest = log.latest_epoch
         if latest is None or latest < epoch:
             # The epoch's records would be at [start, log end): there are none, so it begins at
-            # the log's end, or where the log starts now if a DeleteRecords (or a restart at
-            # the leader's start offset) removed the offsets from the epoch's start on.
-            start = max(epoch_start_offset, log.log_start_offset)
+            # the log's end, or where the log starts now (or starts once this fetch raises its
+            # start offset to the leader's) if a DeleteRecords or a restart at the leader's
+            # start offset removed the offsets from the epoch's start on.
+            start = max(epoch_start_offset, log.log_start_offset,
+                        min(leader_log_start, log.log_end_offset))
             assert start == log.log_end_offset, (
                 f"{partition.tp}: epoch {epoch} began at {epoch_start_offset} but the log holds "
                 f"records from {log.log_start_offset} to {log.log_end_offset} of epoch "
@@ -245,7 +251,8 @@ class ReplicaFetchTarget:
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
             if data.records:
                 log.append_as_follower(data.records)  # and the batches' epochs to its cache
-            self._follow_epoch(partition, data.leader_epoch, data.epoch_start_offset)
+            self._follow_epoch(partition, data.leader_epoch, data.epoch_start_offset,
+                               data.log_start_offset)
             # HW first, then the start offset, which may never pass the HW (hazard 8).
             if data.high_watermark >= 0:
                 log.update_high_watermark(max(log.log_start_offset,
