@@ -718,6 +718,9 @@ def test_a_lost_stop_replica_of_a_topic_re_created_since_becomes_its_leader_and_
     metadata = [s for r in h.got(2, UpdateMetadataRequest) for s in r.partition_states
                 if s.tp == tp()]
     assert metadata and metadata[-1].topic_id == new_id
+    # The deletion's UpdateMetadata, sent again, tells the new topic's state, not "deleted":
+    # newer than the creation's, it would otherwise hide the new topic (traces/regressions/0040).
+    assert all(s.topic_id == new_id and s.leader != LEADER_DURING_DELETE for s in metadata)
 
 def test_retries_stop_when_the_broker_dies() -> None:
     h = Harness(retry_ms=1_000)

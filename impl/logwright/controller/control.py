@@ -116,10 +116,22 @@ class ControlRequests(ControllerCore):
             current = [s for w in request.partition_states
                        if (s := self.store.partition(w.tp)) is not None
                        and s.topic_id == w.topic_id]
-            gone = tuple(w for w in request.partition_states if w.leader == LEADER_DURING_DELETE)
+            # A deleted topic's partition is sent as gone again only while its name is free. A
+            # name created again under another topic id gets its current state instead: the
+            # broker's cache takes the newest request per name, and a deletion resent now would
+            # be newer than the new topic's UpdateMetadata and hide the new topic (0040).
+            gone: list[LeaderAndIsrPartitionState] = []
+            for w in request.partition_states:
+                if w.leader != LEADER_DURING_DELETE:
+                    continue
+                s = self.store.partition(w.tp)
+                if s is None:
+                    gone.append(w)
+                elif s.topic_id != w.topic_id and s not in current:
+                    current.append(s)
             configs = self._topic_configs()
             self._update_metadata_to(broker_id, tuple(self._wire_state(s, configs=configs)
-                                                      for s in current) + gone)
+                                                      for s in current) + tuple(gone))
 
     def _broker_epoch(self, broker_id: int) -> int:
         registration = self.store.broker(broker_id)
