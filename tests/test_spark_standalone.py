@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from logwright.verify.seed_runs import run_seeds
+from logwright.verify.trace_suite import plant_mismatch
 from logwright.verify.traces import check_paths
 
 pyspark = pytest.importorskip("pyspark")
@@ -95,13 +96,7 @@ def test_traces_check_and_fuzz_on_a_standalone_cluster(master_url: str, tmp_path
     # traces check: the corpus and a planted mismatch, through the cluster.
     inputs = tmp_path / "in"
     shutil.copytree(ROOT / "traces" / "corpus", inputs)
-    events = [json.loads(line) for line in (inputs / "demo.jsonl").read_text().splitlines()]
-    append = next(e for e in events if e["action"] == "Append")
-    r = str(append["args"]["replica"])
-    append["changed"] = {"leo": {r: append["changed"]["leo"][r] + 5}}
-    for e in events:
-        e["trace"] = "planted"
-    (inputs / "planted.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    plant_mismatch(inputs / "demo.jsonl", inputs / "planted.jsonl")
     out = tmp_path / "out"
     done = _logwright("traces", "check", str(inputs), "--master", master_url, "--out",
                       str(out), "-q", cwd=tmp_path)

@@ -233,7 +233,7 @@ def test_the_traces_suite_skips_without_pyspark_and_its_planted_fault_is_refused
     [row] = trace_suite.trace_suite()
     assert row.verdict == Verdict.SKIPPED and "pip install 'logwright[spark]'" in row.detail
     source = Path(__file__).resolve().parents[1] / "traces" / "corpus" / "demo.jsonl"
-    trace_suite._plant(source, tmp_path / "planted.jsonl")
+    trace_suite.plant_mismatch(source, tmp_path / "planted.jsonl")
     report = check_paths([tmp_path / "planted.jsonl"])
     assert [f.kind for f in report.failures] == ["mismatch"]
     assert report.failures[0].action == "Append" and report.failures[0].trace == "planted-mismatch"

@@ -42,6 +42,7 @@ from logwright.verify.traces import (
     TraceFormatError,
     check_trace,
     scan_bytes,
+    skip_trace,
     trace_files,
 )
 
@@ -205,10 +206,7 @@ def _replay_batches(bad_traces: frozenset[str]) -> Any:
                                                                             list[str]]:
         report = CheckReport(track_states=True)
         if trace in bad_traces:  # a line of it is bad input: reported, the rest not replayed
-            report.traces += 1
-            report.events += len(lines)
-            for _, e in lines:
-                report.outcomes[(e["model"], e["action"], "bad input")] += 1
+            skip_trace(lines, report)
         else:
             check_trace(trace, lines, report)
         return trace, report_to_json(report), sorted(report.states)

@@ -56,7 +56,7 @@ def _corpus() -> Path | None:
     return corpus if corpus.is_dir() else None
 
 
-def _plant(source: Path, target: Path) -> None:
+def plant_mismatch(source: Path, target: Path) -> None:
     """A copy of ``source`` whose first Append claims five more records than it appended."""
     events = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
     append = next(e for e in events if e["action"] == "Append")
@@ -95,7 +95,7 @@ def _rows() -> list[Row]:
             paths.append(str(corpus))
         planted = Path(tmp) / "planted"
         planted.mkdir()
-        _plant(recorded / campaign.results[0].trace, planted / "planted.jsonl")
+        plant_mismatch(recorded / campaign.results[0].trace, planted / "planted.jsonl")
         with using(MASTER, "logwright verify: traces") as spark:
             run = check_on_spark(paths, spark=spark, progress=False)
             caught = check_on_spark([str(planted)], spark=spark, progress=False)
@@ -135,4 +135,4 @@ def _rows() -> list[Row]:
     return rows
 
 
-__all__ = ["MASTER", "SEEDS", "STEPS", "trace_suite"]
+__all__ = ["MASTER", "SEEDS", "STEPS", "plant_mismatch", "trace_suite"]
