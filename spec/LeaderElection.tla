@@ -7,8 +7,10 @@
 (*                                                                         *)
 (* One partition with a replica on each broker of Replicas. The controller *)
 (* keeps the leader, the ISR, the ELR, the leader epoch, the log ends the  *)
-(* replicas reported while the partition had no eligible replica, and      *)
-(* which brokers it considers alive. Each replica has a log (a sequence of *)
+(* replicas reported while the partition had no eligible replica, the      *)
+(* lineage of the latest leader epoch (the epochs of the records below its *)
+(* start, as its leader reported them), and which brokers it considers     *)
+(* alive. Each replica has a log (a sequence of *)
 (* record epochs: a record carries the leader epoch it was written in, its *)
 (* offset is its index), a flushed prefix, and a process that is up, down  *)
 (* after a clean shutdown (the whole log kept) or down after a power loss  *)
@@ -46,8 +48,13 @@ VARIABLES
     leaderEpoch,     \* controller: bumped by every change of the leader or (made by the
                      \*   controller) of the ISR, but for a change to no leader (no record is
                      \*   written without a leader; the next leader's change bumps it)
-    recoveryLogEnds, \* controller: replica -> <<last epoch, end offset>> of its log, reported
-                     \*   while the ISR and the ELR are both empty, or NoReport
+    recoveryLogEnds, \* controller: replica -> <<how many leading records of its log agree with
+                     \*   the lineage, last epoch, end offset>>, reported while the ISR and the
+                     \*   ELR are both empty, or NoReport
+    lineage,         \* controller: <<e, below>>: the latest leader epoch e whose leader told the
+                     \*   controller its log (RecordLineage), and the epochs of that leader's
+                     \*   records below e's start offset; the leader's records from there on are
+                     \*   of epoch e. The HW advances in an epoch only once it is recorded here.
     alive,           \* controller: replica -> its broker is registered, its session not expired
                      \*   and its replica not on a failed dir
     proc,            \* replica -> "up", or down after a "clean" shutdown or an "unclean" one
@@ -71,8 +78,8 @@ VARIABLES
                      \*   that acknowledged it>>
     lossReported     \* ghost: an unclean election happened
 
-vars == <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,
-          hw, epochStartOffset, acked, lossReported>>
+vars == <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, proc, log, flushed,
+          cacheEpoch, hw, epochStartOffset, acked, lossReported>>
 
 Epochs == 1..MaxEpoch
 Min(S) == CHOOSE x \in S : \A y \in S : x <= y
@@ -81,11 +88,29 @@ MinOf(a, b) == IF a <= b THEN a ELSE b
 MaxOf(a, b) == IF a >= b THEN a ELSE b
 LastEpoch(s) == IF s = <<>> THEN 0 ELSE s[Len(s)]
 
-\* The log end replica r reports when its leader epoch cache's latest epoch is c: c (0 when its
-\* log is empty), its end offset (the implementation's broker _report).
-ReportOf(r, c) == <<IF log[r] = <<>> THEN 0 ELSE c, Len(log[r])>>
+\* The epoch of the record at offset o in the log of the lineage's leader.
+LineageEpochAt(o) == IF o <= Len(lineage[2]) THEN lineage[2][o] ELSE lineage[1]
+
+\* How many leading records of the log s agree with the lineage: a record of the epoch the
+\* lineage's leader wrote or copied at its offset is that leader's record, and so is every record
+\* below it (one leader per epoch, which only appends). An acknowledged record is in the log of
+\* every later leader, so a log that holds it agrees with the lineage up to it at least.
+LineagePrefix(s) ==
+    IF \A i \in 1..Len(s) : s[i] = LineageEpochAt(i) THEN Len(s)
+    ELSE Min({i \in 1..Len(s) : s[i] # LineageEpochAt(i)}) - 1
+
+\* What replica r reports when its leader epoch cache's latest epoch is c: how many leading
+\* records of its log agree with the lineage (the controller works it out from the epochs and
+\* start offsets of r's cache), c (0 when its log is empty), its end offset (the
+\* implementation's broker _report and controller Election._note_log_ends). No replica's log
+\* and no lineage changes while reports are kept: there is no leader then.
+ReportOf(r, c) == <<LineagePrefix(log[r]), IF log[r] = <<>> THEN 0 ELSE c, Len(log[r])>>
 LogEnd(r) == ReportOf(r, cacheEpoch[r])
-EndAtLeast(a, b) == a[1] > b[1] \/ (a[1] = b[1] /\ a[2] >= b[2])
+\* Report a ranks at least as high as b: the longer prefix agreeing with the lineage, then the
+\* later last epoch, then the higher end offset.
+EndAtLeast(a, b) ==
+    \/ a[1] > b[1]
+    \/ a[1] = b[1] /\ (a[2] > b[2] \/ (a[2] = b[2] /\ a[3] >= b[3]))
 
 \* The latest epoch of a follower's cache after a fetch from the leader left its log as new and
 \* its cache's latest epoch as c: once new reaches the offset the leader's epoch began at
@@ -114,7 +139,10 @@ TypeOK ==
     /\ isr \subseteq Replicas /\ elr \subseteq Replicas
     /\ leaderEpoch \in 1..(MaxEpoch + 1)
     /\ \A r \in Replicas : recoveryLogEnds[r] = NoReport
-                           \/ recoveryLogEnds[r] \in (0..MaxEpoch) \X (0..MaxRecords)
+                           \/ recoveryLogEnds[r] \in (0..MaxRecords) \X (0..MaxEpoch)
+                                                     \X (0..MaxRecords)
+    /\ lineage[1] \in 1..(MaxEpoch + 1)
+    /\ lineage[2] \in Seq(Epochs) /\ Len(lineage[2]) <= MaxRecords
     /\ alive \in [Replicas -> BOOLEAN]
     /\ proc \in [Replicas -> {"up", "clean", "unclean"}]
     /\ \A r \in Replicas : log[r] \in Seq(Epochs) /\ Len(log[r]) <= MaxRecords
@@ -132,6 +160,7 @@ Init ==
     /\ elr = {}
     /\ leaderEpoch = 1
     /\ recoveryLogEnds = [r \in Replicas |-> NoReport]
+    /\ lineage = <<1, <<>>>>
     /\ alive = [r \in Replicas |-> TRUE]
     /\ proc = [r \in Replicas |-> "up"]
     /\ log = [r \in Replicas |-> <<>>]
@@ -152,8 +181,9 @@ Init ==
 (* - the leader stays if it is a live ISR member; else the first live ISR  *)
 (*   member leads; else the first live ELR member, alone in the ISR; else, *)
 (*   with the ISR and the ELR empty and every replica alive and reported,  *)
-(*   the one whose log ends highest (last epoch, then end offset; the      *)
-(*   first on a tie) leads alone (a recovery election); else, only with    *)
+(*   the one whose report ranks highest (the longest prefix agreeing with  *)
+(*   the lineage, then last epoch, then end offset; the first on a tie)    *)
+(*   leads alone (a recovery election); else, only with                    *)
 (*   UncleanEnabled, the first live replica (an unclean election, a loss   *)
 (*   reported); else no leader;                                            *)
 (* - an ISR of MinIsr members empties the ELR; a leaderless partition with *)
@@ -201,6 +231,7 @@ Elected(e, cache0) ==
        /\ isr' = e.i
        /\ elr' = e.e
        /\ recoveryLogEnds' = e.ends
+       /\ UNCHANGED lineage
        /\ leaderEpoch' = epoch
        /\ hw' = IF e.l # leader /\ e.l # NoLeader THEN MinOf(hw, Len(log'[e.l])) ELSE hw
        /\ cacheEpoch' = IF takesUp THEN [cache0 EXCEPT ![e.l] = epoch] ELSE cache0
@@ -214,8 +245,8 @@ Produce ==
     /\ Len(log[leader]) < MaxRecords
     /\ log' = [log EXCEPT ![leader] = Append(@, leaderEpoch)]
     /\ cacheEpoch' = [cacheEpoch EXCEPT ![leader] = MaxOf(@, leaderEpoch)]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, flushed, hw,
-                   epochStartOffset, acked, lossReported>>
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, proc, flushed,
+                   hw, epochStartOffset, acked, lossReported>>
 
 (* Follower r fetches from the leader: it truncates where its log diverges from the leader's *)
 (* (the leader epoch protocol), its cache dropping the epochs that begin at or after the cut, *)
@@ -237,21 +268,35 @@ Replicate(r) ==
           /\ log' = [log EXCEPT ![r] = new]
           /\ flushed' = [flushed EXCEPT ![r] = MinOf(@, c)]
           /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = cache]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, hw,
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, proc, hw,
                    epochStartOffset, acked, lossReported>>
+
+(* The leader tells the controller its log as it took up its epoch, which records it as the   *)
+(* lineage: the epochs of the records below the epoch's start offset (the implementation: its   *)
+(* leader epoch cache's entries, each epoch with the offset it began at). Until then its HW     *)
+(* does not advance in the epoch, so a recovery election never judges logs by a lineage older   *)
+(* than a record acknowledged.                                                                   *)
+RecordLineage ==
+    /\ leader # NoLeader /\ proc[leader] = "up"
+    /\ lineage[1] # leaderEpoch
+    /\ lineage' = <<leaderEpoch, SubSeq(log[leader], 1, epochStartOffset)>>
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed,
+                   cacheEpoch, hw, epochStartOffset, acked, lossReported>>
 
 (* r fsyncs its log. *)
 Flush(r) ==
     /\ proc[r] = "up" /\ flushed[r] < Len(log[r])
     /\ flushed' = [flushed EXCEPT ![r] = Len(log[r])]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, cacheEpoch,
-                   hw, epochStartOffset, acked, lossReported>>
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, proc, log,
+                   cacheEpoch, hw, epochStartOffset, acked, lossReported>>
 
 (* The leader advances its HW to the least end, over the ISR, of the log it shares with the  *)
-(* leader, only while the ISR has MinIsr members (strict min.insync.replicas): the records    *)
-(* below it are acknowledged, each by the ISR, which holds it.                                *)
+(* leader, only while the ISR has MinIsr members (strict min.insync.replicas) and once the    *)
+(* controller recorded the lineage of its epoch: the records below it are acknowledged, each *)
+(* by the ISR, which holds it.                                                                *)
 AdvanceHW ==
     /\ leader # NoLeader /\ proc[leader] = "up"
+    /\ lineage[1] = leaderEpoch
     /\ Bug # "NoStrictMinIsr" => Cardinality(isr) >= MinIsr
     /\ LET h == Min({CommonPrefix(r, leader) : r \in isr})
            n == IF h > Len(acked) THEN h ELSE Len(acked)
@@ -260,8 +305,8 @@ AdvanceHW ==
           /\ acked' = [o \in 1..n |->
                          IF o > hw /\ o <= h /\ (o > Len(acked) \/ acked[o][1] # log[leader][o])
                          THEN <<log[leader][o], isr>> ELSE acked[o]]
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed,
-                   cacheEpoch, epochStartOffset, lossReported>>
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, proc, log,
+                   flushed, cacheEpoch, epochStartOffset, lossReported>>
 
 (* The leader drops a follower that lags (AlterPartition: no new leader epoch). While the ISR *)
 (* left is smaller than MinIsr the follower joins the ELR.                                    *)
@@ -271,8 +316,8 @@ ShrinkIsr(r) ==
     /\ isr' = isr \ {r}
     /\ elr' = IF Bug = "LastIsrMemberKept" \/ Cardinality(isr') >= MinIsr THEN {}
               ELSE elr \cup {r}
-    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,
-                   hw, epochStartOffset, acked, lossReported>>
+    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, lineage, alive, proc, log, flushed,
+                   cacheEpoch, hw, epochStartOffset, acked, lossReported>>
 
 (* The leader takes back a follower (AlterPartition) whose fetch offset reaches the HW and the *)
 (* start offset of the leader's epoch (the implementation's replicas_to_add_to_isr), and whose *)
@@ -288,8 +333,8 @@ IsrExpand(r) ==
     /\ cacheEpoch[r] >= leaderEpoch
     /\ isr' = isr \cup {r}
     /\ elr' = IF Cardinality(isr') >= MinIsr THEN {} ELSE elr \ {r}
-    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, alive, proc, log, flushed, cacheEpoch,
-                   hw, epochStartOffset, acked, lossReported>>
+    /\ UNCHANGED <<leader, leaderEpoch, recoveryLogEnds, lineage, alive, proc, log, flushed,
+                   cacheEpoch, hw, epochStartOffset, acked, lossReported>>
 
 (* r's broker shuts down cleanly: its log is flushed and kept whole (a clean-shutdown marker). *)
 CleanShutdown(r) ==
@@ -297,8 +342,8 @@ CleanShutdown(r) ==
     /\ proc' = [proc EXCEPT ![r] = "clean"]
     /\ flushed' = [flushed EXCEPT ![r] = Len(log[r])]
     /\ epochStartOffset' = IF r = leader THEN 0 ELSE epochStartOffset
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, log, cacheEpoch, hw,
-                   acked, lossReported>>
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, log,
+                   cacheEpoch, hw, acked, lossReported>>
 
 (* r's broker loses power: the unflushed tail of its log is lost, and no marker is written. Its *)
 (* leader epoch cache file, fsynced at every change, is kept whole; the next start-up drops the *)
@@ -315,7 +360,7 @@ PowerLoss(r) ==
     /\ cacheEpoch' = [cacheEpoch EXCEPT ![r] = IF flushed[r] < Len(log[r])
                                                THEN log[r][flushed[r] + 1] ELSE @]
     /\ epochStartOffset' = IF r = leader THEN 0 ELSE epochStartOffset
-    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, alive, flushed, hw,
+    /\ UNCHANGED <<leader, isr, elr, leaderEpoch, recoveryLogEnds, lineage, alive, flushed, hw,
                    acked, lossReported>>
 
 (* r's log dir fails: its whole log is gone, the broker tells the controller at once, which   *)
@@ -377,6 +422,7 @@ Next ==
     \/ \E r \in Replicas : Replicate(r)
     \/ \E r \in Replicas : Flush(r)
     \/ AdvanceHW
+    \/ RecordLineage
     \/ \E r \in Replicas : ShrinkIsr(r)
     \/ \E r \in Replicas : IsrExpand(r)
     \/ \E r \in Replicas : CleanShutdown(r)

@@ -8,7 +8,9 @@ ISR has MinIsr members; a replica leaving a smaller ISR joins the ELR (it holds 
 acknowledged record); a replica that may have lost unflushed records (a power loss, a failed
 dir) leaves the ISR and the ELR when its broker registers or reports the failure; an ELR member
 leads only when no ISR member is alive; and with the ISR and the ELR empty a recovery election
-waits for every replica's log end and picks the highest. Also LeaderInIsr, IsrElrDisjoint and
+waits for every replica's report and picks the log with the longest prefix agreeing with the
+lineage the controller recorded (the latest leader's log below its epoch's start; the HW
+advances in an epoch only once it is recorded). Also LeaderInIsr, IsrElrDisjoint and
 ElrOnlyBelowMinIsr.
 
 Each TLA+ action operator has a method of the same name that returns the successor state, or None
@@ -45,6 +47,9 @@ UP, CLEAN, UNCLEAN = "up", "clean", "unclean"
 
 Log = tuple[int, ...]
 """A replica's log: the leader epoch of each record, by offset (offset o at index o - 1)."""
+Lineage = tuple[int, Log]
+"""``lineage``: the latest leader epoch the controller recorded, and the epochs of that
+leader's records below the epoch's start offset."""
 AckedRecord = tuple[int, frozenset[int]]
 """``acked[o]``: the record's epoch, and the replicas that acknowledged it."""
 
@@ -57,6 +62,7 @@ class LEState(NamedTuple):
     elr: frozenset[int]
     leaderEpoch: int
     recoveryLogEnds: tuple[tuple[int, ...], ...]
+    lineage: Lineage
     alive: tuple[bool, ...]
     proc: tuple[str, ...]
     log: tuple[Log, ...]
@@ -138,15 +144,27 @@ class LeaderElectionTwin(Spec):
         """The index of replica ``r`` in the per-replica tuples."""
         return self._index[r]
 
-    def ReportOf(self, s: LEState, r: int, c: int) -> tuple[int, int]:
-        """The log end ``r`` reports when its leader epoch cache's latest epoch is ``c``:
-        <<c (0 when its log is empty), r's end offset>>."""
-        log = s.log[self.ix(r)]
-        return (c if log else 0, len(log))
+    def LineageEpochAt(self, s: LEState, o: int) -> int:
+        """The epoch of the record at offset ``o`` in the log of the lineage's leader."""
+        epoch, below = s.lineage
+        return below[o - 1] if o <= len(below) else epoch
 
-    def LogEnd(self, s: LEState, r: int) -> tuple[int, int]:
-        """<<the latest epoch of r's leader epoch cache (0 when its log is empty), r's end
+    def LineagePrefix(self, s: LEState, log: Log) -> int:
+        """How many leading records of ``log`` agree with the lineage."""
+        for o, epoch in enumerate(log, start=1):
+            if epoch != self.LineageEpochAt(s, o):
+                return o - 1
+        return len(log)
+
+    def ReportOf(self, s: LEState, r: int, c: int) -> tuple[int, int, int]:
+        """What ``r`` reports when its leader epoch cache's latest epoch is ``c``: <<how many
+        leading records of its log agree with the lineage, c (0 when its log is empty), r's end
         offset>>."""
+        log = s.log[self.ix(r)]
+        return (self.LineagePrefix(s, log), c if log else 0, len(log))
+
+    def LogEnd(self, s: LEState, r: int) -> tuple[int, int, int]:
+        """:meth:`ReportOf` with the latest epoch of r's leader epoch cache."""
         return self.ReportOf(s, r, s.cacheEpoch[self.ix(r)])
 
     def FollowLeaderEpoch(self, s: LEState, new: Log, c: int) -> int:
@@ -183,7 +201,7 @@ class LeaderElectionTwin(Spec):
         first = min(self.replicas)
         cache = tuple(1 if r == first else 0 for r in self.replicas)
         return [LEState(first, frozenset(self.replicas), frozenset(), 1,
-                        (NO_REPORT,) * n, (True,) * n, (UP,) * n, ((),) * n, (0,) * n, cache,
+                        (NO_REPORT,) * n, (1, ()), (True,) * n, (UP,) * n, ((),) * n, (0,) * n, cache,
                         0, 0, (), False)]
 
     # -- the controller's election -----------------------------------------------------------
@@ -291,9 +309,10 @@ class LeaderElectionTwin(Spec):
         return s._replace(flushed=_set(s.flushed, i, len(s.log[i])))
 
     def AdvanceHW(self, s: LEState) -> LEState | None:
-        """The leader advances its HW over the ISR (only with MinIsr members): the records
-        below it are acknowledged, each by the ISR."""
-        if not self._leader_up(s):
+        """The leader advances its HW over the ISR (only with MinIsr members, and once the
+        controller recorded its epoch's lineage): the records below it are acknowledged, each by
+        the ISR."""
+        if not self._leader_up(s) or s.lineage[0] != s.leaderEpoch:
             return None
         if self.config.bug != "NoStrictMinIsr" and len(s.isr) < self.config.min_isr:
             return None
@@ -308,6 +327,14 @@ class LeaderElectionTwin(Spec):
             elif acked[o - 1][0] != lead[o - 1]:
                 acked[o - 1] = (lead[o - 1], s.isr)
         return s._replace(hw=h, acked=tuple(acked))
+
+    def RecordLineage(self, s: LEState) -> LEState | None:
+        """The leader tells the controller its log as it took up its epoch: the controller
+        records the epochs of its records below the epoch's start offset as the lineage."""
+        if not self._leader_up(s) or s.lineage[0] == s.leaderEpoch:
+            return None
+        below = s.log[self.ix(s.leader)][:s.epochStartOffset]
+        return s._replace(lineage=(s.leaderEpoch, below))
 
     def ShrinkIsr(self, s: LEState, r: int) -> LEState | None:
         """The leader drops a lagging follower; below MinIsr it joins the ELR."""
@@ -431,6 +458,7 @@ class LeaderElectionTwin(Spec):
         for name in ("Replicate", "Flush"):
             out.append(Action(name, self._over_replicas(getattr(self, name))))
         out.append(Action("AdvanceHW", self._plain(self.AdvanceHW)))
+        out.append(Action("RecordLineage", self._plain(self.RecordLineage)))
         for name in self.PER_REPLICA[2:]:
             out.append(Action(name, self._over_replicas(getattr(self, name))))
         return out
@@ -468,9 +496,12 @@ class LeaderElectionTwin(Spec):
         return (
             (s.leader == NO_LEADER or s.leader in reps)
             and s.isr <= reps and s.elr <= reps and 1 <= s.leaderEpoch <= k.max_epoch + 1
-            and all(e == NO_REPORT or (len(e) == 2 and 0 <= e[0] <= k.max_epoch
-                                       and 0 <= e[1] <= k.max_records)
+            and all(e == NO_REPORT or (len(e) == 3 and 0 <= e[0] <= k.max_records
+                                       and 0 <= e[1] <= k.max_epoch
+                                       and 0 <= e[2] <= k.max_records)
                     for e in s.recoveryLogEnds)
+            and 1 <= s.lineage[0] <= k.max_epoch + 1
+            and len(s.lineage[1]) <= k.max_records and all(e in epochs for e in s.lineage[1])
             and all(isinstance(a, bool) for a in s.alive)
             and all(p in (UP, CLEAN, UNCLEAN) for p in s.proc)
             and all(len(log) <= k.max_records and all(e in epochs for e in log)
@@ -517,7 +548,8 @@ class LeaderElectionTwin(Spec):
         assert isinstance(s, LEState)
         lead = "none (offline)" if s.leader == NO_LEADER else str(s.leader)
         lines = [f"controller: leader {lead}, epoch {s.leaderEpoch}, ISR {sorted(s.isr)}, "
-                 f"ELR {sorted(s.elr)}, HW {s.hw}, epoch start {s.epochStartOffset}"
+                 f"ELR {sorted(s.elr)}, HW {s.hw}, epoch start {s.epochStartOffset}, "
+                 f"lineage: epoch {s.lineage[0]} from {list(s.lineage[1])}"
                  + (", LOSS REPORTED (unclean election)" if s.lossReported else "")]
         for r in self.replicas:
             i = self.ix(r)
@@ -527,7 +559,7 @@ class LeaderElectionTwin(Spec):
                      f"log {list(s.log[i])} flushed {s.flushed[i]}",
                      f"epoch cache {s.cacheEpoch[i]}"]
             if report != NO_REPORT:
-                parts.append(f"reported log end {report}")
+                parts.append(f"reported (agreeing prefix, last epoch, end) {report}")
             lines.append(", ".join(parts))
         for o, (epoch, by) in enumerate(s.acked, start=1):
             holders = [r for r in sorted(by) if self.Holds(s, r, o)]
