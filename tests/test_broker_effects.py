@@ -30,6 +30,7 @@ from logwright.protocol import (
     LeaderAndIsrType,
     ProduceRequest,
     ProduceResponse,
+    RecordLineageRequest,
     UpdateMetadataResponse,
 )
 from logwright.records import build_simple_batch
@@ -273,7 +274,12 @@ def test_the_registration_answer_arms_heartbeats_then_answers_the_waiting_reques
         registration.correlation_id, Errors.NONE, w.controller.broker_epochs[1], 1))
     assert b.state is BrokerState.RUNNING
     kinds: list[type[Effect]] = [type(e) for e in effects]
-    assert kinds[0] is ArmTask and kinds[1:] == [Send, Send], kinds
+    # The heartbeats; the leader's RecordLineage for T0 (it leads it now); the two answers.
+    assert kinds == [ArmTask, Call, Send, Send], kinds
+    lineage = effects[1]
+    assert isinstance(lineage, Call)
+    assert isinstance(lineage.build(7), RecordLineageRequest)
+    assert lineage.build(7).tp == T0
     heartbeat = effects[0]
     assert isinstance(heartbeat, ArmTask) and heartbeat.key == "heartbeat"
     assert heartbeat.delay_ms == 0 and heartbeat.period_ms == b.config.broker_heartbeat_interval_ms

@@ -38,6 +38,8 @@ from logwright.protocol import (
     Message,
     ProduceRequest,
     ProduceResponse,
+    RecordLineageRequest,
+    RecordLineageResponse,
     StopReplicaPartition,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -79,6 +81,8 @@ class ControllerStub:
         self.responses: dict[int, Message] = {}
         self.heartbeats: list[BrokerHeartbeat] = []
         self.alter_requests: list[AlterPartitionRequest] = []
+        self.answer_record_lineage = True
+        self.lineage_requests: list[RecordLineageRequest] = []
         self.pending_registrations: list[tuple[str, BrokerRegistrationRequest]] = []
         self._ids = itertools.count(1)
         network.register(self)
@@ -99,6 +103,11 @@ class ControllerStub:
                 self.network.send(self.node_id, src, AlterPartitionResponse(
                     message.correlation_id, message.tp, Errors.NONE, message.leader_epoch,
                     message.partition_epoch + 1, message.new_isr))
+        elif isinstance(message, RecordLineageRequest):
+            self.lineage_requests.append(message)
+            if self.answer_record_lineage:
+                self.network.send(self.node_id, src, RecordLineageResponse(
+                    message.correlation_id, message.tp, Errors.NONE, message.leader_epoch))
         else:
             self.responses.setdefault(message.correlation_id, message)
 

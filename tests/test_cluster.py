@@ -68,6 +68,9 @@ def test_controller_failover_bumps_the_epoch_and_the_cluster_goes_on(cluster: Cl
 
 def test_a_zombie_controller_changes_nothing(cluster: Cluster) -> None:
     """hazard 4: the deposed controller keeps running; its writes and requests are fenced."""
+    # The leaders' RecordLineage requests answered first: one reaching the zombie after the
+    # failover would be its first fenced write, and it would resign before the one below.
+    assert cluster.run_until_idle()
     zombie = cluster.controller
     cluster.fail_controller(zombie=True)
     with pytest.raises(KafkaError) as e:

@@ -519,7 +519,7 @@ def test_live_copies_under_different_topic_ids_are_all_set_aside_for_the_control
     assert names(b, D3) == [(DirKind.DELETE, TP)]  # the old generation's move: its log has all
     doubted = {c.stray.topic_id: c for c in b.report.doubted}
     assert set(doubted) == {TOPIC_ID, new_id}
-    assert (doubted[new_id].latest_epoch, doubted[new_id].log_end_offset) == (4, 3)
+    assert (doubted[new_id].epochs[-1][0], doubted[new_id].log_end_offset) == (4, 3)
     assert doubted[TOPIC_ID].log_end_offset == old.log_end_offset == 12
     assert {s.topic_id for s in b.lm.stray_logs()} == {TOPIC_ID, new_id}
     stray = b.lm.find_stray(TP, new_id)

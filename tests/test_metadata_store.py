@@ -194,7 +194,11 @@ def test_partition_states_assert_their_invariants() -> None:
         PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 0, 0, elr=(3,))
     with pytest.raises(AssertionError, match="beside ISR"):
         PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 0, 0,
-                       recovery_log_ends=((2, 0, 4),))
+                       recovery_log_ends=((2, 4, 0, 4),))
+    with pytest.raises(AssertionError, match="not in epoch and offset order"):
+        PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 3, 0, lineage=((2, 5), (1, 6)))
+    with pytest.raises(AssertionError, match="past leader epoch"):
+        PartitionState(tp, record.topic_id, (1, 2), (1,), 1, 3, 0, lineage=((4, 0),))
 
 
 def test_the_sqlite_file_survives_a_reopen(make_store: Callable[[], MetadataStore],
@@ -245,22 +249,26 @@ def test_sqlite_refuses_an_unknown_schema_version(tmp_path: Path) -> None:
         SqliteStore(path)
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_sqlite_migrates_an_older_file_keeping_its_partitions(tmp_path: Path,
                                                                version: int) -> None:
     """Schema version 2 added the eligible leader replicas' columns, version 3 the log start
-    offset a recovery election's leader adopts: an older file (made here by dropping them) is
-    migrated when opened, its partitions read with the new fields empty, and the new fields are
-    stored from then on."""
+    offset a recovery election's leader adopts, version 4 the lineage (and reports that say
+    how far a log agrees with it): an older file (made here by dropping them) is migrated when
+    opened, its partitions read with the new fields empty, a version 3 report (which has no
+    such figure) dropped, and the new fields are stored from then on."""
     path = str(tmp_path / "metadata.db")
     store = SqliteStore(path)
     epoch = store.claim_controller(0)
     (first, second) = create(store, epoch, topic())
     store.close()
     db = sqlite3.connect(path)
-    dropped = ("elr", "recovery_log_ends", "leader_log_start_offset")[2 * (version - 1):]
+    dropped = ("elr", "recovery_log_ends", "leader_log_start_offset", "lineage")[
+        {1: 0, 2: 2, 3: 3}[version]:]
     for column in dropped:
         db.execute(f"ALTER TABLE partitions DROP COLUMN {column}")
+    if version == 3:
+        db.execute("UPDATE partitions SET recovery_log_ends = '[[1, 0, 5]]'")
     db.execute(f"PRAGMA user_version = {version}")
     db.commit()
     db.close()
@@ -269,12 +277,13 @@ def test_sqlite_migrates_an_older_file_keeping_its_partitions(tmp_path: Path,
         assert store.partitions() == [first, second]
         assert store.partitions()[0].elr == ()
         assert store.partitions()[0].leader_log_start_offset == 0
+        assert store.partitions()[0].lineage == () and store.partitions()[0].lineage_epoch == -1
         changed = PartitionState(first.tp, first.topic_id, first.replicas, (), -1,
                                  first.leader_epoch + 1, first.partition_epoch + 1,
-                                 elr=(2,))
+                                 elr=(2,), lineage=((0, 0), (first.leader_epoch + 1, 7)))
         offline = PartitionState(second.tp, second.topic_id, second.replicas, (), -1,
                                  second.leader_epoch + 1, second.partition_epoch + 1,
-                                 recovery_log_ends=((1, 0, 5), (2, 1, 3)),
+                                 recovery_log_ends=((1, 5, 0, 5), (2, 2, 1, 3)),
                                  leader_log_start_offset=4)
         store.write(epoch, MetadataDelta(partitions=[changed, offline]))
     finally:
@@ -282,7 +291,7 @@ def test_sqlite_migrates_an_older_file_keeping_its_partitions(tmp_path: Path,
     reopened = SqliteStore(path)
     try:
         assert reopened.partitions() == [changed, offline]
-        assert int(reopened._db.execute("PRAGMA user_version").fetchone()[0]) == 3
+        assert int(reopened._db.execute("PRAGMA user_version").fetchone()[0]) == 4
     finally:
         reopened.close()
 

@@ -17,12 +17,17 @@ T = 5_000_000
 
 
 def leader(isr: tuple[int, ...] = (1, 2, 3), replicas: tuple[int, ...] = (1, 2, 3),
-           records: int = 4) -> Partition:
+           records: int = 4, lineage_recorded: bool = True) -> Partition:
+    """A leader in epoch 0 with ``records`` records; ``lineage_recorded``: the controller has
+    answered its RecordLineage (the replica manager sets ``lineage_epoch`` then)."""
     fs, clock = world()
     log = new_log(fs, clock)
     p = Partition(TP, 1, log)
     st = LeaderAndIsrPartitionState(TP, Uuid(bytes(range(16))), 1, 1, 0, isr, 0, replicas)
     assert p.make_leader(st, T)
+    assert p.lineage_epoch == -1
+    if lineage_recorded:
+        p.lineage_epoch = p.leader_epoch
     for n in range(records):
         log.append_as_leader(batch(b"v%d" % n), leader_epoch=0)
     return p
@@ -95,6 +100,17 @@ def test_the_high_watermark_counts_a_pending_expansion_not_replicas_outside_the_
     assert p.high_watermark_candidate() == 1                # ...unless it may be in it
     p.pending_isr = PendingIsrChange((1, 2), 0, 1)          # a shrink in flight: no change
     assert p.maximal_isr == (1, 2) and p.high_watermark_candidate() == 4
+
+
+def test_the_high_watermark_waits_for_the_controller_to_record_the_epoch_s_lineage() -> None:
+    p = leader(isr=(1, 2), replicas=(1, 2), lineage_recorded=False)
+    p.update_follower_fetch_state(2, 3, 0, T)
+    assert p.high_watermark_candidate() == 3
+    assert not p.maybe_increment_high_watermark() and p.high_watermark == 0
+    p.lineage_epoch = p.leader_epoch - 1  # an older epoch's lineage does not count
+    assert not p.maybe_increment_high_watermark() and p.high_watermark == 0
+    p.lineage_epoch = p.leader_epoch
+    assert p.maybe_increment_high_watermark() and p.high_watermark == 3
 
 
 def test_the_high_watermark_never_moves_back_nor_on_a_follower() -> None:

@@ -1,13 +1,17 @@
 """The LeaderElection model's RecoveryPicksDivergentLogOverAShortCopy on the simulated cluster
-(spec/README.md, "A known defect with two records"; ``KNOWN_VIOLATIONS`` in
-spec/z3/leader_election.py): the implementation reaches the same loss.
+(spec/README.md, LeaderElection, "The lineage"; ``FORMER_VIOLATIONS`` in
+spec/z3/leader_election.py): once a regression the implementation reached, now a test that it
+does not.
 
 A follower records its leader's epoch only once its log reaches the offset that epoch began at
 (``_follow_epoch``, fetch_adapters.py). A follower that copied the leader's log only partway to
 that offset holds the acknowledged records it copied under the epoch of its last record; a
-divergent log written in a later epoch, before those records were acknowledged, outranks it at a
-recovery election, which then elects the divergent log although an acknowledger holds the
-records. Nothing reports the loss as unclean.
+divergent log written in a later epoch, before those records were acknowledged, ranked above it
+when a recovery election compared last epochs, and the election picked the divergent log
+although an acknowledger held the records, with nothing reporting the loss as unclean. The
+election now ranks first how far each log agrees with the partition's lineage (the latest
+leader's leader epoch cache, which that leader told the controller before its high watermark
+could advance in its epoch): the short copy agrees up to its end, the divergent log not at all.
 """
 
 from __future__ import annotations
@@ -66,11 +70,6 @@ def _replace_dir(c: Cluster, broker_id: int, path: str) -> None:
     c.restart_broker(broker_id)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "RecoveryPicksDivergentLogOverAShortCopy: a follower that copied acknowledged records only "
-    "partway to its leader's epoch start reports the older epoch of its last record, and a "
-    "recovery election ranks a divergent log of a later epoch above it (open defect, "
-    "spec/README.md)"))
 def test_recovery_keeps_acknowledged_records_a_short_copy_holds() -> None:
     """Replicas in assignment order; ONE and TWO are the first two (which of them plays the
     model's 1 and which its 2 is decided by which the controller puts into the ELR), THREE the
@@ -100,10 +99,13 @@ def test_recovery_keeps_acknowledged_records_a_short_copy_holds() -> None:
       empty log, fetches X alone (one batch; Y does not fit in the same fetch), and is then cut
       off from TWO: its log [X] is short of epoch 4's start, so its cache holds epoch 0 only.
       [DirFailure(1), Register(1), Replicate(1)]
-    - TWO's dir fails and is replaced: the ISR and the ELR are empty. TWO reports (-1, 0), ONE
-      (0, 1), THREE restarts with D and reports (2, 1): the recovery election picks THREE, and
-      offset 0 reads D; X and Y, acknowledged and held by ONE, are lost, and no unclean
-      election counts it. [DirFailure(2), Register(2), ReportLogEnd(1), Register(3)]
+    - TWO's dir fails and is replaced: the ISR and the ELR are empty. TWO reports its empty
+      log, ONE [X] (last epoch 0, end 1), THREE restarts with D (last epoch 2, end 1). Ranked
+      by last epoch, the recovery election picked THREE, and offset 0 read D: X, acknowledged
+      and held by ONE, was lost, and no unclean election counted it. Now the lineage (TWO's cache as it took up epoch 4: epoch 0 from 0, 3 from 1,
+      4 from 2) ranks ONE first (X agrees with it; D does not): ONE leads and offset 0 reads X.
+      Y, which both its acknowledgers lost with their dirs, is gone: no election can bring it
+      back. [DirFailure(2), Register(2), ReportLogEnd(1), Register(3)]
     """
     c = Cluster.simulated(brokers=3, seed=7)
     c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
@@ -169,11 +171,18 @@ def test_recovery_keeps_acknowledged_records_a_short_copy_holds() -> None:
     assert state.isr == () and state.elr == ()
     _replace_dir(c, two, path)
     c.advance_time(3_000)  # ONE reports in its heartbeats, TWO in its registration
-    assert set(c.partition_state("t", 0).recovery_log_ends) == {(one, 0, 1), (two, -1, 0)}
+    state = c.partition_state("t", 0)
+    # TWO's log when it took up epoch 4: X (epoch 0), Y (epoch 3), epoch 4 from offset 2.
+    assert state.lineage == ((0, 0), (3, 1), (4, 2))
+    # (broker, agreeing with the lineage up to, last epoch, end): ONE's X lies on it.
+    assert set(state.recovery_log_ends) == {(one, 1, 0, 1), (two, 0, -1, 0)}
     c.restart_broker(three)  # reports (2, 1): D's epoch
     c.heal_network()
     assert c.run_until_idle()
     assert c.metrics()[RECOVERY_ELECTIONS] == 1 and c.metrics()[UNCLEAN_ELECTIONS] == 0
-    assert _read(c) == [b"X", b"Y"], (
-        f"broker {c.partition_state('t', 0).leader} (THREE is {three}) leads after the "
-        f"recovery election; the acknowledged X and Y were lost")
+    assert c.partition_state("t", 0).leader == one, (
+        f"broker {c.partition_state('t', 0).leader} (ONE is {one}, THREE {three}) leads after "
+        f"the recovery election")
+    # X, which ONE holds, is kept; Y was lost by both its acknowledgers (their dirs failed), so
+    # no replica holds it and no election can bring it back.
+    assert _read(c) == [b"X"]

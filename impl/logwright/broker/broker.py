@@ -265,14 +265,14 @@ class Broker:
         reports = []
         for log in self.log_manager.all_logs():
             state = self.log_manager.dir_of(log.tp)
-            reports.append(_report(log.tp, log.topic_id, log.leader_epoch_cache.latest_epoch,
+            reports.append(_report(log.tp, log.topic_id, log.leader_epoch_cache.pairs,
                                    log.log_end_offset,
                                    state is not None and state.path in clean_dirs,
                                    log.log_start_offset))
         # Copies of one partition under different topic ids, set aside until the controller
         # names the current one (R7): each is reported, the controller keeps the one of its id.
         for copy in self.startup_report.doubted:
-            reports.append(_report(copy.stray.tp, copy.stray.topic_id, copy.latest_epoch,
+            reports.append(_report(copy.stray.tp, copy.stray.topic_id, copy.epochs,
                                    copy.log_end_offset, copy.stray.log_dir in clean_dirs,
                                    copy.log_start_offset))
         return tuple(sorted(reports, key=lambda r: (r.tp.topic, r.tp.partition,
@@ -329,7 +329,7 @@ class Broker:
             if partition.leader_id != NO_LEADER or partition.offline:
                 continue
             log = partition.log
-            out.append(_report(tp, log.topic_id, log.leader_epoch_cache.latest_epoch,
+            out.append(_report(tp, log.topic_id, log.leader_epoch_cache.pairs,
                                log.log_end_offset, True, log.log_start_offset))
         return tuple(out)
 
@@ -615,9 +615,10 @@ class Broker:
         self.log_manager.trace_live = True
 
 
-def _report(tp: TopicPartition, topic_id: Uuid | None, latest_epoch: int | None, end_offset: int,
-            clean: bool, start_offset: int) -> ReplicaReport:
-    """What the controller is told of one replica's log: its last record's leader epoch (-1
-    for an empty log or none recorded), its end and its start."""
-    return ReplicaReport(tp, topic_id, -1 if latest_epoch is None or end_offset == 0
-                         else latest_epoch, end_offset, clean, start_offset)
+def _report(tp: TopicPartition, topic_id: Uuid | None, epochs: tuple[tuple[int, int], ...],
+            end_offset: int, clean: bool, start_offset: int) -> ReplicaReport:
+    """What the controller is told of one replica's log: the latest leader epoch of its cache
+    (-1 for an empty log or none recorded), its end, its start and its whole leader epoch
+    cache (``epochs``, each epoch with the offset it begins at)."""
+    return ReplicaReport(tp, topic_id, -1 if not epochs or end_offset == 0 else epochs[-1][0],
+                         end_offset, clean, start_offset, epochs)

@@ -86,6 +86,13 @@ class Partition:
         with (``raise_isr_floor``). Beyond Kafka: docs/delete-records.md."""
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: PendingIsrChange | None = None
+        self.lineage_epoch = -1
+        """While leading: the leader epoch whose lineage (this log's leader epoch cache as it
+        took up the epoch) the controller has recorded; the high watermark does not advance
+        before it is the current one (docs/cluster.md, "Recovery elections and the lineage";
+        the LeaderElection model's ``RecordLineage``)."""
+        self.lineage_in_flight: int | None = None
+        """The leader epoch of a RecordLineage awaiting its answer, if any."""
 
     def __repr__(self) -> str:
         return (f"Partition({self.tp}, {self.role.value}, leader={self.leader_id}, "
@@ -249,6 +256,8 @@ class Partition:
         self.role = Role.NONE
         self.followers = {}
         self.pending_isr = None
+        self.lineage_in_flight = None
+
 
     # ---- leader: followers, high watermark, ISR ------------------------------------------------
 
@@ -295,8 +304,11 @@ class Partition:
 
         Strict min ISR (KIP-966): not while the ISR has fewer than ``min_insync_replicas``
         members, so a replica that leaves an ISR that small keeps every committed record and
-        the controller may elect it from the ELR."""
-        if not self.is_leader or self.offline or len(self.isr) < min_insync_replicas:
+        the controller may elect it from the ELR. Beyond Kafka, not before the controller has
+        recorded this epoch's lineage (``lineage_epoch``): a recovery election judges logs by
+        it, so every record committed must lie on it."""
+        if (not self.is_leader or self.offline or len(self.isr) < min_insync_replicas
+                or self.lineage_epoch != self.leader_epoch):
             return False
         candidate = self.high_watermark_candidate()
         if candidate is None or candidate <= self.high_watermark:

@@ -93,6 +93,8 @@ from logwright.protocol import (
     ProducePartitionResult,
     ProduceRequest,
     ProduceResponse,
+    RecordLineageRequest,
+    RecordLineageResponse,
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
@@ -452,6 +454,7 @@ class ReplicaManager:
                 results[partition.tp] = Errors.NONE
                 if self.trace.enabled:
                     self._trace_leader(partition, "LeaderAndIsr")
+                self._record_lineage(partition)
                 self._maybe_increment_hw(partition)
             except KafkaStorageError:
                 results[partition.tp] = Errors.KAFKA_STORAGE_ERROR
@@ -851,10 +854,15 @@ class ReplicaManager:
         self.delete_records_purgatory.check_and_complete(tp)
 
     def maybe_shrink_isr(self) -> None:
-        """Drop ISR members that have not caught up for replica.lag.time.max.ms."""
+        """Drop ISR members that have not caught up for replica.lag.time.max.ms; tell the
+        controller the lineage of a leader epoch it has not recorded yet (a refused or lost
+        RecordLineage is asked again here)."""
         now = self.clock.now_ms()
         for partition in self.leader_partitions():
-            if partition.pending_isr is not None or partition.offline:
+            if partition.offline:
+                continue
+            self._record_lineage(partition)
+            if partition.pending_isr is not None:
                 continue
             out = partition.out_of_sync_replicas(now, self.config.replica_lag_time_max_ms)
             if out:
@@ -912,6 +920,46 @@ class ReplicaManager:
             self._trace_leader(partition, "AlterPartition committed")
         self._maybe_increment_hw(partition)
         self.delete_records_purgatory.check_and_complete(partition.tp)  # fewer replicas counted
+
+    def _record_lineage(self, partition: Partition) -> None:
+        """Tell the controller this leader's log as it took up its epoch (its leader epoch
+        cache), unless the controller has it or a request is on its way: the high watermark
+        waits for the answer (``Partition.lineage_epoch``)."""
+        epoch = partition.leader_epoch
+        if (not partition.is_leader or partition.offline or partition.lineage_epoch == epoch
+                or partition.lineage_in_flight == epoch):
+            return
+        controller = self.controller_node()
+        if controller is None:
+            return  # the next check asks
+        lineage = partition.epoch_cache.pairs
+        assert lineage and lineage[-1][0] == epoch, (
+            f"{partition.tp}: leads in epoch {epoch} with leader epoch cache {lineage}")
+        partition.lineage_in_flight = epoch
+        broker_epoch = self.broker_epoch()
+        self.emit(Call(
+            controller,
+            lambda cid: RecordLineageRequest(cid, self.broker_id, broker_epoch, partition.tp,
+                                             partition.topic_id, epoch, lineage),
+            lambda response: self._on_record_lineage(partition, epoch, response),
+            self.config.controller_socket_timeout_ms))
+
+    def _on_record_lineage(self, partition: Partition, epoch: int,
+                           response: Message | None) -> None:
+        if (self.partitions.get(partition.tp) is not partition
+                or partition.lineage_in_flight != epoch):
+            return  # superseded (a StopReplica, a restart)
+        partition.lineage_in_flight = None
+        if not partition.is_leader or partition.leader_epoch != epoch:
+            return  # a newer epoch: its own request is sent
+        if response is None:
+            self._record_lineage(partition)  # lost on the way, or its answer was: again
+            return
+        if (isinstance(response, RecordLineageResponse) and response.error is Errors.NONE
+                and response.leader_epoch == epoch):
+            partition.lineage_epoch = epoch
+            self._maybe_increment_hw(partition)
+        # Refused: a LeaderAndIsr brings a newer epoch, or the next check asks again.
 
     # ---- offline dirs ------------------------------------------------------------------------
 

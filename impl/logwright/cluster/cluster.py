@@ -533,7 +533,8 @@ class Cluster:
         self.runtime.run_for(delta_ms)
 
     def run_until_idle(self, max_ms: int = 60_000) -> bool:
-        """Run until every live leader has its records committed, every live replica of its
+        """Run until every live leader has its records committed (and its epoch's lineage
+        recorded, where it reaches the controller), every live replica of its
         partitions has caught up and is in the ISR, no move between a live broker's log dirs
         is running, and no reassignment is pending whose targets are all in the ISR and reach
         the controller (or ``max_ms`` passed); returns whether that
@@ -577,6 +578,9 @@ class Cluster:
                     continue
                 if not part.is_leader or part.leader_epoch != state.leader_epoch:
                     return False  # the elected leader has not taken over yet
+                if (part.lineage_epoch != part.leader_epoch
+                        and self._reaching_controller(state.leader) is not None):
+                    return False  # its RecordLineage is on its way (its HW waits for it)
                 if part.high_watermark != part.log_end_offset:
                     return False
                 for r in state.replicas:

@@ -7,6 +7,8 @@ the result. What is abstracted, for a partition ``tp`` of one generation of its 
 
 * ``leader``, ``isr``, ``elr``, ``leaderEpoch``, ``recoveryLogEnds``: the active controller's
   stored state (``NO_LEADER`` for none; a replica with no reported log end ``NO_REPORT``);
+* ``lineage``: the epoch of the lineage the controller recorded, with nothing below it (the
+  records' epochs are abstracted away, and no invariant reads it);
 * ``alive``: whether the controller takes the replica as able to serve (its broker's session
   live, its dir not failed);
 * ``proc``: ``up`` while the broker runs and its replica's log can be read, ``unclean``
@@ -108,7 +110,8 @@ class LeaderElectionProjection:
                    else controller.config.min_insync_replicas)
         twin = self._twin(replicas, max(1, min_isr))
         offsets = sorted(o for o in acked if o >= floor)
-        ends = {b: (max(epoch, 0), end) for b, epoch, end in state.recovery_log_ends}
+        ends = {b: (min(agreeing, end), max(epoch, 0), end)
+                for b, agreeing, epoch, end in state.recovery_log_ends}
         logs, flushed, up, cache = [], [], [], []
         hw = start = 0
         for b in replicas:
@@ -141,6 +144,7 @@ class LeaderElectionProjection:
             isr=frozenset(state.isr), elr=frozenset(state.elr),
             leaderEpoch=state.leader_epoch,
             recoveryLogEnds=tuple(ends.get(b, NO_REPORT) for b in replicas),
+            lineage=(max(state.lineage_epoch, 1), ()),
             alive=tuple(controller.replica_alive(b, tp) for b in replicas),
             proc=tuple(UP if u else UNCLEAN for u in up),
             log=tuple(logs), flushed=tuple(flushed), cacheEpoch=tuple(cache), hw=hw,

@@ -389,8 +389,9 @@ class ClusterProjection(ClusterObserver):
     flight is hidden (:class:`LogStartOffsetRefinement`): a follower may apply any of the
     leader's states seen (the last :data:`SERVED_KEPT`, across restarts; the states
     inside each path found count, since a delayed fetch completed by a produce reads the log
-    between the append and the HW's rise), as the response served then, and no value the
-    leader never had. Outside the twin, and so a new
+    between the append and the HW's rise, and so do the states between the two the leader was
+    seen in around a rebase made for another replica's sake), as the response served then, and
+    no value the leader never had. Outside the twin, and so a new
     behaviour (:meth:`RefinementChecker.rebase`, invariants checked): a broker's restart (its new
     incarnation seen, or its restarted replica seen once no longer fenced as above), a new
     replica set, and a replica whose log was replaced on the same incarnation (deleted and
@@ -669,6 +670,8 @@ class ClusterProjection(ClusterObserver):
             w.checker.last = s
         elif w.outside or w.checker.last is None:
             self.rebases += 1
+            if last is not None and last.leader == s.leader and w.leader not in restarted:
+                self._serve_between(w, last, s)
             w.checker.rebase(s, f"{where}: {w.outside}" if w.outside else where)
         else:
             assert last is not None
@@ -685,6 +688,28 @@ class ClusterProjection(ClusterObserver):
                 self._serve(w, t)
         w.outside = ""
         self._serve(w, s)
+
+    @classmethod
+    def _serve_between(cls, w: _Watch, last: S, s: S) -> None:
+        """A rebase for another replica's sake (its restart seen) hides the leader's own step
+        from ``last`` to ``s``: within it the leader appended and raised its HW, and a fetch
+        it answered in between (a delayed fetch completed by the append) carries a state no
+        observation saw. Remember each state the leader's Appends and AdvanceHWs could have
+        passed through (LEO and HW between the two observed, the HW within the LEO), if its
+        start offset did not move; none beyond them."""
+        L = w.replicas.index(s.leader)
+        if s.logStart[L] != last.logStart[L]:
+            return
+        leos = range(last.leo[L], s.leo[L] + 1)
+        hws = range(last.hw[L], s.hw[L] + 1)
+        if len(leos) * len(hws) > SERVED_KEPT:
+            return
+        for leo in leos:
+            for hw in hws:
+                if hw <= leo:
+                    cls._serve(w, last._replace(leo=s.leo[:L] + (leo,) + s.leo[L + 1:],
+                                                hw=s.hw[:L] + (hw,) + s.hw[L + 1:],
+                                                logStart=s.logStart))
 
     @staticmethod
     def _serve(w: _Watch, s: S) -> None:

@@ -37,6 +37,7 @@ from logwright.protocol.messages import (
     DescribeLogDirsResponse,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    RecordLineageRequest,
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
@@ -120,6 +121,8 @@ class ControllerDecisions(Topics, Liveness):
             self._on_registration(src, message)
         elif isinstance(message, AlterPartitionRequest):
             self._on_alter_partition(src, message)
+        elif isinstance(message, RecordLineageRequest):
+            self._on_record_lineage(src, message)
         elif isinstance(message, LeaderAndIsrResponse | StopReplicaResponse
                         | UpdateMetadataResponse):
             self._on_control_response(src, message, None)

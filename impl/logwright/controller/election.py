@@ -10,8 +10,11 @@ Invariants upheld (the LeaderElection model, spec/README.md; docs/cluster.md):
   (the leader's high watermark cannot advance then); a replica that may have lost unflushed
   records (an unclean shutdown, a failed dir) is in neither and cannot lead until it rejoins
   the ISR, so the last ISR member is not kept when it is damaged. With the ISR and the ELR
-  empty, a recovery election waits for every replica to report its log and picks the one that
-  ends highest; only unclean.leader.election.enable lets a replica lead without that.
+  empty, a recovery election waits for every replica to report its log and picks the one whose
+  log agrees longest with the partition's lineage (the latest leader's log as that leader
+  recorded it: :meth:`Election._on_record_lineage`; a leader's high watermark does not advance
+  in an epoch before then); only unclean.leader.election.enable lets a replica lead without
+  that.
 - Every change bumps the partition epoch; a change of the leader or (made by the controller)
   of the ISR also bumps the leader epoch. ISR changes a leader asked for with AlterPartition
   bump only the partition epoch.
@@ -25,17 +28,25 @@ from dataclasses import replace
 
 from logwright.controller.errors import StaleControllerEpoch
 from logwright.controller.reassigning import Reassignments
-from logwright.controller.store import NO_LEADER, MetadataDelta, PartitionState, TopicRecord
+from logwright.controller.store import (
+    NO_LEADER,
+    MetadataDelta,
+    PartitionState,
+    TopicRecord,
+    lineage_in_order,
+)
 from logwright.errors import Errors
 from logwright.identity import TopicPartition, broker_node_id
 from logwright.protocol.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
+    RecordLineageRequest,
+    RecordLineageResponse,
     ReplicaReport,
     replica_reports_by_partition,
 )
 
-__all__ = ["Election"]
+__all__ = ["Election", "lineage_prefix"]
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +81,8 @@ class Election(Reassignments):
         - The leader stays if it is a live ISR member; else the first live ISR member leads;
           else the first live ELR member, alone in the ISR; else, once the ISR and the ELR are
           empty and every replica is alive and has reported its log since, the one whose log
-          ends highest (last leader epoch, then end offset) leads (a recovery election,
+          agrees longest with the lineage (then last leader epoch, then end offset) leads (a
+          recovery election,
           :meth:`_recovery_candidate`); else, only where the topic allows unclean election, the
           first live replica. Otherwise the partition has no leader (offline) rather than lose
           committed records.
@@ -124,12 +136,16 @@ class Election(Reassignments):
 
         It happens once every replica of the partition is alive and has reported its log since
         the partition lost its last eligible replica (``recovery_log_ends``, from registrations
-        and heartbeats); the one whose log ends highest (last leader epoch, then end offset;
-        the first in assignment order on a tie) leads. No replica's log changes meanwhile (there
-        is no leader to copy from), a crash only cuts a log's tail, and a log that reaches a
-        newer leader epoch holds every record committed before it: so if any replica still
-        holds every committed record, the one picked holds them all."""
-        ends = {b: (epoch, offset) for b, epoch, offset in state.recovery_log_ends}
+        and heartbeats); the one whose log agrees with the lineage up to the highest offset
+        leads (then the latest last leader epoch, then the highest end offset; the first in
+        assignment order on a tie). Every acknowledged record lies on the lineage (the high
+        watermark advances in an epoch only once its lineage is recorded, and every leader
+        holds every record acknowledged before its epoch), and a log that holds a record of the
+        lineage's epoch at that record's offset holds the lineage's records below it too: so
+        the one picked holds every acknowledged record some replica still holds. No replica's
+        log and no lineage changes meanwhile (there is no leader)."""
+        ends = {b: (agreeing, epoch, offset)
+                for b, agreeing, epoch, offset in state.recovery_log_ends}
         if not all(r in ends and self._replica_alive(r, state.tp) for r in state.replicas):
             return None
         order = {r: i for i, r in enumerate(state.replicas)}
@@ -149,7 +165,9 @@ class Election(Reassignments):
             if (state is None or state.isr or state.elr or broker_id not in state.replicas
                     or tp.topic in self._deleting()):
                 continue
-            entry = (broker_id, report.last_epoch, report.end_offset)
+            entry = (broker_id, lineage_prefix(state.lineage, report.epochs,
+                                               report.log_start_offset, report.end_offset),
+                     report.last_epoch, report.end_offset)
             start = max(state.leader_log_start_offset, report.log_start_offset)
             if entry in state.recovery_log_ends and start == state.leader_log_start_offset:
                 continue
@@ -177,10 +195,11 @@ class Election(Reassignments):
                         self.node_id, new.tp, new.leader, list(old.isr), list(old.elr))
         elif how == "recovery":
             log.warning("%s: recovery election for %s: no replica was left in the ISR or the "
-                        "ELR; broker %d, whose log ends highest of %s, leads. Acknowledged "
-                        "records are lost only if every replica that held them lost them "
-                        "(unflushed at a crash)", self.node_id, new.tp, new.leader,
-                        sorted(old.recovery_log_ends))
+                        "ELR; broker %d, whose log agrees longest with the lineage %s of the "
+                        "reports (broker, agreeing up to, last epoch, end) %s, leads. "
+                        "Acknowledged records are lost only if every replica that held them "
+                        "lost them (unflushed at a crash)", self.node_id, new.tp, new.leader,
+                        list(old.lineage), sorted(old.recovery_log_ends))
         else:
             log.info("%s: broker %d leads %s from the eligible leader replicas %s",
                      self.node_id, new.leader, new.tp, list(old.elr))
@@ -215,6 +234,47 @@ class Election(Reassignments):
             self._answer_alter_partition(src, request, Errors.NONE, state)
         else:
             self._answer_alter_partition(src, request, error)
+
+    # -- lineage ------------------------------------------------------------------------------
+
+    def _on_record_lineage(self, src: str, request: RecordLineageRequest) -> None:
+        """A leader tells its leader epoch cache as it took up its epoch: keep it as the
+        partition's lineage (the first told for an epoch stays) and answer. The leader's high
+        watermark waits for the answer (the LeaderElection model's ``RecordLineage``)."""
+        state = self.store.partition(request.tp)
+        error = self._record_lineage_error(src, request, state)
+        if error is None and state is not None and state.lineage_epoch != request.leader_epoch:
+            try:
+                self._commit(MetadataDelta(partitions=[replace(state,
+                                                               lineage=request.lineage)]))
+            except StaleControllerEpoch:
+                error = Errors.STALE_CONTROLLER_EPOCH
+        if error is not None:
+            log.info("%s rejects RecordLineage %s from %s: %s", self.node_id, request.tp, src,
+                     error.name)
+        self._reply(src, RecordLineageResponse(request.correlation_id, request.tp,
+                                               error or Errors.NONE, request.leader_epoch))
+
+    def _record_lineage_error(self, src: str, request: RecordLineageRequest,
+                              state: PartitionState | None) -> Errors | None:
+        """Why ``request`` cannot be recorded (None: it can, or it is already)."""
+        if not self.active:
+            return Errors.STALE_CONTROLLER_EPOCH  # Kafka: NOT_CONTROLLER
+        registration = self.store.broker(request.broker_id)
+        if (registration is None or registration.broker_epoch != request.broker_epoch
+                or src != broker_node_id(request.broker_id)):
+            return Errors.STALE_BROKER_EPOCH
+        if (state is None or request.tp.topic in self._deleting()
+                or request.topic_id not in (None, state.topic_id)):
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        if request.leader_epoch != state.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if request.broker_id != state.leader:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        lineage = request.lineage
+        if not lineage or lineage[-1][0] != request.leader_epoch or not lineage_in_order(lineage):
+            return Errors.INVALID_REQUEST
+        return None
 
     def _with_leader_isr(self, state: PartitionState, isr: tuple[int, ...]) -> PartitionState:
         """``state`` with the ISR its leader asked for: replicas it drops while the ISR is
@@ -286,3 +346,36 @@ class Election(Reassignments):
             return
         self._announce(changes)
 
+
+
+def lineage_prefix(lineage: tuple[tuple[int, int], ...], epochs: tuple[tuple[int, int], ...],
+                   log_start: int, log_end: int) -> int:
+    """The offset up to which a log agrees with ``lineage`` (the LeaderElection model's
+    ``LineagePrefix``, in offsets): the first offset from ``log_start`` on at which the log's
+    records (their epochs as its leader epoch cache ``epochs`` gives them) and the lineage's
+    leader's differ, else ``log_end``. Both are lists of (epoch, start offset) in order; an
+    epoch runs to the next one's start, the lineage's last to no end (its leader writes only
+    that epoch from there on). A record of the lineage's epoch at its offset is that leader's
+    record, and so is every record below it (one leader per epoch, which only appends): so the
+    records from ``log_start`` up to the result are the lineage's. Below the lineage's first
+    start the leader had deleted its records, and nothing is compared; a log offset its cache
+    gives no epoch for disagrees. With no lineage recorded, 0 (every log equal)."""
+    if not lineage:
+        return 0
+
+    def epoch_at(entries: tuple[tuple[int, int], ...], offset: int) -> int | None:
+        found = None
+        for epoch, start in entries:
+            if start > offset:
+                break
+            found = epoch
+        return found
+
+    points = sorted({log_start, *(start for _, start in (*epochs, *lineage))})
+    for offset in points:
+        if offset < log_start or offset >= log_end:
+            continue
+        theirs = epoch_at(lineage, offset)
+        if theirs is not None and epoch_at(epochs, offset) != theirs:
+            return offset
+    return max(log_start, log_end)

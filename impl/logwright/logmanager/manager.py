@@ -240,9 +240,9 @@ class DoubtedCopy:
     the copy's log ended is reported at registration, as for a loaded replica."""
 
     stray: StrayLog
-    #: The leader epoch of its last record (None: no epoch recorded), its log end offset and
+    #: Its leader epoch cache (each epoch with the offset it begins at), its log end offset and
     #: its log start offset.
-    latest_epoch: int | None
+    epochs: tuple[tuple[int, int], ...]
     log_end_offset: int
     log_start_offset: int
 
@@ -420,8 +420,8 @@ class LogManager:
         for state, log in doubted:
             if not state.online:
                 continue
-            latest, end, start = (log.leader_epoch_cache.latest_epoch, log.log_end_offset,
-                                  log.log_start_offset)
+            epochs = log.leader_epoch_cache.pairs
+            end, start = log.log_end_offset, log.log_start_offset
             reason = (f"start-up found live copies of {log.tp} under different topic ids "
                       f"(this one {topic_id_text(log.topic_id)}); the controller names the "
                       f"current one")
@@ -430,7 +430,7 @@ class LogManager:
             except KafkaStorageError as exc:
                 report.offline_dirs[state.path] = str(exc)
                 continue
-            report.doubted.append(DoubtedCopy(stray, latest, end, start))
+            report.doubted.append(DoubtedCopy(stray, epochs, end, start))
             if state not in touched:
                 touched.append(state)
         for state in touched:

@@ -65,6 +65,8 @@ __all__ = [
     "ProducePartitionResult",
     "ProduceRequest",
     "ProduceResponse",
+    "RecordLineageRequest",
+    "RecordLineageResponse",
     "ReplicaReport",
     "StopReplicaPartition",
     "StopReplicaRequest",
@@ -224,6 +226,10 @@ class ReplicaReport:
     #: Its log start offset: a recovery election's leader starts its log there at least, so that
     #: no records an acknowledged DeleteRecords removed come back (PartitionState).
     log_start_offset: int = 0
+    #: Its leader epoch cache: each epoch with the offset it begins at, in order. The controller
+    #: works out from it how far the log agrees with the partition's lineage (a recovery
+    #: election ranks that first: docs/cluster.md, "Recovery elections and the lineage").
+    epochs: tuple[tuple[int, int], ...] = ()
 
 
 def replica_reports_by_partition(reports: Iterable[ReplicaReport], topic_ids: Mapping[
@@ -281,6 +287,31 @@ class AlterPartitionRequest(Message):
     leader_epoch: int
     partition_epoch: int
     new_isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RecordLineageRequest(Message):
+    """A leader tells the controller its leader epoch cache as it took up ``leader_epoch``:
+    each epoch with the offset it begins at, the last ``leader_epoch`` itself. The controller
+    keeps it as the partition's lineage; the leader's high watermark does not advance in the
+    epoch before the answer (logwright's own: docs/cluster.md, "Recovery elections and the
+    lineage"; the LeaderElection model's ``RecordLineage``)."""
+
+    broker_id: int
+    broker_epoch: int
+    tp: TopicPartition
+    topic_id: Uuid | None
+    leader_epoch: int
+    lineage: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class RecordLineageResponse(Message):
+    """The controller recorded the lineage of ``leader_epoch`` (error NONE), or says why not."""
+
+    tp: TopicPartition
+    error: Errors
+    leader_epoch: int = NO_EPOCH
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,12 @@ class LeaderEpochCache:
         return tuple(self._entries)
 
     @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """Every entry as (epoch, start offset), oldest first: what a broker tells the
+        controller of its log (a report to a recovery election, a leader's lineage)."""
+        return tuple((e.epoch, e.start_offset) for e in self._entries)
+
+    @property
     def latest_epoch(self) -> int | None:
         """The newest epoch known, or None when the cache is empty."""
         return self._entries[-1].epoch if self._entries else None

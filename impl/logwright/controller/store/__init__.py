@@ -25,6 +25,7 @@ from logwright.controller.store.records import (
     PendingReassignment,
     TopicDeletion,
     TopicRecord,
+    lineage_in_order,
 )
 from logwright.controller.store.sqlite import SqliteStore
 
@@ -43,4 +44,5 @@ __all__ = [
     "StaleControllerEpoch",
     "TopicDeletion",
     "TopicRecord",
+    "lineage_in_order",
 ]

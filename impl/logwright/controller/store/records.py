@@ -7,6 +7,7 @@ Imports only the ground floor (logwright.identity).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ __all__ = [
     "PendingReassignment",
     "TopicDeletion",
     "TopicRecord",
+    "lineage_in_order",
 ]
 
 
@@ -103,12 +105,19 @@ class PartitionState:
     replicas out of the ISR that still hold every committed record, because they left it while
     the ISR was smaller than min.insync.replicas and the high watermark cannot advance then.
     The ISR is empty only when no replica is eligible to lead (``leader`` is NO_LEADER); while
-    the ISR and the ELR are both empty, ``recovery_log_ends`` collects the (last leader epoch,
-    log end offset) each replica reports, for a recovery election, and
-    ``leader_log_start_offset`` the highest log start offset they report: every leader's log
+    the ISR and the ELR are both empty, ``recovery_log_ends`` collects, for a recovery election,
+    what each replica reports: how far its log agrees with ``lineage``, the leader epoch of its
+    last record and its log end offset; and ``leader_log_start_offset`` the highest log start
+    offset they report: every leader's log
     starts there at least, so a recovery election never brings back records an acknowledged
     DeleteRecords removed while a replica still holds the deletion (start offsets only rise, and
     a later leader followed one that adopted it).
+
+    ``lineage`` (docs/cluster.md, "Recovery elections and the lineage") is the leader epoch
+    cache of the latest leader that told the controller its log as it took up its epoch: each
+    epoch with the offset it begins at, the last that leader's epoch. Empty until one has. A
+    leader's high watermark does not advance in an epoch before its lineage is recorded here,
+    so every acknowledged record lies on it.
     """
 
     tp: TopicPartition
@@ -122,8 +131,15 @@ class PartitionState:
     removing_replicas: tuple[int, ...] = ()
     target_log_dirs: tuple[str, ...] = ()
     elr: tuple[int, ...] = ()
-    recovery_log_ends: tuple[tuple[int, int, int], ...] = ()  # (broker, last epoch, end offset)
+    #: (broker, offset its log agrees with the lineage up to, last epoch, end offset)
+    recovery_log_ends: tuple[tuple[int, int, int, int], ...] = ()
     leader_log_start_offset: int = 0
+    lineage: tuple[tuple[int, int], ...] = ()  # (leader epoch, start offset), in order
+
+    @property
+    def lineage_epoch(self) -> int:
+        """The leader epoch whose lineage is recorded (-1: none)."""
+        return self.lineage[-1][0] if self.lineage else -1
 
     def __post_init__(self) -> None:
         replicas = set(self.replicas)
@@ -137,7 +153,7 @@ class PartitionState:
         assert not self.recovery_log_ends or not (self.isr or self.elr), \
             f"{self.tp}: recovery log ends {self.recovery_log_ends} beside ISR {self.isr} " \
             f"or ELR {self.elr}"
-        assert {b for b, _, _ in self.recovery_log_ends} <= replicas, \
+        assert {e[0] for e in self.recovery_log_ends} <= replicas, \
             f"{self.tp}: recovery log ends {self.recovery_log_ends} of other replicas"
         assert self.isr or self.leader == NO_LEADER, \
             f"{self.tp}: leader {self.leader} with an empty ISR"
@@ -147,6 +163,11 @@ class PartitionState:
         assert not set(self.adding_replicas) & set(self.removing_replicas)
         assert not self.target_log_dirs or len(self.target_log_dirs) == len(self.replicas)
         assert self.leader_epoch >= 0 and self.partition_epoch >= 0
+        assert lineage_in_order(self.lineage), \
+            f"{self.tp}: lineage {self.lineage} not in epoch and offset order"
+        assert self.lineage_epoch <= self.leader_epoch, \
+            f"{self.tp}: lineage of epoch {self.lineage_epoch} past leader epoch " \
+            f"{self.leader_epoch}"
 
     def log_dir_for(self, broker_id: int) -> str:
         """The log dir ``broker_id`` should host this replica in ("any": no preference)."""
@@ -179,3 +200,9 @@ class TopicDeletion:
 
     name: str
     topic_id: Uuid
+
+
+def lineage_in_order(lineage: tuple[tuple[int, int], ...]) -> bool:
+    """Whether ``lineage`` (leader epoch, start offset) pairs rise in epoch, and never fall in
+    offset, as a leader epoch cache's entries do."""
+    return all(a[0] < b[0] and a[1] <= b[1] for a, b in itertools.pairwise(lineage))

@@ -26,7 +26,7 @@ from logwright.identity import TopicPartition, Uuid
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE controller (
@@ -65,8 +65,9 @@ CREATE TABLE partitions (
     removing_replicas  TEXT NOT NULL,
     target_log_dirs    TEXT NOT NULL,       -- JSON list parallel to replicas
     elr                TEXT NOT NULL DEFAULT '[]',
-    recovery_log_ends  TEXT NOT NULL DEFAULT '[]',  -- JSON list of [broker, epoch, offset]
+    recovery_log_ends  TEXT NOT NULL DEFAULT '[]',  -- JSON list of [broker, agreeing, epoch, end]
     leader_log_start_offset  INTEGER NOT NULL DEFAULT 0,
+    lineage            TEXT NOT NULL DEFAULT '[]',  -- JSON list of [leader epoch, start offset]
     PRIMARY KEY (topic, partition)
 );
 CREATE TABLE reassignments (
@@ -91,6 +92,14 @@ _MIGRATE_1_TO_2 = (
 #: Version 2 to 3: the log start offset a recovery election's leader adopts.
 _MIGRATE_2_TO_3 = (
     "ALTER TABLE partitions ADD COLUMN leader_log_start_offset INTEGER NOT NULL DEFAULT 0",
+)
+
+#: Version 3 to 4: the lineage of the latest leader epoch, and reports that say how far a log
+#: agrees with it. A version 3 report has no such figure: the reports are dropped (a replica of a
+#: partition without a leader reports again with every heartbeat).
+_MIGRATE_3_TO_4 = (
+    "ALTER TABLE partitions ADD COLUMN lineage TEXT NOT NULL DEFAULT '[]'",
+    "UPDATE partitions SET recovery_log_ends = '[]'",
 )
 
 _BROKER_EPOCH_SEQUENCE = "broker_epoch"
@@ -147,10 +156,12 @@ class SqliteStore(MetadataStore):
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
-            elif version in (1, 2):
+            elif version in (1, 2, 3):
                 if version == 1:
                     self._migrate(_MIGRATE_1_TO_2, 2)
-                self._migrate(_MIGRATE_2_TO_3, 3)
+                if version <= 2:
+                    self._migrate(_MIGRATE_2_TO_3, 3)
+                self._migrate(_MIGRATE_3_TO_4, 4)
             elif version != SCHEMA_VERSION:
                 self._db.close()
                 raise ValueError(f"{path}: metadata store schema version {version}, this "
@@ -253,7 +264,7 @@ class SqliteStore(MetadataStore):
     @staticmethod
     def _partition_of(row: Any) -> PartitionState:
         (topic, partition, topic_id, replicas, isr, leader, leader_epoch, partition_epoch,
-         adding, removing, dirs, elr, log_ends, leader_start) = row
+         adding, removing, dirs, elr, log_ends, leader_start, lineage) = row
         return PartitionState(
             tp=TopicPartition(str(topic), int(partition)),
             topic_id=Uuid.parse(str(topic_id)), replicas=_ints(str(replicas)),
@@ -261,9 +272,10 @@ class SqliteStore(MetadataStore):
             leader_epoch=int(leader_epoch), partition_epoch=int(partition_epoch),
             adding_replicas=_ints(str(adding)), removing_replicas=_ints(str(removing)),
             target_log_dirs=_strs(str(dirs)), elr=_ints(str(elr)),
-            recovery_log_ends=tuple((int(b), int(e), int(o))
-                                    for b, e, o in json.loads(str(log_ends))),
-            leader_log_start_offset=int(leader_start))
+            recovery_log_ends=tuple((int(b), int(a), int(e), int(o))
+                                    for b, a, e, o in json.loads(str(log_ends))),
+            leader_log_start_offset=int(leader_start),
+            lineage=tuple((int(e), int(o)) for e, o in json.loads(str(lineage))))
 
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         rows = self._q("SELECT * FROM partitions WHERE topic = ? AND partition = ?",
@@ -314,12 +326,14 @@ class SqliteStore(MetadataStore):
     def _put_partition(self, state: PartitionState) -> None:
         s = state
         self._db.execute(
-            "INSERT OR REPLACE INTO partitions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO partitions VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (s.tp.topic, s.tp.partition, str(s.topic_id), json.dumps(list(s.replicas)),
              json.dumps(list(s.isr)), s.leader, s.leader_epoch, s.partition_epoch,
              json.dumps(list(s.adding_replicas)), json.dumps(list(s.removing_replicas)),
              json.dumps(list(s.target_log_dirs)), json.dumps(list(s.elr)),
-             json.dumps([list(e) for e in s.recovery_log_ends]), s.leader_log_start_offset))
+             json.dumps([list(e) for e in s.recovery_log_ends]), s.leader_log_start_offset,
+             json.dumps([list(e) for e in s.lineage])))
 
     def _put_reassignment(self, reassignment: PendingReassignment) -> None:
         r = reassignment
