@@ -707,15 +707,17 @@ class ClusterProjection(ClusterObserver):
         for leo in leos:
             for hw in hws:
                 if hw <= leo:
-                    cls._serve(w, last._replace(leo=s.leo[:L] + (leo,) + s.leo[L + 1:],
-                                                hw=s.hw[:L] + (hw,) + s.hw[L + 1:],
-                                                logStart=s.logStart))
+                    cls._remember(w, (leo, hw, s.logStart[L]))
 
-    @staticmethod
-    def _serve(w: _Watch, s: S) -> None:
+    @classmethod
+    def _serve(cls, w: _Watch, s: S) -> None:
         """Remember the leader's state in ``s`` as one a fetch response may carry."""
         L = w.replicas.index(s.leader)
-        key = (s.leo[L], s.hw[L], s.logStart[L])
+        cls._remember(w, (s.leo[L], s.hw[L], s.logStart[L]))
+
+    @staticmethod
+    def _remember(w: _Watch, key: Served) -> None:
+        """Keep ``key`` as the newest of the leader states a fetch response may carry."""
         w.served.pop(key, None)
         w.served[key] = None
         while len(w.served) > SERVED_KEPT:
