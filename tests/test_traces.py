@@ -442,7 +442,8 @@ def test_a_run_with_topic_changes_checks_clean(seed: int, tmp_path: Path) -> Non
     it); seed 6 a stray revived (its start offset checkpoint was traced before the replica was
     known again, and its return is no step of the model). (Seeds 11's three cases were one run
     until a reassignment began to wait for its targets' answers, and moved again when the ISR
-    began to wait for a follower's epoch; found by running seeds 0 to 260.)"""
+    began to wait for a follower's epoch; seed 53's case was seed 49's until the targets of a
+    reassignment began to fsync before their records count; found by running seeds 0 to 260.)"""
     path = tmp_path / f"seed-{seed}.jsonl"
     _faulty_run_with_topic_changes(seed, path)
     code, out = _check(path)

@@ -7,7 +7,9 @@ broker; ``ReplicaFetchTarget`` is the follower replicas hosted here, which the f
 Invariants upheld (hazard 8): a follower appends, sets its high watermark to min(leader's, own
 log end offset), and only then raises its log start offset to the leader's, never above its high
 watermark; a follower truncates only as the fetcher's leader epoch protocol says; a storage error
-on a partition takes its log dir offline here, at once, before the fetcher marks it failed.
+on a partition takes its log dir offline here, at once, before the fetcher marks it failed; a
+target of a reassignment that removes replicas fsyncs what it fetched before its next fetch
+reports it (``Partition.reassignment_target``).
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ class ReplicaHost(Protocol):
 
     def check_offline_dirs(self) -> list[str]:
         """React to log dirs that went offline since the last check."""
+        ...
+
+    def sync_log(self, partition: Partition) -> None:
+        """Fsync ``partition``'s log to its end (a reassignment target's)."""
         ...
 
 
@@ -267,6 +273,13 @@ class ReplicaFetchTarget:
             tracing.replica(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
                             {"leaderHw": data.high_watermark,
                              "leaderLogStart": data.log_start_offset, "fetchedTo": end})
+        if partition.reassignment_target and log.recovery_point < end:
+            # A reassignment target's fetched records are durable before its next fetch
+            # reports them to the leader (Partition.reassignment_target).
+            def sync() -> int:
+                self.rm.sync_log(partition)
+                return 0
+            self._storage(sync)
         # Then the segments wholly below the start offset, whatever the cleanup policy (hazard
         # 9); a step of its own, as retention's.
         if log.segments[0].next_offset <= log.log_start_offset and len(log.segments) > 1:

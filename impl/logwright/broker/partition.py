@@ -9,6 +9,9 @@ Invariants upheld here:
 - A role or ISR change is applied only from a state with a leader epoch at least as new as the one
   held (the caller refuses older ones); a new leader epoch as leader is recorded in the log's
   leader epoch cache at the log end offset before any record is appended under it.
+- While this replica is a target of a reassignment that removes replicas
+  (``reassignment_target``), the high watermark it advances as leader never passes its log's
+  recovery point: what counts as committed is durable here first (asserted).
 
 The partition's files (segments, leader epoch cache, topic id, start offset) belong to its
 ``PartitionLog``; this module changes them only through the log's methods.
@@ -93,6 +96,16 @@ class Partition:
         the LeaderElection model's ``RecordLineage``)."""
         self.lineage_in_flight: int | None = None
         """The leader epoch of a RecordLineage awaiting its answer, if any."""
+        self.reassignment_target = False
+        """Whether the controller's latest state for the partition is a reassignment that
+        removes replicas and keeps this one (docs/controller.md, Reassignment). While it is, a
+        record counts toward the high watermark only once it is durable here: the broker
+        fsyncs the log before it answers such a LeaderAndIsr, a follower before its next fetch
+        reports what it fetched, a leader before it advances the high watermark past its
+        recovery point. The reassignment deletes the removed replicas once every target has
+        answered from the ISR; each then holds every committed record durably, so a power
+        loss of all the targets cannot take a record the removed replicas held intact
+        (traces/regressions/0041)."""
 
     def __repr__(self) -> str:
         return (f"Partition({self.tp}, {self.role.value}, leader={self.leader_id}, "
@@ -183,6 +196,8 @@ class Partition:
         self.replicas = tuple(state.replicas)
         self.leader_id = state.leader
         self.pending_isr = None
+        self.reassignment_target = (bool(state.removing_replicas)
+                                    and self.local_broker_id not in state.removing_replicas)
 
     def make_leader(self, state: LeaderAndIsrPartitionState, now_ms: int) -> bool:
         """Lead under ``state`` (its leader epoch is newer than the one held).
@@ -299,20 +314,34 @@ class Partition:
             candidate = min(candidate, follower.log_end_offset)
         return candidate
 
+    def next_high_watermark(self, min_insync_replicas: int = 1) -> int | None:
+        """The high watermark :meth:`maybe_increment_high_watermark` would move to now, or None
+        when it would not move (not leading, offline, strict min ISR, the epoch's lineage not
+        recorded, nothing new). A reassignment target's caller fsyncs the log up to it first
+        (``reassignment_target``). Beyond Kafka, not before the controller has recorded this
+        epoch's lineage (``lineage_epoch``): a recovery election judges logs by it, so every
+        record committed must lie on it."""
+        if (not self.is_leader or self.offline or len(self.isr) < min_insync_replicas
+                or self.lineage_epoch != self.leader_epoch):
+            return None
+        candidate = self.high_watermark_candidate()
+        if candidate is None or candidate <= self.high_watermark:
+            return None
+        return candidate
+
     def maybe_increment_high_watermark(self, min_insync_replicas: int = 1) -> bool:
         """Advance the high watermark to the candidate if that is higher; never backwards.
 
         Strict min ISR (KIP-966): not while the ISR has fewer than ``min_insync_replicas``
         members, so a replica that leaves an ISR that small keeps every committed record and
         the controller may elect it from the ELR. Beyond Kafka, not before the controller has
-        recorded this epoch's lineage (``lineage_epoch``): a recovery election judges logs by
-        it, so every record committed must lie on it."""
-        if (not self.is_leader or self.offline or len(self.isr) < min_insync_replicas
-                or self.lineage_epoch != self.leader_epoch):
+        recorded this epoch's lineage (``lineage_epoch``, :meth:`next_high_watermark`)."""
+        candidate = self.next_high_watermark(min_insync_replicas)
+        if candidate is None:
             return False
-        candidate = self.high_watermark_candidate()
-        if candidate is None or candidate <= self.high_watermark:
-            return False
+        assert not self.reassignment_target or candidate <= self.log.recovery_point, (
+            f"{self.tp}: a reassignment target would count offsets up to {candidate} as "
+            f"committed with its log durable to {self.log.recovery_point} only")
         previous = self.high_watermark
         self.log.update_high_watermark(candidate)
         assert self.high_watermark > previous

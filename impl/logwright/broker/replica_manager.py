@@ -265,6 +265,7 @@ class ReplicaManager:
                 to_follow.append((found, state))
         self._make_leaders(to_lead, results)
         self._make_followers(to_follow, results)
+        self._sync_reassignment_targets(states, results)
         for partition, state in to_lead + to_follow:
             if results.get(partition.tp) is Errors.NONE and not partition.offline:
                 # A move resumes (a future log found at start-up, R3) or, failed, is resumed
@@ -279,6 +280,33 @@ class ReplicaManager:
         # failed left its error in ``results``).
         return [PartitionError(tp, results.get(tp, Errors.NONE))
                 for tp in dict.fromkeys(s.tp for s in request.partition_states)]
+
+    def _sync_reassignment_targets(self, states: list[LeaderAndIsrPartitionState],
+                                   results: dict[TopicPartition, Errors]) -> None:
+        """Fsync the log of every replica accepted as a target of a reassignment that removes
+        replicas (``Partition.reassignment_target``) before the answer says it was applied: the
+        controller deletes the removed replicas once every target answered, and the records
+        this replica fetched or appended before it knew must not depend on them. From now on
+        its records are durable before they count (``sync_log``'s callers). An I/O error
+        answers KAFKA_STORAGE_ERROR for the partition (its dir goes offline)."""
+        for state in states:
+            partition = self.partitions.get(state.tp)
+            if (results.get(state.tp) is not Errors.NONE or partition is None
+                    or not partition.reassignment_target or partition.offline
+                    or partition.log.recovery_point >= partition.log_end_offset):
+                continue
+            try:
+                self.sync_log(partition)
+            except KafkaStorageError:
+                results[state.tp] = Errors.KAFKA_STORAGE_ERROR
+
+    def sync_log(self, partition: Partition) -> None:
+        """Fsync ``partition``'s log to its end (LogStartOffset's ``Flush``), for a target of a
+        reassignment (``Partition.reassignment_target``). KafkaStorageError on an I/O error:
+        the caller takes its dir offline."""
+        partition.log.flush()
+        assert partition.log.recovery_point == partition.log_end_offset
+        self.log_manager.trace_flushed(partition.log)
 
     # ---- strays (KIP-550) --------------------------------------------------------------------
 
@@ -840,7 +868,18 @@ class ReplicaManager:
     # ---- high watermark, ISR -----------------------------------------------------------------
 
     def _maybe_increment_hw(self, partition: Partition) -> None:
-        if partition.maybe_increment_high_watermark(self.min_insync_replicas(partition.tp.topic)):
+        min_isr = self.min_insync_replicas(partition.tp.topic)
+        target = partition.next_high_watermark(min_isr)
+        if target is None:
+            return
+        if partition.reassignment_target and target > partition.log.recovery_point:
+            # Durable here before it counts as committed (Partition.reassignment_target).
+            try:
+                self.sync_log(partition)
+            except KafkaStorageError:
+                self.check_offline_dirs()
+                return
+        if partition.maybe_increment_high_watermark(min_isr):
             if self.trace.enabled:
                 tracing.replica(self.trace, self.broker_id, partition.log, "AdvanceHW", {
                     "known": {str(r): (partition.log_end_offset if r == self.broker_id

@@ -10,7 +10,11 @@ Invariant upheld: the old replicas are removed only once every target replica's 
 answered a LeaderAndIsr of the partition sent after the reassignment began, from the incarnation
 registered now. A target that lost power keeps its place in the ISR until it registers again or
 its session expires; counted on the ISR alone, it would let the reassignment delete the only
-intact copies (Kafka has that window).
+intact copies (Kafka has that window). The answer also means durability: a broker fsyncs a
+target's log before it answers a LeaderAndIsr with removing replicas, and from then on makes the
+target's records durable before they count toward the high watermark
+(``Partition.reassignment_target``), so every target holds every committed record durably when
+the old replicas go (0041).
 
 A reassignment whose ``log_dirs`` names dirs also waits for those moves (``dir_moves``); one that
 keeps the replicas as they are and only moves dirs bumps no leader epoch.

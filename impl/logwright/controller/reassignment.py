@@ -2,8 +2,9 @@
 
 Invariant upheld: a reassignment never loses the last copy of committed data. Replicas are only
 ever added first; the old ones are removed only once every target replica is in the ISR (so each
-holds everything committed), leadership moves to a target replica that is in the ISR, and the
-leader epoch is bumped so that the removed replicas and the old leadership are fenced.
+holds everything committed) and has answered (``reassigning.py``: so each holds it durably),
+leadership moves to a target replica that is in the ISR, and the leader epoch is bumped so that
+the removed replicas and the old leadership are fenced.
 
 Input is Kafka's ``kafka-reassign-partitions.sh`` format (docs/kafka-compatibility.md, KIP-113)::
 
