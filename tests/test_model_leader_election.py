@@ -9,6 +9,7 @@ module's own rules, action by action, and its Z3 encoding.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 import z3
 
 from logwright.model import SPECS, check
+from logwright.model.core import State
 from logwright.model.leader_election import (
     BUGS,
     CLEAN,
@@ -167,7 +169,8 @@ def test_recovery_election_waits_for_every_replica_and_picks_the_highest_log() -
     assert (s.leader, s.isr) == (2, {2})
     s = step(spec.Register(s, 2))  # unclean too (its flushed record survived)
     assert (s.leader, s.isr, s.elr) == (NO_LEADER, frozenset(), frozenset())
-    assert s.recoveryLogEnds == (NO_REPORT, (1, 1), NO_REPORT)  # reported with registration
+    # reported with registration: (agreeing with the lineage up to, last epoch, end)
+    assert s.recoveryLogEnds == (NO_REPORT, (1, 1, 1), NO_REPORT)
     s = step(spec.ReportLogEnd(s, 1))
     assert s.leader == NO_LEADER  # replica 3 has not reported
     s = step(spec.ReportLogEnd(s, 3))
@@ -240,8 +243,8 @@ def test_the_epoch_cache_holds_a_leader_s_epoch_and_a_load_keeps_it_at_the_log_e
     assert s.cacheEpoch == (1, 1, 0) and s.epochStartOffset == 0  # the file kept, leader down
     s = step(spec.Register(s, 1))  # unclean: 2 leads in epoch 2, at its log end 1
     assert (s.leader, s.leaderEpoch, s.epochStartOffset) == (2, 2, 1)
-    assert s.cacheEpoch == (1, 2, 0) and spec.LogEnd(s, 2) == (2, 1)
-    assert spec.LogEnd(s, 1) == (0, 0)  # an empty log reports no epoch
+    assert s.cacheEpoch == (1, 2, 0) and spec.LogEnd(s, 2)[1:] == (2, 1)
+    assert spec.LogEnd(s, 1)[1:] == (0, 0)  # an empty log reports no epoch
     s = step(spec.CleanShutdown(s, 2))
     assert s.cacheEpoch[1] == 2 and s.epochStartOffset == 0
     s = step(spec.Register(s, 2))  # the load keeps epoch 2 (it begins at the log's end)
@@ -250,7 +253,7 @@ def test_the_epoch_cache_holds_a_leader_s_epoch_and_a_load_keeps_it_at_the_log_e
     s = step(spec.PowerLoss(s, 2))
     assert s.log[1] == (1,) and s.cacheEpoch[1] == 2
     s = step(spec.Register(s, 2))
-    assert s.cacheEpoch[1] == 2 and spec.LogEnd(s, 2) == (2, 1)
+    assert s.cacheEpoch[1] == 2 and spec.LogEnd(s, 2)[1:] == (2, 1)
 
 
 def test_a_follower_records_its_leader_s_epoch_once_its_log_reaches_the_epoch_start() -> None:
@@ -264,9 +267,9 @@ def test_a_follower_records_its_leader_s_epoch_once_its_log_reaches_the_epoch_st
     assert (s.leader, s.leaderEpoch, s.epochStartOffset) == (2, 2, 2)
     assert s.log == ((1, 1), (1, 1), ()) and s.cacheEpoch == (1, 2, 0)
     s = step(spec.Replicate(s, 3))  # one record: below the epoch start, the record's epoch
-    assert s.log[2] == (1,) and s.cacheEpoch[2] == 1 and spec.LogEnd(s, 3) == (1, 1)
+    assert s.log[2] == (1,) and s.cacheEpoch[2] == 1 and spec.LogEnd(s, 3)[1:] == (1, 1)
     s = step(spec.Replicate(s, 3))  # the log reaches offset 2, where epoch 2 began
-    assert s.log[2] == (1, 1) and s.cacheEpoch[2] == 2 and spec.LogEnd(s, 3) == (2, 2)
+    assert s.log[2] == (1, 1) and s.cacheEpoch[2] == 2 and spec.LogEnd(s, 3)[1:] == (2, 2)
     assert spec.Replicate(s, 3) is None  # nothing left to change
     # a follower that held the leader's log before the epoch began: a fetch of no record
     s = _run(spec, ("Produce", "Replicate(2)", "Replicate(3)", "CleanShutdown(1)",
@@ -317,7 +320,8 @@ def test_z3_refutes_a_bug_with_readable_steps(bug: str) -> None:
 # divergent (2, 1) and 2 was elected.
 RECOVERY_PICKS_DIVERGENT_LOG = (
     "Produce", "Replicate(3)", "Flush(3)", "PowerLoss(1)", "Register(1)", "Produce",
-    "CleanShutdown(2)", "FenceBroker(2)", "Replicate(1)", "IsrExpand(1)", "AdvanceHW",
+    "CleanShutdown(2)", "FenceBroker(2)", "Replicate(1)", "IsrExpand(1)", "RecordLineage",
+    "AdvanceHW",
     "PowerLoss(1)", "ShrinkIsr(1)", "PowerLoss(3)", "Register(1)", "Register(3)",
     "Register(2)", "ReportLogEnd(1)")
 
@@ -354,7 +358,7 @@ def test_former_violations_are_gone_in_twin_and_z3(name: str, actions: tuple[str
     the sequence that ends in a violation, and in the twin AckedRecordsSurvive holds along it
     as far as its actions are enabled."""
     assert load_z3().replay(actions) is None, name
-    spec = LeaderElectionSpec(LeaderElectionConfig(max_epoch=8))
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=8))
     s = start(spec)
     for action in actions:
         assert spec.AckedRecordsSurvive(s), f"{name}:\n{spec.describe(s)}"
@@ -399,7 +403,8 @@ def test_recovery_picks_divergent_log_over_a_copy_now_elects_a_replica_that_hold
     spec, states = _twin_run(actions)
     assert all(spec.AckedRecordsSurvive(s) for s in states)
     copied = len(actions) - 1 - actions[::-1].index("Replicate(1)")
-    assert states[copied + 1].cacheEpoch[0] == 3 and spec.LogEnd(states[copied + 1], 1) == (3, 1)
+    assert states[copied + 1].cacheEpoch[0] == 3
+    assert spec.LogEnd(states[copied + 1], 1)[1:] == (3, 1)
     last = states[-1]
     assert last.leader == 1 and last.leaderEpoch == 4 and spec.Holds(last, 1, 1)
     assert spec.Held(last, 1) and not last.lossReported
@@ -418,8 +423,8 @@ def test_recovery_picks_the_log_that_led_the_later_epoch_in_twin_and_z3() -> Non
     spec, states = _twin_run(actions)
     assert all(spec.AckedRecordsSurvive(s) for s in states)
     at = actions.index("Register(3)") + 1
-    assert states[at].recoveryLogEnds[2] == (3, 1)
-    assert states[at + 1].recoveryLogEnds[1] == (2, 1)
+    assert states[at].recoveryLogEnds[2][1:] == (3, 1)
+    assert states[at + 1].recoveryLogEnds[1][1:] == (2, 1)
     last = states[-1]
     assert last.leader == 3 and last.leaderEpoch == 4 and spec.Holds(last, 3, 1)
     assert spec.Held(last, 1) and not last.lossReported
@@ -430,52 +435,79 @@ def test_recovery_picks_the_log_that_led_the_later_epoch_in_twin_and_z3() -> Non
     assert model.eval(zs[-1]["leader"]).as_long() == 3
 
 
-# -- AckedRecordsSurvive with two records: a known violation, open ----------------------------
-
-KNOWN = sorted(load_z3().KNOWN_VIOLATIONS.items())
-
+# -- AckedRecordsSurvive with two records: the lineage ------------------------------------------
 
 def _twin_run_two_records(actions: tuple[str, ...]) -> tuple[LeaderElectionSpec, list[LEState]]:
     """The twin with two records along ``actions`` (:func:`_twin_run`)."""
     return _twin_run(actions, max_records=2)
 
 
-def test_recovery_picks_divergent_log_over_a_short_copy_loses_an_acknowledged_record() -> None:
-    """RecoveryPicksDivergentLogOverAShortCopy is a behaviour, step for step, of the twin (two
-    records) and of the Z3 encoding (unbounded epochs), and its last state violates
-    AckedRecordsSurvive in both: 1 copied the acknowledged record X back from leader 2 short of
-    2's epoch start, so its cache says X's epoch 1 and it reports (1, 1); 3's divergent record of
-    epoch 3 reports (3, 1) and the recovery election picks 3, without X. An acknowledger holds X
-    at every step from its acknowledgement on, and no unclean election reports a loss."""
-    actions = load_z3().KNOWN_VIOLATIONS["RecoveryPicksDivergentLogOverAShortCopy"]
+def test_recovery_elects_the_short_copy_that_agrees_with_the_lineage() -> None:
+    """RecoveryPicksDivergentLogOverAShortCopy (a violation with two records until the lineage)
+    is a behaviour, step for step, of the twin (two records) and of the Z3 encoding (unbounded
+    epochs): 1 copies the acknowledged record X back from leader 2 short of 2's epoch start, so
+    its cache says X's epoch 1; 3 holds a divergent record of epoch 3 at X's offset. Ranked by
+    last epoch, 3's (3, 1) beat 1's (1, 1) and X was lost. The lineage the controller recorded
+    when 2 took up epoch 5 is 2's log then, [1, 4]: 1's [1] agrees with it up to 1, 3's [3] not
+    at all, and the recovery election elects 1, with X. AckedRecordsSurvive holds throughout."""
+    actions = load_z3().FORMER_VIOLATIONS["RecoveryPicksDivergentLogOverAShortCopy"]
     spec, states = _twin_run_two_records(actions)
     acked = actions.index("AdvanceHW") + 1
     assert states[acked].acked == ((1, frozenset({1, 2})), (4, frozenset({1, 2})))
     assert all(spec.Held(s, 1) for s in states[acked:])
-    assert all(spec.AckedRecordsSurvive(s) for s in states[:-1])
+    assert all(spec.AckedRecordsSurvive(s) for s in states)
     copied = len(actions) - actions[::-1].index("Replicate(1)")
     short = states[copied]
     assert (short.leader, short.leaderEpoch, short.epochStartOffset) == (2, 5, 2)
-    assert short.log[0] == (1,) and short.cacheEpoch[0] == 1 and spec.LogEnd(short, 1) == (1, 1)
-    assert states[-2].recoveryLogEnds == ((1, 1), (0, 0), NO_REPORT)
+    assert short.lineage == (5, (1, 4))
+    assert short.log[0] == (1,) and short.cacheEpoch[0] == 1
+    assert spec.LogEnd(short, 1) == (1, 1, 1)  # agrees up to 1, last epoch 1, end 1
+    assert states[-2].recoveryLogEnds == ((1, 1, 1), (0, 0, 0), NO_REPORT)
+    assert spec.LogEnd(states[-2], 3) == (0, 3, 1)  # D disagrees at once
     last = states[-1]
-    assert (last.leader, last.leaderEpoch, last.log[2]) == (3, 6, (3,))
-    assert spec.Holds(last, 1, 1) and not spec.Holds(last, 3, 1) and not last.lossReported
-    assert not spec.AckedRecordsSurvive(last)
-    z3_module = load_z3()
-    _z3_run(actions)
-    assert z3_module.replay(actions[:-1]) is None
-    steps = z3_module.replay(actions)
-    assert steps is not None and steps[-1].startswith("Register(3): leader 3 epoch 6")
+    assert (last.leader, last.leaderEpoch) == (1, 6)
+    assert spec.Holds(last, 1, 1) and not last.lossReported and spec.AckedRecordsSurvive(last)
+    z3_module, model, zs = _z3_run(actions)
+    assert z3_module.replay(actions) is None
+    assert model.eval(zs[-1]["leader"]).as_long() == 1
+    assert [model.eval(zs[-2][n]).as_long() for n in ("endP_1", "endE_1", "endO_1")] == [1, 1, 1]
 
 
-@pytest.mark.xfail(strict=True, reason="AckedRecordsSurvive is violated along it: open, see "
-                   "RecoveryPicksDivergentLogOverAShortCopy in spec/README.md")
-@pytest.mark.parametrize(("name", "actions"), KNOWN, ids=[n for n, _ in KNOWN])
-def test_acked_records_survive_along_known_violations(name: str,
-                                                      actions: tuple[str, ...]) -> None:
-    """AckedRecordsSurvive along each known violation, in the twin and in Z3: it fails today
-    (strict: a change of the model that fixes it makes this test pass, and the xfail must go)."""
-    spec, states = _twin_run_two_records(actions)
-    assert all(spec.AckedRecordsSurvive(s) for s in states), name
-    assert load_z3().replay(actions) is None, name
+def test_the_hw_waits_for_the_controller_to_record_the_lineage_of_its_epoch() -> None:
+    """RecordLineage: a new leader's HW does not advance in its epoch until the controller has
+    recorded the epoch's lineage (its log below the epoch's start), in the twin and in Z3."""
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=6))
+    s = _run(spec, ("Produce", "Replicate(2)", "Replicate(3)", "CleanShutdown(1)",
+                    "FenceBroker(1)", "Produce", "Replicate(3)"))
+    assert (s.leader, s.leaderEpoch, s.epochStartOffset, s.lineage) == (2, 2, 1, (1, ()))
+    assert spec.AdvanceHW(s) is None, "epoch 2's lineage is not recorded"
+    s = step(spec.RecordLineage(s))
+    assert s.lineage == (2, (1,)) and spec.RecordLineage(s) is None
+    assert step(spec.AdvanceHW(s)).hw == 2
+    _z3_run(("Produce", "Replicate(2)", "Replicate(3)", "CleanShutdown(1)", "FenceBroker(1)",
+             "Produce", "Replicate(3)", "RecordLineage", "AdvanceHW"))
+    with pytest.raises(AssertionError):
+        _z3_run(("Produce", "Replicate(2)", "Replicate(3)", "CleanShutdown(1)",
+                 "FenceBroker(1)", "Produce", "Replicate(3)", "AdvanceHW"))
+
+
+def test_acked_records_survive_on_random_walks_with_two_records() -> None:
+    """Seeded random walks of the twin with two records and room for twelve leader epochs
+    (beyond any .cfg TLC checks): every invariant holds in every state reached. No violation
+    is known (``KNOWN_VIOLATIONS`` is empty)."""
+    assert load_z3().KNOWN_VIOLATIONS == {}
+    spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=12))
+    rng = random.Random(20261128)
+    actions = spec.actions()
+    invariants = spec.invariants()
+    for _ in range(150):
+        s: State = start(spec)
+        for _ in range(60):
+            nexts = [t for _, fn in actions for t in fn(s)]
+            if not nexts:
+                break
+            s = rng.choice(nexts)
+            for name, holds in invariants:
+                assert holds(s), f"{name}:\n{spec.describe(s)}"
+            if not spec.constraint(s):
+                break

@@ -130,9 +130,19 @@ MUTANTS: tuple[SpecMutant, ...] = (
        "\\A q \\in Replicas : EndAtLeast(ends0[q], ends0[r])",
        "the recovery election picks the log that ends lowest"),
     _m("LeaderElection", "RecoveryComparesOffsetsOnly",
-       "EndAtLeast(a, b) == a[1] > b[1] \\/ (a[1] = b[1] /\\ a[2] >= b[2])",
-       "EndAtLeast(a, b) == a[2] >= b[2]",
-       "the recovery election compares end offsets only, not the last leader epochs first"),
+       "    \\/ a[1] > b[1]\n"
+       "    \\/ a[1] = b[1] /\\ (a[2] > b[2] \\/ (a[2] = b[2] /\\ a[3] >= b[3]))",
+       "    a[3] >= b[3]",
+       "the recovery election compares end offsets only, not the lineage nor the last leader "
+       "epochs first"),
+    _m("LeaderElection", "NoLineageGate",
+       "    /\\ lineage[1] = leaderEpoch\n", "",
+       "the HW advances before the controller recorded the epoch's lineage"),
+    _m("LeaderElection", "RecoveryIgnoresLineage",
+       "ReportOf(r, c) == <<LineagePrefix(log[r]),",
+       "ReportOf(r, c) == <<0,",
+       "the recovery election ranks by last epoch and end offset only, as before the lineage "
+       "(a loss that takes two records: beyond the .cfgs, found by Z3's replay and the twin)"),
     _m("LeaderElection", "HWOverLeaderOnly",
        "    /\\ LET h == Min({CommonPrefix(r, leader) : r \\in isr})",
        "    /\\ LET h == Len(log[leader])",
