@@ -102,10 +102,11 @@ def test_recovery_keeps_acknowledged_records_a_short_copy_holds() -> None:
     - TWO's dir fails and is replaced: the ISR and the ELR are empty. TWO reports its empty
       log, ONE [X] (last epoch 0, end 1), THREE restarts with D (last epoch 2, end 1). Ranked
       by last epoch, the recovery election picked THREE, and offset 0 read D: X, acknowledged
-      and held by ONE, was lost, and no unclean election counted it. Now the lineage (TWO's cache as it took up epoch 4: epoch 0 from 0, 3 from 1,
-      4 from 2) ranks ONE first (X agrees with it; D does not): ONE leads and offset 0 reads X.
-      Y, which both its acknowledgers lost with their dirs, is gone: no election can bring it
-      back. [DirFailure(2), Register(2), ReportLogEnd(1), Register(3)]
+      and held by ONE, was lost, and no unclean election counted it. Now the lineage (TWO's
+      cache as it took up epoch 4: epoch 0 from 0, 3 from 1, 4 from 2) ranks ONE first (X
+      agrees with it; D does not): ONE leads and offset 0 reads X. Y, which both its
+      acknowledgers lost with their dirs, is gone: no election can bring it back.
+      [DirFailure(2), Register(2), ReportLogEnd(1), Register(3)]
     """
     c = Cluster.simulated(brokers=3, seed=7)
     c.create_topic("t", 1, 3, configs={"min.insync.replicas": 2})
