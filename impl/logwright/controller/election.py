@@ -258,19 +258,12 @@ class Election(Reassignments):
     def _record_lineage_error(self, src: str, request: RecordLineageRequest,
                               state: PartitionState | None) -> Errors | None:
         """Why ``request`` cannot be recorded (None: it can, or it is already)."""
-        if not self.active:
-            return Errors.STALE_CONTROLLER_EPOCH  # Kafka: NOT_CONTROLLER
-        registration = self.store.broker(request.broker_id)
-        if (registration is None or registration.broker_epoch != request.broker_epoch
-                or src != broker_node_id(request.broker_id)):
-            return Errors.STALE_BROKER_EPOCH
-        if (state is None or request.tp.topic in self._deleting()
-                or request.topic_id not in (None, state.topic_id)):
-            return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if request.leader_epoch != state.leader_epoch:
-            return Errors.FENCED_LEADER_EPOCH
-        if request.broker_id != state.leader:
-            return Errors.NOT_LEADER_OR_FOLLOWER
+        if state is not None and request.topic_id not in (None, state.topic_id):
+            state = None  # another generation of the topic: not this partition's leader
+        error = self._leader_request_error(src, request.broker_id, request.broker_epoch,
+                                           request.tp, request.leader_epoch, state)
+        if error is not None:
+            return error
         lineage = request.lineage
         if not lineage or lineage[-1][0] != request.leader_epoch or not lineage_in_order(lineage):
             return Errors.INVALID_REQUEST
@@ -294,18 +287,10 @@ class Election(Reassignments):
     def _alter_partition_error(self, src: str, request: AlterPartitionRequest,
                                state: PartitionState | None) -> Errors | None:
         """Why ``request`` cannot change ``state`` (None: it can, or it already has)."""
-        if not self.active:
-            return Errors.STALE_CONTROLLER_EPOCH  # Kafka: NOT_CONTROLLER
-        registration = self.store.broker(request.broker_id)
-        if (registration is None or registration.broker_epoch != request.broker_epoch
-                or src != broker_node_id(request.broker_id)):
-            return Errors.STALE_BROKER_EPOCH
-        if state is None or request.tp.topic in self._deleting():
-            return Errors.UNKNOWN_TOPIC_OR_PARTITION
-        if request.leader_epoch != state.leader_epoch:
-            return Errors.FENCED_LEADER_EPOCH
-        if request.broker_id != state.leader:
-            return Errors.NOT_LEADER_OR_FOLLOWER
+        error = self._leader_request_error(src, request.broker_id, request.broker_epoch,
+                                           request.tp, request.leader_epoch, state)
+        if error is not None or state is None:
+            return error
         new_isr = tuple(request.new_isr)
         if new_isr == state.isr:
             return None
@@ -315,6 +300,27 @@ class Election(Reassignments):
                 or not set(new_isr) <= set(state.replicas)
                 or not all(self._replica_alive(r, request.tp) for r in new_isr)):
             return Errors.INVALID_REQUEST  # Kafka: INELIGIBLE_REPLICA (107) for a dead member
+        return None
+
+    def _leader_request_error(self, src: str, broker_id: int, broker_epoch: int,
+                              tp: TopicPartition, leader_epoch: int,
+                              state: PartitionState | None) -> Errors | None:
+        """The checks a leader's request to the controller passes first (AlterPartition,
+        RecordLineage), in order: this controller is active, the sender's broker epoch is its
+        registered one, the partition exists and is not being deleted, the leader epoch is the
+        current one, and the sender leads. None when all pass."""
+        if not self.active:
+            return Errors.STALE_CONTROLLER_EPOCH  # Kafka: NOT_CONTROLLER
+        registration = self.store.broker(broker_id)
+        if (registration is None or registration.broker_epoch != broker_epoch
+                or src != broker_node_id(broker_id)):
+            return Errors.STALE_BROKER_EPOCH
+        if state is None or tp.topic in self._deleting():
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        if leader_epoch != state.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if broker_id != state.leader:
+            return Errors.NOT_LEADER_OR_FOLLOWER
         return None
 
     def _answer_alter_partition(self, src: str, request: AlterPartitionRequest, error: Errors,
