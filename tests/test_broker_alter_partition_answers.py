@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from logwright.broker.partition import UNKNOWN_OFFSET
 from logwright.errors import Errors
 from logwright.protocol import AlterPartitionRequest, AlterPartitionResponse
 from tests.test_broker_harness import T0, World, fast_config, state
@@ -63,3 +64,34 @@ def test_an_answer_to_a_change_superseded_by_a_leader_and_isr_is_ignored() -> No
     answer(w, request, partition_epoch=61)  # even one that looks newer
     p = w.partition(1, T0)
     assert (p.isr, p.partition_epoch) == ((1, 2, 3), 60)
+
+
+def test_a_refused_member_of_an_earlier_incarnation_is_not_proposed_again_until_it_fetches(
+        ) -> None:
+    """KIP-903 (trace seed 170): the leader names each member's broker epoch as its last fetch
+    gave it. Told INELIGIBLE_REPLICA (the member's broker registered again since), it forgets
+    what the added members fetched, so it proposes none of them again on that knowledge: only
+    after a fetch of the present incarnation, with that incarnation's epoch."""
+    w = World(broker_ids=(1, 2, 3), config=fast_config(replica_lag_time_max_ms=LAG))
+    w.controller.answer_alter_partition = False
+    w.assign(T0, 1, 3, [1, 2], replicas=[1, 2, 3])
+    assert w.run_until(lambda: bool(w.controller.alter_requests), 5 * LAG)
+    request = w.controller.alter_requests[-1]
+    first = w.controller.broker_epochs[3]
+    assert request.new_isr == (1, 2, 3)
+    assert request.new_isr_broker_epochs == (w.controller.broker_epochs[1],
+                                             w.controller.broker_epochs[2], first)
+    w.crash_broker(3)
+    answer(w, request, Errors.INELIGIBLE_REPLICA)
+    p = w.partition(1, T0)
+    assert (p.isr, p.pending_isr) == ((1, 2), None)
+    assert p.followers[3].log_end_offset == UNKNOWN_OFFSET
+    asked = len(w.controller.alter_requests)
+    w.run(3 * LAG)
+    assert len(w.controller.alter_requests) == asked, "proposed again on the forgotten fetches"
+    w.start_broker(3)
+    w.assign(T0, 1, 3, [1, 2], replicas=[1, 2, 3])
+    assert w.run_until(lambda: len(w.controller.alter_requests) > asked, 5 * LAG)
+    again = w.controller.alter_requests[-1]
+    assert again.new_isr == (1, 2, 3)
+    assert again.new_isr_broker_epochs[2] == w.controller.broker_epochs[3] != first

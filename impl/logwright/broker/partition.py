@@ -54,6 +54,9 @@ class FollowerState:
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
     #: The latest epoch in its leader epoch cache, as its last fetch said (NO_EPOCH: none).
     last_fetched_epoch: int = -1
+    #: The broker epoch its last fetch came from (KIP-903): the controller refuses to add it
+    #: to the ISR on what an earlier incarnation of its broker fetched (NO_EPOCH: no fetch).
+    broker_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -278,8 +281,10 @@ class Partition:
 
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
                                     follower_log_start_offset: int, now_ms: int,
-                                    last_fetched_epoch: int = -1) -> None:
-        """Record a follower's fetch (its log end offset is the fetch offset).
+                                    last_fetched_epoch: int = -1,
+                                    broker_epoch: int = -1) -> None:
+        """Record a follower's fetch (its log end offset is the fetch offset; ``broker_epoch``
+        the epoch of the broker that sent it).
 
         A follower is caught up at a fetch if it asked for the leader's end offset, or at its
         previous fetch if it has now reached what the leader's end offset was then; ISR shrink
@@ -301,6 +306,15 @@ class Partition:
         follower.last_fetch_leader_log_end_offset = leader_end
         follower.last_fetch_time_ms = now_ms
         follower.last_fetched_epoch = last_fetched_epoch
+        follower.broker_epoch = broker_epoch
+
+    def forget_follower(self, replica_id: int) -> None:
+        """Drop what follower ``replica_id``'s fetches said (its broker restarted since, as far
+        as the controller knows): unknown until its next fetch. Only for a follower outside
+        the ISR."""
+        assert replica_id not in self.isr, f"{self.tp}: {replica_id} is in the ISR"
+        if replica_id in self.followers:
+            self.followers[replica_id] = FollowerState(replica_id)
 
     def high_watermark_candidate(self) -> int | None:
         """min(log end offset) over the maximal ISR, or None while a member's is unknown."""

@@ -478,10 +478,13 @@ class ReplicaManager:
         now = self.clock.now_ms()
         for partition, state in items:
             try:
+                start = partition.log.log_start_offset
                 partition.make_leader(state, now)
                 results[partition.tp] = Errors.NONE
                 if self.trace.enabled:
-                    self._trace_leader(partition, "LeaderAndIsr")
+                    # A recovery election's start offset, adopted: its BecomeLeader says so.
+                    self._trace_leader(partition, "LeaderAndIsr",
+                                       with_log=partition.log.log_start_offset != start)
                 self._record_lineage(partition)
                 self._maybe_increment_hw(partition)
             except KafkaStorageError:
@@ -733,7 +736,7 @@ class ReplicaManager:
                 continue  # answered OFFSET_OUT_OF_RANGE; says nothing about its progress
             partition.update_follower_fetch_state(request.replica_id, fp.fetch_offset,
                                                   fp.log_start_offset, now,
-                                                  fp.last_fetched_epoch)
+                                                  fp.last_fetched_epoch, request.replica_epoch)
             self._maybe_expand_isr(partition)
             self._maybe_increment_hw(partition)
             # The follower reported its (durable) start offset: the low watermark may rise.
@@ -926,11 +929,16 @@ class ReplicaManager:
         if self.trace.enabled:
             self._trace_leader(partition, "AlterPartition proposed")
         broker_epoch = self.broker_epoch()
+        # KIP-903: each member's broker epoch as its last fetch gave it, so the controller
+        # refuses a member added on what an earlier incarnation of its broker had fetched.
+        epochs = tuple(broker_epoch if r == self.broker_id
+                       else partition.followers[r].broker_epoch if r in partition.followers
+                       else -1 for r in new_isr)
         self.emit(Call(
             controller,
             lambda cid: AlterPartitionRequest(cid, self.broker_id, broker_epoch, partition.tp,
                                               pending.leader_epoch, pending.partition_epoch,
-                                              new_isr),
+                                              new_isr, epochs),
             lambda response: self._on_alter_partition(partition, pending, response),
             self.config.controller_socket_timeout_ms))
 
@@ -950,6 +958,13 @@ class ReplicaManager:
         if (not isinstance(response, AlterPartitionResponse) or response.error is not Errors.NONE
                 or not partition.is_leader or response.leader_epoch != partition.leader_epoch
                 or response.partition_epoch <= partition.partition_epoch):
+            if (isinstance(response, AlterPartitionResponse)
+                    and response.error is Errors.INELIGIBLE_REPLICA):
+                # A member it added fetched last from an earlier incarnation of its broker
+                # (KIP-903): forget what the added members fetched, so none is proposed again
+                # before a fetch of its broker's present incarnation says where its log ends.
+                for r in set(pending.new_isr) - set(partition.isr):
+                    partition.forget_follower(r)
             if self.trace.enabled and partition.is_leader:
                 self._trace_leader(partition, "AlterPartition refused")
             return  # refused or stale: a LeaderAndIsr brings the state, or the next check asks
@@ -1263,8 +1278,9 @@ class ReplicaManager:
         fm = self.replica_fetcher_manager
         return fm.fetch_state(tp) is not None or tp in fm.failed_partitions
 
-    def _trace_leader(self, partition: Partition, cause: str) -> None:
-        """This broker leads ``partition``: record a change of leader or of its maximal ISR."""
+    def _trace_leader(self, partition: Partition, cause: str, with_log: bool = False) -> None:
+        """This broker leads ``partition``: record a change of leader or of its maximal ISR;
+        ``with_log``: a BecomeLeader carries the changes of the leader's own log too."""
         inst = tracing.instance(partition.tp)
         key = ("isr", inst)
         previous = self._trace_isr.get(key)
@@ -1274,12 +1290,15 @@ class ReplicaManager:
                             {"leader": self.broker_id, "leaderEpoch": partition.leader_epoch,
                              "replicas": sorted(partition.replicas),
                              "topicId": topic_id_text(partition.topic_id)},
-                            {"isr": list(now), "epochStart": partition.leader_epoch_start_offset})
+                            {"isr": list(now), "epochStart": partition.leader_epoch_start_offset,
+                             **(tracing.replica_changes(self.trace, self.broker_id, partition.log)
+                                if with_log else {})})
         elif previous[1] != now:
             known = {r: f.log_end_offset for r, f in partition.followers.items()}
             known[self.broker_id] = partition.log_end_offset
             tracing.isr(self.trace, self.broker_id, partition.tp, previous[1], now, cause, known,
-                        topic_id_text(partition.topic_id))
+                        topic_id_text(partition.topic_id),
+                        {r: f.broker_epoch for r, f in partition.followers.items()})
         self._trace_isr[key] = (self.broker_id, now)
 
 __all__ = ["ReplicaManager", "TopicIdMismatch"]

@@ -40,9 +40,22 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
     if args:
         a.update(args)
     recorder.replica_step(f"broker-{broker_id}", instance(log.tp), broker_id, action, a,
-                          (log.log_end_offset, log.high_watermark, log.log_start_offset,
-                           log.segments[0].base_offset, ckpt, log.recovery_point),
-                          durable=log.start_offset_checkpoint is not None, always=always)
+                          _values(log, ckpt), durable=log.start_offset_checkpoint is not None,
+                          always=always)
+
+
+def replica_changes(recorder: TraceRecorder, broker_id: int, log: PartitionLog
+                    ) -> dict[str, Json]:
+    """Replica ``broker_id``'s offsets of ``log.tp`` that changed since its last event, for an
+    event of another kind to carry (a leader that adopted a recovery election's start offset
+    records it with its BecomeLeader)."""
+    return recorder.replica_changes(instance(log.tp), broker_id, _values(log, None),
+                                    durable=log.start_offset_checkpoint is not None)
+
+
+def _values(log: PartitionLog, ckpt: int | None) -> tuple[int, int, int, int, int | None, int]:
+    return (log.log_end_offset, log.high_watermark, log.log_start_offset,
+            log.segments[0].base_offset, ckpt, log.recovery_point)
 
 
 def delete_segments_below_start_offset(recorder: TraceRecorder, broker_id: int,
@@ -61,10 +74,12 @@ def delete_segments_below_start_offset(recorder: TraceRecorder, broker_id: int,
 
 
 def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tuple[int, ...],
-        after: tuple[int, ...], cause: str, known: Mapping[int, int], topic_id: str) -> None:
+        after: tuple[int, ...], cause: str, known: Mapping[int, int], topic_id: str,
+        broker_epochs: Mapping[int, int] | None = None) -> None:
     """The leader's ISR of ``tp`` went from ``before`` to ``after``: one ShrinkIsr per member
     dropped, one ExpandIsr per member added; ``known`` is each replica's LEO as the leader last
-    heard it (its own included)."""
+    heard it (its own included), ``broker_epochs`` the broker epoch each follower's last fetch
+    came from (an ExpandIsr's ``brokerEpoch``)."""
     node, inst = f"broker-{broker_id}", instance(tp)
     members = set(before)
     for r in sorted(members - set(after)):
@@ -75,10 +90,11 @@ def isr(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, before: tup
                       {"isr": sorted(members)})
     for r in sorted(set(after) - members):
         members.add(r)
-        recorder.emit(node, LOG_START_OFFSET, inst, "ExpandIsr",
-                      {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
-                       "leaderLeo": known.get(broker_id, -1), "topicId": topic_id},
-                      {"isr": sorted(members)})
+        args: dict[str, Json] = {"r": r, "cause": cause, "knownLeo": known.get(r, -1),
+                                 "leaderLeo": known.get(broker_id, -1), "topicId": topic_id}
+        if broker_epochs is not None:
+            args["brokerEpoch"] = broker_epochs.get(r, -1)
+        recorder.emit(node, LOG_START_OFFSET, inst, "ExpandIsr", args, {"isr": sorted(members)})
 
 
 def fetcher(recorder: TraceRecorder, broker_id: int, tp: TopicPartition, action: str,

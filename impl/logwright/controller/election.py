@@ -300,7 +300,29 @@ class Election(Reassignments):
                 or not set(new_isr) <= set(state.replicas)
                 or not all(self._replica_alive(r, request.tp) for r in new_isr)):
             return Errors.INVALID_REQUEST  # Kafka: INELIGIBLE_REPLICA (107) for a dead member
+        if request.new_isr_broker_epochs and len(request.new_isr_broker_epochs) != len(new_isr):
+            return Errors.INVALID_REQUEST
+        if self._stale_new_members(request, state):
+            return Errors.INELIGIBLE_REPLICA
         return None
+
+    def _stale_new_members(self, request: AlterPartitionRequest,
+                           state: PartitionState) -> list[int]:
+        """Members ``request`` adds to the ISR whose broker epoch, as the leader knows it from
+        their fetches, is not their broker's registered one (KIP-903): the leader judged them
+        on what an earlier incarnation of the broker fetched, and the restart may have lost
+        those records. -1 (unknown) is not checked."""
+        epochs = request.new_isr_broker_epochs
+        if not epochs:
+            return []
+        stale = []
+        for r, epoch in zip(request.new_isr, epochs, strict=True):
+            if r in state.isr or epoch == -1:
+                continue
+            registration = self.store.broker(r)
+            if registration is None or registration.broker_epoch != epoch:
+                stale.append(r)
+        return stale
 
     def _leader_request_error(self, src: str, broker_id: int, broker_epoch: int,
                               tp: TopicPartition, leader_epoch: int,

@@ -287,6 +287,9 @@ class AlterPartitionRequest(Message):
     leader_epoch: int
     partition_epoch: int
     new_isr: tuple[int, ...]
+    #: KIP-903's NewIsrWithEpochs: per member of ``new_isr``, the broker epoch the leader knows
+    #: it by (its latest fetch's; -1: unknown, not checked). Empty: none given.
+    new_isr_broker_epochs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

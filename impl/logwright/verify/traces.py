@@ -359,6 +359,16 @@ class _LsoInstance:
         """The latest leader epoch the controller wrote for the partition (its ElectLeader)."""
         self.notes: list[str] = []
         """Reasons of steps outside the model met while settling a deferred restart."""
+        self.proposed: dict[int, int] = {}
+        """Member -> the broker epoch of an ExpandIsr the leader proposed (the controller has
+        not answered as far as the trace shows)."""
+        self.doomed: set[int] = set()
+        """Members the leader's ISR shows only through a proposal the controller refuses (a
+        stale broker epoch, KIP-903): not in the model's ISR, until an event records the
+        leader's ISR without them."""
+        self.registered: dict[int, int] = {}
+        """Each broker's registered broker epoch as the trace has told so far (shared by the
+        trace's instances: its Init and Register events)."""
         self.leaderless = False
         """The controller left the partition without a leader (no replica in the ISR or the
         ELR could lead): outside the model, which always has one, until a leader returns."""
@@ -395,7 +405,14 @@ class _LsoInstance:
                 values[self.replicas.index(int(r))] = v
             s = s._replace(**{name: tuple(values)})  # type: ignore[arg-type]
         if "isr" in changed:
-            s = s._replace(isr=frozenset(changed["isr"]))
+            isr = frozenset(changed["isr"])
+            if action == "BecomeLeader":
+                self.proposed.clear()  # a LeaderAndIsr supersedes what was proposed
+                self.doomed.clear()
+            for m in [m for m in self.proposed if m not in isr]:
+                del self.proposed[m]
+            self.doomed &= isr
+            s = s._replace(isr=isr - self.doomed)
         if "epochStart" in changed:
             s = s._replace(epochStart=int(changed["epochStart"]))
         return s
@@ -470,11 +487,26 @@ class _LsoInstance:
                                "controller dropped it from the ISR (the model's fault model "
                                "forbids it: committed records lost)", self.twin().describe(s))
 
+    def registered_again(self, b: int, epoch: int) -> None:
+        """Broker ``b`` registered as ``epoch``: a member the leader proposed with another
+        broker epoch is refused by the controller (KIP-903); the model's ISR drops it here (a
+        restart of it waiting for that drop is then checked)."""
+        proposed = self.proposed.pop(b, None)
+        if proposed is None or proposed == epoch or b == self.state.leader:
+            return
+        t = self.twin().ShrinkIsr(self.state, b)
+        if t is not None:
+            self.state = t
+            self.doomed.add(b)
+
     def no_leader(self) -> None:
         """The controller wrote "no leader": restarts still deferred are no longer this model's
         question (whether a recovery election kept every acknowledged record is checked by the
-        run and proved by the LeaderElection model)."""
+        run and proved by the LeaderElection model). Their recorded state is the replica's
+        from here on: the next leader's behaviour starts from it."""
         self.leaderless = True
+        for _args, changed in self.pending_restart.values():
+            self.state = self.recorded(changed)
         self.pending_restart.clear()
 
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
@@ -536,6 +568,11 @@ class _LsoInstance:
                 if stale is not None and _same(rebased(stale), want):
                     raise _Outside("a fetch answered from the leader's earlier state (the "
                                    "model's fetch reads the leader's present state)")
+            if ((t is None or not _same(t, want))
+                    and int(args.get("fetchedTo", -1)) > s.leo[self.replicas.index(s.leader)]):
+                raise _Outside("a fetch from a deposed leader, past the present leader's end: "
+                               "the follower had not yet heard of the new leader (the model "
+                               "has one leader)")
         elif action == "AdvanceHW":
             # The leader's HW may stop short of the ISR's least LEO (what it last heard of the
             # followers): the model's AdvanceHW(h) takes any h up to it.
@@ -543,6 +580,18 @@ class _LsoInstance:
         elif action in ("ShrinkIsr", "ExpandIsr"):
             member = int(args["r"])
             t = getattr(twin, action)(s, member)
+            epoch = int(args.get("brokerEpoch", -1))
+            if (t is None and action == "ExpandIsr" and epoch != -1
+                    and self.registered.get(member, epoch) != epoch):
+                # The controller refuses it (KIP-903); the leader then forgets what that
+                # incarnation fetched. The model's leader knows where every log ends.
+                self.doomed.add(member)
+                raise _Outside("the leader proposed a member on what an earlier incarnation "
+                               "of its broker had fetched (the controller refuses it: a stale "
+                               "broker epoch)", resync=False)
+            if (t is not None and action == "ExpandIsr" and epoch != -1
+                    and str(args.get("cause", "")).startswith("AlterPartition proposed")):
+                self.proposed[member] = epoch
             if t is None and args.get("cause", "").startswith("AlterPartition refused"):
                 raise _Outside("an ISR change the controller refused was withdrawn")
         elif action == "DeleteRecords":
@@ -563,7 +612,11 @@ class _LsoInstance:
             t = twin.Flush(s, r, want.flushed[self.replicas.index(r)])
         elif action == "CrashRestart":
             assert r is not None
-            t = self._crash_restart(s, r, int(args["h"]), want)
+            outside: _Outside | None = None
+            try:
+                t = self._crash_restart(s, r, int(args["h"]), want)
+            except _Outside as unmodelled:  # raised below, unless it waits for the ISR drop
+                t, outside = None, unmodelled
             i = self.replicas.index(r)
             if r == s.leader and r in s.isr and want.leo[i] < s.committed:
                 # The leader itself lost committed records: the controller takes it out of the
@@ -574,10 +627,14 @@ class _LsoInstance:
                                "(checked as CrashRestart once the controller drops it from the "
                                "ISR)", resync=False)
             if t is None and r in s.isr and want.leo[i] < s.committed:
-                out = self._crash_restart(s._replace(isr=s.isr - {r}), r, int(args["h"]),
-                                          want._replace(isr=s.isr - {r}))
-                if out is not None and _same(out._replace(isr=s.isr, epochStart=want.epochStart),
-                                             want):
+                try:
+                    out = self._crash_restart(s._replace(isr=s.isr - {r}), r, int(args["h"]),
+                                              want._replace(isr=s.isr - {r}))
+                    dropped = out is not None and _same(
+                        out._replace(isr=s.isr, epochStart=want.epochStart), want)
+                except _Outside:
+                    dropped = True  # settled (as outside) once the replica leaves the ISR
+                if dropped:
                     # The broker loads its logs before it registers again; the controller then
                     # drops it from the ISR (its broker epoch is stale) before it serves or
                     # fetches. The model's fault model has the ISR drop first: so checked.
@@ -586,6 +643,8 @@ class _LsoInstance:
                                    "not flushed (checked as CrashRestart once the controller "
                                    "drops it from the ISR, which the model has first)",
                                    resync=False)
+            if outside is not None:
+                raise outside
             if t is not None:
                 # A restarted leader's new epoch starts at its LEO (recorded by the BecomeLeader
                 # of that epoch, which the twin's value is then checked against).
@@ -666,6 +725,24 @@ class _LsoInstance:
         if want.segStart[i] < s.segStart[i] <= want.logStart[i]:
             raise _Outside("a power loss brought back a deleted segment wholly below the start "
                            "offset (the model's deletions are for good)")
+        if (self.bug == LAZY_CHECKPOINT and want.segStart[i] < s.segStart[i]
+                and want.ckptStart[i] <= want.logStart[i] < s.logStart[i]):
+            raise _Outside("a power loss brought back deleted segments, and with the start "
+                           "offset checkpointed lazily (Kafka's way) the start offset went back "
+                           "with them: records deleted are in this replica's log again (the "
+                           "model's deletions are for good; the crash campaign's "
+                           "PeriodicStartOffsetCheckpoint row shows what that costs)")
+        # Offsets in the model are records; in a log they come in batches. A follower restarted
+        # at a start offset inside a batch began its first segment at the batch's base (the
+        # FollowerFetch that "took the whole batch"); a power loss that took that segment, not
+        # yet durable, leaves the log restarted empty at its start offset again, where the
+        # model keeps the batch's base: checked with the log's own first segment.
+        t = twin.CrashRestart(s, r, want.leo[i], h)
+        if (t is not None and want.segStart[i] == want.logStart[i] == want.leo[i]
+                and t.segStart[i] < want.segStart[i]):
+            t = t._replace(segStart=_put(t.segStart, i, want.segStart[i]))
+            if _same(t, want._replace(epochStart=t.epochStart)):
+                return t
         # Refused: not enabled (records below the flushed offset lost, or an in-sync replica's
         # committed ones), or a mismatch.
         return twin.CrashRestart(s, r, want.leo[i], h)
@@ -1281,6 +1358,7 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                                | {f"{e['args'].get('tp')}#{e['args'].get('topicId', '')}"
                                   for _, e in events if e["model"] == FETCHER_FAILURE}))
     failed: set[str] = set()
+    registered: dict[int, int] = {}  # broker -> its registered broker epoch so far
     header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
     lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
 
@@ -1310,6 +1388,8 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             generation[inst] = str(args.get("topicId", ""))
             replicas = tuple(sorted(int(r) for r in args["replicas"]))
             lso[inst] = _LsoInstance(replicas, int(args["leader"]), max_offset, lso_bug)
+            registered.update({int(b): int(v) for b, v in args.get("brokerEpochs", {}).items()})
+            lso[inst].registered = registered
             lso[inst].state = lso[inst].state._replace(isr=frozenset(args["isr"]))
             lso[inst].written_epoch = int(args.get("leaderEpoch", -1))
             cf[inst] = _CfInstance(args, (max(2, max_ce - int(args["controllerEpoch"]) + 1),
@@ -1328,6 +1408,10 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
         elif model == CONTROLLER_FENCING:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
+            if action == "Register":
+                registered[int(args["b"])] = int(args["e"])
+                for instance_ in lso.values():
+                    instance_.registered_again(int(args["b"]), int(args["e"]))
             if (action == "ElectLeader" and args.get("outcome") == "written" and inst in lso
                     and not other_generation(inst, args)):
                 lso[inst].written_epoch = int(changed.get("leaderEpoch", -1))

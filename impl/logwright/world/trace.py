@@ -110,6 +110,18 @@ class TraceRecorder:
         nothing if none did, unless ``always``."""
         if not self.enabled:
             return
+        changed = self.replica_changes(instance, replica, values, durable)
+        if changed or always:
+            self.emit(node, LOG_START_OFFSET, instance, action, args, changed)
+
+    def replica_changes(self, instance: str, replica: int,
+                        values: tuple[int, int, int, int, int | None, int],
+                        durable: bool = False) -> dict[str, Json]:
+        """The variables of replica ``replica`` of ``instance`` that ``values`` change since its
+        last event (as :meth:`replica_step` reads them), taken as recorded: for an event that
+        carries them with changes of its own."""
+        if not self.enabled:
+            return {}
         key = (instance, replica)
         before = self._replicas.get(key)
         now: list[int | None] = list(values)
@@ -122,8 +134,7 @@ class TraceRecorder:
             if now[i] is not None and (before is None or before[i] != now[i]):
                 changed[name] = {str(replica): now[i]}
         self._replicas[key] = now
-        if changed or always:
-            self.emit(node, LOG_START_OFFSET, instance, action, args, changed)
+        return changed
 
     def forget_replica(self, instance: str, replica: int) -> None:
         """A replica's log was deleted: its next event records every variable again."""
