@@ -139,6 +139,49 @@ def test_scheduler_is_seeded_and_periodic() -> None:
     assert any(run(s) != run(1) for s in range(2, 10))
 
 
+def test_cancelled_tasks_leave_the_queue_and_let_go_of_their_work() -> None:
+    """Issue 16's soak: completed acks=all produces stayed alive until their request timeout,
+    held by their cancelled expiry timers still queued. A cancelled task drops its work at
+    once, and the queue is rebuilt once cancelled tasks are most of it; what runs, and in
+    which order, is what a queue that kept them would run (the same seed, a random mix of
+    schedules and cancellations, checked against the order of the entries' keys)."""
+    import gc
+    import weakref
+
+    class Work:
+        def __call__(self) -> None:
+            ran.append(self)
+
+    for seed in range(5):
+        rng = random.Random(seed)
+        keys = random.Random(seed)  # the scheduler draws one tie-breaker per push, as here
+        sched = SimScheduler(VirtualClock(0), seed=seed)
+        ran: list[Work] = []
+        tasks = []
+        for i in range(3000):
+            work = Work()
+            delay = rng.randrange(0, 30_000)
+            tasks.append((sched.schedule(f"t{i}", work, delay), (delay, keys.random(), i, work)))
+            if rng.random() < 0.9:  # most timers are cancelled, as a completed request's is
+                task, entry = tasks.pop(rng.randrange(len(tasks)))
+                task.cancel()
+                task.cancel()  # twice is once
+            assert sched.queued <= max(2 * len(tasks) + 2, len(tasks) + 258)
+        live = [entry for _, entry in tasks]
+        sched.advance(30_000)
+        assert [id(w) for w in ran] == [id(e[3]) for e in sorted(live, key=lambda e: e[:3])]
+        assert sched.queued == 0
+
+    sched = SimScheduler(VirtualClock(0), seed=1)
+    work = Work()
+    gone = weakref.ref(work)
+    task = sched.schedule("expiry", work, 30_000)
+    del work
+    task.cancel()
+    gc.collect()
+    assert gone() is None, "a cancelled task still holds its work"
+
+
 class _Inbox:
     def __init__(self, node_id: str) -> None:
         self.node_id = node_id

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from logwright.world.clock import Clock, VirtualClock, WallClock
 
 
+def _nothing() -> None:
+    """What a cancelled task would run: nothing."""
+
+
 @dataclass(eq=False)
 class Task:
     """A scheduled unit of background work."""
@@ -27,10 +31,22 @@ class Task:
     period_ms: int | None = None
     cancelled: bool = False
     runs: int = field(default=0)
+    #: The scheduler whose queue holds the task now (None: not queued, e.g. while it runs).
+    queue: Scheduler | None = field(default=None, repr=False)
 
     def cancel(self) -> None:
-        """Stop the task from running again."""
+        """Stop the task from running again, and let go of what its work holds at once (a
+        cancelled expiry timer must not keep its completed request alive until it was due)."""
+        if self.cancelled:
+            return
         self.cancelled = True
+        self.fn = _nothing
+        if self.queue is not None:
+            self.queue._cancelled_in_queue()
+
+
+_COMPACT_AT = 256
+"""The queue is rebuilt only once more than this many cancelled tasks are in it."""
 
 
 class Scheduler:
@@ -40,6 +56,7 @@ class Scheduler:
         self.clock = clock
         self._rng = random.Random(seed)
         self._heap: list[tuple[int, float, int, Task]] = []
+        self._cancelled = 0  # cancelled tasks still in the heap
         self._seq = 0
         self._lock = threading.Lock()
         #: Called with what a task raised; returning True absorbs it (the simulated world uses
@@ -59,14 +76,46 @@ class Scheduler:
     def _push(self, task: Task) -> None:
         with self._lock:
             self._seq += 1
+            task.queue = self
             heapq.heappush(self._heap, (task.due_ms, self._rng.random(), self._seq, task))
+
+    def _cancelled_in_queue(self) -> None:
+        """A queued task was cancelled. Once cancelled tasks are most of the queue, the queue
+        is rebuilt without them (as asyncio's event loop does), so the queue's size follows the
+        live tasks, not every timer armed within the longest delay. The order tasks run in is
+        unchanged: it is the order of the entries' keys, whatever the heap's shape."""
+        with self._lock:
+            self._cancelled += 1
+            if self._cancelled > _COMPACT_AT and 2 * self._cancelled > len(self._heap):
+                for entry in self._heap:
+                    if entry[3].cancelled:
+                        entry[3].queue = None
+                self._heap = [entry for entry in self._heap if not entry[3].cancelled]
+                heapq.heapify(self._heap)
+                self._cancelled = 0
+
+    def _pop(self) -> Task:
+        """The earliest entry, out of the heap (the lock held)."""
+        task = heapq.heappop(self._heap)[3]
+        task.queue = None
+        if task.cancelled:
+            self._cancelled -= 1
+        return task
+
+    def _drop_cancelled_head(self) -> None:
+        while self._heap and self._heap[0][3].cancelled:
+            self._pop()
 
     def next_due_ms(self) -> int | None:
         """When the earliest live task is due, or None if nothing is scheduled."""
         with self._lock:
-            while self._heap and self._heap[0][3].cancelled:
-                heapq.heappop(self._heap)
+            self._drop_cancelled_head()
             return self._heap[0][0] if self._heap else None
+
+    @property
+    def queued(self) -> int:
+        """Entries in the queue, cancelled ones not yet dropped included (for memory checks)."""
+        return len(self._heap)
 
     def pending(self) -> list[Task]:
         """The live tasks, in the order they would run."""
@@ -75,11 +124,10 @@ class Scheduler:
 
     def _run_one_due(self, now_ms: int) -> bool:
         with self._lock:
-            while self._heap and self._heap[0][3].cancelled:
-                heapq.heappop(self._heap)
+            self._drop_cancelled_head()
             if not self._heap or self._heap[0][0] > now_ms:
                 return False
-            _, _, _, task = heapq.heappop(self._heap)
+            task = self._pop()
         task.runs += 1
         if task.period_ms is not None:
             task.due_ms = now_ms + task.period_ms
