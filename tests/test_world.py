@@ -163,7 +163,7 @@ def test_cancelled_tasks_leave_the_queue_and_let_go_of_their_work() -> None:
             delay = rng.randrange(0, 30_000)
             tasks.append((sched.schedule(f"t{i}", work, delay), (delay, keys.random(), i, work)))
             if rng.random() < 0.9:  # most timers are cancelled, as a completed request's is
-                task, entry = tasks.pop(rng.randrange(len(tasks)))
+                task, _ = tasks.pop(rng.randrange(len(tasks)))
                 task.cancel()
                 task.cancel()  # twice is once
             assert sched.queued <= max(2 * len(tasks) + 2, len(tasks) + 258)
