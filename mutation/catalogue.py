@@ -323,6 +323,15 @@ MUTANTS: tuple[Mutant, ...] = (
              "records and be elected: acknowledged records lost.",
     ),
     Mutant(
+        name="an ISR member added on a stale broker epoch",
+        file="impl/logwright/controller/election.py",
+        anchor="if self._stale_new_members(request, state):",
+        replacement="if False:",
+        loss="A follower that lost unflushed records in a power loss and registered again could "
+             "be put back into the ISR on what its earlier incarnation had fetched, without the "
+             "committed records; a later election of it loses acknowledged records (KIP-903).",
+    ),
+    Mutant(
         name="election outside the eligible set",
         file="impl/logwright/controller/election.py",
         anchor="if live and self._unclean_allowed(topic):",
