@@ -10,6 +10,7 @@ module's own rules, action by action, and its Z3 encoding.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
@@ -339,28 +340,35 @@ def test_the_acked_strengthening_holds_on_random_walks_of_the_twin() -> None:
     ts = z3_module.system()
     sym = ts.state("s")
     conjuncts = [(name, fn(sym)) for name, fn in z3_module.acked_strengthening()]
-    rng = random.Random(20261129)
-    actions = spec.actions()
     seen: set[Any] = set()
-    for _ in range(30):
+    for s in _walk(spec, seed=20261129, walks=30):
+        values = view.abstract(s)
+        key = tuple(sorted(values.items()))
+        if key not in seen:
+            seen.add(key)
+            pins = [(sym[n], z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
+                    for n, v in values.items()]
+            for name, formula in conjuncts:
+                assert z3.is_true(z3.simplify(z3.substitute(formula, *pins))), (
+                    f"{name}:\n{spec.describe(s)}")
+    assert len(seen) > 1000
+
+
+def _walk(spec: LeaderElectionSpec, seed: int, walks: int, steps: int = 60) -> Iterator[State]:
+    """Every state of ``walks`` seeded random walks of the twin from its start, each ending at
+    ``steps`` steps, a deadlock, or the first state outside the constraint (yielded too)."""
+    rng = random.Random(seed)
+    actions = spec.actions()
+    for _ in range(walks):
         s: State = start(spec)
-        for _ in range(60):
+        for _ in range(steps):
             nexts = [t for _, fn in actions for t in fn(s)]
             if not nexts:
                 break
             s = rng.choice(nexts)
-            values = view.abstract(s)
-            key = tuple(sorted(values.items()))
-            if key not in seen:
-                seen.add(key)
-                pins = [(sym[n], z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(v))
-                        for n, v in values.items()]
-                for name, formula in conjuncts:
-                    assert z3.is_true(z3.simplify(z3.substitute(formula, *pins))), (
-                        f"{name}:\n{spec.describe(s)}")
+            yield s
             if not spec.constraint(s):
                 break
-    assert len(seen) > 1000
 
 
 @pytest.mark.parametrize("bug", ["DamagedReplicaKeptInIsr", "NoStrictMinIsr"])
@@ -559,17 +567,7 @@ def test_acked_records_survive_on_random_walks_with_two_records() -> None:
     is known (``KNOWN_VIOLATIONS`` is empty)."""
     assert load_z3().KNOWN_VIOLATIONS == {}
     spec = LeaderElectionSpec(LeaderElectionConfig(max_records=2, max_epoch=12))
-    rng = random.Random(20261128)
-    actions = spec.actions()
     invariants = spec.invariants()
-    for _ in range(150):
-        s: State = start(spec)
-        for _ in range(60):
-            nexts = [t for _, fn in actions for t in fn(s)]
-            if not nexts:
-                break
-            s = rng.choice(nexts)
-            for name, holds in invariants:
-                assert holds(s), f"{name}:\n{spec.describe(s)}"
-            if not spec.constraint(s):
-                break
+    for s in _walk(spec, seed=20261128, walks=150):
+        for name, holds in invariants:
+            assert holds(s), f"{name}:\n{spec.describe(s)}"
