@@ -1,39 +1,73 @@
 """Sparse segment indexes: offset -> file position, and timestamp -> offset.
 
 Files use Kafka's entry layouts (big-endian): ``.index`` entries are (relative offset int32,
-position int32); ``.timeindex`` entries are (timestamp int64, relative offset int32). Entries are
-kept in memory as arrays and written to the file at flush, close or truncation (an append costs
-no system call, as Kafka's memory-mapped index costs none). Indexes are derived data: a missing,
-short or inconsistent index is rebuilt from the log, never trusted, so they are never the reason
-a record is lost.
+position int32); ``.timeindex`` entries are (timestamp int64, relative offset int32). Indexes
+are derived data: a missing, short or inconsistent index is rebuilt from the log, never
+trusted, so they are never the reason a record is lost.
+
+Memory is bounded, not proportional to the log. Entries form chunks of :data:`CHUNK`; the heap
+holds the first entry of every chunk and the whole last chunk, and a lookup that lands in an
+earlier chunk reads that chunk (512 or 768 bytes) back from the file. Kafka memory-maps its
+index files, so their pages are page cache the kernel may evict; entries kept on the heap could
+not be evicted, and a broker at full speed would grow by 32 bytes per indexed batch until its
+segments rolled. A chunk is written to the file when it is complete, so an append costs one
+write per :data:`CHUNK` entries (about one per 256 KiB of log at the default index interval);
+the last chunk is written at flush, close and truncation.
 """
 
 from __future__ import annotations
 
 import struct
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
+from collections.abc import Iterable
 
 from logwright.world.fs import FileHandle, FileSystem
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
+CHUNK = 64
+"""Entries per chunk: the heap holds one entry in ``CHUNK`` of a full index."""
+
 
 class IndexCorrupt(Exception):
     """An index file does not agree with its segment; the caller rebuilds it."""
 
 
-class _IndexFile:
-    """The file under an index: opened on demand, entries ``[0, written)`` already in it."""
+class _ChunkedIndex:
+    """The entries of one index, each a pair of ascending keys ``(a, b)``, and the file under it.
 
-    def __init__(self, fs: FileSystem, path: str, base_offset: int, entry_bytes: int) -> None:
+    Invariants: ``_tail`` holds entries ``[_tail_start, count)``, between 1 and ``CHUNK`` of
+    them when the index is not empty; ``_tail_start`` is ``CHUNK * (len(_first_a) - 1)``;
+    ``_first_a``/``_first_b`` hold entry ``CHUNK * c`` for every chunk c; entries
+    ``[0, _written)`` are in the file and ``_written >= _tail_start``.
+    """
+
+    ENTRY_BYTES = 0
+
+    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
         self._fs = fs
-        self._entry_bytes = entry_bytes
         self._handle: FileHandle | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        self._first_a, self._first_b = array("q"), array("q")
+        self._tail_a, self._tail_b = array("q"), array("q")
+        self._tail_start = 0
         self._written = 0
+
+    # ---- the entry layout (subclasses) ---------------------------------------------------------
+
+    def _encode(self, a: int, b: int) -> bytes:
+        raise NotImplementedError
+
+    def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
+        raise NotImplementedError
+
+    # ---- the file --------------------------------------------------------------------------------
 
     def _file(self) -> FileHandle:
         if self._handle is None:
@@ -44,208 +78,237 @@ class _IndexFile:
         handle = self._file()
         return handle.read(0, handle.size())
 
-    def _pending(self) -> bytes:
-        """The encoded entries not yet in the file (subclasses)."""
-        raise NotImplementedError
-
-    def _write_pending(self, count: int) -> None:
+    def _write_pending(self) -> None:
+        count = self.entries
         if self._written < count:
-            self._file().write_at(self._written * self._entry_bytes, self._pending())
+            assert self._written >= self._tail_start
+            skip = self._written - self._tail_start
+            data = b"".join(self._encode(a, b) for a, b in zip(self._tail_a[skip:],
+                                                                 self._tail_b[skip:],
+                                                                 strict=True))
+            self._file().write_at(self._written * self.ENTRY_BYTES, data)
             self._written = count
-
-    def _truncate_file(self, keep: int) -> None:
-        if keep < self._written:
-            self._file().truncate(keep * self._entry_bytes)
-            self._written = keep
-
-    def _count(self) -> int:
-        raise NotImplementedError
 
     def flush(self) -> None:
         """Write the pending entries and make every entry durable."""
-        self._write_pending(self._count())
+        self._write_pending()
         if self._handle is not None:
             self._handle.fsync()
 
     def close(self) -> None:
         """Write the pending entries (not durably) and release the file."""
         try:
-            self._write_pending(self._count())
+            self._write_pending()
         finally:
             if self._handle is not None:
                 self._handle.close()
                 self._handle = None
 
+    # ---- entries ---------------------------------------------------------------------------------
 
-class OffsetIndex(_IndexFile):
+    @property
+    def entries(self) -> int:
+        """Number of entries."""
+        return self._tail_start + len(self._tail_a)
+
+    def _last(self) -> tuple[int, int] | None:
+        return (self._tail_a[-1], self._tail_b[-1]) if self._tail_a else None
+
+    def _append(self, a: int, b: int) -> None:
+        if len(self._tail_a) == CHUNK:  # the last chunk is complete: to the file, off the heap
+            self._write_pending()
+            self._tail_start += CHUNK
+            self._tail_a, self._tail_b = array("q"), array("q")
+        if not self._tail_a:
+            self._first_a.append(a)
+            self._first_b.append(b)
+        self._tail_a.append(a)
+        self._tail_b.append(b)
+
+    def _chunk(self, c: int) -> tuple[array[int], array[int]]:
+        """The entries of chunk ``c``: the heap's last chunk, or an earlier one from the file."""
+        if c * CHUNK == self._tail_start:
+            return self._tail_a, self._tail_b
+        keep_open = self._handle is not None
+        try:
+            data = self._file().read(c * CHUNK * self.ENTRY_BYTES, CHUNK * self.ENTRY_BYTES)
+        finally:
+            if not keep_open and self._handle is not None:
+                # As after load: a segment only read from holds no descriptor for its index.
+                self._handle.close()
+                self._handle = None
+        a, b = array("q"), array("q")
+        for x, y in self._decode(data):
+            a.append(x)
+            b.append(y)
+        if len(a) != CHUNK:
+            raise OSError(f"{self.path}: chunk {c} is short ({len(a)} of {CHUNK} entries)")
+        return a, b
+
+    def _locate(self, by_b: bool, value: int) -> tuple[int, tuple[int, int] | None]:
+        """How many entries have key ``a`` (``b`` if ``by_b``) at most ``value``, and the last
+        of them (None if none)."""
+        chunks = bisect_right(self._first_b if by_b else self._first_a, value)
+        if chunks == 0:
+            return 0, None
+        c = chunks - 1
+        a, b = self._chunk(c)
+        i = bisect_right(b if by_b else a, value)
+        return c * CHUNK + i, (a[i - 1], b[i - 1])
+
+    def _truncate(self, keep: int) -> None:
+        """Keep the first ``keep`` entries."""
+        if keep >= self.entries:
+            return
+        if keep == 0:
+            self._first_a, self._first_b = array("q"), array("q")
+            self._tail_a, self._tail_b, self._tail_start = array("q"), array("q"), 0
+        else:
+            chunks = (keep + CHUNK - 1) // CHUNK
+            start = (chunks - 1) * CHUNK
+            a, b = self._chunk(chunks - 1)
+            self._tail_a, self._tail_b = a[:keep - start], b[:keep - start]
+            self._tail_start = start
+            del self._first_a[chunks:]
+            del self._first_b[chunks:]
+        if keep < self._written:
+            self._file().truncate(keep * self.ENTRY_BYTES)
+            self._written = keep
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._clear()
+        self._file().truncate(0)
+
+    def _load_entries(self, entries: Iterable[tuple[int, int]]) -> None:
+        """Take ``entries``, all of them already in the file, as the index."""
+        self._clear()
+        listed = list(entries)
+        self._written = len(listed)  # so that completing a chunk writes nothing back
+        for a, b in listed:
+            self._append(a, b)
+
+
+class OffsetIndex(_ChunkedIndex):
     """Relative offset -> byte position of the batch starting there, sparse and ascending."""
 
     ENTRY_BYTES = _OFFSET_ENTRY.size
 
-    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
-        super().__init__(fs, path, base_offset, self.ENTRY_BYTES)
-        self._offsets = array("q")
-        self._positions = array("q")
+    def _encode(self, a: int, b: int) -> bytes:
+        return _OFFSET_ENTRY.pack(a - self.base_offset, b)
 
-    def _count(self) -> int:
-        return len(self._offsets)
-
-    def _pending(self) -> bytes:
-        base, pack, start = self.base_offset, _OFFSET_ENTRY.pack, self._written
-        pending = zip(self._offsets[start:], self._positions[start:], strict=True)
-        return b"".join(pack(o - base, p) for o, p in pending)
+    def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
+        base = self.base_offset
+        return ((base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(data))
 
     def load(self, log_size: int, max_offset: int | None = None) -> None:
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
         data = self._read_all()
         usable = len(data) - len(data) % self.ENTRY_BYTES
-        offsets, positions = array("q"), array("q")
+        checked: list[tuple[int, int]] = []
         last_rel, last_pos = -1, -1
         for rel, pos in _OFFSET_ENTRY.iter_unpack(data[:usable]):
             if rel <= last_rel or pos <= last_pos or pos >= log_size or rel < 0:
                 raise IndexCorrupt(f"{self.path}: entry ({rel}, {pos}) out of order or past end")
             if max_offset is not None and self.base_offset + rel > max_offset:
                 raise IndexCorrupt(f"{self.path}: offset {self.base_offset + rel} past the log")
-            offsets.append(self.base_offset + rel)
-            positions.append(pos)
+            checked.append((self.base_offset + rel, pos))
             last_rel, last_pos = rel, pos
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 8")
-        self._offsets, self._positions = offsets, positions
-        self._written = len(offsets)
+        self._load_entries(checked)
         # Reopened by the next write: a broker with tens of thousands of segments must not
         # hold two more descriptors per segment for having read its indexes at start-up.
         self.close()
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry for the batch starting at ``offset`` at ``position``."""
-        assert not self._offsets or (offset > self._offsets[-1] and position > self._positions[-1])
+        last = self._last()
+        assert last is None or (offset > last[0] and position > last[1])
         rel = offset - self.base_offset
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
-        self._offsets.append(offset)
-        self._positions.append(position)
+        self._append(offset, position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as (offset, position); (base, 0) if none."""
-        i = bisect_right(self._offsets, offset)
-        if i == 0:
-            return self.base_offset, 0
-        return self._offsets[i - 1], self._positions[i - 1]
+        _, entry = self._locate(False, offset)
+        return entry if entry is not None else (self.base_offset, 0)
 
     def batch_start_at_or_before(self, position: int) -> int:
         """The largest indexed batch position <= ``position`` (0 if none): a batch boundary."""
-        i = bisect_right(self._positions, position)
-        return self._positions[i - 1] if i else 0
+        _, entry = self._locate(True, position)
+        return entry[1] if entry is not None else 0
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries at or after byte ``position`` of the log."""
-        i = bisect_right(self._positions, position - 1)
-        if i < len(self._offsets):
-            del self._offsets[i:]
-            del self._positions[i:]
-            self._truncate_file(i)
-
-    def reset(self) -> None:
-        """Drop every entry (before a rebuild)."""
-        self._offsets, self._positions = array("q"), array("q")
-        self._file().truncate(0)
-        self._written = 0
-
-    @property
-    def entries(self) -> int:
-        """Number of entries."""
-        return len(self._offsets)
+        self._truncate(self._locate(True, position - 1)[0])
 
     @property
     def last_entry(self) -> tuple[int, int]:
         """The last (offset, position), or (base, 0) if empty."""
-        if not self._offsets:
-            return self.base_offset, 0
-        return self._offsets[-1], self._positions[-1]
+        last = self._last()
+        return last if last is not None else (self.base_offset, 0)
 
 
-
-class TimeIndex(_IndexFile):
+class TimeIndex(_ChunkedIndex):
     """Timestamp -> relative offset, sparse, with strictly increasing timestamps."""
 
     ENTRY_BYTES = _TIME_ENTRY.size
 
-    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
-        super().__init__(fs, path, base_offset, self.ENTRY_BYTES)
-        self._timestamps = array("q")
-        self._offsets = array("q")
+    def _encode(self, a: int, b: int) -> bytes:
+        return _TIME_ENTRY.pack(a, b - self.base_offset)
 
-    def _count(self) -> int:
-        return len(self._offsets)
-
-    def _pending(self) -> bytes:
-        base, pack, start = self.base_offset, _TIME_ENTRY.pack, self._written
-        pending = zip(self._timestamps[start:], self._offsets[start:], strict=True)
-        return b"".join(pack(t, o - base) for t, o in pending)
+    def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
+        base = self.base_offset
+        return ((ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(data))
 
     def load(self, max_offset: int | None = None) -> None:
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
         data = self._read_all()
         usable = len(data) - len(data) % self.ENTRY_BYTES
-        timestamps, offsets = array("q"), array("q")
+        checked: list[tuple[int, int]] = []
         last_ts, last_rel = -(1 << 63), -1
         for ts, rel in _TIME_ENTRY.iter_unpack(data[:usable]):
             if ts <= last_ts or rel < last_rel or rel < 0:
                 raise IndexCorrupt(f"{self.path}: entry ({ts}, {rel}) out of order")
             if max_offset is not None and self.base_offset + rel > max_offset:
                 raise IndexCorrupt(f"{self.path}: offset {self.base_offset + rel} past the log")
-            timestamps.append(ts)
-            offsets.append(self.base_offset + rel)
+            checked.append((ts, self.base_offset + rel))
             last_ts, last_rel = ts, rel
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 12")
-        self._timestamps, self._offsets = timestamps, offsets
-        self._written = len(offsets)
+        self._load_entries(checked)
         self.close()  # reopened by the next write, as for the offset index
 
     def maybe_append(self, timestamp_ms: int, offset: int) -> None:
         """Add an entry if ``timestamp_ms`` is larger than the last one."""
-        if self._timestamps and timestamp_ms <= self._timestamps[-1]:
+        last = self._last()
+        if last is not None and timestamp_ms <= last[0]:
             return
         rel = offset - self.base_offset
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
-        self._timestamps.append(timestamp_ms)
-        self._offsets.append(offset)
+        self._append(timestamp_ms, offset)
 
     def lookup(self, timestamp_ms: int) -> int:
         """The offset of the last entry with timestamp < ``timestamp_ms`` (base offset if none).
 
         A scan from there finds the first batch whose max timestamp is >= ``timestamp_ms``.
         """
-        i = bisect_right(self._timestamps, timestamp_ms - 1)
-        return self.base_offset if i == 0 else self._offsets[i - 1]
+        _, entry = self._locate(False, timestamp_ms - 1)
+        return entry[1] if entry is not None else self.base_offset
 
     def truncate_to_offset(self, offset: int) -> None:
         """Drop entries for offsets at or after ``offset``."""
-        keep = bisect_left(self._offsets, offset)
-        if keep < len(self._offsets):
-            del self._timestamps[keep:]
-            del self._offsets[keep:]
-            self._truncate_file(keep)
-
-    def reset(self) -> None:
-        """Drop every entry (before a rebuild)."""
-        self._timestamps, self._offsets = array("q"), array("q")
-        self._file().truncate(0)
-        self._written = 0
-
-    @property
-    def entries(self) -> int:
-        """Number of entries."""
-        return len(self._offsets)
+        self._truncate(self._locate(True, offset - 1)[0])
 
     @property
     def last_timestamp(self) -> int | None:
         """The largest indexed timestamp, or None if empty."""
-        return self._timestamps[-1] if self._timestamps else None
+        last = self._last()
+        return last[0] if last is not None else None
 
     @property
     def last_offset(self) -> int | None:
         """The offset of the last entry (where its timestamp was first reached), or None."""
-        return self._offsets[-1] if self._offsets else None
-
+        last = self._last()
+        return last[1] if last is not None else None
