@@ -23,6 +23,8 @@ from logwright.model.core import (
     CheckResult,
     Counterexample,
     Invariant,
+    ProgressFn,
+    SearchProgress,
     Spec,
     State,
 )
@@ -46,24 +48,34 @@ def _trace(parents: dict[State, tuple[State | None, str]], last: State) -> list[
     return steps
 
 
-def check(spec: Spec, max_states: int | None = None, *, packed: bool | None = None) -> CheckResult:
+def check(spec: Spec, max_states: int | None = None, *, packed: bool | None = None,
+          workers: int = 1, progress: ProgressFn | None = None) -> CheckResult:
     """Explore every state of ``spec`` reachable within its constraint, breadth first.
 
     Stops at the first invariant violation (as TLC does) or once ``max_states`` distinct states
     were found (then ``complete`` is False). When the spec offers the batched fast path
     (:class:`~logwright.model.packed.PackedSpec`) it is used unless ``packed=False``; both
-    engines find the same states, counts and shortest traces.
+    engines find the same states, counts and shortest traces. ``workers`` threads share the
+    packed engine's work (the generic engine uses one); ``progress`` is called as the search
+    goes (after each level, and every 250,000 distinct states of the generic engine).
     """
     from logwright.model.packed import PackedSpec, check_packed
 
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
     if isinstance(spec, PackedSpec) and packed is not False and spec.packed_available():
-        return check_packed(spec, max_states)
+        return check_packed(spec, max_states, workers=workers, progress=progress)
     if packed:
-        raise ValueError(f"{spec.name} offers no packed fast path")
-    return check_generic(spec, max_states)
+        raise ValueError(f"{spec.name} offers no packed fast path with these constants")
+    return check_generic(spec, max_states, progress=progress)
 
 
-def check_generic(spec: Spec, max_states: int | None = None) -> CheckResult:
+GENERIC_PROGRESS_EVERY = 250_000
+"""The generic engine reports progress each time this many more distinct states are found."""
+
+
+def check_generic(spec: Spec, max_states: int | None = None, *,
+                  progress: ProgressFn | None = None) -> CheckResult:
     """The reference engine: one state at a time, states as the spec's own hashable values."""
     started = time.perf_counter()
     invariants = list(spec.invariants())
@@ -97,6 +109,10 @@ def check_generic(spec: Spec, max_states: int | None = None) -> CheckResult:
     # The hot loop: a spec without a CONSTRAINT skips the call, and invariants are inlined.
     unconstrained = type(spec).constraint is Spec.constraint
     depth = 1 if frontier else 0
+    if progress is not None and frontier:
+        progress(SearchProgress(1, generated, len(parents), len(frontier),
+                                time.perf_counter() - started))
+    report_at = GENERIC_PROGRESS_EVERY if progress is not None else -1
     while frontier:
         successors: list[State] = []
         append = successors.append
@@ -119,7 +135,16 @@ def check_generic(spec: Spec, max_states: int | None = None) -> CheckResult:
                     if len(parents) == limit:
                         return result(depth + 1, complete=False,
                                       left=len(frontier) - i - 1 + len(successors))
+                    if len(parents) == report_at:
+                        assert progress is not None
+                        report_at += GENERIC_PROGRESS_EVERY
+                        progress(SearchProgress(depth + 1, generated, len(parents),
+                                                len(frontier) - i - 1 + len(successors),
+                                                time.perf_counter() - started))
         if successors:
             depth += 1
+            if progress is not None:
+                progress(SearchProgress(depth, generated, len(parents), len(successors),
+                                        time.perf_counter() - started))
         frontier = successors
     return result(depth)

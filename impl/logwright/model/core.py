@@ -97,6 +97,24 @@ class Counterexample:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class SearchProgress:
+    """Where a search stands after a level (or a batch of states): what TLC's progress lines
+    report."""
+
+    depth: int
+    """The BFS level just finished (initial states: 1)."""
+    generated: int
+    distinct: int
+    queued: int
+    """States found and not yet expanded."""
+    seconds: float
+
+
+ProgressFn = Callable[[SearchProgress], None]
+"""What a checker calls with its progress; it must not change the search."""
+
+
 @dataclass
 class CheckResult:
     """TLC-like statistics of one exhaustive exploration, and its violation if one was found.
@@ -128,6 +146,30 @@ class CheckResult:
     def holds(self) -> bool:
         """Whether the search was complete and found no violation."""
         return self.complete and self.violation is None
+
+    def tlc_report(self, spec: Spec | None = None) -> str:
+        """The end of a TLC run, in TLC's words: the verdict (with the behaviour, each state
+        rendered by ``spec.describe`` when given, for a violation), the counts and the depth.
+        Times are left out, so the same search always reads the same."""
+        lines: list[str] = []
+        if self.violation is not None:
+            lines.append(f"Error: Invariant {self.violation.invariant} is violated.")
+            lines.append("Error: The behavior up to this point is:")
+            for i, (action, state) in enumerate(self.violation.steps, start=1):
+                label = "<Initial predicate>" if action == INITIAL else f"<{action}>"
+                lines.append(f"State {i}: {label}")
+                body = spec.describe(state) if spec is not None else repr(state)
+                lines.extend(body.splitlines())
+                lines.append("")
+        elif self.complete:
+            lines.append("Model checking completed. No error has been found.")
+        else:
+            lines.append(f"Search stopped after {self.distinct:,} distinct states, before the "
+                         "state space was exhausted: no error found so far.")
+        lines.append(f"{self.generated} states generated, {self.distinct} distinct states "
+                     f"found, {self.left_on_queue} states left on queue.")
+        lines.append(f"The depth of the complete state graph search is {self.depth}.")
+        return "\n".join(lines)
 
     def summary(self) -> str:
         """One line: the figures TLC prints, plus the rate."""
