@@ -129,3 +129,22 @@ def test_the_code_set_agrees_with_a_python_set_through_growth_and_collisions() -
         assert 2 * codes.size <= codes.nbytes // 8  # never more than half full
     probe = np.arange(0, 6_000, dtype=np.int64)
     assert codes.contains(probe).tolist() == [int(c) in model for c in probe]
+
+
+def test_constants_too_large_for_64_bits_fall_back_to_the_generic_engine(tmp_path: Path) -> None:
+    """Three replicas and four offsets of LogStartOffset do not pack into one int64 code: auto
+    runs the generic engine, and asking for the packed one is an error that says why."""
+    cfg = tmp_path / "LogStartOffset_wide.cfg"
+    cfg.write_text((SPEC / "LogStartOffset.cfg").read_text()
+                   .replace("Replicas = {1, 2}", "Replicas = {1, 2, 3}")
+                   .replace("MaxOffset = 2", "MaxOffset = 3"))
+    spec = SPECS["LogStartOffset"].from_cfg(cfg)  # type: ignore[attr-defined]
+    assert not spec.packed_available()
+    run = CliRunner().invoke(main, ["check", "LogStartOffset", "--cfg", str(cfg),
+                                    "--max-states", "2000"])
+    assert run.exit_code == 4, run.output
+    assert "generic engine" in run.stderr
+    assert run.stdout.startswith("Search stopped after 2,000 distinct states")
+    refused = CliRunner().invoke(main, ["check", "LogStartOffset", "--cfg", str(cfg),
+                                        "--engine", "packed"])
+    assert refused.exit_code == 1 and "do not fit in 64 bits" in refused.stderr
