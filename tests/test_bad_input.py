@@ -556,6 +556,16 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["--real", "{" + p + "}"]),
         st.sampled_from([["--nope"], ["--seed"], ["--real"], ["extra"]]),
     ),
+    "check": st.one_of(
+        st.text(alphabet="xyzLog", min_size=1, max_size=8).map(lambda s: [s]),
+        st.tuples(st.sampled_from(["ReplicaMove", "StrayCleanup"]), st.just("--cfg"),
+                  st.sampled_from(["{file}", "{below_file}", "{full}"])).map(list),
+        st.tuples(st.just("ReplicaMove"),
+                  st.sampled_from(["--workers", "--max-states"]),
+                  st.sampled_from(["0", "-1", "x", "1.5", ""])).map(list),
+        st.sampled_from([[], ["--nope"], ["ReplicaMove", "--engine", "fast"],
+                         ["StrayCleanup", "--engine", "packed"], ["ReplicaMove", "extra"]]),
+    ),
     "verify": st.one_of(
         st.text(alphabet="xyz", min_size=1, max_size=6).map(lambda s: ["--suite", s]),
         st.sampled_from([["--nope"], ["--suite"], ["extra"]]),
