@@ -566,6 +566,19 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.sampled_from([[], ["--nope"], ["ReplicaMove", "--engine", "fast"],
                          ["StrayCleanup", "--engine", "packed"], ["ReplicaMove", "extra"]]),
     ),
+    "serve": st.one_of(
+        st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["--data-dir",
+                                                                       "{" + p + "}"]),
+        st.tuples(st.just("--data-dir"), st.sampled_from(["{below_file}", "{file}"]),
+                  st.just("--listeners"),
+                  st.sampled_from(["x", "1.2.3.4", "h:99999", "h:1,h:2", "h:1,h:2,h:3,h:4",
+                                   "SASL_SSL://h:1,h:2,h:3", "a:1,b:2,c:3", "h:x,h:2,h:3"]))
+        .map(list),
+        st.tuples(st.just("--data-dir"), st.just("{full}"),
+                  st.sampled_from(["--brokers", "--log-dirs-per-broker", "--max-request-bytes"]),
+                  st.sampled_from(["0", "-1", "x", "", "1.5"])).map(list),
+        st.sampled_from([[], ["--nope"], ["extra"], ["--data-dir"]]),
+    ),
     "verify": st.one_of(
         st.text(alphabet="xyz", min_size=1, max_size=6).map(lambda s: ["--suite", s]),
         st.sampled_from([["--nope"], ["--suite"], ["extra"]]),

@@ -265,6 +265,113 @@ def demo(seed: int, real_path: str | None, trace_path: str | None) -> None:
     cluster.close()
 
 
+@main.command()
+@click.option("--data-dir", "data_dir", required=True, metavar="DIR",
+              help="The cluster's data: opened if it holds one, created if new or empty.")
+@click.option("--brokers", type=click.IntRange(1, 64), default=None,
+              help="Brokers of a new cluster (default 3; an existing one keeps its own).")
+@click.option("--log-dirs-per-broker", "dirs", type=click.IntRange(1, 16), default=None,
+              help="Log dirs per broker of a new cluster (default 2).")
+@click.option("--listeners", default=None, metavar="LIST",
+              help="One listener per broker, in broker order, comma-separated: HOST:PORT or "
+                   "PLAINTEXT://HOST:PORT (port 0: any free port). Default: 127.0.0.1, free "
+                   "ports.")
+@click.option("--config", "config_file", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="A server.properties file configuring every broker and the controller.")
+@click.option("--max-request-bytes", type=click.IntRange(1024, 2**31 - 1),
+              default=104_857_600, show_default=True,
+              help="socket.request.max.bytes: a larger request frame closes its connection.")
+def serve(data_dir: str, brokers: int | None, dirs: int | None, listeners: str | None,
+          config_file: str | None, max_request_bytes: int) -> None:
+    """Run a real cluster with each broker on its own port, speaking Kafka's protocol.
+
+    Prints "bootstrap.servers=HOST:PORT,..." once every broker listens, then serves Kafka
+    clients (kafka-python, confluent-kafka, kcat) until Ctrl-C or SIGTERM, when it closes every
+    connection and shuts the brokers down cleanly (clean-shutdown markers written). The APIs
+    served and their versions are in docs/wire.md.
+
+    \b
+    Exit codes:
+      0  stopped by Ctrl-C or SIGTERM after a clean shutdown
+      1  the cluster could not start (a bad DIR, a port in use, a bad config file)
+      2  usage error
+      5  internal error (rerun with --debug)
+    """
+    import signal
+    import threading
+
+    from logwright.cluster import Cluster
+    from logwright.errors import ClusterError
+    from logwright.wire import WireServer
+
+    existing = os.path.isfile(os.path.join(data_dir, "metadata.db"))
+    if existing:
+        layout = _cluster_layout(data_dir)
+        for name, given, actual in (("--brokers", brokers, layout[0]),
+                                    ("--log-dirs-per-broker", dirs, layout[1])):
+            if given is not None and given != actual:
+                raise ClusterError(f"{data_dir} holds a cluster with {name} {actual}, "
+                                   f"not {given}")
+        brokers, dirs = layout
+    brokers = 3 if brokers is None else brokers
+    dirs = 2 if dirs is None else dirs
+    ports = parse_listeners(listeners, brokers)
+    hosts = {h for h, _ in ports.values()}
+    if len(hosts) > 1:
+        raise ClusterError(f"--listeners: every broker listens on one host, not {sorted(hosts)}")
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        with Cluster.real(data_dir, brokers=brokers, log_dirs_per_broker=dirs,
+                          config_file=config_file) as cluster:
+            server = WireServer(cluster, host=hosts.pop(),
+                                ports={b: p for b, (_, p) in ports.items()},
+                                max_request_bytes=max_request_bytes)
+            try:
+                click.echo(f"bootstrap.servers={server.bootstrap_servers}")
+                for x in server.listeners:
+                    click.echo(f"broker {x.broker_id} listening on {x.host}:{x.port}", err=True)
+                try:
+                    server.serve_forever(stop)
+                except KeyboardInterrupt:
+                    pass
+            finally:
+                server.close()
+        click.echo("stopped: every broker shut down cleanly", err=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def parse_listeners(text: str | None, brokers: int) -> dict[int, tuple[str, int]]:
+    """``--listeners``: broker id -> (host, port); one entry per broker, in order."""
+    from logwright.errors import InvalidArgument
+
+    if text is None:
+        return {b: ("127.0.0.1", 0) for b in range(1, brokers + 1)}
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if len(items) != brokers:
+        raise InvalidArgument(f"--listeners: {len(items)} listener(s) for {brokers} broker(s); "
+                              f"give one per broker")
+    out: dict[int, tuple[str, int]] = {}
+    for b, item in enumerate(items, start=1):
+        if "://" in item:
+            scheme, item = item.split("://", 1)
+            if scheme.upper() != "PLAINTEXT":
+                raise InvalidArgument(f"--listeners: {scheme}:// is not served yet; only "
+                                      f"PLAINTEXT")
+        host, sep, port_text = item.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+            raise InvalidArgument(f"--listeners: {item!r} is not HOST:PORT")
+        out[b] = (host, int(port_text))
+    return out
+
+
 @main.command("check")
 @click.argument("module", metavar="MODULE")
 @click.option("--cfg", "cfg_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",

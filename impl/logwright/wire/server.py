@@ -1,0 +1,507 @@
+"""``logwright serve``: the embedded cluster's brokers on the network, speaking Kafka's protocol.
+
+Invariants upheld:
+
+* One thread runs everything: the sockets (a ``selectors`` loop) and the cluster's scheduler
+  take turns, so the brokers see wire requests exactly as they see the in-process client's,
+  through the cluster's network, and no lock is needed.
+* Like Kafka's socket server, a connection has one request in progress at a time: the next
+  frame is read only once the previous one is answered (or, for acks=0 produce, handed on),
+  so responses leave in request order.
+* A connection that sends what Kafka would refuse (a frame over ``socket.request.max.bytes``,
+  an unknown API key or version, malformed bytes) is closed, and only that connection; an
+  ApiVersions request at a version this broker does not know is answered at v0 with
+  UNSUPPORTED_VERSION and the versions it serves, as Kafka does. Buffered input per connection
+  never exceeds one frame plus one read.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import selectors
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from logwright.cluster import Cluster
+from logwright.errors import LogwrightError
+from logwright.identity import broker_node_id
+from logwright.protocol.messages import Message
+from logwright.wire import handlers
+from logwright.wire.codec import (
+    API_VERSIONS,
+    DecodedRequest,
+    WireError,
+    decode_request,
+    encode_response,
+    frame_size,
+)
+
+__all__ = ["Listener", "WireServer", "serving"]
+
+log = logging.getLogger("logwright.wire")
+
+DEFAULT_MAX_REQUEST_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
+DEFAULT_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
+DEFAULT_MAX_CONNECTIONS_PER_IP = 1_000
+GATEWAY_NODE = "wire"
+_READ_CHUNK = 1 << 16
+_TICK_MS = 20  # the longest the loop sleeps in select() with nothing due
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One broker's listening address."""
+
+    broker_id: int
+    host: str
+    port: int
+
+
+@dataclass
+class _Connection:
+    sock: socket.socket
+    broker_id: int
+    peer: str
+    last_active_ms: int
+    inbuf: bytearray = field(default_factory=bytearray)
+    outbuf: bytearray = field(default_factory=bytearray)
+    busy: bool = False  # a request is being served (Kafka mutes the channel)
+    closing: bool = False  # close once the output is written
+    closed: bool = False
+    events: int = selectors.EVENT_READ  # what the selector watches for (0: not registered)
+
+
+class _Gateway:
+    """The wire's node on the cluster network: sends the brokers requests and hands each
+    answer to the callback that waits for it."""
+
+    def __init__(self, server: WireServer) -> None:
+        self.node_id = GATEWAY_NODE
+        self.server = server
+        self._next_id = 0
+        self._waiting: dict[int, tuple[str, Callable[[Message | None], None], int]] = {}
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def call(self, dst: str, message: Message, on_answer: Callable[[Message | None], None],
+             timeout_ms: int) -> None:
+        self._waiting[message.correlation_id] = (dst, on_answer,
+                                                 self.server.now_ms() + timeout_ms)
+        self.server.cluster.runtime.network.send(self.node_id, dst, message)
+
+    def send(self, dst: str, message: Message) -> None:
+        self.server.cluster.runtime.network.send(self.node_id, dst, message)
+
+    def receive(self, src: str, message: object) -> None:
+        if not isinstance(message, Message):
+            return
+        waiting = self._waiting.get(message.correlation_id)
+        if waiting is None or waiting[0] != src:
+            return  # late or unasked for
+        del self._waiting[message.correlation_id]
+        waiting[1](message)
+
+    def expire(self, now_ms: int) -> None:
+        """Answer None to every call whose broker did not answer in time."""
+        for cid, (_dst, on_answer, deadline) in list(self._waiting.items()):
+            if deadline <= now_ms:
+                del self._waiting[cid]
+                on_answer(None)
+
+
+class WireServer:
+    """Serves ``cluster`` (a ``Cluster.real``) on one port per broker.
+
+    ``ports`` maps broker id to port (0 or absent: a free port, reported in ``listeners``).
+    Construct, then ``serve_forever(stop)`` in the thread that owns the cluster; ``close()``
+    closes the sockets (the cluster is the caller's to close)."""
+
+    def __init__(self, cluster: Cluster, host: str = "127.0.0.1",
+                 ports: Mapping[int, int] | None = None,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                 idle_ms: int = DEFAULT_IDLE_MS,
+                 max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP) -> None:
+        if max_request_bytes < 1:
+            raise LogwrightError(f"socket.request.max.bytes must be positive, "
+                                 f"not {max_request_bytes}")
+        self.cluster = cluster
+        self.host = host
+        self.max_request_bytes = max_request_bytes
+        self.idle_ms = idle_ms
+        self.max_connections_per_ip = max_connections_per_ip
+        self.selector = selectors.DefaultSelector()
+        self.listeners: list[Listener] = []
+        self._servers: dict[int, socket.socket] = {}  # broker id -> its listening socket
+        self._connections: dict[int, _Connection] = {}
+        self._per_ip: dict[str, int] = {}
+        self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._waits: list[tuple[Callable[[], bool], int, Callable[[bool], None]]] = []
+        #: Connections closed for a protocol error, and why (the last 100).
+        self.refused: deque[str] = deque(maxlen=100)
+        self.requests_served = 0
+        self.gateway = _Gateway(self)
+        cluster.runtime.network.register(self.gateway)
+        cluster.runtime.network.keep_order_from(GATEWAY_NODE)
+        ports = dict(ports or {})
+        try:
+            for broker_id in sorted(cluster.brokers):
+                self._listen(broker_id, ports.get(broker_id, 0))
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- sockets -----------------------------------------------------------------------------
+
+    def _listen(self, broker_id: int, port: int) -> None:
+        sock = self._bind(broker_id, port)
+        self._servers[broker_id] = sock
+        self.listeners.append(Listener(broker_id, self.host, sock.getsockname()[1]))
+
+    def _bind(self, broker_id: int, port: int) -> socket.socket:
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET,
+                             socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, port))
+        except OSError as exc:
+            sock.close()
+            raise LogwrightError(f"broker {broker_id}: cannot listen on {self.host}:{port}: "
+                                 f"{exc.strerror or exc}") from None
+        sock.listen(128)
+        sock.setblocking(False)
+        self.selector.register(sock, selectors.EVENT_READ, ("listen", broker_id))
+        return sock
+
+    def _follow_brokers(self) -> None:
+        """A broker whose process is down does not listen, as a dead Kafka broker does not:
+        its connections close and new ones are refused, so clients look for the new leader.
+        When it runs again it listens on the same port."""
+        for x in self.listeners:
+            broker = self.cluster.brokers.get(x.broker_id)
+            alive = broker is not None and broker.alive
+            sock = self._servers.get(x.broker_id)
+            if not alive and sock is not None:
+                self.selector.unregister(sock)
+                sock.close()
+                del self._servers[x.broker_id]
+                for conn in list(self._connections.values()):
+                    if conn.broker_id == x.broker_id:
+                        self._close(conn)
+            elif alive and sock is None:
+                try:
+                    self._servers[x.broker_id] = self._bind(x.broker_id, x.port)
+                except LogwrightError as exc:
+                    log.warning("%s; retrying", exc)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of every broker, comma-separated, as clients take them."""
+        return ",".join(f"{x.host}:{x.port}" for x in self.listeners)
+
+    def address_of(self, broker_id: int) -> tuple[str, int] | None:
+        """The host and port broker ``broker_id`` listens on, if it does."""
+        for x in self.listeners:
+            if x.broker_id == broker_id:
+                return x.host, x.port
+        return None
+
+    def now_ms(self) -> int:
+        """The cluster's clock."""
+        return self.cluster.runtime.clock.now_ms()
+
+    def _accept(self, server: socket.socket, broker_id: int) -> None:
+        try:
+            sock, addr = server.accept()
+        except OSError:
+            return
+        ip = str(addr[0])
+        if self._per_ip.get(ip, 0) >= self.max_connections_per_ip:
+            self.refused.append(f"{ip}: more than max.connections.per.ip "
+                                f"({self.max_connections_per_ip}) connections")
+            sock.close()
+            return
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = _Connection(sock, broker_id, f"{ip}:{addr[1]}", self.now_ms())
+        self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+        self._connections[sock.fileno()] = conn
+        self.selector.register(sock, selectors.EVENT_READ, ("conn", conn))
+
+    def _close(self, conn: _Connection, why: str = "") -> None:
+        if conn.closed:
+            return
+        conn.closed = True
+        if why:
+            self.refused.append(f"{conn.peer}: {why}")
+            log.info("closing connection from %s: %s", conn.peer, why)
+        if conn.events:
+            self.selector.unregister(conn.sock)
+            conn.events = 0
+        self._connections.pop(conn.sock.fileno(), None)
+        ip = conn.peer.rsplit(":", 1)[0]
+        self._per_ip[ip] = max(0, self._per_ip.get(ip, 1) - 1)
+        conn.sock.close()
+
+    def _read(self, conn: _Connection) -> None:
+        try:
+            data = conn.sock.recv(_READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._close(conn, f"read failed: {exc.strerror or exc}")
+            return
+        if not data:
+            self._close(conn)
+            return
+        conn.last_active_ms = self.now_ms()
+        conn.inbuf += data
+        self._next_request(conn)
+
+    def _next_request(self, conn: _Connection) -> None:
+        """Serve the next complete frame of ``conn``, unless one is in progress."""
+        while not conn.busy and not conn.closed and not conn.closing:
+            try:
+                size = frame_size(conn.inbuf, self.max_request_bytes)
+            except WireError as exc:
+                self._close(conn, exc.reason)
+                return
+            if size is None or len(conn.inbuf) < 4 + size:
+                self._update_interest(conn)
+                return
+            frame = bytes(conn.inbuf[4:4 + size])
+            del conn.inbuf[:4 + size]
+            self._serve(conn, frame)
+        self._update_interest(conn)
+
+    def _update_interest(self, conn: _Connection) -> None:
+        if conn.closed:
+            return
+        # A busy connection is not read (Kafka mutes it): its next frames wait in the kernel,
+        # which pushes back on the client, so a connection buffers one frame plus one read.
+        events = 0 if conn.busy or conn.closing else selectors.EVENT_READ
+        if conn.outbuf:
+            events |= selectors.EVENT_WRITE
+        if events == conn.events:
+            return
+        if conn.events == 0:
+            self.selector.register(conn.sock, events, ("conn", conn))
+        elif events == 0:
+            self.selector.unregister(conn.sock)
+        else:
+            self.selector.modify(conn.sock, events, ("conn", conn))
+        conn.events = events
+
+    def _write(self, conn: _Connection) -> None:
+        if conn.outbuf:
+            try:
+                sent = conn.sock.send(conn.outbuf)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                self._close(conn, "" if exc.errno in (errno.EPIPE, errno.ECONNRESET)
+                            else f"write failed: {exc.strerror or exc}")
+                return
+            del conn.outbuf[:sent]
+        if not conn.outbuf and conn.closing:
+            self._close(conn)
+            return
+        self._update_interest(conn)
+
+    # ---- requests ----------------------------------------------------------------------------
+
+    def _serve(self, conn: _Connection, frame: bytes) -> None:
+        try:
+            request = decode_request(frame)
+        except WireError as exc:
+            if exc.api_key == API_VERSIONS and exc.correlation_id is not None:
+                # Kafka answers an ApiVersions it cannot parse at v0, so the client learns
+                # which versions to use instead.
+                body = handlers.unsupported_api_versions()
+                self._send(conn, encode_response(API_VERSIONS, 0, exc.correlation_id, body))
+                return
+            self._close(conn, exc.reason)
+            return
+        self.requests_served += 1
+        conn.busy = True
+        handlers.handle(_Exchange(self, conn, request))
+
+    def _send(self, conn: _Connection, data: bytes) -> None:
+        if conn.closed:
+            return
+        conn.outbuf += data
+        self._write(conn)
+
+    def _finish(self, conn: _Connection, request: DecodedRequest, body: Any | None) -> None:
+        """``body`` answers ``request`` (None: no answer, as for acks=0); the connection may
+        read its next frame."""
+        if conn.closed:
+            return
+        conn.busy = False
+        if body is not None:
+            self._send(conn, encode_response(request.api_key, request.api_version,
+                                             request.correlation_id, body))
+        self._next_request(conn)
+
+    def wait_for(self, done: Callable[[], bool], timeout_ms: int,
+                 then: Callable[[bool], None]) -> None:
+        """Call ``then(True)`` once ``done()`` holds, or ``then(False)`` after ``timeout_ms``;
+        checked after every turn of the loop, never blocking it."""
+        if done():
+            then(True)
+            return
+        self._waits.append((done, self.now_ms() + timeout_ms, then))
+
+    def _check_waits(self) -> None:
+        if not self._waits:
+            return
+        now = self.now_ms()
+        pending, self._waits = self._waits, []
+        for done, deadline, then in pending:
+            if done():
+                then(True)
+            elif deadline <= now:
+                then(False)
+            else:
+                self._waits.append((done, deadline, then))
+
+    # ---- the loop ----------------------------------------------------------------------------
+
+    def run_in_loop(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run ``fn`` in the thread that serves (the only one that may touch the cluster while
+        it serves), at the next turn of the loop; its result or exception in the future."""
+        future: Future[Any] = Future()
+        self._calls.append((fn, future))
+        return future
+
+    def _run_calls(self) -> None:
+        while self._calls:
+            fn, future = self._calls.popleft()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # handed to the caller
+                    future.set_exception(exc)
+
+    def run_once(self, max_wait_ms: int = _TICK_MS) -> None:
+        """One turn: due cluster tasks, ready sockets, waits and expiries."""
+        self._run_calls()
+        self._follow_brokers()
+        scheduler = self.cluster.runtime.scheduler
+        scheduler.run_pending()
+        due = scheduler.next_due_ms()
+        now = self.now_ms()
+        wait_ms = max_wait_ms if due is None else max(0, min(max_wait_ms, due - now))
+        if self._waits:
+            wait_ms = min(wait_ms, 5)
+        for key, events in self.selector.select(wait_ms / 1000.0):
+            kind, target = key.data
+            if kind == "listen":
+                self._accept(key.fileobj, target)  # type: ignore[arg-type]
+                continue
+            conn: _Connection = target
+            if events & selectors.EVENT_WRITE:
+                self._write(conn)
+            if events & selectors.EVENT_READ and not conn.closed and not conn.busy:
+                self._read(conn)
+        scheduler.run_pending()
+        now = self.now_ms()
+        self.gateway.expire(now)
+        self._check_waits()
+        self._close_idle(now)
+
+    def _close_idle(self, now: int) -> None:
+        for conn in list(self._connections.values()):
+            if not conn.busy and now - conn.last_active_ms > self.idle_ms:
+                self._close(conn, f"idle for more than connections.max.idle.ms "
+                                  f"({self.idle_ms} ms)")
+
+    def serve_forever(self, stop: threading.Event) -> None:
+        """Serve until ``stop`` is set."""
+        while not stop.is_set():
+            self.run_once()
+
+    @property
+    def connections(self) -> int:
+        """Open client connections."""
+        return len(self._connections)
+
+    def close(self) -> None:
+        """Close every connection and listening socket."""
+        for conn in list(self._connections.values()):
+            self._close(conn)
+        for sock in self._servers.values():
+            self.selector.unregister(sock)
+            sock.close()
+        self._servers.clear()
+        self.selector.close()
+        self.cluster.runtime.network.unregister(GATEWAY_NODE)
+
+
+class _Exchange:
+    """One request being served: what the handlers see of the server."""
+
+    def __init__(self, server: WireServer, conn: _Connection, request: DecodedRequest) -> None:
+        self.server = server
+        self.conn = conn
+        self.request = request
+        self.answered = False
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.server.cluster
+
+    @property
+    def broker_id(self) -> int:
+        """The broker whose port the request came in on."""
+        return self.conn.broker_id
+
+    @property
+    def broker_node(self) -> str:
+        return broker_node_id(self.conn.broker_id)
+
+    def respond(self, body: Any | None) -> None:
+        """Answer the request (None: send nothing, as for acks=0). Once only."""
+        assert not self.answered, "a request is answered once"
+        self.answered = True
+        self.server._finish(self.conn, self.request, body)
+
+    def call(self, message_of: Callable[[int], Message],
+             on_answer: Callable[[Message | None], None], timeout_ms: int) -> None:
+        """Send the broker this request came to ``message_of(correlation_id)``; its answer
+        (None after ``timeout_ms`` without one) goes to ``on_answer``."""
+        gateway = self.server.gateway
+        gateway.call(self.broker_node, message_of(gateway.next_id()), on_answer, timeout_ms)
+
+    def send(self, message_of: Callable[[int], Message]) -> None:
+        """Send the broker ``message_of(correlation_id)``, expecting no answer."""
+        gateway = self.server.gateway
+        gateway.send(self.broker_node, message_of(gateway.next_id()))
+
+
+@contextmanager
+def serving(cluster: Cluster, host: str = "127.0.0.1", ports: Mapping[int, int] | None = None,
+            **options: Any) -> Iterator[WireServer]:
+    """Serve ``cluster`` from a background thread for the ``with`` block (an embedded broker
+    that Kafka clients in the same process, or others, connect to). While it serves, touch the
+    cluster only through ``server.run_in_loop(fn)``. Leaving the block stops the thread and
+    closes the sockets; the cluster stays open."""
+    server = WireServer(cluster, host, ports, **options)
+    stop = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, args=(stop,),
+                              name="logwright-wire", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
