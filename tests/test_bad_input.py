@@ -188,6 +188,11 @@ BAD: dict[str, Bad] = {
              replication_factor=st.one_of(st.integers(max_value=0), st.integers(min_value=4),
                                           not_int),
              configs=bad_configs)),
+    "create_partitions": Bad(
+        dict(name="t", total=4),
+        dict(name=st.one_of(bad_topic, unknown_topic),
+             total=st.one_of(st.integers(max_value=2), st.integers(min_value=INT32_MAX + 1),
+                             not_int, st.none()))),
     "delete_topic": Bad(dict(name="t"), dict(name=st.one_of(bad_topic, unknown_topic))),
     "produce": Bad(
         dict(topic="t", partition=0, values=[b"v"], keys=None, acks=-1, timeout_ms=None),
@@ -231,6 +236,18 @@ BAD: dict[str, Bad] = {
                            st.just({"min.insync.replicas": 0})),
              delete=st.one_of(st.just(["no.such.config"]), st.just(["retention.ms", 5]),
                               st.integers(), st.text(min_size=1, max_size=3)))),
+    "begin_alter_topic_configs": Bad(
+        dict(topic="t", set={"retention.ms": "60000"}, delete=()),
+        dict(topic=st.one_of(bad_topic, unknown_topic),
+             set=st.one_of(bad_configs, st.just({"retention.ms": "soon"}),
+                           st.just({"segment.bytes": 1}), st.just({"cleanup.policy": "shred"})),
+             delete=st.one_of(st.just(["no.such.config"]), st.just(["retention.ms", 5]),
+                              st.integers(), st.text(min_size=1, max_size=3)))),
+    "leaders_ready": Bad(
+        dict(tps=[TopicPartition("t", 0)]),
+        dict(tps=st.one_of(st.integers(), st.text(max_size=3), st.just([("t", 0)]),
+                           st.just([TopicPartition("a/b", 0)]),
+                           st.just([TopicPartition("t", -1)])))),
     "describe_topic_configs": Bad(dict(topic="t"),
                                   dict(topic=st.one_of(bad_topic, unknown_topic))),
     "serve_metrics": Bad(dict(port=0, host="127.0.0.1"),  # simulated: refused whatever the port

@@ -33,6 +33,25 @@ def test_produce_fetch_and_offsets(cluster: Cluster) -> None:
     assert values(cluster, partition=1) == []
 
 
+def test_create_partitions_grows_a_topic_and_keeps_its_records(cluster: Cluster) -> None:
+    cluster.produce("t", 0, [b"a", b"b"])
+    assert cluster.create_partitions("t", 4) == [2, 3]
+    for p in (2, 3):
+        assert cluster.produce("t", p, [b"new"]) == 0
+        assert values(cluster, partition=p) == [b"new"]
+    assert values(cluster) == [b"a", b"b"]
+    assert cluster.controller.topic("t").partition_count == 4
+    with pytest.raises(KafkaError) as info:
+        cluster.create_partitions("t", 4)
+    assert info.value.name == "INVALID_PARTITIONS"
+    # A broker that restarts gets the grown topic in its full LeaderAndIsr.
+    cluster.crash_broker(1)
+    cluster.restart_broker(1)
+    cluster.run_until_idle()
+    assert {tp.partition for tp in cluster.broker(1).replica_manager.describe()
+            if tp.topic == "t"} == {0, 1, 2, 3}
+
+
 def test_acks_all_is_on_every_in_sync_replica(cluster: Cluster) -> None:
     cluster.produce("t", 0, [b"x"], acks=-1)
     state = cluster.partition_state("t", 0)
@@ -120,6 +139,21 @@ def test_errors_carry_kafka_names_and_codes(cluster: Cluster) -> None:
     assert e.value.name == "INVALID_REQUEST"
     with pytest.raises(ClusterError):
         cluster.broker(99)
+
+
+def test_a_real_cluster_never_reuses_a_deleted_topics_id_after_a_restart(
+        tmp_path: object) -> None:
+    """Regression: a real cluster's topic ids came from the runtime's seeded generator, so
+    after a restart a topic deleted and created again got its deleted generation's id, which
+    a broker that missed the deletion would take for the new topic."""
+    path = str(tmp_path) + "/data"
+    ids = set()
+    for _ in range(3):
+        with Cluster.real(path, brokers=1, log_dirs_per_broker=1) as c:
+            if c.store.topic("a") is not None:
+                c.delete_topic("a")
+            ids.add(c.create_topic("a", partitions=1, replication_factor=1))
+    assert len(ids) == 3
 
 
 def test_one_seed_reproduces_one_run() -> None:

@@ -639,6 +639,45 @@ def test_create_topic_errors(h: Harness) -> None:
         h.controller.create_topic("t", 1, 1)
 
 
+def test_create_partitions_adds_new_partitions_and_leaves_the_old_ones(h: Harness) -> None:
+    topic_id = h.controller.create_topic("t", 2, 2)
+    h.run(SETTLE_MS)
+    before = h.store.partitions("t")
+    h.clear()
+    assert h.controller.create_partitions("t", 5) == (2, 3, 4)
+    h.run(SETTLE_MS)
+    states = h.store.partitions("t")
+    assert states[:2] == before, "the existing partitions are untouched"
+    assert h.store.topic("t") is not None and h.store.topic("t").partition_count == 5
+    for s in states[2:]:
+        assert s.topic_id == topic_id and len(set(s.replicas)) == 2
+        assert s.isr == s.replicas and s.leader == s.replicas[0] and s.leader_epoch == 0
+    for b in (1, 2, 3):
+        sent = {s.tp for r in h.got(b, LeaderAndIsrRequest) for s in r.partition_states
+                if s.is_new}
+        assert sent == {s.tp for s in states[2:] if b in s.replicas}, "only the new ones"
+
+
+def test_create_partitions_errors_change_nothing(h: Harness) -> None:
+    h.controller.create_topic("t", 3, 2)
+    h.run(SETTLE_MS)
+    before = h.store.partitions("t")
+    for total in (3, 2, 0):
+        with pytest.raises(KafkaError) as info:
+            h.controller.create_partitions("t", total)
+        assert info.value.error == Errors.INVALID_PARTITIONS
+    with pytest.raises(KafkaError) as info:
+        h.controller.create_partitions("nope", 4)
+    assert info.value.error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    with pytest.raises(InvalidReplicaAssignment, match="unknown broker ids"):
+        h.controller.create_partitions("t", 4, assignment=[[1, 9]])
+    assert h.store.partitions("t") == before and h.store.topic("t").partition_count == 3
+    h.controller.delete_topic("t")
+    with pytest.raises(KafkaError) as info:
+        h.controller.create_partitions("t", 4)
+    assert info.value.error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def test_delete_topic_stops_every_replica_and_recreation_gets_a_new_id(h: Harness) -> None:
     old_id = h.controller.create_topic("t", 2, 3)
     h.run(SETTLE_MS)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,10 +29,24 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer  # noqa: E402
 from confluent_kafka import TopicPartition as CTopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+from confluent_kafka.admin import ConfigResource as CConfigResource  # noqa: E402
+from confluent_kafka.admin import NewPartitions as CNewPartitions  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 from kafka import TopicPartition as KTopicPartition  # noqa: E402
-from kafka.admin import KafkaAdminClient  # noqa: E402
+from kafka.admin import (  # noqa: E402
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    NewPartitions,
+)
 from kafka.admin import NewTopic as KNewTopic  # noqa: E402
 
 
@@ -142,6 +156,67 @@ def test_kafka_python_admin_delete_records_and_log_dirs(
         admin.close()
 
 
+def _eventually(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _replicas_in_dirs(admin: KafkaAdminClient, topic: str, broker: int) -> dict[int, str]:
+    out = {}
+    for entry in admin.describe_log_dirs():
+        if entry["broker"] != broker:
+            continue
+        for d in entry["log_dirs"]:
+            for t in d["topics"]:
+                if t["name"] == topic:
+                    for p in t["partitions"]:
+                        if not p["is_future_key"]:
+                            out[p["partition_index"]] = d["log_dir"]
+    return out
+
+
+def test_kafka_python_admin_configs_partitions_reassignments_and_dir_moves(
+        served: tuple[Cluster, WireServer]) -> None:
+    _, server = served
+    admin = KafkaAdminClient(bootstrap_servers=_bootstrap(server), request_timeout_ms=20_000)
+    try:
+        admin.create_topics([KNewTopic("kp-ops", 1, 2)])
+        # Configs: set one override, see it described as the topic's; a bad value is refused.
+        resource = ConfigResource(ConfigResourceType.TOPIC, "kp-ops",
+                                  configs={"retention.ms": "123456"})
+        admin.alter_configs([resource])
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-ops")])
+        entry = described["topic"]["kp-ops"]["retention.ms"]
+        assert entry["value"] == "123456" and entry["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+        bad = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-ops",
+                                                  configs={"retention.ms": "soon"})])
+        assert bad["topic"]["kp-ops"] != "OK"
+        # More partitions: the new one is served at once; fewer is refused.
+        admin.create_partitions({"kp-ops": NewPartitions(3)})
+        topic = admin.describe_topics(["kp-ops"])[0]
+        assert sorted(p["partition_index"] for p in topic["partitions"]) == [0, 1, 2]
+        with pytest.raises(kafka.errors.InvalidPartitionsError):
+            admin.create_partitions({"kp-ops": NewPartitions(2)})
+        # A reassignment to three replicas is listed while it runs and completes.
+        tp = KTopicPartition("kp-ops", 0)
+        assert admin.alter_partition_reassignments({tp: [1, 2, 3]}) == {tp: None}
+        _eventually(lambda: admin.list_partition_reassignments() == {}, "the reassignment")
+        topic = admin.describe_topics(["kp-ops"])[0]
+        assert sorted(topic["partitions"][0]["replica_nodes"]) == [1, 2, 3]
+        # AlterReplicaLogDirs: broker 1's replica of partition 0 moves to its other dir.
+        before = _replicas_in_dirs(admin, "kp-ops", 1)[0]
+        other = next(d["log_dir"] for e in admin.describe_log_dirs() if e["broker"] == 1
+                     for d in e["log_dirs"] if d["log_dir"] != before)
+        errors = admin.alter_replica_log_dirs({("kp-ops", 0, 1): other})
+        assert all(e is kafka.errors.NoError for e in errors.values())
+        _eventually(lambda: _replicas_in_dirs(admin, "kp-ops", 1).get(0) == other,
+                    "the move between log dirs")
+    finally:
+        admin.close()
+
+
 # ---- confluent-kafka (librdkafka) ------------------------------------------------------------
 
 
@@ -182,6 +257,36 @@ def test_confluent_produce_and_consume(served: tuple[Cluster, WireServer], acks:
     consumer.close()
     assert seen[0] == [b"m%d" % i for i in range(0, 100, 2)]
     assert seen[1] == [b"m%d" % i for i in range(1, 100, 2)]
+
+
+def test_confluent_admin_calls(served: tuple[Cluster, WireServer]) -> None:
+    _, server = served
+    admin = AdminClient({"bootstrap.servers": _bootstrap(server)})
+    for future in admin.create_topics([NewTopic("ck-admin", 1, 3)]).values():
+        future.result(timeout=20)
+    producer = Producer({"bootstrap.servers": _bootstrap(server), "acks": "all"})
+    for i in range(8):
+        producer.produce("ck-admin", value=b"%d" % i, partition=0)
+    assert producer.flush(20) == 0
+    tp = CTopicPartition("ck-admin", 0, 5)
+    (deleted,) = admin.delete_records([tp]).values()
+    assert deleted.result(timeout=20).low_watermark == 5
+    offsets = admin.list_offsets({CTopicPartition("ck-admin", 0): OffsetSpec.earliest()})
+    assert next(iter(offsets.values())).result(timeout=20).offset == 5
+    resource = CConfigResource(ResourceType.TOPIC, "ck-admin", incremental_configs=[
+        ConfigEntry("retention.bytes", "1048576",
+                    incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=20)
+    (described,) = admin.describe_configs(
+        [CConfigResource(ResourceType.TOPIC, "ck-admin")]).values()
+    assert described.result(timeout=20)["retention.bytes"].value == "1048576"
+    for future in admin.create_partitions([CNewPartitions("ck-admin", 2)]).values():
+        future.result(timeout=20)
+    metadata = admin.list_topics("ck-admin", timeout=10)
+    assert sorted(metadata.topics["ck-admin"].partitions) == [0, 1]
+    cluster_info = admin.describe_cluster().result(timeout=20)
+    assert sorted(n.id for n in cluster_info.nodes) == [1, 2, 3]
 
 
 def test_leader_crash_mid_stream_loses_no_acknowledged_record(

@@ -369,6 +369,19 @@ class Cluster:
         self._wait(lambda: all(self._leader_ready(tp) for tp in tps), f"leaders of {name}")
         return topic_id
 
+    def create_partitions(self, name: str, total: int) -> list[int]:
+        """Grow topic ``name`` to ``total`` partitions (``kafka-topics.sh --alter
+        --partitions``) and wait until each new one has a leader serving it; returns the new
+        partition numbers. Records already written stay where they are: a key may map to
+        another partition afterwards, as in Kafka. Errors (nothing changed):
+        UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not above the current count, or above
+        the cap), INVALID_REPLICATION_FACTOR (too few live brokers)."""
+        validate.create_partitions(self, name, total)
+        added = self.controller.create_partitions(name, total)
+        tps = [TopicPartition(name, p) for p in added]
+        self._wait(lambda: self.leaders_ready(tps), f"leaders of {name}'s new partitions")
+        return list(added)
+
     def delete_topic(self, name: str) -> None:
         """Delete a topic: its replicas are stopped and their logs deleted."""
         validate.delete_topic(self, name)
@@ -383,6 +396,15 @@ class Cluster:
         applies them (a broker that is down gets them when it comes back) and returns the
         effective configs. Errors (nothing changed): UNKNOWN_TOPIC_OR_PARTITION, InvalidConfig.
         """
+        applied = self.begin_alter_topic_configs(topic, set, delete)
+        self._wait(applied, f"the configs of {topic} reaching its brokers")
+        return self.describe_topic_configs(topic)
+
+    def begin_alter_topic_configs(self, topic: str, set: Mapping[str, object] | None = None,
+                                  delete: Iterable[str] = ()) -> Callable[[], bool]:
+        """``alter_topic_configs`` without the wait: the overrides are stored and sent, and the
+        returned predicate says whether every live broker hosting the topic applies them (for
+        callers that cannot block, such as the wire server). Same errors."""
         validate.alter_topic_configs(self, topic, set, delete)
         stored = self.controller.alter_topic_configs(topic, set, list(delete))
         wanted = parse_topic_configs(stored)
@@ -391,8 +413,7 @@ class Cluster:
         def applied() -> bool:
             return all(self.brokers[b].log_manager.topic_overrides.get(topic, {}) == wanted
                        for b in hosts if b in self.brokers and self._registered(b))
-        self._wait(applied, f"the configs of {topic} reaching its brokers")
-        return self.describe_topic_configs(topic)
+        return applied
 
     def describe_topic_configs(self, topic: str) -> dict[str, ConfigEntry]:
         """Every topic config of ``topic`` with its effective value and its source
@@ -406,6 +427,11 @@ class Cluster:
         defaults["unclean.leader.election.enable"] = \
             self.controller_config.unclean_leader_election_enable
         return describe_topic_configs(overrides, defaults)
+
+    def leaders_ready(self, tps: Iterable[TopicPartition]) -> bool:
+        """Whether every partition in ``tps`` has a live leader serving it at the controller's
+        current leader epoch (what ``create_topic`` waits for)."""
+        return all(self._leader_ready(tp) for tp in validate.topic_partitions(self, tps))
 
     def _leader_ready(self, tp: TopicPartition) -> bool:
         try:

@@ -28,7 +28,7 @@ from logwright.broker import BrokerConfig
 from logwright.cluster.client import ClientConfig
 from logwright.controller import ControllerConfig, SqliteStore
 from logwright.errors import ClusterError, Errors, InvalidArgument, KafkaError
-from logwright.identity import PARTITION_MAX, broker_node_id, topic_name_problem
+from logwright.identity import PARTITION_MAX, TopicPartition, broker_node_id, topic_name_problem
 from logwright.storage.naming import OFFSET_MAX
 from logwright.world import RealFileSystem
 from logwright.world.real import make_data_root
@@ -404,6 +404,32 @@ def partition_state(cluster: Cluster, name: object, part: object) -> None:
     usable(cluster)
     topic(name)
     partition(part)
+
+
+def create_partitions(cluster: Cluster, name: object, total: object) -> None:
+    """``Cluster.create_partitions``: a legal topic name and an int count within the cap."""
+    usable(cluster)
+    topic(name)
+    if not isinstance(total, int) or isinstance(total, bool):
+        raise InvalidArgument(f"total must be an int, not {_kind(total)} {_show(total)}")
+    if not 1 <= total <= PARTITION_MAX:
+        raise KafkaError.of(Errors.INVALID_PARTITIONS,
+                            f"topic {name!r}: {total} partitions; from 1 to {PARTITION_MAX}")
+
+
+def topic_partitions(cluster: Cluster, tps: object) -> list[TopicPartition]:
+    """``Cluster.leaders_ready``: an iterable of TopicPartition with legal names and indexes."""
+    usable(cluster)
+    if isinstance(tps, str | bytes) or not isinstance(tps, Iterable):
+        raise InvalidArgument(f"tps must be an iterable of TopicPartition, not {_kind(tps)} "
+                              f"{_show(tps)}")
+    out = list(tps)
+    for tp in out:
+        if not isinstance(tp, TopicPartition):
+            raise InvalidArgument(f"tps: {_show(tp)} is a {_kind(tp)}, not a TopicPartition")
+        topic(tp.topic)
+        partition(tp.partition)
+    return out
 
 
 def delete_topic(cluster: Cluster, name: object) -> None:

@@ -204,6 +204,12 @@ class Controller:
         return self._run(lambda: self.decisions.create_topic(
             name, partitions, replication_factor, configs, assignment))
 
+    def create_partitions(self, name: str, total: int,
+                          assignment: Sequence[Sequence[int]] | None = None) -> tuple[int, ...]:
+        """Grow topic ``name`` to ``total`` partitions; returns the new partition numbers (see
+        :meth:`logwright.controller.topics.Topics.create_partitions`)."""
+        return self._run(lambda: self.decisions.create_partitions(name, total, assignment))
+
     def delete_topic(self, name: str) -> None:
         """Delete topic ``name`` (see :meth:`logwright.controller.topics.Topics.delete_topic`)."""
         self._run(lambda: self.decisions.delete_topic(name))

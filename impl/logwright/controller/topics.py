@@ -1,4 +1,4 @@
-"""Topics: create (with new topic ids), delete (StopReplica, then removal), and configs.
+"""Topics: create (with new topic ids), grow, delete (StopReplica, then removal), and configs.
 
 Invariant upheld: topic configs are validated (logwright.configs) before they are stored, stored
 in the topic record with the same epoch-conditional write as everything else, and carried in
@@ -87,6 +87,44 @@ class Topics(Election):
         self._send_leader_and_isr(states, new=[s.tp for s in states])
         self._send_update_metadata(states)
         return topic_id
+
+    @decision
+    def create_partitions(self, name: str, total: int,
+                          assignment: Sequence[Sequence[int]] | None = None) -> tuple[int, ...]:
+        """Grow topic ``name`` to ``total`` partitions (Kafka's CreatePartitions); returns the
+        new partition numbers. The existing partitions are untouched; each new one gets the
+        topic's replication factor, round-robin over the live brokers (or ``assignment[i]`` for
+        the i-th new partition), a leader and leader epoch 0, in one store write, then
+        LeaderAndIsr (new) and UpdateMetadata. Errors, with nothing changed:
+        UNKNOWN_TOPIC_OR_PARTITION (no such topic, or it is being deleted), InvalidPartitions
+        (``total`` not above the current count, or above the cap), InvalidReplicationFactor
+        (fewer live brokers than the replication factor), InvalidReplicaAssignment.
+        """
+        self._require_active()
+        record = self.store.topic(name)
+        if record is None or name in self._deleting():
+            raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+        if not isinstance(total, int) or isinstance(total, bool):
+            raise InvalidPartitions(f"topic {name!r}: the partition count must be an int, not "
+                                    f"{type(total).__name__}")
+        current = record.partition_count
+        if total <= current:
+            raise InvalidPartitions(f"topic {name!r} has {current} partitions; the new count "
+                                    f"{total} must be larger (partitions are never removed)")
+        added = total - current
+        replica_lists = self._replica_lists(name, added, record.replication_factor, assignment)
+        states = []
+        for i, replicas in enumerate(replica_lists):
+            isr = tuple(r for r in replicas if r in self._session_deadline_ms)
+            states.append(PartitionState(TopicPartition(name, current + i), record.topic_id,
+                                         replicas, isr, leader=isr[0], leader_epoch=0,
+                                         partition_epoch=0))
+        self._commit(MetadataDelta(topics=[replace(record, partition_count=total)],
+                                   partitions=states))
+        log.info("%s grew topic %s from %d to %d partitions", self.node_id, name, current, total)
+        self._send_leader_and_isr(states, new=[s.tp for s in states])
+        self._send_update_metadata(states)
+        return tuple(s.tp.partition for s in states)
 
     def _replica_lists(self, name: str, partitions: int, replication_factor: int,
                        assignment: Sequence[Sequence[int]] | None) -> list[tuple[int, ...]]:

@@ -57,7 +57,13 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     19: (2, 7),    # CreateTopics
     20: (1, 6),    # DeleteTopics
     21: (0, 2),    # DeleteRecords
+    32: (1, 4),    # DescribeConfigs
+    34: (1, 2),    # AlterReplicaLogDirs
     35: (1, 4),    # DescribeLogDirs
+    37: (0, 3),    # CreatePartitions
+    44: (0, 1),    # IncrementalAlterConfigs
+    45: (0, 0),    # AlterPartitionReassignments
+    46: (0, 0),    # ListPartitionReassignments
     60: (0, 1),    # DescribeCluster
 }
 

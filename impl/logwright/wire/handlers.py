@@ -16,8 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from logwright.cluster import validate
-from logwright.errors import Errors, KafkaError, LogwrightError
+from logwright.errors import Errors, KafkaError
 from logwright.identity import Uuid
 from logwright.protocol.messages import (
     CONSUMER_REPLICA_ID,
@@ -52,42 +51,42 @@ from logwright.wire.codec import (
 if TYPE_CHECKING:
     from logwright.wire.server import _Exchange
 
-__all__ = ["handle", "unsupported_api_versions"]
+__all__ = ["DATA_HANDLERS", "unsupported_api_versions"]
 
 ANONYMOUS = "User:ANONYMOUS"
 FETCH_SESSION_ID_NOT_FOUND = 70
 UNSUPPORTED_VERSION = 35
-_NO_DELAY = datetime.timedelta(0)
+NO_DELAY = datetime.timedelta(0)
 # How long past a request's own timeout the wire waits for its broker before answering
 # REQUEST_TIMED_OUT itself (the broker answers first whenever it is alive).
 _GRACE_MS = 5_000
-_ADMIN_TIMEOUT_MS = 30_000
+ADMIN_TIMEOUT_MS = 30_000
 
 
-def _ms(value: Any) -> int:
+def millis(value: Any) -> int:
     """A kio timedelta (or int) as milliseconds."""
     if isinstance(value, datetime.timedelta):
         return int(value.total_seconds() * 1000)
     return int(value)
 
 
-def _uuid(value: Uuid | None) -> uuid.UUID:
+def wire_uuid(value: Uuid | None) -> uuid.UUID:
     return uuid.UUID(bytes=value.value) if value is not None else uuid.UUID(int=0)
 
 
-def _response(ex: _Exchange) -> Any:
+def response_of(ex: _Exchange) -> Any:
     return response_class(ex.request.api_key, ex.request.api_version)
 
 
-def _kafka_error(exc: BaseException) -> tuple[int, str]:
+def kafka_error(exc: BaseException) -> tuple[int, str]:
     """The error code and message a client sees for an exception of a cluster call."""
     if isinstance(exc, KafkaError):
         return exc.code, exc.message or str(exc)
     return int(Errors.INVALID_REQUEST), str(exc)
 
 
-def _topic_names(ex: _Exchange) -> dict[uuid.UUID, str]:
-    return {_uuid(t.topic_id): t.name for t in ex.cluster.store.topics()}
+def topic_names(ex: _Exchange) -> dict[uuid.UUID, str]:
+    return {wire_uuid(t.topic_id): t.name for t in ex.cluster.store.topics()}
 
 
 # ---- ApiVersions ---------------------------------------------------------------------------
@@ -106,9 +105,9 @@ def unsupported_api_versions() -> Any:
 
 
 def _api_versions(ex: _Exchange) -> None:
-    cls = _response(ex)
+    cls = response_of(ex)
     ex.respond(build(cls, error_code=error_code(0), api_keys=_api_keys(cls),
-                     throttle_time=_NO_DELAY))
+                     throttle_time=NO_DELAY))
 
 
 # ---- Metadata and DescribeCluster ----------------------------------------------------------
@@ -128,24 +127,24 @@ def _brokers(ex: _Exchange, cls: Any, entry_name: str, id_field: str,
 
 def _metadata(ex: _Exchange) -> None:
     body = ex.request.body
-    cls = _response(ex)
+    cls = response_of(ex)
     names: tuple[str, ...] | None = None
     if body.topics is not None:
-        by_id = _topic_names(ex) if any(t.name is None for t in body.topics) else {}
+        by_id = topic_names(ex) if any(t.name is None for t in body.topics) else {}
         names = tuple(t.name if t.name is not None else by_id.get(t.topic_id, "")
                       for t in body.topics)
 
     def answer(reply: Message | None) -> None:
         if not isinstance(reply, MetadataResponse):
             # The broker did not answer: an empty cluster view makes the client retry.
-            ex.respond(build(cls, throttle_time=_NO_DELAY, brokers=(),
+            ex.respond(build(cls, throttle_time=NO_DELAY, brokers=(),
                              cluster_id=ex.cluster.cluster_id, controller_id=-1, topics=()))
             return
         topic_cls = nested(cls, "MetadataResponseTopic")
         part_cls = nested(cls, "MetadataResponsePartition")
         topics = tuple(build(
             topic_cls, error_code=error_code(t.error), name=t.name,
-            topic_id=_uuid(t.topic_id), is_internal=False,
+            topic_id=wire_uuid(t.topic_id), is_internal=False,
             topic_authorized_operations=-2147483648,
             partitions=tuple(build(
                 part_cls, error_code=error_code(p.error), partition_index=p.partition,
@@ -153,21 +152,21 @@ def _metadata(ex: _Exchange) -> None:
                 isr_nodes=p.isr, offline_replicas=())
                 for p in t.partitions))
             for t in reply.topics)
-        ex.respond(build(cls, throttle_time=_NO_DELAY,
+        ex.respond(build(cls, throttle_time=NO_DELAY,
                          brokers=_brokers(ex, cls, "MetadataResponseBroker", "node_id",
                                           (b.node_id for b in reply.brokers)),
                          cluster_id=ex.cluster.cluster_id, controller_id=reply.controller_id,
                          topics=topics, cluster_authorized_operations=-2147483648))
 
     ex.call(lambda cid: MetadataRequest(cid, names, principal=ANONYMOUS), answer,
-            _ADMIN_TIMEOUT_MS)
+            ADMIN_TIMEOUT_MS)
 
 
 def _describe_cluster(ex: _Exchange) -> None:
-    cls = _response(ex)
+    cls = response_of(ex)
     live = [b for b, broker in ex.cluster.brokers.items() if broker.alive]
     record = ex.cluster.store.controller()
-    ex.respond(build(cls, throttle_time=_NO_DELAY, error_code=error_code(0),
+    ex.respond(build(cls, throttle_time=NO_DELAY, error_code=error_code(0),
                      error_message=None, endpoint_type=1, cluster_id=ex.cluster.cluster_id,
                      controller_id=-1 if record is None else ex.broker_id,
                      brokers=_brokers(ex, cls, "DescribeClusterBroker", "broker_id", live),
@@ -179,9 +178,9 @@ def _describe_cluster(ex: _Exchange) -> None:
 
 def _produce(ex: _Exchange) -> None:
     body = ex.request.body
-    cls = _response(ex)
+    cls = response_of(ex)
     acks = int(body.acks)
-    timeout_ms = _ms(body.timeout)
+    timeout_ms = millis(body.timeout)
     partitions = tuple((TopicPartition(t.name, p.index), bytes(p.records or b""))
                        for t in body.topic_data for p in t.partition_data)
 
@@ -212,7 +211,7 @@ def _produce(ex: _Exchange) -> None:
             if leader_cls is not None:
                 fields["current_leader"] = build(leader_cls, leader_id=-1, leader_epoch=-1)
             by_topic.setdefault(tp.topic, []).append(build(part_cls, **fields))
-        ex.respond(build(cls, throttle_time=_NO_DELAY, node_endpoints=(), responses=tuple(
+        ex.respond(build(cls, throttle_time=NO_DELAY, node_endpoints=(), responses=tuple(
             build(topic_cls, name=name, partition_responses=tuple(parts))
             for name, parts in by_topic.items())))
 
@@ -224,18 +223,18 @@ def _produce(ex: _Exchange) -> None:
 
 def _fetch(ex: _Exchange) -> None:
     body = ex.request.body
-    cls = _response(ex)
+    cls = response_of(ex)
     session_id = int(getattr(body, "session_id", 0))
     if session_id != 0:
         # logwright keeps no fetch sessions (KIP-227) and never hands out an id, so a
         # client naming one is told it is gone, and falls back to full fetches.
-        ex.respond(build(cls, throttle_time=_NO_DELAY,
+        ex.respond(build(cls, throttle_time=NO_DELAY,
                          error_code=error_code(FETCH_SESSION_ID_NOT_FOUND), session_id=0,
                          responses=()))
         return
     asked = [(TopicPartition(t.topic, p.partition), p) for t in body.topics
              for p in t.partitions]
-    max_wait_ms = max(0, _ms(body.max_wait))
+    max_wait_ms = max(0, millis(body.max_wait))
     partitions = tuple(FetchPartition(
         tp, int(getattr(p, "current_leader_epoch", NO_EPOCH)), int(p.fetch_offset), -1,
         max(0, int(p.partition_max_bytes)), int(getattr(p, "last_fetched_epoch", NO_EPOCH)))
@@ -264,7 +263,7 @@ def _fetch(ex: _Exchange) -> None:
                           aborted_transactions=None, preferred_read_replica=-1,
                           records=d.records if d is not None else b"")
             by_topic.setdefault(tp.topic, []).append(build(part_cls, **fields))
-        ex.respond(build(cls, throttle_time=_NO_DELAY, error_code=error_code(0),
+        ex.respond(build(cls, throttle_time=NO_DELAY, error_code=error_code(0),
                          session_id=0, responses=tuple(
                              build(topic_cls, topic=name, partitions=tuple(parts))
                              for name, parts in by_topic.items())))
@@ -280,7 +279,7 @@ def _fetch(ex: _Exchange) -> None:
 
 def _list_offsets(ex: _Exchange) -> None:
     body = ex.request.body
-    cls = _response(ex)
+    cls = response_of(ex)
     asked = tuple((TopicPartition(t.name, p.partition_index), int(p.timestamp))
                   for t in body.topics for p in t.partitions)
 
@@ -295,13 +294,13 @@ def _list_offsets(ex: _Exchange) -> None:
             by_topic.setdefault(tp.topic, []).append(build(
                 part_cls, partition_index=tp.partition, error_code=error_code(err),
                 timestamp=-1, offset=offset, leader_epoch=-1))
-        ex.respond(build(cls, throttle_time=_NO_DELAY, topics=tuple(
+        ex.respond(build(cls, throttle_time=NO_DELAY, topics=tuple(
             build(topic_cls, name=name, partitions=tuple(parts))
             for name, parts in by_topic.items())))
 
     ex.call(lambda cid: ListOffsetsRequest(cid, CONSUMER_REPLICA_ID, asked,
                                            principal=ANONYMOUS),
-            answer, _ADMIN_TIMEOUT_MS)
+            answer, ADMIN_TIMEOUT_MS)
 
 
 # ---- DeleteRecords -------------------------------------------------------------------------
@@ -309,8 +308,8 @@ def _list_offsets(ex: _Exchange) -> None:
 
 def _delete_records(ex: _Exchange) -> None:
     body = ex.request.body
-    cls = _response(ex)
-    timeout_ms = _ms(body.timeout)
+    cls = response_of(ex)
+    timeout_ms = millis(body.timeout)
     topics = tuple(DeleteRecordsTopic(t.name, tuple(
         DeleteRecordsPartition(int(p.partition_index), int(p.offset)) for p in t.partitions))
         for t in body.topics)
@@ -320,7 +319,7 @@ def _delete_records(ex: _Exchange) -> None:
                if isinstance(reply, DeleteRecordsResponse) else {})
         part_cls = nested(cls, "DeleteRecordsPartitionResult")
         topic_cls = nested(cls, "DeleteRecordsTopicResult")
-        ex.respond(build(cls, throttle_time=_NO_DELAY, topics=tuple(
+        ex.respond(build(cls, throttle_time=NO_DELAY, topics=tuple(
             build(topic_cls, name=t.name, partitions=tuple(
                 build(part_cls, partition_index=p.partition_index,
                       low_watermark=r.low_watermark if r is not None else -1,
@@ -338,19 +337,19 @@ def _delete_records(ex: _Exchange) -> None:
 
 def _describe_log_dirs(ex: _Exchange) -> None:
     body = ex.request.body
-    cls = _response(ex)
+    cls = response_of(ex)
     topics = (None if body.topics is None else
               tuple((t.topic, tuple(int(p) for p in t.partitions)) for t in body.topics))
 
     def answer(reply: Message | None) -> None:
         if not isinstance(reply, DescribeLogDirsResponse):
-            ex.respond(build(cls, throttle_time=_NO_DELAY,
+            ex.respond(build(cls, throttle_time=NO_DELAY,
                              error_code=error_code(Errors.REQUEST_TIMED_OUT), results=()))
             return
         result_cls = nested(cls, "DescribeLogDirsResult")
         topic_cls = nested(cls, "DescribeLogDirsTopic")
         part_cls = nested(cls, "DescribeLogDirsPartition")
-        ex.respond(build(cls, throttle_time=_NO_DELAY, error_code=error_code(reply.error),
+        ex.respond(build(cls, throttle_time=NO_DELAY, error_code=error_code(reply.error),
                          results=tuple(build(
                              result_cls, error_code=error_code(r.error), log_dir=r.log_dir,
                              total_bytes=r.total_bytes, usable_bytes=r.usable_bytes,
@@ -362,112 +361,16 @@ def _describe_log_dirs(ex: _Exchange) -> None:
                              for r in reply.results)))
 
     ex.call(lambda cid: DescribeLogDirsRequest(cid, topics, principal=ANONYMOUS), answer,
-            _ADMIN_TIMEOUT_MS)
+            ADMIN_TIMEOUT_MS)
 
 
-# ---- CreateTopics and DeleteTopics ---------------------------------------------------------
-
-
-def _create_topics(ex: _Exchange) -> None:
-    body = ex.request.body
-    cls = _response(ex)
-    cluster = ex.cluster
-    timeout_ms = max(0, _ms(body.timeout))
-    result_cls = nested(cls, "CreatableTopicResult")
-    results: dict[str, dict[str, Any]] = {}
-    created: list[str] = []
-    counts: dict[str, int] = {}
-    for t in body.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
-    for t in body.topics:
-        partitions = int(t.num_partitions)
-        rf = int(t.replication_factor)
-        fields: dict[str, Any] = dict(name=t.name, topic_id=uuid.UUID(int=0),
-                                      error_code=error_code(0), error_message=None,
-                                      topic_config_error_code=0, num_partitions=-1,
-                                      replication_factor=-1, configs=None)
-        results[t.name] = fields
-        if counts[t.name] > 1:
-            fields.update(error_code=error_code(Errors.INVALID_REQUEST),
-                          error_message=f"topic {t.name} is named more than once")
-            continue
-        if t.assignments:
-            fields.update(error_code=error_code(Errors.INVALID_REQUEST),
-                          error_message="manual replica assignments are not supported; "
-                                        "use reassign-partitions after creating")
-            continue
-        configs = {c.name: c.value for c in t.configs}
-        partitions = 1 if partitions == -1 else partitions
-        rf = min(3, len(cluster.brokers)) if rf == -1 else rf
-        try:
-            validate.create_topic(cluster, t.name, partitions, rf, configs)
-            if not body.validate_only:
-                topic_id = cluster.controller.create_topic(t.name, partitions, rf, configs)
-                fields["topic_id"] = _uuid(topic_id)
-                created.append(t.name)
-        except (LogwrightError, ValueError, TypeError) as exc:
-            code, text = _kafka_error(exc)
-            fields.update(error_code=error_code(code), error_message=text)
-            continue
-        fields.update(num_partitions=partitions, replication_factor=rf)
-
-    def respond(_ready: bool) -> None:
-        ex.respond(build(cls, throttle_time=_NO_DELAY, topics=tuple(
-            build(result_cls, **fields) for fields in results.values())))
-
-    tps = [TopicPartition(name, p) for name in created
-           for p in range(results[name]["num_partitions"])]
-    # As Kafka does, answer once the topics exist and have leaders, or at the timeout (the
-    # creation itself is not undone: a later Metadata shows the topic).
-    ex.server.wait_for(lambda: all(cluster._leader_ready(tp) for tp in tps), timeout_ms,
-                       respond)
-
-
-def _delete_topics(ex: _Exchange) -> None:
-    body = ex.request.body
-    cls = _response(ex)
-    cluster = ex.cluster
-    result_cls = nested(cls, "DeletableTopicResult")
-    if hasattr(body, "topic_names"):
-        asked: list[tuple[str | None, uuid.UUID | None]] = [(n, None) for n in body.topic_names]
-    else:
-        asked = [(t.name, t.topic_id) for t in body.topics]
-    by_id = _topic_names(ex)
-    out = []
-    for name, topic_id in asked:
-        if name is None and topic_id is not None:
-            name = by_id.get(topic_id)
-        fields: dict[str, Any] = dict(name=name, topic_id=topic_id or uuid.UUID(int=0),
-                                      error_code=error_code(0), error_message=None)
-        try:
-            if name is None:
-                raise KafkaError.of(Errors.UNKNOWN_TOPIC_ID, f"no topic has id {topic_id}")
-            if cluster.store.topic(name) is None:
-                raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name}")
-            validate.delete_topic(cluster, name)
-            cluster.controller.delete_topic(name)
-        except (LogwrightError, ValueError, TypeError) as exc:
-            code, text = _kafka_error(exc)
-            fields.update(error_code=error_code(code), error_message=text)
-        out.append(build(result_cls, **fields))
-    ex.respond(build(cls, throttle_time=_NO_DELAY, responses=tuple(out)))
-
-
-_HANDLERS: dict[int, Callable[[_Exchange], None]] = {
+DATA_HANDLERS: dict[int, Callable[[_Exchange], None]] = {
     0: _produce,
     1: _fetch,
     2: _list_offsets,
     3: _metadata,
     18: _api_versions,
-    19: _create_topics,
-    20: _delete_topics,
     21: _delete_records,
     35: _describe_log_dirs,
     60: _describe_cluster,
 }
-assert set(_HANDLERS) == set(SUPPORTED), "every advertised API has a handler"
-
-
-def handle(ex: _Exchange) -> None:
-    """Serve ``ex``'s request; it is answered now or when its broker answers."""
-    _HANDLERS[ex.request.api_key](ex)

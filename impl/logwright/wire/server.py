@@ -33,7 +33,7 @@ from logwright.cluster import Cluster
 from logwright.errors import LogwrightError
 from logwright.identity import broker_node_id
 from logwright.protocol.messages import Message
-from logwright.wire import handlers
+from logwright.wire import apis, handlers
 from logwright.wire.codec import (
     API_VERSIONS,
     DecodedRequest,
@@ -332,7 +332,7 @@ class WireServer:
             return
         self.requests_served += 1
         conn.busy = True
-        handlers.handle(_Exchange(self, conn, request))
+        apis.handle(_Exchange(self, conn, request))
 
     def _send(self, conn: _Connection, data: bytes) -> None:
         if conn.closed:

@@ -22,7 +22,12 @@ class RealRuntime:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self.rng = random.Random(seed)
+        # The generators every node forks from mix the operating system's randomness into the
+        # seed: a real run is not reproducible anyway (wall clock, real disk), and a generator
+        # that repeated across process starts would hand a restarted broker the same "unique"
+        # names again (a -delete or -future dir of the last run still on disk, KAFKA-style
+        # uniqueness lost). A simulated world is where one seed reproduces one run.
+        self.rng = random.Random(f"{seed}:{random.SystemRandom().getrandbits(128)}")
         self.clock = WallClock()
         self.scheduler = RealScheduler(self.clock, seed=seed)
         self.network = LocalNetwork(self.scheduler)
@@ -33,7 +38,7 @@ class RealRuntime:
         return RealFileSystem()
 
     def fork_rng(self) -> random.Random:
-        """A generator derived from the runtime's seed."""
+        """A generator derived from the runtime's seed and this process's randomness."""
         return random.Random(self.rng.randrange(1 << 62))
 
     def run_for(self, delta_ms: int) -> None:
