@@ -35,6 +35,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from logwright import Cluster, KafkaError, LogwrightError, UnknownTopicOrPartition
+from logwright.broker.authorizer import AclBinding, Operation, ResourceType
 from logwright.cli import EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE, LogwrightGroup, main
 from logwright.cluster import ClusterError, InvalidArgument
 from logwright.cluster.demo import run_demo
@@ -243,6 +244,13 @@ BAD: dict[str, Bad] = {
                            st.just({"segment.bytes": 1}), st.just({"cleanup.policy": "shred"})),
              delete=st.one_of(st.just(["no.such.config"]), st.just(["retention.ms", 5]),
                               st.integers(), st.text(min_size=1, max_size=3)))),
+    "add_acls": Bad(
+        dict(acls=[AclBinding("User:a", ResourceType.TOPIC, "t", Operation.READ)]),
+        dict(acls=st.one_of(st.integers(), st.text(max_size=3), st.just([("User:a", "t")]),
+                            st.just([None])))),
+    "remove_acls": Bad(
+        dict(acls=[AclBinding("User:a", ResourceType.TOPIC, "t", Operation.READ)]),
+        dict(acls=st.one_of(st.integers(), st.text(max_size=3), st.just([{"principal": 1}])))),
     "leaders_ready": Bad(
         dict(tps=[TopicPartition("t", 0)]),
         dict(tps=st.one_of(st.integers(), st.text(max_size=3), st.just([("t", 0)]),

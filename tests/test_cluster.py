@@ -156,6 +156,38 @@ def test_a_real_cluster_never_reuses_a_deleted_topics_id_after_a_restart(
     assert len(ids) == 3
 
 
+def test_acls_apply_to_every_broker_survive_a_restart_and_never_lock_the_cluster_out(
+        tmp_path: object) -> None:
+    from logwright.broker.acl_file import AclFileError
+    from logwright.broker.authorizer import AclBinding, Operation, ResourceType
+    from logwright.errors import TopicAuthorizationFailed
+
+    path = str(tmp_path) + "/data"
+    alice_reads = AclBinding("User:alice", ResourceType.TOPIC, "t", Operation.READ)
+    with Cluster.real(path, brokers=2, log_dirs_per_broker=1) as c:
+        c.create_topic("t", partitions=1, replication_factor=2)
+        c.produce("t", 0, [b"before"])
+        c.add_acls([alice_reads])
+        assert all(b.authorizer is c.authorizer for b in c.brokers.values())
+        with pytest.raises(TopicAuthorizationFailed):  # the anonymous client may not write
+            c.produce("t", 0, [b"after"], timeout_ms=2_000)
+        # The controller and the replica fetchers are not clients: a leader change still
+        # happens and the follower still replicates.
+        leader = c.partition_state("t", 0).leader
+        c.crash_broker(leader)
+        c.run_until_idle()
+        assert c.partition_state("t", 0).leader not in (leader, -1)
+        c.restart_broker(leader)
+    with Cluster.real(path, brokers=2, log_dirs_per_broker=1) as c:
+        assert c.authorizer.acls == (alice_reads,)
+        assert c.remove_acls([alice_reads]) == [alice_reads]
+        assert c.produce("t", 0, [b"open again"]) == 1
+    with open(path + "/acls.json", "w") as f:
+        f.write("{not json")
+    with pytest.raises(AclFileError, match="acls.json"):
+        Cluster.real(path, brokers=2, log_dirs_per_broker=1)
+
+
 def test_one_seed_reproduces_one_run() -> None:
     def run(seed: int) -> tuple[object, ...]:
         c = Cluster.simulated(brokers=3, seed=seed, max_delay_ms=20)

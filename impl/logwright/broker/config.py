@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 ANONYMOUS = "User:ANONYMOUS"
 """The principal of a session that did not authenticate (Kafka's ``KafkaPrincipal.ANONYMOUS``)."""
 
+INTERNAL_PRINCIPAL = "User:logwright-internal"
+"""The principal a ``Cluster``'s own controller and brokers speak as: a super user of its
+authorizer, never given to a client (the wire server refuses the name)."""
+
 
 @dataclass(frozen=True)
 class BrokerConfig:

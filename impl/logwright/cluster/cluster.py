@@ -15,6 +15,7 @@ import os
 import posixpath
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Literal
 from wsgiref.simple_server import WSGIServer
@@ -24,6 +25,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from logwright.broker import Broker, BrokerConfig, BrokerState
+from logwright.broker.acl_file import ACL_FILE, load_acls, save_acls
+from logwright.broker.authorizer import AclAuthorizer, AclBinding
+from logwright.broker.config import ANONYMOUS, INTERNAL_PRINCIPAL
 from logwright.broker.metrics import MAX_LAG, PER_LOG_PREFIX, BrokerMetrics, merged_collector
 from logwright.cluster import validate
 from logwright.cluster.client import (
@@ -104,6 +108,21 @@ class Cluster:
         self.broker_config = broker_config or BrokerConfig()
         self.controller_config = controller_config or ControllerConfig(
             min_insync_replicas=self.broker_config.min_insync_replicas)
+        # The cluster's own nodes speak as INTERNAL_PRINCIPAL, a super user of the one
+        # authorizer every broker shares, so that no client ACL can lock the controller or the
+        # replica fetchers out (unless a config names other principals for them).
+        if self.broker_config.inter_broker_principal == ANONYMOUS:
+            self.broker_config = replace(self.broker_config,
+                                         inter_broker_principal=INTERNAL_PRINCIPAL)
+        if self.controller_config.principal == ANONYMOUS:
+            self.controller_config = replace(self.controller_config,
+                                             principal=INTERNAL_PRINCIPAL)
+        #: The ACLs every broker enforces (allow-all while there are none); a real cluster
+        #: keeps them in ``<path>/acls.json``. Change them with ``add_acls``/``remove_acls``.
+        self.authorizer = AclAuthorizer(super_users=[self.broker_config.inter_broker_principal,
+                                                     self.controller_config.principal])
+        for acl in load_acls(RealFileSystem(), self._acl_path(root, runtime)):
+            self.authorizer.add_acl(acl)
         self.client_config = client_config if client_config is not None else ClientConfig()
         # The facade's own waits (registration, a new topic's leaders), not the client's.
         self.request_timeout_ms = 30_000
@@ -324,7 +343,7 @@ class Cluster:
         broker = Broker(broker_id, fs, self.log_dirs[broker_id], rt.clock, rt.scheduler,
                         rt.network, rt.fork_rng(), self.broker_config,
                         controller_locator=self._locate_controller, identity=identity,
-                        trace=self.trace)
+                        trace=self.trace, authorizer=self.authorizer)
         self.brokers[broker_id] = broker
         broker.start()
         return broker
@@ -443,6 +462,36 @@ class Cluster:
             return False
         part = broker.replica_manager.describe().get(tp)
         return part is not None and part.is_leader and part.leader_epoch == state.leader_epoch
+
+    # ---- ACLs ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _acl_path(root: str, runtime: Runtime) -> str | None:
+        return None if isinstance(runtime, SimWorld) else posixpath.join(root, ACL_FILE)
+
+    def add_acls(self, acls: Iterable[AclBinding]) -> None:
+        """Add ACLs (Kafka's CreateAcls); every broker enforces them at once. A real cluster
+        writes them to ``<path>/acls.json`` (atomically) before they apply, so they survive a
+        restart. Adding the first ACL ends allow-all: from then on a principal may do only what
+        an ACL allows (super users and the cluster's own nodes excepted)."""
+        wanted = validate.acl_bindings(self, acls)
+        self._save_acls([*self.authorizer.acls, *wanted])
+        for acl in wanted:
+            self.authorizer.add_acl(acl)
+
+    def remove_acls(self, acls: Iterable[AclBinding]) -> list[AclBinding]:
+        """Remove ACLs (Kafka's DeleteAcls); returns those that were there."""
+        wanted = validate.acl_bindings(self, acls)
+        gone = [a for a in self.authorizer.acls if a in wanted]
+        self._save_acls([a for a in self.authorizer.acls if a not in wanted])
+        for acl in gone:
+            self.authorizer.remove_acl(acl)
+        return gone
+
+    def _save_acls(self, acls: Sequence[AclBinding]) -> None:
+        path = self._acl_path(self.root, self.runtime)
+        if path is not None:
+            save_acls(RealFileSystem(), path, acls)
 
     # ---- requests ------------------------------------------------------------------------------
 

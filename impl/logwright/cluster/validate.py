@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from logwright.broker import BrokerConfig
+from logwright.broker.authorizer import AclBinding
 from logwright.cluster.client import ClientConfig
 from logwright.controller import ControllerConfig, SqliteStore
 from logwright.errors import ClusterError, Errors, InvalidArgument, KafkaError
@@ -429,6 +430,19 @@ def topic_partitions(cluster: Cluster, tps: object) -> list[TopicPartition]:
             raise InvalidArgument(f"tps: {_show(tp)} is a {_kind(tp)}, not a TopicPartition")
         topic(tp.topic)
         partition(tp.partition)
+    return out
+
+
+def acl_bindings(cluster: Cluster, acls: object) -> list[AclBinding]:
+    """``Cluster.add_acls``/``remove_acls``: an iterable of AclBinding."""
+    usable(cluster)
+    if isinstance(acls, str | bytes) or not isinstance(acls, Iterable):
+        raise InvalidArgument(f"acls must be an iterable of AclBinding, not {_kind(acls)} "
+                              f"{_show(acls)}")
+    out = list(acls)
+    for acl in out:
+        if not isinstance(acl, AclBinding):
+            raise InvalidArgument(f"acls: {_show(acl)} is a {_kind(acl)}, not an AclBinding")
     return out
 
 

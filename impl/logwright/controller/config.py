@@ -36,6 +36,10 @@ class ControllerConfig:
     # controller asks the replica's broker where it is (DescribeLogDirs) this often, and waits
     # this long for an answer to it or to an AlterReplicaLogDirs.
     dir_move_poll_ms: int = 1_000
+    # The principal the controller's requests carry (the brokers' authorizer checks
+    # CLUSTER_ACTION for it). Kafka's is the controller listener's; a Cluster sets its own
+    # internal principal, a super user, so that client ACLs never lock the controller out.
+    principal: str = "User:ANONYMOUS"
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> ControllerConfig:

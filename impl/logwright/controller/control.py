@@ -170,7 +170,7 @@ class ControlRequests(ControllerCore):
         leaders = tuple(sorted({s.leader for s in wire if s.leader in self._session_deadline_ms}))
         self._send(broker_id, LeaderAndIsrRequest(
             self._next_correlation_id(), self.controller_id, self.epoch,
-            self._broker_epoch(broker_id), kind, wire, leaders))
+            self._broker_epoch(broker_id), kind, wire, leaders, principal=self.config.principal))
 
     def _send_full_leader_and_isr(self, broker_id: int) -> None:
         """FULL: every partition the broker hosts (KIP-550); anything else it holds is a stray."""
@@ -201,7 +201,7 @@ class ControlRequests(ControllerCore):
                            partitions: Sequence[StopReplicaPartition]) -> None:
         self._send(broker_id, StopReplicaRequest(
             self._next_correlation_id(), self.controller_id, self.epoch,
-            self._broker_epoch(broker_id), tuple(partitions)))
+            self._broker_epoch(broker_id), tuple(partitions), principal=self.config.principal))
 
     def _send_update_metadata(self, states: Sequence[PartitionState],
                               leader_override: int | None = None) -> None:
@@ -216,7 +216,8 @@ class ControlRequests(ControllerCore):
                             wire: tuple[LeaderAndIsrPartitionState, ...]) -> None:
         self._send(broker_id, UpdateMetadataRequest(
             self._next_correlation_id(), self.controller_id, self.epoch,
-            self._broker_epoch(broker_id), wire, self.live_brokers()))
+            self._broker_epoch(broker_id), wire, self.live_brokers(),
+            principal=self.config.principal))
 
     def _announce(self, changes: Sequence[PartitionState]) -> None:
         """Tell the live replicas (LeaderAndIsr) and every live broker (UpdateMetadata)."""
