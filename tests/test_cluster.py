@@ -184,7 +184,7 @@ def test_acls_apply_to_every_broker_survive_a_restart_and_never_lock_the_cluster
         assert c.produce("t", 0, [b"open again"]) == 1
     with open(path + "/acls.json", "w") as f:
         f.write("{not json")
-    with pytest.raises(AclFileError, match="acls.json"):
+    with pytest.raises(AclFileError, match=r"acls\.json"):
         Cluster.real(path, brokers=2, log_dirs_per_broker=1)
 
 
