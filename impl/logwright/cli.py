@@ -273,28 +273,48 @@ def demo(seed: int, real_path: str | None, trace_path: str | None) -> None:
 @click.option("--log-dirs-per-broker", "dirs", type=click.IntRange(1, 16), default=None,
               help="Log dirs per broker of a new cluster (default 2).")
 @click.option("--listeners", default=None, metavar="LIST",
-              help="One listener per broker, in broker order, comma-separated: HOST:PORT or "
-                   "PLAINTEXT://HOST:PORT (port 0: any free port). Default: 127.0.0.1, free "
-                   "ports.")
+              help="Comma-separated PROTOCOL://HOST:PORT entries (PLAINTEXT, SSL, "
+                   "SASL_PLAINTEXT, SASL_SSL; a bare HOST:PORT is PLAINTEXT): per protocol "
+                   "either one entry per broker, in broker order, or one entry with port 0 for "
+                   "free ports on every broker. Default: PLAINTEXT://127.0.0.1:0.")
 @click.option("--config", "config_file", default=None, metavar="FILE",
               type=click.Path(dir_okay=False),
               help="A server.properties file configuring every broker and the controller.")
 @click.option("--max-request-bytes", type=click.IntRange(1024, 2**31 - 1),
               default=104_857_600, show_default=True,
               help="socket.request.max.bytes: a larger request frame closes its connection.")
+@click.option("--users", "users_file", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="SASL users (PLAIN and SCRAM-SHA-256), one name=password per line; needed "
+                   "by SASL listeners. Keep it readable by the server only.")
+@click.option("--ssl-certfile", default=None, metavar="PEM", type=click.Path(dir_okay=False),
+              help="The brokers' TLS certificate chain (SSL and SASL_SSL listeners).")
+@click.option("--ssl-keyfile", default=None, metavar="PEM", type=click.Path(dir_okay=False),
+              help="Its private key, if not in the certificate file.")
+@click.option("--ssl-cafile", default=None, metavar="PEM", type=click.Path(dir_okay=False),
+              help="CA certificates that client certificates are checked against.")
+@click.option("--ssl-client-auth", is_flag=True,
+              help="Require a client certificate (ssl.client.auth=required); on SSL listeners "
+                   "its subject is the principal.")
+@click.option("--super-user", "super_users", multiple=True, metavar="PRINCIPAL",
+              help="A principal (User:NAME) that every ACL check allows (repeatable).")
 def serve(data_dir: str, brokers: int | None, dirs: int | None, listeners: str | None,
-          config_file: str | None, max_request_bytes: int) -> None:
-    """Run a real cluster with each broker on its own port, speaking Kafka's protocol.
+          config_file: str | None, max_request_bytes: int, users_file: str | None,
+          ssl_certfile: str | None, ssl_keyfile: str | None, ssl_cafile: str | None,
+          ssl_client_auth: bool, super_users: tuple[str, ...]) -> None:
+    """Run a real cluster with its brokers on the network, speaking Kafka's protocol.
 
-    Prints "bootstrap.servers=HOST:PORT,..." once every broker listens, then serves Kafka
-    clients (kafka-python, confluent-kafka, kcat) until Ctrl-C or SIGTERM, when it closes every
+    Prints "bootstrap.servers=HOST:PORT,..." (the first listener; other listeners follow as
+    "bootstrap.servers.PROTOCOL=...") once every broker listens, then serves Kafka clients
+    (kafka-python, confluent-kafka, kcat) until Ctrl-C or SIGTERM, when it closes every
     connection and shuts the brokers down cleanly (clean-shutdown markers written). The APIs
-    served and their versions are in docs/wire.md.
+    served, security and ACLs are in docs/wire.md.
 
     \b
     Exit codes:
       0  stopped by Ctrl-C or SIGTERM after a clean shutdown
-      1  the cluster could not start (a bad DIR, a port in use, a bad config file)
+      1  the cluster could not start (a bad DIR, a port in use, a bad config, users or
+         certificate file)
       2  usage error
       5  internal error (rerun with --debug)
     """
@@ -304,6 +324,7 @@ def serve(data_dir: str, brokers: int | None, dirs: int | None, listeners: str |
     from logwright.cluster import Cluster
     from logwright.errors import ClusterError
     from logwright.wire import WireServer
+    from logwright.wire.security import SecurityConfig, Users, server_ssl_context
 
     existing = os.path.isfile(os.path.join(data_dir, "metadata.db"))
     if existing:
@@ -316,10 +337,23 @@ def serve(data_dir: str, brokers: int | None, dirs: int | None, listeners: str |
         brokers, dirs = layout
     brokers = 3 if brokers is None else brokers
     dirs = 2 if dirs is None else dirs
-    ports = parse_listeners(listeners, brokers)
-    hosts = {h for h, _ in ports.values()}
-    if len(hosts) > 1:
-        raise ClusterError(f"--listeners: every broker listens on one host, not {sorted(hosts)}")
+    configs = parse_listeners(listeners, brokers)
+    for principal in super_users:
+        if not principal.startswith("User:") or principal == "User:":
+            raise ClusterError(f"--super-user {principal!r}: a principal is User:NAME")
+    users = Users.from_file(users_file) if users_file is not None else Users()
+    context = None
+    if ssl_certfile is not None:
+        context = server_ssl_context(ssl_certfile, ssl_keyfile, ssl_cafile, ssl_client_auth)
+    elif ssl_keyfile is not None or ssl_cafile is not None or ssl_client_auth:
+        raise ClusterError("--ssl-keyfile, --ssl-cafile and --ssl-client-auth need "
+                           "--ssl-certfile")
+    security = SecurityConfig(users, context, tuple(super_users))
+    for config in configs:
+        if config.protocol.tls and context is None:
+            raise ClusterError(f"a {config.protocol.value} listener needs --ssl-certfile")
+        if config.protocol.sasl and not len(users):
+            raise ClusterError(f"a {config.protocol.value} listener needs --users")
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: object) -> None:
@@ -329,13 +363,16 @@ def serve(data_dir: str, brokers: int | None, dirs: int | None, listeners: str |
     try:
         with Cluster.real(data_dir, brokers=brokers, log_dirs_per_broker=dirs,
                           config_file=config_file) as cluster:
-            server = WireServer(cluster, host=hosts.pop(),
-                                ports={b: p for b, (_, p) in ports.items()},
+            server = WireServer(cluster, listeners=configs, security=security,
                                 max_request_bytes=max_request_bytes)
             try:
-                click.echo(f"bootstrap.servers={server.bootstrap_servers}")
+                for i, config in enumerate(configs):
+                    key = ("bootstrap.servers" if i == 0
+                           else f"bootstrap.servers.{config.protocol.value}")
+                    click.echo(f"{key}={server.bootstrap_for(config.protocol)}")
                 for x in server.listeners:
-                    click.echo(f"broker {x.broker_id} listening on {x.host}:{x.port}", err=True)
+                    click.echo(f"broker {x.broker_id} listening on {x.protocol.value}://"
+                               f"{x.host}:{x.port}", err=True)
                 try:
                     server.serve_forever(stop)
                 except KeyboardInterrupt:
@@ -347,28 +384,48 @@ def serve(data_dir: str, brokers: int | None, dirs: int | None, listeners: str |
         signal.signal(signal.SIGTERM, previous)
 
 
-def parse_listeners(text: str | None, brokers: int) -> dict[int, tuple[str, int]]:
-    """``--listeners``: broker id -> (host, port); one entry per broker, in order."""
+def parse_listeners(text: str | None, brokers: int) -> list[Any]:
+    """``--listeners``: one ``ListenerConfig`` per protocol named, in the order first named."""
     from logwright.errors import InvalidArgument
+    from logwright.wire.security import Protocol
+    from logwright.wire.server import ListenerConfig
 
     if text is None:
-        return {b: ("127.0.0.1", 0) for b in range(1, brokers + 1)}
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if len(items) != brokers:
-        raise InvalidArgument(f"--listeners: {len(items)} listener(s) for {brokers} broker(s); "
-                              f"give one per broker")
-    out: dict[int, tuple[str, int]] = {}
-    for b, item in enumerate(items, start=1):
+        return [ListenerConfig(Protocol.PLAINTEXT, "127.0.0.1", {})]
+    grouped: dict[Protocol, list[tuple[str, int]]] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        protocol = Protocol.PLAINTEXT
         if "://" in item:
             scheme, item = item.split("://", 1)
-            if scheme.upper() != "PLAINTEXT":
-                raise InvalidArgument(f"--listeners: {scheme}:// is not served yet; only "
-                                      f"PLAINTEXT")
+            try:
+                protocol = Protocol(scheme.upper())
+            except ValueError:
+                raise InvalidArgument(f"--listeners: unknown protocol {scheme!r}; one of "
+                                      f"{', '.join(p.value for p in Protocol)}") from None
         host, sep, port_text = item.rpartition(":")
         host = host.strip("[]")
         if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
             raise InvalidArgument(f"--listeners: {item!r} is not HOST:PORT")
-        out[b] = (host, int(port_text))
+        grouped.setdefault(protocol, []).append((host, int(port_text)))
+    if not grouped:
+        raise InvalidArgument("--listeners: no listener given")
+    out = []
+    for protocol, entries in grouped.items():
+        hosts = {h for h, _ in entries}
+        if len(hosts) > 1:
+            raise InvalidArgument(f"--listeners: the {protocol.value} listener of every "
+                                  f"broker is on one host, not {sorted(hosts)}")
+        if len(entries) == 1 and entries[0][1] == 0:
+            ports: dict[int, int] = {}
+        elif len(entries) == brokers:
+            ports = {b: port for b, (_, port) in enumerate(entries, start=1)}
+        else:
+            raise InvalidArgument(f"--listeners: {len(entries)} {protocol.value} listener(s) "
+                                  f"for {brokers} broker(s); give one per broker, or one with "
+                                  f"port 0")
+        out.append(ListenerConfig(protocol, hosts.pop(), ports))
     return out
 
 

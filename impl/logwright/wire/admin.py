@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from logwright.broker.authorizer import Operation
 from logwright.cluster import validate
 from logwright.configs import TOPIC_CONFIGS, ConfigEntry, parse_topic_configs
 from logwright.errors import Errors, InvalidConfig, KafkaError, LogwrightError
@@ -26,7 +27,6 @@ from logwright.storage.naming import TopicPartition
 from logwright.wire.codec import build, error_code, nested
 from logwright.wire.handlers import (
     ADMIN_TIMEOUT_MS,
-    ANONYMOUS,
     NO_DELAY,
     kafka_error,
     millis,
@@ -72,6 +72,11 @@ def _create_topics(ex: _Exchange) -> None:
             fields.update(error_code=error_code(Errors.INVALID_REQUEST),
                           error_message=f"topic {t.name} is named more than once")
             continue
+        if not (ex.allowed_cluster(Operation.CREATE)
+                or ex.allowed_topic(Operation.CREATE, t.name)):
+            fields.update(error_code=error_code(Errors.TOPIC_AUTHORIZATION_FAILED),
+                          error_message=f"CREATE on topic {t.name} is needed")
+            continue
         if t.assignments:
             fields.update(error_code=error_code(Errors.INVALID_REQUEST),
                           error_message="explicit replica assignments are not supported; "
@@ -113,6 +118,9 @@ def _create_partitions(ex: _Exchange) -> None:
     for t in body.topics:
         code, text = 0, None
         try:
+            if not ex.allowed_topic(Operation.ALTER, t.name):
+                raise KafkaError.of(Errors.TOPIC_AUTHORIZATION_FAILED,
+                                    f"ALTER on topic {t.name} is needed")
             validate.create_partitions(cluster, t.name, int(t.count))
             record = cluster.store.topic(t.name)
             if record is None:
@@ -158,6 +166,9 @@ def _delete_topics(ex: _Exchange) -> None:
         try:
             if name is None:
                 raise KafkaError.of(Errors.UNKNOWN_TOPIC_ID, f"no topic has id {topic_id}")
+            if not ex.allowed_topic(Operation.DELETE, name):
+                raise KafkaError.of(Errors.TOPIC_AUTHORIZATION_FAILED,
+                                    f"DELETE on topic {name} is needed")
             if cluster.store.topic(name) is None:
                 raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name}")
             validate.delete_topic(cluster, name)
@@ -189,6 +200,9 @@ def _describe_configs(ex: _Exchange) -> None:
             results.append(build(result_cls, **fields))
             continue
         try:
+            if not ex.allowed_topic(Operation.DESCRIBE, r.resource_name):
+                raise KafkaError.of(Errors.TOPIC_AUTHORIZATION_FAILED,
+                                    f"DESCRIBE on topic {r.resource_name} is needed")
             if ex.cluster.store.topic(r.resource_name) is None:
                 raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     f"no topic {r.resource_name}")
@@ -233,6 +247,9 @@ def _incremental_alter_configs(ex: _Exchange) -> None:
                 raise KafkaError.of(Errors.INVALID_REQUEST,
                                     f"APPEND and SUBTRACT are not supported ({', '.join(other)}); "
                                     f"SET the whole list instead")
+            if not ex.allowed_topic(Operation.ALTER, r.resource_name):
+                raise KafkaError.of(Errors.TOPIC_AUTHORIZATION_FAILED,
+                                    f"ALTER on topic {r.resource_name} is needed")
             if ex.cluster.store.topic(r.resource_name) is None:
                 raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     f"no topic {r.resource_name}")
@@ -264,6 +281,11 @@ def _alter_partition_reassignments(ex: _Exchange) -> None:
     cls = response_of(ex)
     topic_cls = nested(cls, "ReassignableTopicResponse")
     part_cls = nested(cls, "ReassignablePartitionResponse")
+    if not ex.allowed_cluster(Operation.ALTER):
+        ex.respond(build(cls, throttle_time=NO_DELAY,
+                         error_code=error_code(Errors.CLUSTER_AUTHORIZATION_FAILED),
+                         error_message="ALTER on the cluster is needed", responses=()))
+        return
     controller = ex.cluster.controller
     pending = {s.tp for s in controller.reassignment_status()}
     out = []
@@ -296,6 +318,11 @@ def _list_partition_reassignments(ex: _Exchange) -> None:
     cls = response_of(ex)
     topic_cls = nested(cls, "OngoingTopicReassignment")
     part_cls = nested(cls, "OngoingPartitionReassignment")
+    if not ex.allowed_cluster(Operation.DESCRIBE):
+        ex.respond(build(cls, throttle_time=NO_DELAY,
+                         error_code=error_code(Errors.CLUSTER_AUTHORIZATION_FAILED),
+                         error_message="DESCRIBE on the cluster is needed", topics=()))
+        return
     wanted = (None if body.topics is None else
               {(t.name, int(p)) for t in body.topics for p in t.partition_indexes})
     by_topic: dict[str, list[Any]] = {}
@@ -337,7 +364,7 @@ def _alter_replica_log_dirs(ex: _Exchange) -> None:
             build(topic_cls, topic_name=name, partitions=tuple(parts))
             for name, parts in by_topic.items())))
 
-    ex.call(lambda cid: AlterReplicaLogDirsRequest(cid, dirs, principal=ANONYMOUS), answer,
+    ex.call(lambda cid: AlterReplicaLogDirsRequest(cid, dirs, principal=ex.principal), answer,
             ADMIN_TIMEOUT_MS)
 
 

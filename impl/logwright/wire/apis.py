@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from logwright.wire.admin import ADMIN_HANDLERS
+from logwright.wire.auth import AUTH_HANDLERS
 from logwright.wire.codec import SUPPORTED
 from logwright.wire.handlers import DATA_HANDLERS
 
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HANDLERS", "handle"]
 
-HANDLERS: dict[int, Callable[[_Exchange], None]] = {**DATA_HANDLERS, **ADMIN_HANDLERS}
+HANDLERS: dict[int, Callable[[_Exchange], None]] = {**DATA_HANDLERS, **ADMIN_HANDLERS,
+                                                    **AUTH_HANDLERS}
 assert set(HANDLERS) == set(SUPPORTED), "every advertised API has a handler, and no other"
 
 

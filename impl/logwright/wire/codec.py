@@ -53,13 +53,18 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     1: (4, 12),    # Fetch (v13+ names topics by id only)
     2: (1, 7),     # ListOffsets
     3: (1, 12),    # Metadata
+    17: (1, 1),    # SaslHandshake (v0's unframed tokens are not served)
     18: (0, 4),    # ApiVersions
     19: (2, 7),    # CreateTopics
     20: (1, 6),    # DeleteTopics
     21: (0, 2),    # DeleteRecords
+    29: (1, 3),    # DescribeAcls
+    30: (1, 3),    # CreateAcls
+    31: (1, 3),    # DeleteAcls
     32: (1, 4),    # DescribeConfigs
     34: (1, 2),    # AlterReplicaLogDirs
     35: (1, 4),    # DescribeLogDirs
+    36: (0, 2),    # SaslAuthenticate
     37: (0, 3),    # CreatePartitions
     44: (0, 1),    # IncrementalAlterConfigs
     45: (0, 0),    # AlterPartitionReassignments

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DATA_HANDLERS", "unsupported_api_versions"]
 
-ANONYMOUS = "User:ANONYMOUS"
 FETCH_SESSION_ID_NOT_FOUND = 70
 UNSUPPORTED_VERSION = 35
 NO_DELAY = datetime.timedelta(0)
@@ -118,7 +117,7 @@ def _brokers(ex: _Exchange, cls: Any, entry_name: str, id_field: str,
     entry = nested(cls, entry_name)
     out = []
     for b in sorted(live):
-        address = ex.server.address_of(b)
+        address = ex.server.address_of(b, ex.protocol)
         if address is not None:
             out.append(build(entry, **{id_field: b}, host=address[0], port=address[1],
                              rack=None))
@@ -158,7 +157,7 @@ def _metadata(ex: _Exchange) -> None:
                          cluster_id=ex.cluster.cluster_id, controller_id=reply.controller_id,
                          topics=topics, cluster_authorized_operations=-2147483648))
 
-    ex.call(lambda cid: MetadataRequest(cid, names, principal=ANONYMOUS), answer,
+    ex.call(lambda cid: MetadataRequest(cid, names, principal=ex.principal), answer,
             ADMIN_TIMEOUT_MS)
 
 
@@ -185,7 +184,7 @@ def _produce(ex: _Exchange) -> None:
                        for t in body.topic_data for p in t.partition_data)
 
     def message(cid: int) -> ProduceRequest:
-        return ProduceRequest(cid, acks, timeout_ms, partitions, principal=ANONYMOUS)
+        return ProduceRequest(cid, acks, timeout_ms, partitions, principal=ex.principal)
 
     if acks == 0:
         ex.send(message)
@@ -270,7 +269,7 @@ def _fetch(ex: _Exchange) -> None:
 
     ex.call(lambda cid: FetchRequest(cid, CONSUMER_REPLICA_ID, -1, max_wait_ms,
                                      int(body.min_bytes), max_bytes, partitions,
-                                     principal=ANONYMOUS),
+                                     principal=ex.principal),
             answer, max_wait_ms + _GRACE_MS)
 
 
@@ -299,7 +298,7 @@ def _list_offsets(ex: _Exchange) -> None:
             for name, parts in by_topic.items())))
 
     ex.call(lambda cid: ListOffsetsRequest(cid, CONSUMER_REPLICA_ID, asked,
-                                           principal=ANONYMOUS),
+                                           principal=ex.principal),
             answer, ADMIN_TIMEOUT_MS)
 
 
@@ -328,7 +327,7 @@ def _delete_records(ex: _Exchange) -> None:
                 for p in t.partitions for r in [got.get((t.name, p.partition_index))]))
             for t in topics)))
 
-    ex.call(lambda cid: DeleteRecordsRequest(cid, topics, timeout_ms, principal=ANONYMOUS),
+    ex.call(lambda cid: DeleteRecordsRequest(cid, topics, timeout_ms, principal=ex.principal),
             answer, timeout_ms + _GRACE_MS)
 
 
@@ -360,7 +359,7 @@ def _describe_log_dirs(ex: _Exchange) -> None:
                                  for p in t.partitions)) for t in r.topics))
                              for r in reply.results)))
 
-    ex.call(lambda cid: DescribeLogDirsRequest(cid, topics, principal=ANONYMOUS), answer,
+    ex.call(lambda cid: DescribeLogDirsRequest(cid, topics, principal=ex.principal), answer,
             ADMIN_TIMEOUT_MS)
 
 

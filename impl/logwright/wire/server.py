@@ -21,14 +21,17 @@ import errno
 import logging
 import selectors
 import socket
+import ssl
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from logwright.broker.authorizer import Operation
+from logwright.broker.config import ANONYMOUS
 from logwright.cluster import Cluster
 from logwright.errors import LogwrightError
 from logwright.identity import broker_node_id
@@ -42,8 +45,15 @@ from logwright.wire.codec import (
     encode_response,
     frame_size,
 )
+from logwright.wire.security import (
+    Protocol,
+    SaslExchange,
+    SecurityConfig,
+    SecurityError,
+    certificate_principal,
+)
 
-__all__ = ["Listener", "WireServer", "serving"]
+__all__ = ["Listener", "ListenerConfig", "WireServer", "serving"]
 
 log = logging.getLogger("logwright.wire")
 
@@ -51,17 +61,31 @@ DEFAULT_MAX_REQUEST_BYTES = 104_857_600  # Kafka's socket.request.max.bytes
 DEFAULT_IDLE_MS = 600_000  # Kafka's connections.max.idle.ms
 DEFAULT_MAX_CONNECTIONS_PER_IP = 1_000
 GATEWAY_NODE = "wire"
+#: What a SASL connection may send before it authenticates: ApiVersions, SaslHandshake,
+#: SaslAuthenticate.
+BEFORE_AUTHENTICATION = frozenset({18, 17, 36})
 _READ_CHUNK = 1 << 16
 _TICK_MS = 20  # the longest the loop sleeps in select() with nothing due
 
 
 @dataclass(frozen=True)
 class Listener:
-    """One broker's listening address."""
+    """One broker's listening address, and the security protocol spoken there."""
 
     broker_id: int
     host: str
     port: int
+    protocol: Protocol = Protocol.PLAINTEXT
+
+
+@dataclass(frozen=True)
+class ListenerConfig:
+    """One listener of every broker (Kafka's ``listeners`` entry): its protocol, host and each
+    broker's port (0 or absent: a free port)."""
+
+    protocol: Protocol = Protocol.PLAINTEXT
+    host: str = "127.0.0.1"
+    ports: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +94,10 @@ class _Connection:
     broker_id: int
     peer: str
     last_active_ms: int
+    protocol: Protocol = Protocol.PLAINTEXT
+    principal: str | None = ANONYMOUS  # None: a SASL connection not yet authenticated
+    sasl: SaslExchange | None = None
+    handshaking: bool = False  # TLS handshake in progress
     inbuf: bytearray = field(default_factory=bytearray)
     outbuf: bytearray = field(default_factory=bytearray)
     busy: bool = False  # a request is being served (Kafka mutes the channel)
@@ -129,18 +157,35 @@ class WireServer:
                  ports: Mapping[int, int] | None = None,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
                  idle_ms: int = DEFAULT_IDLE_MS,
-                 max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP) -> None:
+                 max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP,
+                 listeners: Sequence[ListenerConfig] | None = None,
+                 security: SecurityConfig | None = None) -> None:
         if max_request_bytes < 1:
             raise LogwrightError(f"socket.request.max.bytes must be positive, "
                                  f"not {max_request_bytes}")
+        configs = (list(listeners) if listeners is not None
+                   else [ListenerConfig(Protocol.PLAINTEXT, host, dict(ports or {}))])
+        self.security = security or SecurityConfig()
+        for config in configs:
+            if config.protocol.tls and self.security.ssl_context is None:
+                raise SecurityError(f"a {config.protocol.value} listener needs a TLS "
+                                    f"certificate (ssl_context)")
+            if config.protocol.sasl and not len(self.security.users):
+                raise SecurityError(f"a {config.protocol.value} listener needs SASL users")
+        if len({c.protocol for c in configs}) != len(configs):
+            raise LogwrightError("one listener per security protocol")
+        for principal in self.security.super_users:
+            if principal not in cluster.authorizer.super_users:
+                cluster.authorizer.super_users = cluster.authorizer.super_users | {principal}
         self.cluster = cluster
-        self.host = host
+        self.host = configs[0].host
         self.max_request_bytes = max_request_bytes
         self.idle_ms = idle_ms
         self.max_connections_per_ip = max_connections_per_ip
         self.selector = selectors.DefaultSelector()
         self.listeners: list[Listener] = []
-        self._servers: dict[int, socket.socket] = {}  # broker id -> its listening socket
+        # (protocol, broker id) -> the listening socket
+        self._servers: dict[tuple[Protocol, int], socket.socket] = {}
         self._connections: dict[int, _Connection] = {}
         self._per_ip: dict[str, int] = {}
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
@@ -151,34 +196,37 @@ class WireServer:
         self.gateway = _Gateway(self)
         cluster.runtime.network.register(self.gateway)
         cluster.runtime.network.keep_order_from(GATEWAY_NODE)
-        ports = dict(ports or {})
         try:
-            for broker_id in sorted(cluster.brokers):
-                self._listen(broker_id, ports.get(broker_id, 0))
+            for config in configs:
+                for broker_id in sorted(cluster.brokers):
+                    self._listen(config, broker_id)
         except BaseException:
             self.close()
             raise
 
     # ---- sockets -----------------------------------------------------------------------------
 
-    def _listen(self, broker_id: int, port: int) -> None:
-        sock = self._bind(broker_id, port)
-        self._servers[broker_id] = sock
-        self.listeners.append(Listener(broker_id, self.host, sock.getsockname()[1]))
+    def _listen(self, config: ListenerConfig, broker_id: int) -> None:
+        listener = Listener(broker_id, config.host, config.ports.get(broker_id, 0),
+                            config.protocol)
+        sock = self._bind(listener)
+        self._servers[(config.protocol, broker_id)] = sock
+        self.listeners.append(replace(listener, port=sock.getsockname()[1]))
 
-    def _bind(self, broker_id: int, port: int) -> socket.socket:
-        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET,
+    def _bind(self, listener: Listener) -> socket.socket:
+        sock = socket.socket(socket.AF_INET6 if ":" in listener.host else socket.AF_INET,
                              socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((self.host, port))
+            sock.bind((listener.host, listener.port))
         except OSError as exc:
             sock.close()
-            raise LogwrightError(f"broker {broker_id}: cannot listen on {self.host}:{port}: "
+            raise LogwrightError(f"broker {listener.broker_id}: cannot listen on "
+                                 f"{listener.host}:{listener.port}: "
                                  f"{exc.strerror or exc}") from None
         sock.listen(128)
         sock.setblocking(False)
-        self.selector.register(sock, selectors.EVENT_READ, ("listen", broker_id))
+        self.selector.register(sock, selectors.EVENT_READ, ("listen", listener))
         return sock
 
     def _follow_brokers(self) -> None:
@@ -188,29 +236,35 @@ class WireServer:
         for x in self.listeners:
             broker = self.cluster.brokers.get(x.broker_id)
             alive = broker is not None and broker.alive
-            sock = self._servers.get(x.broker_id)
+            key = (x.protocol, x.broker_id)
+            sock = self._servers.get(key)
             if not alive and sock is not None:
                 self.selector.unregister(sock)
                 sock.close()
-                del self._servers[x.broker_id]
+                del self._servers[key]
                 for conn in list(self._connections.values()):
                     if conn.broker_id == x.broker_id:
                         self._close(conn)
             elif alive and sock is None:
                 try:
-                    self._servers[x.broker_id] = self._bind(x.broker_id, x.port)
+                    self._servers[key] = self._bind(x)
                 except LogwrightError as exc:
                     log.warning("%s; retrying", exc)
 
+    def bootstrap_for(self, protocol: Protocol = Protocol.PLAINTEXT) -> str:
+        """``host:port`` of every broker's ``protocol`` listener, comma-separated."""
+        return ",".join(f"{x.host}:{x.port}" for x in self.listeners if x.protocol is protocol)
+
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port`` of every broker, comma-separated, as clients take them."""
-        return ",".join(f"{x.host}:{x.port}" for x in self.listeners)
+        """``host:port`` of every broker on the first listener, as clients take them."""
+        return self.bootstrap_for(self.listeners[0].protocol)
 
-    def address_of(self, broker_id: int) -> tuple[str, int] | None:
-        """The host and port broker ``broker_id`` listens on, if it does."""
+    def address_of(self, broker_id: int, protocol: Protocol = Protocol.PLAINTEXT
+                   ) -> tuple[str, int] | None:
+        """The host and port broker ``broker_id`` listens on for ``protocol``, if it does."""
         for x in self.listeners:
-            if x.broker_id == broker_id:
+            if x.broker_id == broker_id and x.protocol is protocol:
                 return x.host, x.port
         return None
 
@@ -218,7 +272,7 @@ class WireServer:
         """The cluster's clock."""
         return self.cluster.runtime.clock.now_ms()
 
-    def _accept(self, server: socket.socket, broker_id: int) -> None:
+    def _accept(self, server: socket.socket, listener: Listener) -> None:
         try:
             sock, addr = server.accept()
         except OSError:
@@ -231,10 +285,41 @@ class WireServer:
             return
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Connection(sock, broker_id, f"{ip}:{addr[1]}", self.now_ms())
+        protocol = listener.protocol
+        if protocol.tls:
+            assert self.security.ssl_context is not None
+            sock = self.security.ssl_context.wrap_socket(sock, server_side=True,
+                                                         do_handshake_on_connect=False)
+        conn = _Connection(sock, listener.broker_id, f"{ip}:{addr[1]}", self.now_ms(),
+                           protocol=protocol,
+                           principal=None if protocol.sasl else ANONYMOUS,
+                           sasl=SaslExchange(self.security.users) if protocol.sasl else None,
+                           handshaking=protocol.tls)
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
         self._connections[sock.fileno()] = conn
         self.selector.register(sock, selectors.EVENT_READ, ("conn", conn))
+
+    def _handshake(self, conn: _Connection) -> None:
+        """Advance a TLS handshake; once done, an SSL connection's principal is its client
+        certificate's subject (or ANONYMOUS)."""
+        sock = conn.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._set_events(conn, selectors.EVENT_READ)
+            return
+        except ssl.SSLWantWriteError:
+            self._set_events(conn, selectors.EVENT_WRITE)
+            return
+        except (ssl.SSLError, OSError) as exc:
+            self._close(conn, f"TLS handshake failed: {getattr(exc, 'reason', None) or exc}")
+            return
+        conn.handshaking = False
+        conn.last_active_ms = self.now_ms()
+        if conn.protocol is Protocol.SSL:
+            conn.principal = certificate_principal(sock)
+        self._update_interest(conn)
 
     def _close(self, conn: _Connection, why: str = "") -> None:
         if conn.closed:
@@ -252,9 +337,16 @@ class WireServer:
         conn.sock.close()
 
     def _read(self, conn: _Connection) -> None:
+        if conn.handshaking:
+            self._handshake(conn)
+            return
         try:
             data = conn.sock.recv(_READ_CHUNK)
-        except (BlockingIOError, InterruptedError):
+            if isinstance(conn.sock, ssl.SSLSocket):
+                while conn.sock.pending():  # decrypted bytes the selector cannot see
+                    data += conn.sock.recv(conn.sock.pending())
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                ssl.SSLWantWriteError):
             return
         except OSError as exc:
             self._close(conn, f"read failed: {exc.strerror or exc}")
@@ -283,13 +375,16 @@ class WireServer:
         self._update_interest(conn)
 
     def _update_interest(self, conn: _Connection) -> None:
-        if conn.closed:
+        if conn.closed or conn.handshaking:
             return
         # A busy connection is not read (Kafka mutes it): its next frames wait in the kernel,
         # which pushes back on the client, so a connection buffers one frame plus one read.
         events = 0 if conn.busy or conn.closing else selectors.EVENT_READ
         if conn.outbuf:
             events |= selectors.EVENT_WRITE
+        self._set_events(conn, events)
+
+    def _set_events(self, conn: _Connection, events: int) -> None:
         if events == conn.events:
             return
         if conn.events == 0:
@@ -301,10 +396,14 @@ class WireServer:
         conn.events = events
 
     def _write(self, conn: _Connection) -> None:
+        if conn.handshaking:
+            self._handshake(conn)
+            return
         if conn.outbuf:
             try:
                 sent = conn.sock.send(conn.outbuf)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 return
             except OSError as exc:
                 self._close(conn, "" if exc.errno in (errno.EPIPE, errno.ECONNRESET)
@@ -330,6 +429,9 @@ class WireServer:
                 return
             self._close(conn, exc.reason)
             return
+        if conn.principal is None and request.api_key not in BEFORE_AUTHENTICATION:
+            self._close(conn, f"API key {request.api_key} sent before SASL authentication")
+            return
         self.requests_served += 1
         conn.busy = True
         apis.handle(_Exchange(self, conn, request))
@@ -340,15 +442,20 @@ class WireServer:
         conn.outbuf += data
         self._write(conn)
 
-    def _finish(self, conn: _Connection, request: DecodedRequest, body: Any | None) -> None:
+    def _finish(self, conn: _Connection, request: DecodedRequest, body: Any | None,
+                close_after: bool = False) -> None:
         """``body`` answers ``request`` (None: no answer, as for acks=0); the connection may
-        read its next frame."""
+        read its next frame, or, with ``close_after``, is closed once the answer is out."""
         if conn.closed:
             return
         conn.busy = False
+        conn.closing = conn.closing or close_after
         if body is not None:
             self._send(conn, encode_response(request.api_key, request.api_version,
                                              request.correlation_id, body))
+        if conn.closing and not conn.outbuf:
+            self._close(conn)
+            return
         self._next_request(conn)
 
     def wait_for(self, done: Callable[[], bool], timeout_ms: int,
@@ -468,11 +575,40 @@ class _Exchange:
     def broker_node(self) -> str:
         return broker_node_id(self.conn.broker_id)
 
-    def respond(self, body: Any | None) -> None:
-        """Answer the request (None: send nothing, as for acks=0). Once only."""
+    @property
+    def principal(self) -> str:
+        """Who sent the request (``User:ANONYMOUS`` unless authenticated)."""
+        return self.conn.principal or ANONYMOUS
+
+    @property
+    def protocol(self) -> Protocol:
+        """The security protocol of the listener the request came in on."""
+        return self.conn.protocol
+
+    @property
+    def sasl(self) -> SaslExchange | None:
+        """The connection's SASL exchange (SASL listeners only)."""
+        return self.conn.sasl
+
+    def authenticated(self, principal: str) -> None:
+        """The connection's SASL exchange succeeded as ``principal``."""
+        self.conn.principal = principal
+
+    def allowed_topic(self, operation: Operation, topic: str) -> bool:
+        """Whether the sender may do ``operation`` on ``topic`` (the cluster's ACLs)."""
+        return self.cluster.authorizer.authorize_topic(self.principal, operation, topic)
+
+    def allowed_cluster(self, operation: Operation) -> bool:
+        """Whether the sender may do ``operation`` on the cluster."""
+        return self.cluster.authorizer.authorize_cluster(self.principal, operation)
+
+    def respond(self, body: Any | None, close_after: bool = False) -> None:
+        """Answer the request (None: send nothing, as for acks=0). Once only. With
+        ``close_after`` the connection is closed once the answer is sent (a failed SASL
+        authentication)."""
         assert not self.answered, "a request is answered once"
         self.answered = True
-        self.server._finish(self.conn, self.request, body)
+        self.server._finish(self.conn, self.request, body, close_after)
 
     def call(self, message_of: Callable[[int], Message],
              on_answer: Callable[[Message | None], None], timeout_ms: int) -> None:
