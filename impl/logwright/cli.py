@@ -429,6 +429,192 @@ def parse_listeners(text: str | None, brokers: int) -> list[Any]:
     return out
 
 
+_BOOTSTRAP_REQUIRED = click.option(
+    "--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT,...",
+    help="The cluster to talk to over Kafka's protocol (e.g. a 'logwright serve').")
+_COMMAND_CONFIG = click.option(
+    "--command-config", default=None, metavar="FILE", type=click.Path(dir_okay=False),
+    help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, PEM "
+         "ssl.truststore/keystore).")
+
+
+def _one_action(**actions: bool) -> str:
+    chosen = [name for name, on in actions.items() if on]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of "
+                               + ", ".join(f"--{a}" for a in actions))
+    return chosen[0]
+
+
+def _config_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for text in values:
+        for item in (x for x in text.split(",") if x.strip()):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
+            out[key.strip()] = value.strip()
+    return out
+
+
+@main.command()
+@_BOOTSTRAP_REQUIRED
+@_COMMAND_CONFIG
+@click.option("--create", is_flag=True, help="Create --topic.")
+@click.option("--list", "list_", is_flag=True, help="List the topics' names.")
+@click.option("--describe", is_flag=True, help="Describe --topic (default: every topic).")
+@click.option("--delete", is_flag=True, help="Delete --topic.")
+@click.option("--alter", is_flag=True, help="Give --topic more --partitions.")
+@click.option("--topic", default=None, metavar="NAME", help="The topic.")
+@click.option("--partitions", type=click.IntRange(1, 2**31 - 1), default=None,
+              help="Partitions (--create: default 1; --alter: the new, larger count).")
+@click.option("--replication-factor", type=click.IntRange(1, 32767), default=None,
+              help="--create: replicas per partition (default min(3, brokers)).")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="--create: a topic config (repeatable).")
+def topics(bootstrap: str, command_config: str | None, create: bool, list_: bool,
+           describe: bool, delete: bool, alter: bool, topic: str | None,
+           partitions: int | None, replication_factor: int | None,
+           configs: tuple[str, ...]) -> None:
+    """Create, list, describe, delete and grow topics (kafka-topics.sh), over the protocol.
+
+    Output is Kafka's: "Created topic NAME." for --create; names one a line for --list; for
+    --describe, per topic "Topic: t<TAB>TopicId: ...<TAB>PartitionCount: N<TAB>
+    ReplicationFactor: N<TAB>Configs: k=v,..." and per partition "<TAB>Topic: t<TAB>Partition:
+    0<TAB>Leader: 1<TAB>Replicas: 1,2,3<TAB>Isr: 1,2,3"; nothing for --delete and --alter.
+
+    \b
+    Exit codes:
+      0  done
+      1  the cluster refused (its error's Kafka name and code on stderr) or cannot be reached
+      2  usage error (not exactly one action, --topic missing)
+      5  internal error (rerun with --debug)
+    """
+    from kafka.admin import NewPartitions, NewTopic
+
+    from logwright.tools.remote import RemoteCluster
+
+    action = _one_action(create=create, list=list_, describe=describe, delete=delete,
+                         alter=alter)
+    if action in ("create", "delete", "alter") and topic is None:
+        raise click.UsageError(f"--{action} needs --topic")
+    if action == "alter" and partitions is None:
+        raise click.UsageError("--alter needs --partitions (the new count)")
+    pairs = _config_pairs(configs, "--config")
+    with RemoteCluster(bootstrap, command_config) as remote:
+        admin = remote.admin
+        if action == "create":
+            assert topic is not None
+            rf = replication_factor or min(3, len(remote.brokers()))
+            remote.call(lambda: admin.create_topics(
+                [NewTopic(topic, partitions or 1, rf, topic_configs=pairs)]))
+            click.echo(f"Created topic {topic}.")
+        elif action == "list":
+            for name in sorted(remote.topics()):
+                click.echo(name)
+        elif action == "delete":
+            remote.call(lambda: admin.delete_topics([topic]))
+        elif action == "alter":
+            assert topic is not None and partitions is not None
+            remote.call(lambda: admin.create_partitions({topic: NewPartitions(partitions)}))
+        else:
+            known = remote.topics()
+            if topic is not None and topic not in known:
+                raise LogwrightError(f"UNKNOWN_TOPIC_OR_PARTITION (3): no topic {topic}")
+            for name in [topic] if topic is not None else sorted(known):
+                meta = known[name]
+                parts = sorted(meta["partitions"], key=lambda p: p["partition_index"])
+                dynamic = remote.describe_topic_configs(name, all_configs=False)
+                click.echo(f"Topic: {name}\tTopicId: {_short_uuid(meta.get('topic_id'))}\t"
+                           f"PartitionCount: {len(parts)}\tReplicationFactor: "
+                           f"{len(parts[0]['replica_nodes']) if parts else 0}\tConfigs: "
+                           + ",".join(f"{c['name']}={c['value']}" for c in dynamic))
+                for p in parts:
+                    click.echo(f"\tTopic: {name}\tPartition: {p['partition_index']}\t"
+                               f"Leader: {p['leader_id'] if p['leader_id'] >= 0 else 'none'}\t"
+                               f"Replicas: {','.join(map(str, p['replica_nodes']))}\t"
+                               f"Isr: {','.join(map(str, p['isr_nodes']))}")
+
+
+def _short_uuid(text: object) -> str:
+    """A topic id as Kafka prints it (URL-safe base64 of its 16 bytes, no padding)."""
+    import base64
+    import uuid
+
+    if not isinstance(text, str):
+        return str(text)
+    try:
+        raw = uuid.UUID(text).bytes
+    except ValueError:
+        return text
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@main.command()
+@_BOOTSTRAP_REQUIRED
+@_COMMAND_CONFIG
+@click.option("--entity-type", type=click.Choice(["topics"]), required=True,
+              help="What the configs belong to (topics; a broker's are in its "
+                   "server.properties).")
+@click.option("--entity-name", required=True, metavar="NAME", help="The topic.")
+@click.option("--describe", is_flag=True, help="Print the topic's config overrides.")
+@click.option("--all", "all_", is_flag=True, help="With --describe: every config, not only "
+              "the overrides.")
+@click.option("--alter", is_flag=True, help="Change configs (--add-config, --delete-config).")
+@click.option("--add-config", "add", multiple=True, metavar="K=V,...",
+              help="--alter: set these overrides.")
+@click.option("--delete-config", "remove", multiple=True, metavar="K,...",
+              help="--alter: remove these overrides (the broker default applies again).")
+def configs(bootstrap: str, command_config: str | None, entity_type: str, entity_name: str,
+            describe: bool, all_: bool, alter: bool, add: tuple[str, ...],
+            remove: tuple[str, ...]) -> None:
+    """Describe and change a topic's configs (kafka-configs.sh), over the protocol.
+
+    --describe prints Kafka's "Dynamic configs for topic t are:" (with --all, "All configs
+    for topic t are:") and one line per config, "  name=value sensitive=false
+    synonyms={SOURCE:name=value}". --alter applies --add-config and --delete-config in one
+    IncrementalAlterConfigs and prints "Completed updating config for topic t.".
+
+    \b
+    Exit codes:
+      0  done
+      1  the cluster refused (an unknown topic or config, a bad value) or cannot be reached
+      2  usage error
+      5  internal error (rerun with --debug)
+    """
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    from logwright.tools.remote import RemoteCluster
+
+    action = _one_action(describe=describe, alter=alter)
+    if action == "alter" and not add and not remove:
+        raise click.UsageError("--alter needs --add-config or --delete-config")
+    if action == "describe" and (add or remove):
+        raise click.UsageError("--add-config and --delete-config go with --alter")
+    with RemoteCluster(bootstrap, command_config) as remote:
+        if action == "describe":
+            entries = remote.describe_topic_configs(entity_name, all_configs=all_)
+            click.echo(f"{'All' if all_ else 'Dynamic'} configs for topic {entity_name} are:")
+            for c in entries:
+                source = c.get("config_source", "UNKNOWN")
+                click.echo(f"  {c['name']}={c['value']} sensitive="
+                           f"{str(bool(c.get('is_sensitive'))).lower()} "
+                           f"synonyms={{{source}:{c['name']}={c['value']}}}")
+            return
+        changes: dict[str, Any] = {k: ("SET", v) for k, v in _config_pairs(
+            add, "--add-config").items()}
+        for text in remove:
+            for key in (k.strip() for k in text.split(",") if k.strip()):
+                changes[key] = ("DELETE", None)
+        result = remote.call(lambda: remote.admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, entity_name, configs=changes)],
+            raise_on_unknown=False))
+        outcome = result.get("topic", {}).get(entity_name)
+        if outcome != "OK":
+            raise LogwrightError(f"topic {entity_name}: {outcome}")
+        click.echo(f"Completed updating config for topic {entity_name}.")
+
+
 @main.command("check")
 @click.argument("module", metavar="MODULE")
 @click.option("--cfg", "cfg_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
@@ -615,13 +801,23 @@ def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_di
 
 @main.group("log-dirs", invoke_without_command=True)
 @click.option("--describe", "describe_path", metavar="DATA_PATH", default=None,
-              help="Print Kafka's JSON of the log dirs of the cluster under DATA_PATH.")
+              is_flag=False, flag_value="",
+              help="Print Kafka's JSON of the log dirs of the cluster under DATA_PATH (or, "
+                   "with --bootstrap-server, of the cluster there).")
+@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
+              help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead "
+                   "of opening DATA_PATH.")
+@click.option("--command-config", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="With --bootstrap-server: Kafka client properties (security.protocol, "
+                   "sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore).")
 @click.option("--broker-list", default=None, metavar="1,2",
               help="With --describe: only these brokers (default: every running broker).")
 @click.option("--topic-list", default=None, metavar="t1,t2",
               help="With --describe: only these topics' partitions (default: all).")
 @click.pass_context
-def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | None,
+def log_dirs(ctx: click.Context, describe_path: str | None, bootstrap: str | None,
+             command_config: str | None, broker_list: str | None,
              topic_list: str | None) -> None:
     """The log dirs of a cluster's brokers (what Kafka's kafka-log-dirs.sh shows).
 
@@ -642,7 +838,8 @@ def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | N
       5  internal error (rerun with --debug)
     """
     if ctx.invoked_subcommand is not None:
-        if describe_path is not None or broker_list is not None or topic_list is not None:
+        if (describe_path is not None or broker_list is not None or topic_list is not None
+                or bootstrap is not None):
             raise click.UsageError(f"--describe, --broker-list and --topic-list are options of "
                                    f"'log-dirs --describe', not of '{ctx.invoked_subcommand}'")
         return
@@ -654,6 +851,17 @@ def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | N
 
     brokers_wanted = _int_list(broker_list, "--broker-list")
     topics_wanted = _name_list(topic_list, "--topic-list")
+    if _source(describe_path or None, bootstrap, command_config) == "remote":
+        from logwright.tools.remote import RemoteCluster
+
+        assert bootstrap is not None
+        with RemoteCluster(bootstrap, command_config) as remote:
+            click.echo("Querying brokers for log directories information", err=True)
+            answers = remote.describe_log_dirs(brokers_wanted)
+        click.echo("Received log directory information from brokers "
+                   + ",".join(map(str, sorted(answers))), err=True)
+        _print_log_dirs(describe_json(answers), topics_wanted)
+        return
     brokers, dirs = _cluster_layout(describe_path)  # before any line: a failure is one line
     click.echo("Querying brokers for log directories information", err=True)
     with Cluster.real(describe_path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
@@ -668,7 +876,10 @@ def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | N
                 answers.update(cluster.describe_log_dirs(b))
     click.echo("Received log directory information from brokers "
                + ",".join(map(str, sorted(answers))), err=True)
-    rendered = describe_json(answers)
+    _print_log_dirs(describe_json(answers), topics_wanted)
+
+
+def _print_log_dirs(rendered: dict[str, Any], topics_wanted: set[str] | None) -> None:
     if topics_wanted is not None:
         for broker in rendered["brokers"]:
             for d in broker["logDirs"]:
@@ -677,6 +888,18 @@ def log_dirs(ctx: click.Context, describe_path: str | None, broker_list: str | N
                 d["strays"] = [s for s in d["strays"]
                                if s["partition"].rsplit("-", 1)[0] in topics_wanted]
     click.echo(json.dumps(rendered, separators=(",", ":")))
+
+
+def _source(path: str | None, bootstrap: str | None, command_config: str | None) -> str:
+    """Which cluster a tool talks to: "local" (DATA_PATH, opened in process) or "remote"
+    (--bootstrap-server, over Kafka's protocol); exactly one must be given."""
+    if path is not None and bootstrap is not None:
+        raise click.UsageError("give DATA_PATH or --bootstrap-server, not both")
+    if path is None and bootstrap is None:
+        raise click.UsageError("give DATA_PATH or --bootstrap-server")
+    if command_config is not None and bootstrap is None:
+        raise click.UsageError("--command-config goes with --bootstrap-server")
+    return "remote" if bootstrap is not None else "local"
 
 
 def _int_list(text: str | None, option: str) -> list[int] | None:
@@ -757,14 +980,22 @@ def log_dirs_describe(path: str, broker_id: int | None, as_json: bool) -> None:
 
 
 @main.command("delete-records")
-@click.argument("path", metavar="DATA_PATH")
+@click.argument("path", metavar="[DATA_PATH]", required=False)
+@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
+              help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead "
+                   "of opening DATA_PATH.")
+@click.option("--command-config", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="With --bootstrap-server: Kafka client properties (security.protocol, "
+                   "sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore).")
 @click.option("--offset-json-file", "offset_file", required=True, metavar="FILE",
               type=click.Path(dir_okay=False),
               help='Kafka\'s JSON: {"partitions": [{"topic": "t", "partition": 0, '
                    '"offset": 3}], "version": 1}; offset -1 means the high watermark.')
 @click.option("--timeout-ms", type=click.IntRange(1, 2**31 - 1), default=30_000,
               show_default=True, help="How long each partition's deletion may wait.")
-def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
+def delete_records(path: str | None, bootstrap: str | None, command_config: str | None,
+                   offset_file: str, timeout_ms: int) -> None:
     """Delete every record below an offset of each partition (kafka-delete-records.sh).
 
     Reads FILE first and refuses it whole, in one line, if it is not valid: not JSON, a
@@ -785,8 +1016,9 @@ def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
       5  internal error (rerun with --debug)
     """
     from logwright.cluster import Cluster
-    from logwright.errors import InvalidArgument
+    from logwright.errors import Errors, InvalidArgument
 
+    source = _source(path, bootstrap, command_config)  # a usage error before any reading
     try:
         with open(offset_file, encoding="utf-8") as f:
             text = f.read()
@@ -794,6 +1026,30 @@ def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
         raise InvalidArgument(f"{offset_file}: cannot read the offset JSON file: "
                               f"{exc.strerror or exc}") from exc
     wanted = parse_offset_json(text, offset_file)
+    if source == "remote":
+        from logwright.tools.remote import RemoteCluster
+
+        assert bootstrap is not None
+        with RemoteCluster(bootstrap, command_config, timeout_ms) as remote:
+            counts = remote.partition_counts()
+            for (topic, partition), _ in wanted.items():
+                if partition >= counts.get(topic, 0):
+                    raise InvalidArgument(
+                        f"{offset_file}: partition {topic}-{partition} does not exist in the "
+                        f"cluster at {bootstrap}; nothing was deleted")
+            outcome = remote.delete_records(wanted, timeout_ms)
+        failed = False
+        for (topic, partition), (low, error) in outcome.items():
+            if error is Errors.NONE:
+                click.echo(f"partition: {topic}-{partition}\tlow_watermark: {low}")
+            else:
+                failed = True
+                click.echo(f"partition: {topic}-{partition}\terror: {error.name} "
+                           f"({int(error)})")
+        if failed:
+            sys.exit(EXIT_FAILED)
+        return
+    assert path is not None
     brokers, dirs = _cluster_layout(path)
     failed = False
     with Cluster.real(path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
@@ -820,7 +1076,14 @@ def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
 
 
 @main.command("reassign-partitions")
-@click.argument("path", metavar="DATA_PATH")
+@click.argument("path", metavar="[DATA_PATH]", required=False)
+@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
+              help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead "
+                   "of opening DATA_PATH.")
+@click.option("--command-config", default=None, metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="With --bootstrap-server: Kafka client properties (security.protocol, "
+                   "sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore).")
 @click.option("--execute", "mode", flag_value="execute", default=None,
               help="Start the reassignment in FILE.")
 @click.option("--verify", "mode", flag_value="verify",
@@ -833,7 +1096,8 @@ def delete_records(path: str, offset_file: str, timeout_ms: int) -> None:
               show_default=True,
               help="How long the cluster may run toward the reassignment's end before the "
                    "command reports (it stops as soon as everything is complete).")
-def reassign_partitions(path: str, mode: str | None, json_file: str, timeout_ms: int) -> None:
+def reassign_partitions(path: str | None, bootstrap: str | None, command_config: str | None,
+                        mode: str | None, json_file: str, timeout_ms: int) -> None:
     """Move partitions' replicas between brokers and log dirs (kafka-reassign-partitions.sh).
 
     Reads FILE first and refuses it whole, in one line, if it is not valid: not JSON, a missing,
@@ -873,6 +1137,7 @@ def reassign_partitions(path: str, mode: str | None, json_file: str, timeout_ms:
 
     if mode is None:
         raise click.UsageError("give --execute or --verify")
+    source = _source(path, bootstrap, command_config)
     try:
         with open(json_file, encoding="utf-8") as f:
             text = f.read()
@@ -884,6 +1149,11 @@ def reassign_partitions(path: str, mode: str | None, json_file: str, timeout_ms:
     except KafkaError as exc:
         raise KafkaError.of(exc.error, f"{json_file}: {exc.message}; nothing was changed") \
             from exc
+    if source == "remote":
+        assert bootstrap is not None
+        _reassign_remote(bootstrap, command_config, mode, plan, json_file, timeout_ms)
+        return
+    assert path is not None
     brokers, dirs = _cluster_layout(path)
     with Cluster.real(path, brokers=brokers, log_dirs_per_broker=dirs) as cluster:
         controller = cluster.controller
@@ -921,6 +1191,77 @@ def reassign_partitions(path: str, mode: str | None, json_file: str, timeout_ms:
                 sys.exit(EXIT_IN_PROGRESS)
             return
         cluster.runtime.run_until(settled, timeout_ms)
+        outcome, lines = status()
+    for line in lines:
+        click.echo(line)
+    if outcome != "complete":
+        sys.exit(EXIT_IN_PROGRESS if outcome == "in progress" else EXIT_FAILED)
+
+
+def _reassign_remote(bootstrap: str, command_config: str | None, mode: str, plan: Any,
+                     json_file: str, timeout_ms: int) -> None:
+    """``reassign-partitions --bootstrap-server``: the same lines and exit codes, over the
+    protocol (AlterPartitionReassignments, AlterReplicaLogDirs, then polling
+    ListPartitionReassignments, Metadata and DescribeLogDirs)."""
+    import time
+
+    from logwright.cluster.reassign_tool import (
+        execute_lines,
+        partition_status_lines,
+        replica_move_lines,
+        replica_moves,
+        verify_outcome,
+    )
+    from logwright.errors import Errors, KafkaError
+    from logwright.tools.remote import RemoteCluster
+
+    with RemoteCluster(bootstrap, command_config, max(timeout_ms, 1_000)) as remote:
+        named = sorted({b for m in plan.moves
+                        for b, d in zip(m.replicas, m.log_dirs, strict=True) if d != "any"})
+
+        def status() -> tuple[str, list[str]]:
+            statuses = remote.reassignment_statuses(plan)
+            live = set(remote.brokers())
+            answers = remote.describe_log_dirs([b for b in named if b in live]) if named else {}
+            moves = replica_moves(plan, answers)
+            return (verify_outcome(statuses, moves),
+                    partition_status_lines(statuses) + replica_move_lines(moves))
+
+        def wait_settled() -> str:
+            deadline = time.monotonic() + timeout_ms / 1000
+            outcome, _ = status()
+            while outcome == "in progress" and time.monotonic() < deadline:
+                time.sleep(0.2)
+                outcome, _ = status()
+            return outcome
+
+        if mode == "execute":
+            topics = remote.topics()
+            current = []
+            for m in sorted(plan.moves, key=lambda m: (m.tp.topic, m.tp.partition)):
+                meta = next((p for p in topics.get(m.tp.topic, {}).get("partitions", ())
+                             if p["partition_index"] == m.tp.partition), None)
+                if meta is None:
+                    raise KafkaError.of(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                        f"{json_file}: partition {m.tp.topic}-{m.tp.partition} "
+                                        "does not exist; nothing was changed")
+                current.append({"topic": m.tp.topic, "partition": m.tp.partition,
+                                "replicas": list(meta["replica_nodes"]),
+                                "log_dirs": ["any"] * len(meta["replica_nodes"])})
+            click.echo("Current partition replica assignment\n\n"
+                       + json.dumps({"version": 1, "partitions": current},
+                                    separators=(",", ":"))
+                       + "\n\nSave this to use as the --reassignment-json-file option during "
+                         "rollback")
+            remote.reassign(plan)
+            for line in execute_lines(plan):
+                click.echo(line)
+            if wait_settled() == "in progress":
+                click.echo(f"The reassignment is still in progress after {timeout_ms} ms: run "
+                           "--verify to follow it.", err=True)
+                sys.exit(EXIT_IN_PROGRESS)
+            return
+        wait_settled()
         outcome, lines = status()
     for line in lines:
         click.echo(line)
