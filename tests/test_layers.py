@@ -27,6 +27,8 @@ FLOORS: dict[str, int] = {
     "cluster": 6,
     "__init__": 7,  # the package's front door: public names, imported lazily
     "conformance": 7,  # the implementation checked against the models' twins
+    "wire": 7,  # Kafka's wire protocol in front of a cluster (logwright serve)
+    "tools": 7,  # the operator tools' view of a cluster over the protocol
     "verify": 8,
     "cli": 9,
 }

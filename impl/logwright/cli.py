@@ -591,6 +591,11 @@ def configs(bootstrap: str, command_config: str | None, entity_type: str, entity
         raise click.UsageError("--alter needs --add-config or --delete-config")
     if action == "describe" and (add or remove):
         raise click.UsageError("--add-config and --delete-config go with --alter")
+    changes: dict[str, Any] = {k: ("SET", v) for k, v in _config_pairs(
+        add, "--add-config").items()}  # a bad argument is refused before connecting
+    for text in remove:
+        for key in (k.strip() for k in text.split(",") if k.strip()):
+            changes[key] = ("DELETE", None)
     with RemoteCluster(bootstrap, command_config) as remote:
         if action == "describe":
             entries = remote.describe_topic_configs(entity_name, all_configs=all_)
@@ -601,11 +606,6 @@ def configs(bootstrap: str, command_config: str | None, entity_type: str, entity
                            f"{str(bool(c.get('is_sensitive'))).lower()} "
                            f"synonyms={{{source}:{c['name']}={c['value']}}}")
             return
-        changes: dict[str, Any] = {k: ("SET", v) for k, v in _config_pairs(
-            add, "--add-config").items()}
-        for text in remove:
-            for key in (k.strip() for k in text.split(",") if k.strip()):
-                changes[key] = ("DELETE", None)
         result = remote.call(lambda: remote.admin.alter_configs(
             [ConfigResource(ConfigResourceType.TOPIC, entity_name, configs=changes)],
             raise_on_unknown=False))

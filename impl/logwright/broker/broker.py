@@ -108,11 +108,15 @@ class Broker:
                  controller_locator: ControllerLocator | None = None,
                  authorizer: AclAuthorizer | None = None,
                  identity: DataDirIdentity | None = None,
-                 trace: TraceRecorder = NO_TRACE) -> None:
+                 trace: TraceRecorder = NO_TRACE,
+                 unique_rng: random.Random | None = None) -> None:
         """``identity`` (cluster id and this broker's id as node id) turns on the data-dir
         checks: each log dir's ``.lock`` held while running and its ``meta.properties``
         checked or written at start-up (``Cluster`` always passes one). ``trace`` records the
-        broker's model events (``world/trace.py``; off by default)."""
+        broker's model events (``world/trace.py``; off by default). ``unique_rng`` (default
+        ``rng``) draws the uuids in -delete, -future and -stray dir names, which must never
+        repeat a name left on disk by an earlier process; a real cluster passes the operating
+        system's randomness."""
         assert broker_id >= 0, "broker ids are non-negative"
         assert identity is None or identity.node_id == broker_id, "node.id is the broker id"
         self.broker_id = broker_id
@@ -137,7 +141,7 @@ class Broker:
         self.applied_control_count = 0
         self.active_controller: str | None = None
         self.log_manager = LogManager(fs, log_dirs, clock, scheduler, self.config.log, rng,
-                                      identity=identity)
+                                      identity=identity, name_rng=unique_rng)
         self.log_manager.await_topic_configs()  # the controller's LeaderAndIsr carries them
         self.channel = RequestChannel(self.node_id, network, scheduler, rng)
         self.driver = BrokerDriver(self.node_id, network, scheduler, self.channel,

@@ -295,11 +295,20 @@ class Cluster:
         self._next_controller_id += 1
         rt = self.runtime
         controller = Controller(cid, rt.network, rt.scheduler, rt.clock, self.store,
-                                rt.fork_rng(), self.controller_config, trace=self.trace)
+                                rt.fork_rng(), self.controller_config, trace=self.trace,
+                                id_rng=self._unique_rng())
         rt.network.register(controller)
         controller.activate()
         self.controllers.append(controller)
         return controller
+
+    def _unique_rng(self) -> random.Random | None:
+        """What draws ids and names that must never repeat: the node's own seeded generator in
+        simulation (one seed reproduces one run), the operating system's randomness in a real
+        cluster, whose seeded generators start their sequences again at every process start
+        (a re-created topic would get a deleted generation's id, a -delete dir of the last
+        run a name still on disk)."""
+        return None if isinstance(self.runtime, SimWorld) else random.SystemRandom()
 
     def _disk_of(self, broker_id: int) -> FileSystem:
         rt = self.runtime
@@ -343,7 +352,8 @@ class Cluster:
         broker = Broker(broker_id, fs, self.log_dirs[broker_id], rt.clock, rt.scheduler,
                         rt.network, rt.fork_rng(), self.broker_config,
                         controller_locator=self._locate_controller, identity=identity,
-                        trace=self.trace, authorizer=self.authorizer)
+                        trace=self.trace, authorizer=self.authorizer,
+                        unique_rng=self._unique_rng())
         self.brokers[broker_id] = broker
         broker.start()
         return broker

@@ -88,19 +88,25 @@ class ControllerCore:
     """The state of controller ``controller-<controller_id>`` that every room reads and writes.
 
     ``next_correlation_id`` hands out the correlation ids of control requests (the driver passes
-    its request channel's); ``clock`` is read for session deadlines; ``rng`` draws topic ids and
-    where a round-robin assignment starts.
+    its request channel's); ``clock`` is read for session deadlines; ``rng`` draws where a
+    round-robin assignment starts, and topic ids unless ``id_rng`` is given. A real cluster
+    gives an ``id_rng`` of the operating system's randomness: its seeded generator starts its
+    sequence again at every process start, so a topic deleted and re-created after a restart
+    could get its deleted generation's id, which a broker that missed the deletion would take
+    for the new topic.
     """
 
     def __init__(self, controller_id: int, store: MetadataStore, clock: Clock,
                  rng: random.Random, config: ControllerConfig,
-                 next_correlation_id: Callable[[], int]) -> None:
+                 next_correlation_id: Callable[[], int],
+                 id_rng: random.Random | None = None) -> None:
         assert controller_id >= 0
         self.controller_id = controller_id
         self.node_id = controller_node_id(controller_id)
         self.store = store
         self.clock = clock
         self.rng = rng
+        self.id_rng = id_rng if id_rng is not None else rng
         self.config = config
         self._next_correlation_id = next_correlation_id
         self.active = False

@@ -63,8 +63,9 @@ class ControllerDecisions(Topics, Liveness):
 
     def __init__(self, controller_id: int, store: MetadataStore, clock: Clock,
                  rng: random.Random, config: ControllerConfig,
-                 next_correlation_id: Callable[[], int]) -> None:
-        super().__init__(controller_id, store, clock, rng, config, next_correlation_id)
+                 next_correlation_id: Callable[[], int],
+                 id_rng: random.Random | None = None) -> None:
+        super().__init__(controller_id, store, clock, rng, config, next_correlation_id, id_rng)
         self.control_errors: deque[ControlError] = deque(maxlen=self.config.max_recorded_errors)
         """Errors brokers reported in control responses, most recent last (bounded)."""
 

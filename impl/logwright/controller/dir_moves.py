@@ -131,8 +131,9 @@ class DirMoves(ControlRequests):
 
     def __init__(self, controller_id: int, store: MetadataStore, clock: Clock,
                  rng: random.Random, config: ControllerConfig,
-                 next_correlation_id: Callable[[], int]) -> None:
-        super().__init__(controller_id, store, clock, rng, config, next_correlation_id)
+                 next_correlation_id: Callable[[], int],
+                 id_rng: random.Random | None = None) -> None:
+        super().__init__(controller_id, store, clock, rng, config, next_correlation_id, id_rng)
         # Per partition being reassigned with named dirs: its moves, by broker.
         self._moves: dict[TopicPartition, dict[int, _Move]] = {}
         self._poll_armed = False

@@ -83,9 +83,9 @@ class Controller:
     def __init__(self, controller_id: int, network: Network, scheduler: Scheduler, clock: Clock,
                  store: MetadataStore, rng: random.Random,
                  config: ControllerConfig | None = None,
-                 trace: TraceRecorder = NO_TRACE) -> None:
+                 trace: TraceRecorder = NO_TRACE, id_rng: random.Random | None = None) -> None:
         """``trace`` records the controller's model events (``world/trace.py``; off by
-        default)."""
+        default). ``id_rng`` draws topic ids (default ``rng``; see ``ControllerCore``)."""
         config = config or ControllerConfig()
         self.trace = trace
         self.node_id = controller_node_id(controller_id)
@@ -96,7 +96,7 @@ class Controller:
                                       max_pending=max(1, config.max_outstanding_requests),
                                       when_full="forget_oldest", timer_after_send=True)
         self.decisions = ControllerDecisions(controller_id, store, clock, rng, config,
-                                             self.channel.next_correlation_id)
+                                             self.channel.next_correlation_id, id_rng)
         self.metrics = ControllerMetrics(
             controller_id, lambda: self.decisions.elections_by_kind,
             self.decisions.offline_partition_count,

@@ -72,9 +72,9 @@ class Topics(Election):
                 f"topic {name!r}: replication factor {replication_factor}; at least 1")
         replica_lists = self._replica_lists(name, partitions, replication_factor, assignment)
         taken = {t.topic_id for t in self.store.topics()}
-        topic_id = Uuid.from_random(self.rng)
+        topic_id = Uuid.from_random(self.id_rng)
         while topic_id in taken:
-            topic_id = Uuid.from_random(self.rng)
+            topic_id = Uuid.from_random(self.id_rng)
         record = TopicRecord(name, topic_id, partitions, replication_factor, config_pairs)
         states = []
         for p, replicas in enumerate(replica_lists):

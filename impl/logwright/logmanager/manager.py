@@ -259,7 +259,12 @@ class LogManager:
         config: LogManagerConfig | None,
         rng: random.Random,
         identity: DataDirIdentity | None = None,
+        name_rng: random.Random | None = None,
     ) -> None:
+        # The uuids of -delete, -future and -stray dir names (default: rng). A real broker's
+        # come from the operating system's randomness: a seeded generator repeats its sequence
+        # at every process start, and a name still on disk from the last run would collide.
+        self.name_rng = name_rng if name_rng is not None else rng
         self.fs = fs
         self.identity = identity
         self._locks: dict[str, FileLock] = {}
@@ -615,7 +620,7 @@ class LogManager:
         again from the names), then queue it for the delayed delete (R4). Raises OSError (the
         dir goes offline)."""
         tp = parse_dir_name(name).tp
-        new = delete_dir_name(tp, Uuid.from_random(self.rng))
+        new = delete_dir_name(tp, Uuid.from_random(self.name_rng))
         self.fs.rename(posixpath.join(state.path, name), posixpath.join(state.path, new))
         self.fs.fsync_dir(state.path)
         state.pending_deletes[new] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
@@ -845,7 +850,7 @@ class LogManager:
         if not state.online:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
         self.abort_future_log(tp)  # a move of it is cancelled with it
-        name = delete_dir_name(tp, Uuid.from_random(self.rng))
+        name = delete_dir_name(tp, Uuid.from_random(self.name_rng))
         try:
             log.close()
             self.fs.rename(log.dir_path, posixpath.join(state.path, name))
@@ -930,7 +935,7 @@ class LogManager:
         if src.topic_id is None:
             raise LogwrightError(f"{tp}: its log has no topic id, so no log generation can be "
                                  "recorded for a move")
-        path = posixpath.join(dest.path, future_dir_name(tp, Uuid.from_random(self.rng)))
+        path = posixpath.join(dest.path, future_dir_name(tp, Uuid.from_random(self.name_rng)))
         try:
             log = PartitionLog.create(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock, src.topic_id,
@@ -969,7 +974,7 @@ class LogManager:
         log.close()
         if not state.online:
             return None
-        name = delete_dir_name(tp, Uuid.from_random(self.rng))
+        name = delete_dir_name(tp, Uuid.from_random(self.name_rng))
         try:
             self.fs.rename(log.dir_path, posixpath.join(state.path, name))
             self.fs.fsync_dir(state.path)
@@ -1041,7 +1046,7 @@ class LogManager:
             raise KafkaStorageError(f"{tp}: I/O error in the swap into {dest.path}: {exc}") \
                 from exc
         del dest.future_logs[tp]
-        gone = delete_dir_name(tp, Uuid.from_random(self.rng))
+        gone = delete_dir_name(tp, Uuid.from_random(self.name_rng))
         try:
             new, _ = PartitionLog.load(
                 self.fs, live, tp, self.config_for(tp.topic), self.clock,
@@ -1126,7 +1131,7 @@ class LogManager:
         rename it ``-stray`` durably; it is no longer live here (the caller rewrites the dir's
         checkpoints). KafkaStorageError on an I/O error (the dir goes offline)."""
         tp = log.tp
-        name = stray_dir_name(tp, Uuid.from_random(self.rng))
+        name = stray_dir_name(tp, Uuid.from_random(self.name_rng))
         try:
             log.flush()
             StrayStartOffsetFile(self.fs, log.dir_path).write(log.log_start_offset)
@@ -1251,7 +1256,7 @@ class LogManager:
         stray (a revived one is live again and left alone) and the dir is online."""
         if not state.online or state.strays.get(stray.name) is not stray:
             return False
-        name = delete_dir_name(stray.tp, Uuid.from_random(self.rng))
+        name = delete_dir_name(stray.tp, Uuid.from_random(self.name_rng))
         try:
             self.fs.rename(stray.path, posixpath.join(state.path, name))
             self.fs.fsync_dir(state.path)

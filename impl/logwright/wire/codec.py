@@ -144,13 +144,12 @@ def decode_request(frame: bytes) -> DecodedRequest:
     header_class = RequestHeaderV2 if body_class.__flexible__ else RequestHeaderV1
     try:
         header, used = entity_reader(header_class)(frame, 0)
-        body, size = entity_reader(body_class)(frame, used)
+        body, _ = entity_reader(body_class)(frame, used)
     except Exception as exc:  # kio raises several types for malformed bytes
         raise WireError(f"malformed {body_class.__name__} v{version}: {exc}", api_key, version,
                         correlation_id) from None
-    if used + size != len(frame):
-        raise WireError(f"{len(frame) - used - size} bytes left over after "
-                        f"{body_class.__name__} v{version}", api_key, version, correlation_id)
+    # Bytes after the body are ignored, as Kafka's broker ignores them: librdkafka sends three
+    # more than Metadata v12 defines when it refreshes every topic.
     return DecodedRequest(api_key, version, correlation_id, getattr(header, "client_id", None),
                           body)
 

@@ -22,12 +22,7 @@ class RealRuntime:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        # The generators every node forks from mix the operating system's randomness into the
-        # seed: a real run is not reproducible anyway (wall clock, real disk), and a generator
-        # that repeated across process starts would hand a restarted broker the same "unique"
-        # names again (a -delete or -future dir of the last run still on disk, KAFKA-style
-        # uniqueness lost). A simulated world is where one seed reproduces one run.
-        self.rng = random.Random(f"{seed}:{random.SystemRandom().getrandbits(128)}")
+        self.rng = random.Random(seed)
         self.clock = WallClock()
         self.scheduler = RealScheduler(self.clock, seed=seed)
         self.network = LocalNetwork(self.scheduler)
@@ -38,7 +33,7 @@ class RealRuntime:
         return RealFileSystem()
 
     def fork_rng(self) -> random.Random:
-        """A generator derived from the runtime's seed and this process's randomness."""
+        """A generator derived from the runtime's seed."""
         return random.Random(self.rng.randrange(1 << 62))
 
     def run_for(self, delta_ms: int) -> None:
