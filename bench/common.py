@@ -40,6 +40,7 @@ class Verdict(enum.StrEnum):
 
     MEETS = "meets"
     BELOW = "below"
+    REPORTED = "reported"  # a figure with no target: shown beside its reference, not judged
     ERROR = "ERROR"  # the figure could not be measured; ``Result.error`` says why
 
 

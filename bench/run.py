@@ -16,6 +16,7 @@ import datetime
 import importlib
 import inspect
 import json
+import math
 import os
 import platform
 import sys
@@ -84,9 +85,10 @@ def render_table(results: list[Result], console: Console, title: str) -> None:
                          ("verdict", "left"), ("figure by CPU time", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in results:
-        style = {Verdict.MEETS: "green", Verdict.BELOW: "yellow", Verdict.ERROR: "red"}[r.verdict]
+        style = {Verdict.MEETS: "green", Verdict.BELOW: "yellow", Verdict.ERROR: "red",
+                 Verdict.REPORTED: "cyan"}[r.verdict]
         ratio = "-" if r.error else f"{r.ratio:.2f}"
-        headroom = "-" if r.error else f"{r.headroom:.2f}x"
+        headroom = "-" if r.error or not math.isfinite(r.headroom) else f"{r.headroom:.2f}x"
         cpu = "-" if r.error or r.cpu_figure is None else format_value(r.cpu_figure, r.unit)
         table.add_row(r.benchmark, format_value(r.figure, r.unit),
                       format_value(r.reference, r.reference_unit), ratio, r.target_text(),

@@ -75,7 +75,7 @@ class Reported(Result):
 
     @property
     def verdict(self) -> Verdict:
-        return Verdict.ERROR if self.error is not None else Verdict.MEETS
+        return Verdict.ERROR if self.error is not None else Verdict.REPORTED
 
     def target_text(self) -> str:
         return "none (reported)"

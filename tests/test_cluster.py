@@ -164,7 +164,8 @@ def test_acls_apply_to_every_broker_survive_a_restart_and_never_lock_the_cluster
 
     path = str(tmp_path) + "/data"
     alice_reads = AclBinding("User:alice", ResourceType.TOPIC, "t", Operation.READ)
-    with Cluster.real(path, brokers=2, log_dirs_per_broker=1) as c:
+    quick = {"broker.session.timeout.ms": 2_000, "broker.heartbeat.interval.ms": 300}
+    with Cluster.real(path, brokers=2, log_dirs_per_broker=1, broker_properties=quick) as c:
         c.create_topic("t", partitions=1, replication_factor=2)
         c.produce("t", 0, [b"before"])
         c.add_acls([alice_reads])

@@ -215,3 +215,51 @@ def test_acls_from_the_wire_are_enforced_for_principals_and_survive(
         for future in deleted.values():
             future.result(timeout=20)
     assert cluster.authorizer.acls == ()
+
+
+@pytest.mark.parametrize("protocol,mechanism", [
+    (Protocol.SASL_PLAINTEXT, "PLAIN"),
+    (Protocol.SASL_SSL, "PLAIN"),
+    (Protocol.SSL, None),
+    # Debian's kcat 1.7.1 bundles librdkafka 2.0.2, whose SCRAM client-final message repeats
+    # its own nonce before the server's ("r=<client><client><server>"), which RFC 5802 (and
+    # so scramp) refuses; confluent-kafka's librdkafka 2.16 and kafka-python authenticate with
+    # SCRAM above. Kept as a strict xfail so that a fixed kcat shows up.
+    pytest.param(Protocol.SASL_PLAINTEXT, "SCRAM-SHA-256",
+                 marks=pytest.mark.xfail(strict=True, reason="kcat 1.7.1's SCRAM nonce")),
+])
+def test_kcat_over_sasl_and_tls(secured: tuple[Cluster, WireServer, dict[str, str]],
+                                protocol: Protocol, mechanism: str | None) -> None:
+    """kcat (its own librdkafka, its own process) produces and consumes on secured listeners.
+    Skipped where kcat is not installed (Debian: apt-get install kcat)."""
+    import shutil
+    import subprocess
+
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.skip("kcat is not installed: apt-get install kcat")
+    _, server, files = secured
+    topic = f"kcat-{protocol.value}".lower()
+    admin = AdminClient(_confluent(server, Protocol.SASL_PLAINTEXT, files, "admin"))
+    for future in admin.create_topics([NewTopic(topic, 1, 3)]).values():
+        future.result(timeout=20)
+    options = ["-b", server.bootstrap_for(protocol), "-X",
+               f"security.protocol={protocol.value}"]
+    if mechanism is not None:
+        options += ["-X", f"sasl.mechanism={mechanism}", "-X", "sasl.username=admin",
+                    "-X", f"sasl.password={USERS['admin']}"]
+    if protocol.tls:
+        options += ["-X", f"ssl.ca.location={files['ca']}"]
+        if protocol is Protocol.SSL:
+            options += ["-X", f"ssl.certificate.location={files['client']}",
+                        "-X", f"ssl.key.location={files['client']}"]
+
+    def run(*args: str, stdin: str | None = None) -> str:
+        proc = subprocess.run([kcat, *options, *args], input=stdin, capture_output=True,
+                              text=True, timeout=30, check=False)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    run("-P", "-t", topic, "-p", "0", "-X", "acks=all", stdin="one\ntwo\nthree\n")
+    assert run("-C", "-t", topic, "-p", "0", "-o", "beginning", "-e").split() == [
+        "one", "two", "three"]

@@ -64,6 +64,10 @@ def _sasl_handshake(ex: _Exchange) -> None:
         ex.respond(build(cls, error_code=error_code(UNSUPPORTED_SASL_MECHANISM),
                          mechanisms=MECHANISMS), close_after=True)
         return
+    if ex.request.api_version == 0:
+        # Version 0: the tokens that follow travel as bare size-prefixed frames, without
+        # Kafka's request header (clients from before KIP-152).
+        ex.tokens_follow_unframed()
     ex.respond(build(cls, error_code=error_code(0), mechanisms=MECHANISMS))
 
 

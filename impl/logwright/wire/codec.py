@@ -53,7 +53,7 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     1: (4, 12),    # Fetch (v13+ names topics by id only)
     2: (1, 7),     # ListOffsets
     3: (1, 12),    # Metadata
-    17: (1, 1),    # SaslHandshake (v0's unframed tokens are not served)
+    17: (0, 1),    # SaslHandshake (after v0 the tokens travel unframed)
     18: (0, 4),    # ApiVersions
     19: (2, 7),    # CreateTopics
     20: (1, 6),    # DeleteTopics

@@ -98,6 +98,7 @@ class _Connection:
     principal: str | None = ANONYMOUS  # None: a SASL connection not yet authenticated
     sasl: SaslExchange | None = None
     handshaking: bool = False  # TLS handshake in progress
+    raw_sasl: bool = False  # after SaslHandshake v0: SASL tokens in bare size-prefixed frames
     inbuf: bytearray = field(default_factory=bytearray)
     outbuf: bytearray = field(default_factory=bytearray)
     busy: bool = False  # a request is being served (Kafka mutes the channel)
@@ -418,6 +419,9 @@ class WireServer:
     # ---- requests ----------------------------------------------------------------------------
 
     def _serve(self, conn: _Connection, frame: bytes) -> None:
+        if conn.raw_sasl:
+            self._raw_sasl_token(conn, frame)
+            return
         try:
             request = decode_request(frame)
         except WireError as exc:
@@ -435,6 +439,20 @@ class WireServer:
         self.requests_served += 1
         conn.busy = True
         apis.handle(_Exchange(self, conn, request))
+
+    def _raw_sasl_token(self, conn: _Connection, token: bytes) -> None:
+        """A SASL token after SaslHandshake v0: no Kafka header, the answer is a bare
+        size-prefixed token too, and a failure closes the connection (as Kafka does)."""
+        assert conn.sasl is not None
+        try:
+            answer, done = conn.sasl.step(token)
+        except SecurityError:
+            self._close(conn, f"SASL/{conn.sasl.mechanism} authentication failed")
+            return
+        if done:
+            conn.raw_sasl = False
+            conn.principal = conn.sasl.principal
+        self._send(conn, len(answer).to_bytes(4, "big") + answer)
 
     def _send(self, conn: _Connection, data: bytes) -> None:
         if conn.closed:
@@ -589,6 +607,10 @@ class _Exchange:
     def sasl(self) -> SaslExchange | None:
         """The connection's SASL exchange (SASL listeners only)."""
         return self.conn.sasl
+
+    def tokens_follow_unframed(self) -> None:
+        """SaslHandshake v0 succeeded: the next frames are bare SASL tokens."""
+        self.conn.raw_sasl = True
 
     def authenticated(self, principal: str) -> None:
         """The connection's SASL exchange succeeded as ``principal``."""
