@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(VPY) -m pytest -n 2 -p no:cacheprovider
+	HYPOTHESIS_PROFILE=ci $(VPY) -m pytest -n 2 --dist worksteal -p no:cacheprovider
 
 verify: $(STAMP)
 	$(VENV)/bin/logwright verify
