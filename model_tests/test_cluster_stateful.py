@@ -20,10 +20,10 @@ class WholeAlphabet(ClusterMachine):
     avoid = KNOWN_DEFECT_RULES
 
 
-# CI's bounded campaign: 130 examples of 40 steps under the ci profile (150 until the wire
+# CI's bounded campaign: 120 examples of 40 steps under the ci profile (150 until the wire
 # protocol's tests needed the time; `make fuzz` and `logwright fuzz` run the long campaigns).
 WholeAlphabet.TestCase.settings = settings(
-    settings(), max_examples=max(130, settings().max_examples), stateful_step_count=40)
+    settings(), max_examples=max(120, settings().max_examples), stateful_step_count=40)
 TestCluster = WholeAlphabet.TestCase
 
 

@@ -129,7 +129,9 @@ def test_packed_actions_are_the_python_actions_on_every_reachable_state(
 
 
 def test_both_engines_explore_the_same_larger_model() -> None:
-    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=8))
+    # 64,140 states (max_records 8 has 230,076, and the engines agree there too, in four
+    # times the time, which make test's ten minutes could no longer afford)
+    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=6))
     generic, packed = check(spec, packed=False), check(spec, packed=True)
     assert packed.engine == "packed" and packed.holds and generic.holds
     assert (packed.generated, packed.distinct, packed.depth) == (
