@@ -58,6 +58,19 @@ def _failure(exc: Exception) -> tuple[int, str]:
                            "for the traceback")
 
 
+_BOOTSTRAP_REQUIRED = click.option(
+    "--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT,...",
+    help="The cluster to talk to over Kafka's protocol (e.g. a 'logwright serve').")
+_BOOTSTRAP_OPTIONAL = click.option(
+    "--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
+    help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead of "
+         "opening DATA_PATH.")
+_COMMAND_CONFIG = click.option(
+    "--command-config", default=None, metavar="FILE", type=click.Path(dir_okay=False),
+    help="With --bootstrap-server: Kafka client properties (security.protocol, sasl.mechanism, "
+         "sasl.jaas.config, PEM ssl.truststore/keystore, request.timeout.ms).")
+
+
 @click.group(cls=LogwrightGroup, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="""\b
 Exit codes:
@@ -429,13 +442,6 @@ def parse_listeners(text: str | None, brokers: int) -> list[Any]:
     return out
 
 
-_BOOTSTRAP_REQUIRED = click.option(
-    "--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT,...",
-    help="The cluster to talk to over Kafka's protocol (e.g. a 'logwright serve').")
-_COMMAND_CONFIG = click.option(
-    "--command-config", default=None, metavar="FILE", type=click.Path(dir_okay=False),
-    help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, PEM "
-         "ssl.truststore/keystore).")
 
 
 def _one_action(**actions: bool) -> str:
@@ -804,13 +810,8 @@ def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_di
               is_flag=False, flag_value="",
               help="Print Kafka's JSON of the log dirs of the cluster under DATA_PATH (or, "
                    "with --bootstrap-server, of the cluster there).")
-@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
-              help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead "
-                   "of opening DATA_PATH.")
-@click.option("--command-config", default=None, metavar="FILE",
-              type=click.Path(dir_okay=False),
-              help="With --bootstrap-server: Kafka client properties (security.protocol, "
-                   "sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore).")
+@_BOOTSTRAP_OPTIONAL
+@_COMMAND_CONFIG
 @click.option("--broker-list", default=None, metavar="1,2",
               help="With --describe: only these brokers (default: every running broker).")
 @click.option("--topic-list", default=None, metavar="t1,t2",
@@ -981,13 +982,8 @@ def log_dirs_describe(path: str, broker_id: int | None, as_json: bool) -> None:
 
 @main.command("delete-records")
 @click.argument("path", metavar="[DATA_PATH]", required=False)
-@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
-              help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead "
-                   "of opening DATA_PATH.")
-@click.option("--command-config", default=None, metavar="FILE",
-              type=click.Path(dir_okay=False),
-              help="With --bootstrap-server: Kafka client properties (security.protocol, "
-                   "sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore).")
+@_BOOTSTRAP_OPTIONAL
+@_COMMAND_CONFIG
 @click.option("--offset-json-file", "offset_file", required=True, metavar="FILE",
               type=click.Path(dir_okay=False),
               help='Kafka\'s JSON: {"partitions": [{"topic": "t", "partition": 0, '
@@ -1077,13 +1073,8 @@ def delete_records(path: str | None, bootstrap: str | None, command_config: str 
 
 @main.command("reassign-partitions")
 @click.argument("path", metavar="[DATA_PATH]", required=False)
-@click.option("--bootstrap-server", "bootstrap", default=None, metavar="HOST:PORT,...",
-              help="Reach the cluster over Kafka's protocol (e.g. a 'logwright serve') instead "
-                   "of opening DATA_PATH.")
-@click.option("--command-config", default=None, metavar="FILE",
-              type=click.Path(dir_okay=False),
-              help="With --bootstrap-server: Kafka client properties (security.protocol, "
-                   "sasl.mechanism, sasl.jaas.config, PEM ssl.truststore/keystore).")
+@_BOOTSTRAP_OPTIONAL
+@_COMMAND_CONFIG
 @click.option("--execute", "mode", flag_value="execute", default=None,
               help="Start the reassignment in FILE.")
 @click.option("--verify", "mode", flag_value="verify",

@@ -36,7 +36,7 @@ from logwright.wire.handlers import (
 )
 
 if TYPE_CHECKING:
-    from logwright.wire.server import _Exchange
+    from logwright.wire.exchange import Exchange
 
 __all__ = ["ADMIN_HANDLERS"]
 
@@ -51,7 +51,7 @@ _OP_SET, _OP_DELETE = 0, 1
 # ---- CreateTopics and DeleteTopics ---------------------------------------------------------
 
 
-def _create_topics(ex: _Exchange) -> None:
+def _create_topics(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     cluster = ex.cluster
@@ -105,10 +105,10 @@ def _create_topics(ex: _Exchange) -> None:
         ex.respond(build(cls, throttle_time=NO_DELAY, topics=tuple(
             build(result_cls, **fields) for fields in results.values())))
 
-    ex.server.wait_for(lambda: cluster.leaders_ready(created), timeout_ms, respond)
+    ex.wait_for(lambda: cluster.leaders_ready(created), timeout_ms, respond)
 
 
-def _create_partitions(ex: _Exchange) -> None:
+def _create_partitions(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     cluster = ex.cluster
@@ -143,11 +143,11 @@ def _create_partitions(ex: _Exchange) -> None:
     def respond(_ready: bool) -> None:
         ex.respond(build(cls, throttle_time=NO_DELAY, results=tuple(results)))
 
-    ex.server.wait_for(lambda: cluster.leaders_ready(added), max(0, millis(body.timeout)),
+    ex.wait_for(lambda: cluster.leaders_ready(added), max(0, millis(body.timeout)),
                        respond)
 
 
-def _delete_topics(ex: _Exchange) -> None:
+def _delete_topics(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     cluster = ex.cluster
@@ -183,7 +183,7 @@ def _delete_topics(ex: _Exchange) -> None:
 # ---- DescribeConfigs and IncrementalAlterConfigs -------------------------------------------
 
 
-def _describe_configs(ex: _Exchange) -> None:
+def _describe_configs(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     result_cls = nested(cls, "DescribeConfigsResult")
@@ -223,7 +223,7 @@ def _describe_configs(ex: _Exchange) -> None:
     ex.respond(build(cls, throttle_time=NO_DELAY, results=tuple(results)))
 
 
-def _incremental_alter_configs(ex: _Exchange) -> None:
+def _incremental_alter_configs(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     result_cls = nested(cls, "AlterConfigsResourceResponse")
@@ -270,13 +270,13 @@ def _incremental_alter_configs(ex: _Exchange) -> None:
         ex.respond(build(cls, throttle_time=NO_DELAY, responses=tuple(
             build(result_cls, **fields) for fields in answers)))
 
-    ex.server.wait_for(lambda: all(w() for w in waits), ADMIN_TIMEOUT_MS, respond)
+    ex.wait_for(lambda: all(w() for w in waits), ADMIN_TIMEOUT_MS, respond)
 
 
 # ---- reassignments -------------------------------------------------------------------------
 
 
-def _alter_partition_reassignments(ex: _Exchange) -> None:
+def _alter_partition_reassignments(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     topic_cls = nested(cls, "ReassignableTopicResponse")
@@ -313,7 +313,7 @@ def _alter_partition_reassignments(ex: _Exchange) -> None:
                      error_message=None, responses=tuple(out)))
 
 
-def _list_partition_reassignments(ex: _Exchange) -> None:
+def _list_partition_reassignments(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     topic_cls = nested(cls, "OngoingTopicReassignment")
@@ -341,7 +341,7 @@ def _list_partition_reassignments(ex: _Exchange) -> None:
 # ---- AlterReplicaLogDirs -------------------------------------------------------------------
 
 
-def _alter_replica_log_dirs(ex: _Exchange) -> None:
+def _alter_replica_log_dirs(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     dirs = tuple(AlterReplicaLogDirsDir(d.path, tuple(

@@ -28,7 +28,7 @@ from logwright.wire.handlers import NO_DELAY, response_of
 from logwright.wire.security import MECHANISMS, SecurityError
 
 if TYPE_CHECKING:
-    from logwright.wire.server import _Exchange
+    from logwright.wire.exchange import Exchange
 
 __all__ = ["AUTH_HANDLERS"]
 
@@ -51,10 +51,10 @@ _PERMISSION_ANY = 1
 # ---- SASL ----------------------------------------------------------------------------------
 
 
-def _sasl_handshake(ex: _Exchange) -> None:
+def _sasl_handshake(ex: Exchange) -> None:
     cls = response_of(ex)
     sasl = ex.sasl
-    if sasl is None or ex.conn.principal is not None:
+    if sasl is None or ex.authenticated_as is not None:
         # Not a SASL listener, or already authenticated: Kafka answers ILLEGAL_SASL_STATE.
         ex.respond(build(cls, error_code=error_code(ILLEGAL_SASL_STATE), mechanisms=()),
                    close_after=sasl is not None)
@@ -71,10 +71,10 @@ def _sasl_handshake(ex: _Exchange) -> None:
     ex.respond(build(cls, error_code=error_code(0), mechanisms=MECHANISMS))
 
 
-def _sasl_authenticate(ex: _Exchange) -> None:
+def _sasl_authenticate(ex: Exchange) -> None:
     cls = response_of(ex)
     sasl = ex.sasl
-    if sasl is None or ex.conn.principal is not None or sasl.mechanism is None:
+    if sasl is None or ex.authenticated_as is not None or sasl.mechanism is None:
         ex.respond(build(cls, error_code=error_code(ILLEGAL_SASL_STATE),
                          error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
                          session_lifetime=datetime.timedelta(0)), close_after=True)
@@ -82,8 +82,7 @@ def _sasl_authenticate(ex: _Exchange) -> None:
     try:
         answer, done = sasl.step(bytes(ex.request.body.auth_bytes))
     except SecurityError as exc:
-        ex.server.refused.append(f"{ex.conn.peer}: SASL/{sasl.mechanism} authentication "
-                                 f"failed")
+        ex.refuse(f"SASL/{sasl.mechanism} authentication failed")
         ex.respond(build(cls, error_code=error_code(SASL_AUTHENTICATION_FAILED),
                          error_message=str(exc), auth_bytes=b"",
                          session_lifetime=datetime.timedelta(0)), close_after=True)
@@ -140,7 +139,7 @@ def _matcher(f: Any) -> Callable[[AclBinding], bool]:
     return matches
 
 
-def _describe_acls(ex: _Exchange) -> None:
+def _describe_acls(ex: Exchange) -> None:
     cls = response_of(ex)
     if not ex.allowed_cluster(Operation.DESCRIBE):
         ex.respond(build(cls, throttle_time=NO_DELAY,
@@ -163,7 +162,7 @@ def _describe_acls(ex: _Exchange) -> None:
                                      for (kind, name), acls in by_resource.items())))
 
 
-def _create_acls(ex: _Exchange) -> None:
+def _create_acls(ex: Exchange) -> None:
     cls = response_of(ex)
     result_cls = nested(cls, "AclCreationResult")
     allowed = ex.allowed_cluster(Operation.ALTER)
@@ -192,7 +191,7 @@ def _create_acls(ex: _Exchange) -> None:
         for code, text in results)))
 
 
-def _delete_acls(ex: _Exchange) -> None:
+def _delete_acls(ex: Exchange) -> None:
     cls = response_of(ex)
     result_cls = nested(cls, "DeleteAclsFilterResult")
     matching_cls = nested(cls, "DeleteAclsMatchingAcl")
@@ -215,7 +214,7 @@ def _delete_acls(ex: _Exchange) -> None:
             for a in group)) for group in matched)))
 
 
-AUTH_HANDLERS: dict[int, Callable[[_Exchange], None]] = {
+AUTH_HANDLERS: dict[int, Callable[[Exchange], None]] = {
     17: _sasl_handshake,
     29: _describe_acls,
     30: _create_acls,

@@ -49,7 +49,7 @@ from logwright.wire.codec import (
 )
 
 if TYPE_CHECKING:
-    from logwright.wire.server import _Exchange
+    from logwright.wire.exchange import Exchange
 
 __all__ = ["DATA_HANDLERS", "unsupported_api_versions"]
 
@@ -73,7 +73,7 @@ def wire_uuid(value: Uuid | None) -> uuid.UUID:
     return uuid.UUID(bytes=value.value) if value is not None else uuid.UUID(int=0)
 
 
-def response_of(ex: _Exchange) -> Any:
+def response_of(ex: Exchange) -> Any:
     return response_class(ex.request.api_key, ex.request.api_version)
 
 
@@ -84,7 +84,7 @@ def kafka_error(exc: BaseException) -> tuple[int, str]:
     return int(Errors.INVALID_REQUEST), str(exc)
 
 
-def topic_names(ex: _Exchange) -> dict[uuid.UUID, str]:
+def topic_names(ex: Exchange) -> dict[uuid.UUID, str]:
     return {wire_uuid(t.topic_id): t.name for t in ex.cluster.store.topics()}
 
 
@@ -103,7 +103,7 @@ def unsupported_api_versions() -> Any:
     return build(cls, error_code=error_code(UNSUPPORTED_VERSION), api_keys=_api_keys(cls))
 
 
-def _api_versions(ex: _Exchange) -> None:
+def _api_versions(ex: Exchange) -> None:
     cls = response_of(ex)
     ex.respond(build(cls, error_code=error_code(0), api_keys=_api_keys(cls),
                      throttle_time=NO_DELAY))
@@ -112,19 +112,19 @@ def _api_versions(ex: _Exchange) -> None:
 # ---- Metadata and DescribeCluster ----------------------------------------------------------
 
 
-def _brokers(ex: _Exchange, cls: Any, entry_name: str, id_field: str,
+def _brokers(ex: Exchange, cls: Any, entry_name: str, id_field: str,
              live: Iterable[int]) -> tuple[Any, ...]:
     entry = nested(cls, entry_name)
     out = []
     for b in sorted(live):
-        address = ex.server.address_of(b, ex.protocol)
+        address = ex.address_of(b)
         if address is not None:
             out.append(build(entry, **{id_field: b}, host=address[0], port=address[1],
                              rack=None))
     return tuple(out)
 
 
-def _metadata(ex: _Exchange) -> None:
+def _metadata(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     names: tuple[str, ...] | None = None
@@ -161,7 +161,7 @@ def _metadata(ex: _Exchange) -> None:
             ADMIN_TIMEOUT_MS)
 
 
-def _describe_cluster(ex: _Exchange) -> None:
+def _describe_cluster(ex: Exchange) -> None:
     cls = response_of(ex)
     live = [b for b, broker in ex.cluster.brokers.items() if broker.alive]
     record = ex.cluster.store.controller()
@@ -175,7 +175,7 @@ def _describe_cluster(ex: _Exchange) -> None:
 # ---- Produce -------------------------------------------------------------------------------
 
 
-def _produce(ex: _Exchange) -> None:
+def _produce(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     acks = int(body.acks)
@@ -220,7 +220,7 @@ def _produce(ex: _Exchange) -> None:
 # ---- Fetch ---------------------------------------------------------------------------------
 
 
-def _fetch(ex: _Exchange) -> None:
+def _fetch(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     session_id = int(getattr(body, "session_id", 0))
@@ -276,7 +276,7 @@ def _fetch(ex: _Exchange) -> None:
 # ---- ListOffsets ---------------------------------------------------------------------------
 
 
-def _list_offsets(ex: _Exchange) -> None:
+def _list_offsets(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     asked = tuple((TopicPartition(t.name, p.partition_index), int(p.timestamp))
@@ -305,7 +305,7 @@ def _list_offsets(ex: _Exchange) -> None:
 # ---- DeleteRecords -------------------------------------------------------------------------
 
 
-def _delete_records(ex: _Exchange) -> None:
+def _delete_records(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     timeout_ms = millis(body.timeout)
@@ -334,7 +334,7 @@ def _delete_records(ex: _Exchange) -> None:
 # ---- DescribeLogDirs -----------------------------------------------------------------------
 
 
-def _describe_log_dirs(ex: _Exchange) -> None:
+def _describe_log_dirs(ex: Exchange) -> None:
     body = ex.request.body
     cls = response_of(ex)
     topics = (None if body.topics is None else
@@ -363,7 +363,7 @@ def _describe_log_dirs(ex: _Exchange) -> None:
             ADMIN_TIMEOUT_MS)
 
 
-DATA_HANDLERS: dict[int, Callable[[_Exchange], None]] = {
+DATA_HANDLERS: dict[int, Callable[[Exchange], None]] = {
     0: _produce,
     1: _fetch,
     2: _list_offsets,

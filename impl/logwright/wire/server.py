@@ -599,6 +599,24 @@ class _Exchange:
         return self.conn.principal or ANONYMOUS
 
     @property
+    def authenticated_as(self) -> str | None:
+        """The connection's principal; None on a SASL listener before authentication."""
+        return self.conn.principal
+
+    def wait_for(self, done: Callable[[], bool], timeout_ms: int,
+                 then: Callable[[bool], None]) -> None:
+        """``then(True)`` once ``done()`` holds, ``then(False)`` after ``timeout_ms``."""
+        self.server.wait_for(done, timeout_ms, then)
+
+    def address_of(self, broker_id: int) -> tuple[str, int] | None:
+        """Where ``broker_id`` listens for this request's protocol."""
+        return self.server.address_of(broker_id, self.conn.protocol)
+
+    def refuse(self, why: str) -> None:
+        """Record why this connection is about to be refused (no secret in ``why``)."""
+        self.server.refused.append(f"{self.conn.peer}: {why}")
+
+    @property
     def protocol(self) -> Protocol:
         """The security protocol of the listener the request came in on."""
         return self.conn.protocol
