@@ -22,7 +22,7 @@ import math
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from logwright.broker import BrokerConfig
 from logwright.broker.authorizer import AclBinding
@@ -33,6 +33,8 @@ from logwright.identity import PARTITION_MAX, TopicPartition, broker_node_id, to
 from logwright.storage.naming import OFFSET_MAX
 from logwright.world import RealFileSystem
 from logwright.world.real import make_data_root
+
+_T = TypeVar("_T")
 
 
 class _Node(Protocol):
@@ -418,16 +420,24 @@ def create_partitions(cluster: Cluster, name: object, total: object) -> None:
                             f"topic {name!r}: {total} partitions; from 1 to {PARTITION_MAX}")
 
 
+def _items_of(value: object, name: str, kind: type[_T]) -> list[_T]:
+    """``value`` as a list, refused unless it is an iterable (not a string) of ``kind``."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise InvalidArgument(f"{name} must be an iterable of {kind.__name__}, not "
+                              f"{_kind(value)} {_show(value)}")
+    out = list(value)
+    for item in out:
+        if not isinstance(item, kind):
+            raise InvalidArgument(f"{name}: {_show(item)} is a {_kind(item)}, not a "
+                                  f"{kind.__name__}")
+    return out
+
+
 def topic_partitions(cluster: Cluster, tps: object) -> list[TopicPartition]:
     """``Cluster.leaders_ready``: an iterable of TopicPartition with legal names and indexes."""
     usable(cluster)
-    if isinstance(tps, str | bytes) or not isinstance(tps, Iterable):
-        raise InvalidArgument(f"tps must be an iterable of TopicPartition, not {_kind(tps)} "
-                              f"{_show(tps)}")
-    out = list(tps)
+    out = _items_of(tps, "tps", TopicPartition)
     for tp in out:
-        if not isinstance(tp, TopicPartition):
-            raise InvalidArgument(f"tps: {_show(tp)} is a {_kind(tp)}, not a TopicPartition")
         topic(tp.topic)
         partition(tp.partition)
     return out
@@ -436,14 +446,7 @@ def topic_partitions(cluster: Cluster, tps: object) -> list[TopicPartition]:
 def acl_bindings(cluster: Cluster, acls: object) -> list[AclBinding]:
     """``Cluster.add_acls``/``remove_acls``: an iterable of AclBinding."""
     usable(cluster)
-    if isinstance(acls, str | bytes) or not isinstance(acls, Iterable):
-        raise InvalidArgument(f"acls must be an iterable of AclBinding, not {_kind(acls)} "
-                              f"{_show(acls)}")
-    out = list(acls)
-    for acl in out:
-        if not isinstance(acl, AclBinding):
-            raise InvalidArgument(f"acls: {_show(acl)} is a {_kind(acl)}, not an AclBinding")
-    return out
+    return _items_of(acls, "acls", AclBinding)
 
 
 def delete_topic(cluster: Cluster, name: object) -> None:
