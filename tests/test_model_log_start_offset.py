@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections import deque
 
-import numpy as np
 import pytest
 
 from logwright.model import SPECS, check
@@ -56,30 +55,9 @@ def _reachable(spec: LogStartOffsetSpec) -> set[LogStartOffsetState]:
     return seen  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("bug", ["none", *BUGS])
-def test_packed_actions_are_the_python_actions(bug: str) -> None:
-    """On every reachable state of a small model, the vectorized successors are the Python
-    actions' successors, action by action and in order."""
-    spec = LogStartOffsetSpec(LogStartOffsetConfig(
-        replicas=(1, 2), max_offset=1, segment_size=1, bug=bug))
-    # Every third of the reachable states, in code order (all of them agree too; since issue 11
-    # there are about 5,700, and the generic successors of all take half a minute per bug).
-    states = sorted(_reachable(spec), key=spec.encode)[::3]
-    assert len(states) > 200
-    codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
-    assert [spec.decode(int(c)) for c in codes] == states
-    packed: dict[int, list[tuple[int, int, LogStartOffsetState]]] = {i: [] for i in
-                                                                     range(len(states))}
-    for b in spec.packed_successors(codes):
-        for parent, code in zip(b.parents.tolist(), b.codes.tolist(), strict=True):
-            packed[parent].append((b.action, b.branch, spec.decode(code)))  # type: ignore[arg-type]
-    for i, s in enumerate(states):
-        generic = [(a, t) for a, (_, fn) in enumerate(spec.actions()) for t in fn(s)]
-        assert [(a, t) for a, _, t in sorted(packed[i], key=lambda x: (x[0], x[1]))] == generic
-    verdicts = spec.packed_invariants(codes)
-    for (name, ok), (name2, fn) in zip(verdicts, spec.invariants(), strict=True):
-        assert name == name2
-        assert ok.tolist() == [fn(s) for s in states]
+# The packed actions against the Python actions, on every reachable state of a small model of
+# each bug: tests/test_model_agreement.py (and every shipped .cfg: logwright verify --suite
+# agreement).
 
 
 def test_generic_and_packed_engines_agree_on_a_small_model() -> None:

@@ -10,7 +10,6 @@ from collections import deque
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import pytest
 
 from logwright.model import SPECS, check
@@ -101,32 +100,9 @@ def test_counterexample_reads_as_the_story_of_the_bug() -> None:
 
 # -- the packed fast path: the same machine as the Python actions ----------------------------------
 
-@pytest.mark.parametrize("max_records", [1, 3])
-@pytest.mark.parametrize("bug", ["none", *BUGS])
-def test_packed_actions_are_the_python_actions_on_every_reachable_state(
-        bug: str, max_records: int) -> None:
-    """On every reachable state (invariants ignored): the vectorized successors are the Python
-    actions', action by action and in order; the invariants agree; encode and decode are
-    inverse."""
-    spec = ReplicaMoveSpec(ReplicaMoveConfig(max_records=max_records, bug=bug))
-    states = sorted(reachable(spec), key=spec.encode)
-    assert len(states) >= 35
-    codes = np.array([spec.encode(s) for s in states], dtype=np.int64)
-    assert [spec.decode(int(c)) for c in codes] == states
-    packed: list[list[tuple[int, int, int]]] = [[] for _ in states]
-    for b in spec.packed_successors(codes):
-        for parent, code in zip(b.parents.tolist(), b.codes.tolist(), strict=True):
-            packed[parent].append((b.action, b.branch, code))
-    actions = spec.actions()
-    for s, successors in zip(states, packed, strict=True):
-        generic = [(a, t) for a, (_, fn) in enumerate(actions) for t in fn(s)]
-        assert [(a, spec.decode(code)) for a, _, code in sorted(successors)] == generic, \
-            spec.describe(s)
-    for (name, ok), (name2, holds) in zip(spec.packed_invariants(codes), spec.invariants(),
-                                          strict=True):
-        assert name == name2
-        assert ok.tolist() == [holds(s) for s in states], name
-
+# The vectorized successors, invariants and codes against the Python actions on every reachable
+# state, action by action and in order: tests/test_model_agreement.py for every bug on a small
+# model, logwright verify --suite agreement on every shipped .cfg.
 
 def test_both_engines_explore_the_same_larger_model() -> None:
     # 64,140 states (max_records 8 has 230,076, and the engines agree there too, in four

@@ -66,8 +66,8 @@ def test_cli_lists_suites_and_rejects_unknown_ones() -> None:
     runner = CliRunner()
     listed = runner.invoke(main, ["verify", "--list"])
     assert listed.exit_code == 0 and "storage crash campaign" in listed.output
-    assert [line.split()[0] for line in listed.output.splitlines()] == ["storage", "formal",
-                                                                       "traces"]
+    assert [line.split()[0] for line in listed.output.splitlines()] == [
+        "storage", "formal", "agreement", "traces"]
     bad = runner.invoke(main, ["verify", "--suite", "nope"])
     assert bad.exit_code == 2 and "unknown suite" in bad.output
     helped = runner.invoke(main, ["verify", "--help"]).output

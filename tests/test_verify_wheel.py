@@ -106,7 +106,8 @@ def test_the_installed_command_lists_and_runs_the_formal_suite(
         installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     bin_dir, env = installed
     listed = _run([str(bin_dir / "logwright"), "verify", "--list"], cwd=tmp_path, env=env)
-    assert [line.split()[0] for line in listed.splitlines()] == ["storage", "formal", "traces"]
+    assert [line.split()[0] for line in listed.splitlines()] == ["storage", "formal", "agreement",
+                                                                 "traces"]
     # One small module end to end: the previous test shows the installed copy finds every
     # module's files, and each module's checks run from the source tree in their own tests
     # (the whole suite here took minutes of make test's budget).

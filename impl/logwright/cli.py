@@ -91,10 +91,11 @@ def main(debug: bool) -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON, not a table.")
 @click.option("--suite", "only", multiple=True, metavar="NAME",
-              help="Run only this suite (repeatable): storage, formal; see --list.")
+              help="Run only this suite (repeatable): storage, formal, agreement, traces; "
+                   "see --list.")
 @click.option("--module", "modules", multiple=True, metavar="NAME",
-              help="The formal suite checks only this TLA+ module (repeatable), e.g. "
-                   "LogStartOffset; default: every module.")
+              help="The formal and agreement suites check only this TLA+ module "
+                   "(repeatable), e.g. LogStartOffset; default: every module.")
 @click.option("--list", "list_suites", is_flag=True, help="List the suites and exit.")
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress lines on stderr, only the table (or JSON) and the summary.")
@@ -104,7 +105,9 @@ def verify(as_json: bool, only: tuple[str, ...], modules: tuple[str, ...], list_
 
     Runs, in order: the storage crash campaign (suite "storage"), then the explicit-state model
     checker on every TLA+ module, the Z3 proofs, and TLC when TLA2TOOLS_JAR names a tla2tools.jar
-    (suite "formal"). Prints a line on stderr as each check starts and ends, then one table
+    (suite "formal"), then each packed encoding against its readable twin on every reachable
+    state of every shipped .cfg (suite "agreement"), then recorded traces on Spark (suite
+    "traces"). Prints a line on stderr as each check starts and ends, then one table
     (invariant x method -> verdict, checks, time) with the details numbered below it, and a
     summary line. Every check is bounded by counts and z3 resource limits, never by time: the
     verdicts are the same on a fast or a loaded machine.
@@ -136,14 +139,16 @@ def verify(as_json: bool, only: tuple[str, ...], modules: tuple[str, ...], list_
         from functools import partial
 
         from logwright.model import SPECS
+        from logwright.verify.agreement import agreement_suite
         from logwright.verify.formal import formal_suite
 
         unknown = set(modules) - set(SPECS)
         if unknown:
             raise click.BadParameter(f"unknown module(s): {', '.join(sorted(unknown))}; "
                                      f"choose from: {', '.join(SPECS)}", param_hint="--module")
-        chosen = [(n, partial(formal_suite, modules) if n == "formal" else s)
-                  for n, s in chosen]
+        narrowed = {"formal": partial(formal_suite, modules),
+                    "agreement": partial(agreement_suite, modules)}
+        chosen = [(n, narrowed.get(n, s)) for n, s in chosen]
     progress = Progress(None if quiet else sys.stderr)
     rows = run_suites(chosen, progress=progress)
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from logwright.verify.agreement import agreement_suite
 from logwright.verify.core import Suite
 from logwright.verify.formal import formal_suite
 from logwright.verify.storage_campaign import storage_suite
@@ -10,6 +11,7 @@ from logwright.verify.trace_suite import trace_suite
 SUITES: list[tuple[str, Suite]] = [
     ("storage", storage_suite),
     ("formal", formal_suite),
+    ("agreement", agreement_suite),
     ("traces", trace_suite),
 ]
 """(name, suite) in the order they run; a name is what ``--suite`` takes (no spaces)."""
@@ -17,6 +19,8 @@ SUITES: list[tuple[str, Suite]] = [
 DESCRIPTIONS: dict[str, str] = {
     "storage": "the storage crash campaign: power loss at every file system operation",
     "formal": "the TLA+ models: the Python model checker, Z3 proofs, TLC when installed",
+    "agreement": "each packed encoding against its readable twin on every reachable state of "
+                 "every shipped .cfg",
     "traces": "seeded runs recorded now and traces/corpus, checked on Spark (local[2]) and in "
               "one process",
 }
