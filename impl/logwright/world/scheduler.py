@@ -161,7 +161,11 @@ class SimScheduler(Scheduler):
         due = self.next_due_ms()
         if due is None:
             return False
-        self.vclock.advance_to(due)
+        return self.step_at(due)
+
+    def step_at(self, due_ms: int) -> bool:
+        """``step()`` when ``next_due_ms()`` just answered ``due_ms`` (nothing ran since)."""
+        self.vclock.advance_to(due_ms)
         return self._run_one_due(self.vclock.now_ms())
 
     def advance(self, delta_ms: int) -> int:
