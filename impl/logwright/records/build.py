@@ -225,7 +225,7 @@ def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes
     """The plain records section of header-less records that share one timestamp (so every
     timestamp delta is 0): what ``_records_section`` makes of them, with fewer steps."""
     parts: list[bytes] = []
-    append = parts.append
+    extend = parts.extend
     unsigned = _UNSIGNED
     heads = _HEADS
     half = _SMALL >> 1
@@ -235,26 +235,19 @@ def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes
         key = None if keys is None else keys[index]
         if key is None:
             head += _NULL
-            size = len(head) + 1  # + the header count
         else:
             n = len(key)
-            prefix = unsigned[n << 1] if n < half else encode_varint(n)
-            head += prefix + key
-            size = len(head) + 1
+            head += (unsigned[n << 1] if n < half else encode_varint(n)) + key
         if value is None:
-            size += 1
-            append(unsigned[size << 1] if size < half else encode_varint(size))
-            append(head)
-            append(_NULL_THEN_NO_HEADERS)
+            size = len(head) + 2  # the null value and the header count
+            extend((unsigned[size << 1] if size < half else encode_varint(size), head,
+                    _NULL_THEN_NO_HEADERS))
         else:
             n = len(value)
             prefix = unsigned[n << 1] if n < half else encode_varint(n)
-            size += len(prefix) + n
-            append(unsigned[size << 1] if size < half else encode_varint(size))
-            append(head)
-            append(prefix)
-            append(value)
-            append(_ZERO)  # no headers
+            size = len(head) + len(prefix) + n + 1  # + the header count
+            extend((unsigned[size << 1] if size < half else encode_varint(size), head, prefix,
+                    value, _ZERO))  # _ZERO: no headers
     return b"".join(parts)
 
 
