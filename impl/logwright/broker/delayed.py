@@ -126,16 +126,24 @@ class DelayedFetch(DelayedOperation):
 
     def __init__(self, rm: ReplicaView, request: FetchRequest,
                  denied: Mapping[TopicPartition, Errors],
-                 respond: Callable[[FetchResponse], None]) -> None:
+                 respond: Callable[[FetchResponse], None],
+                 read: tuple[list[FetchPartitionData], int, bool] | None = None) -> None:
+        """``read``: what ``rm.read_partitions(request, denied)`` returned just now, nothing
+        having run since (the fetch that parks this operation read it): the first
+        ``try_complete`` uses it instead of reading the same bytes again."""
         super().__init__()
         self.rm = rm
         self.request = request
         self.denied = denied
         self.respond = respond
         self._datas: list[FetchPartitionData] | None = None
+        self._first_read = read
 
     def try_complete(self) -> bool:
-        datas, size, has_error = self.rm.read_partitions(self.request, self.denied)
+        if self._first_read is not None:
+            (datas, size, has_error), self._first_read = self._first_read, None
+        else:
+            datas, size, has_error = self.rm.read_partitions(self.request, self.denied)
         if size >= self.request.min_bytes or has_error or self._start_offset_news(datas):
             self._datas = datas
             return self.force_complete()

@@ -715,7 +715,9 @@ class ReplicaManager:
         if (request.max_wait_ms <= 0 or size >= request.min_bytes or has_error
                 or not request.partitions):
             return FetchResponse(request.correlation_id, Errors.NONE, tuple(datas))
-        op = DelayedFetch(self, request, denied, respond)
+        # Its first try (in try_complete_else_watch, next) judges this read: a read is pure and
+        # nothing runs in between, so reading again would give the same answer.
+        op = DelayedFetch(self, request, denied, respond, (datas, size, has_error))
         self.fetch_purgatory.try_complete_else_watch(
             op, [p.tp for p in request.partitions], request.max_wait_ms)
         return None

@@ -50,7 +50,7 @@ from logwright.protocol import (
     ProduceRequest,
     ProduceResponse,
 )
-from logwright.records import Record, build_batch, decode_batches
+from logwright.records import build_simple_batch, decode_batches
 from logwright.world.clock import Clock
 from logwright.world.network import Network
 
@@ -345,7 +345,8 @@ class Client:
             raise KafkaError.of(Errors.INVALID_REQUEST, "keys and values differ in length")
         deadline = self._deadline(timeout_ms, self.config.delivery_timeout_ms)
         now = self.runtime.clock.now_ms()
-        batch = build_batch([Record(k, v, now) for k, v in zip(ks, values, strict=True)])
+        # The bytes of build_batch([Record(k, v, now) for k, v in zip(ks, values)]).
+        batch = build_simple_batch(values, now, keys=None if keys is None else ks)
         result = -1
         ids = ((tp.topic, topic_id),) if topic_id is not None else ()
 

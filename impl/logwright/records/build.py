@@ -9,6 +9,7 @@ largest, and a CRC-32C over attributes..end.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import crc32c
 
@@ -29,12 +30,172 @@ from logwright.records.header import (
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_ID,
 )
-from logwright.records.record import Record, append_record
+from logwright.records.record import Record
+from logwright.records.varint import encode_varint, encode_varlong
+
+_SMALL: Final = 1 << 12
+"""Zigzag values below this have their varint bytes precomputed (at most two bytes each)."""
+_UNSIGNED: Final[tuple[bytes, ...]] = tuple(
+    bytes((u,)) if u < 0x80 else bytes(((u & 0x7F) | 0x80, u >> 7)) for u in range(_SMALL)
+)
+"""``_UNSIGNED[u]``: the varint bytes of the unsigned (already zigzagged) value ``u``."""
+_NULL: Final = b"\x01"  # the varint -1 that stands for a null key, value or header value
+_ZERO: Final = b"\x00"
+_NULL_THEN_NO_HEADERS: Final = b"\x01\x00"
+_HEADS: Final[tuple[bytes, ...]] = tuple(
+    b"\x00\x00" + _UNSIGNED[i << 1] for i in range(_SMALL >> 1)
+)
+"""``_HEADS[i]``: a record's attributes (0), timestamp delta 0 and offset delta ``i``."""
 
 
 def _check_range(name: str, value: int, low: int, high: int) -> None:
     if not low <= value <= high:
         raise ValueError(f"{name} {value} is outside [{low}, {high}]")
+
+
+def _length(n: int) -> bytes:
+    """``n`` (a length or count, >= 0) as a zigzag varint: ``encode_varint(n)``, from the
+    table when small. Past the int32 range it raises encode_varint's ValueError."""
+    return _UNSIGNED[n << 1] if n < _SMALL >> 1 else encode_varint(n)
+
+
+def _append_field(parts: list[bytes], data: bytes | None) -> int:
+    """Append a length-prefixed nullable byte string to ``parts``; return its encoded size."""
+    if data is None:
+        parts.append(_NULL)
+        return 1
+    prefix = _length(len(data))
+    parts.append(prefix)
+    parts.append(data)
+    return len(prefix) + len(data)
+
+
+def _records_section(records: Sequence[Record], base_timestamp: int) -> tuple[bytes, int]:
+    """The plain records section of ``records`` and their largest timestamp.
+
+    Byte-for-byte what ``record.append_record`` writes for each record in turn (its offset delta
+    is its index; its timestamp delta is relative to ``base_timestamp``), with the same
+    ValueErrors for the same record: the varints come from a table for small values, and each
+    record is a handful of byte strings joined once for the whole section, not a bytearray
+    grown one byte at a time.
+    """
+    parts: list[bytes] = []
+    append = parts.append
+    unsigned = _UNSIGNED
+    small = _SMALL
+    half = _SMALL >> 1
+    max_timestamp = base_timestamp
+    for index, record in enumerate(records):
+        timestamp_ms = record.timestamp_ms
+        timestamp_delta = timestamp_ms - base_timestamp
+        # Producers send real times or -1 (no timestamp).
+        if not -1 <= timestamp_ms <= INT64_MAX:
+            _check_range(f"record {index}: timestamp_ms", timestamp_ms, -1, INT64_MAX)
+        if not INT64_MIN <= timestamp_delta <= INT64_MAX:
+            _check_range(f"record {index}: timestamp delta", timestamp_delta, INT64_MIN,
+                         INT64_MAX)
+        if timestamp_ms > max_timestamp:
+            max_timestamp = timestamp_ms
+        # Zigzag: 0, -1, 1, -2 -> 0, 1, 2, 3 (no mask needed: the delta is an int64 here).
+        zigzag = (timestamp_delta << 1) ^ (timestamp_delta >> 63)
+        timestamp_bytes = unsigned[zigzag] if zigzag < small else encode_varlong(timestamp_delta)
+        offset_bytes = unsigned[index << 1] if index < half else encode_varint(index)
+        # The record's length prefix comes first but counts what follows: leave it a slot.
+        slot = len(parts)
+        append(_ZERO)  # the length, filled in below
+        append(_ZERO)  # record attributes: unused by Kafka, always 0
+        append(timestamp_bytes)
+        append(offset_bytes)
+        size = 1 + len(timestamp_bytes) + len(offset_bytes)
+        key = record.key
+        if key is None:
+            append(_NULL)
+            size += 1
+        else:
+            size += _append_field(parts, key)
+        value = record.value
+        if value is None:
+            append(_NULL)
+            size += 1
+        else:
+            n = len(value)
+            prefix = unsigned[n << 1] if n < half else encode_varint(n)
+            append(prefix)
+            append(value)
+            size += len(prefix) + n
+        headers = record.headers
+        if headers:
+            count = _length(len(headers))
+            append(count)
+            size += len(count)
+            for header_key, header_value in headers:
+                size += _append_field(parts, header_key.encode("utf-8"))
+                size += _append_field(parts, header_value)
+        else:
+            append(_ZERO)
+            size += 1
+        parts[slot] = unsigned[size << 1] if size < half else encode_varint(size)
+    return b"".join(parts), max_timestamp
+
+
+def _check_fields(
+    record_count: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    attributes: int,
+) -> None:
+    if not record_count:
+        raise ValueError("a batch needs at least one record")
+    _check_range("base_offset", base_offset, 0, INT64_MAX - (record_count - 1))
+    _check_range("partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX)
+    _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
+    _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
+    _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
+    _check_range("attributes", attributes, INT16_MIN, INT16_MAX)
+    _check_range("record count", record_count, 1, INT32_MAX)
+
+
+def _finish(
+    section: bytes,
+    record_count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    attributes: int,
+) -> bytes:
+    """The batch: header, then ``section`` compressed as ``attributes`` say, CRC filled in."""
+    payload = compress(attributes & 0x07, section)
+    batch_length = MIN_BATCH_LENGTH + len(payload)
+    _check_range("batch length", batch_length, MIN_BATCH_LENGTH, INT32_MAX)
+    header = bytearray(HEADER_SIZE)
+    HEADER_STRUCT.pack_into(
+        header,
+        0,
+        base_offset,
+        batch_length,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,  # the CRC, filled in once the bytes it covers are known
+        attributes,
+        record_count - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    # The CRC covers attributes..end: the header's tail, then the payload.
+    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+    header[CRC_OFFSET : CRC_OFFSET + 4] = int(crc).to_bytes(4, "big")
+    return bytes(header) + payload
 
 
 def build_batch(
@@ -52,51 +213,42 @@ def build_batch(
     Raises ``ValueError`` for an empty batch, a timestamp below -1 (no timestamp), or a field
     outside its wire range.
     """
-    if not records:
-        raise ValueError("a batch needs at least one record")
-    _check_range("base_offset", base_offset, 0, INT64_MAX - (len(records) - 1))
-    _check_range("partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX)
-    _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
-    _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
-    _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
-    _check_range("attributes", attributes, INT16_MIN, INT16_MAX)
-    _check_range("record count", len(records), 1, INT32_MAX)
+    _check_fields(len(records), base_offset, partition_leader_epoch, producer_id, producer_epoch,
+                  base_sequence, attributes)
     base_timestamp = records[0].timestamp_ms
-    max_timestamp = base_timestamp
-    section = bytearray()
-    for index, record in enumerate(records):
-        offset_delta = index
-        timestamp_delta = record.timestamp_ms - base_timestamp
-        # Producers send real times or -1 (no timestamp).
-        _check_range(f"record {index}: timestamp_ms", record.timestamp_ms, -1, INT64_MAX)
-        _check_range(f"record {index}: timestamp delta", timestamp_delta, INT64_MIN, INT64_MAX)
-        max_timestamp = max(max_timestamp, record.timestamp_ms)
-        append_record(section, record, offset_delta, timestamp_delta)
-    payload = compress(attributes & 0x07, bytes(section))
-    batch_length = MIN_BATCH_LENGTH + len(payload)
-    _check_range("batch length", batch_length, MIN_BATCH_LENGTH, INT32_MAX)
-    out = bytearray(HEADER_SIZE)
-    HEADER_STRUCT.pack_into(
-        out,
-        0,
-        base_offset,
-        batch_length,
-        partition_leader_epoch,
-        MAGIC_V2,
-        0,  # the CRC, filled in once the bytes it covers are final
-        attributes,
-        len(records) - 1,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(records),
-    )
-    out += payload
-    crc = crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
-    out[CRC_OFFSET : CRC_OFFSET + 4] = int(crc).to_bytes(4, "big")
-    return bytes(out)
+    section, max_timestamp = _records_section(records, base_timestamp)
+    return _finish(section, len(records), base_timestamp, max_timestamp, base_offset,
+                   partition_leader_epoch, producer_id, producer_epoch, base_sequence, attributes)
+
+
+def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes | None]) -> bytes:
+    """The plain records section of header-less records that share one timestamp (so every
+    timestamp delta is 0): what ``_records_section`` makes of them, with fewer steps."""
+    parts: list[bytes] = []
+    extend = parts.extend
+    unsigned = _UNSIGNED
+    heads = _HEADS
+    half = _SMALL >> 1
+    for index, value in enumerate(values):
+        # attributes 0, timestamp delta 0, the offset delta, then the key
+        head = heads[index] if index < half else _ZERO + _ZERO + encode_varint(index)
+        key = None if keys is None else keys[index]
+        if key is None:
+            head += _NULL
+        else:
+            n = len(key)
+            head += (unsigned[n << 1] if n < half else encode_varint(n)) + key
+        if value is None:
+            size = len(head) + 2  # the null value and the header count
+            extend((unsigned[size << 1] if size < half else encode_varint(size), head,
+                    _NULL_THEN_NO_HEADERS))
+        else:
+            n = len(value)
+            prefix = unsigned[n << 1] if n < half else encode_varint(n)
+            size = len(head) + len(prefix) + n + 1  # + the header count
+            extend((unsigned[size << 1] if size < half else encode_varint(size), head, prefix,
+                    value, _ZERO))  # _ZERO: no headers
+    return b"".join(parts)
 
 
 def build_simple_batch(
@@ -108,14 +260,20 @@ def build_simple_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     attributes: int = 0,
+    keys: Sequence[bytes | None] | None = None,
 ) -> bytes:
-    """A batch of keyless, header-less records with the given values, all at ``timestamp_ms``."""
-    return build_batch(
-        [Record(None, value, timestamp_ms) for value in values],
-        base_offset=base_offset,
-        partition_leader_epoch=partition_leader_epoch,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        attributes=attributes,
-    )
+    """A batch of header-less records with the given values, all at ``timestamp_ms``: keyless,
+    or with ``keys`` (as many as ``values``) when given.
+
+    The bytes (and the ValueErrors) of ``build_batch([Record(key, value, timestamp_ms) ...])``,
+    built without making the ``Record`` objects.
+    """
+    if keys is not None and len(keys) != len(values):
+        raise ValueError(f"{len(keys)} keys for {len(values)} values")
+    _check_fields(len(values), base_offset, partition_leader_epoch, producer_id, producer_epoch,
+                  base_sequence, attributes)
+    # As build_batch checks each record's timestamp; they are all the first one's.
+    _check_range("record 0: timestamp_ms", timestamp_ms, -1, INT64_MAX)
+    return _finish(_uniform_section(keys, values), len(values), timestamp_ms, timestamp_ms,
+                   base_offset, partition_leader_epoch, producer_id, producer_epoch,
+                   base_sequence, attributes)

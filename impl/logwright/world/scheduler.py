@@ -109,8 +109,10 @@ class Scheduler:
     def next_due_ms(self) -> int | None:
         """When the earliest live task is due, or None if nothing is scheduled."""
         with self._lock:
-            self._drop_cancelled_head()
-            return self._heap[0][0] if self._heap else None
+            heap = self._heap
+            if heap and heap[0][3].cancelled:
+                self._drop_cancelled_head()
+            return heap[0][0] if heap else None
 
     @property
     def queued(self) -> int:
@@ -124,10 +126,14 @@ class Scheduler:
 
     def _run_one_due(self, now_ms: int) -> bool:
         with self._lock:
-            self._drop_cancelled_head()
-            if not self._heap or self._heap[0][0] > now_ms:
+            heap = self._heap
+            if heap and heap[0][3].cancelled:
+                self._drop_cancelled_head()
+            if not heap or heap[0][0] > now_ms:
                 return False
-            task = self._pop()
+            # _pop() inlined: the head is live here, so no cancelled count to correct.
+            task = heapq.heappop(heap)[3]
+            task.queue = None
         task.runs += 1
         if task.period_ms is not None:
             task.due_ms = now_ms + task.period_ms
@@ -161,7 +167,11 @@ class SimScheduler(Scheduler):
         due = self.next_due_ms()
         if due is None:
             return False
-        self.vclock.advance_to(due)
+        return self.step_at(due)
+
+    def step_at(self, due_ms: int) -> bool:
+        """``step()`` when ``next_due_ms()`` just answered ``due_ms`` (nothing ran since)."""
+        self.vclock.advance_to(due_ms)
         return self._run_one_due(self.vclock.now_ms())
 
     def advance(self, delta_ms: int) -> int:

@@ -87,7 +87,13 @@ class SimWorld:
 
     def step(self) -> bool:
         """Run the next due task; False if nothing is scheduled."""
-        ran = self.scheduler.step()
+        return self._counted(self.scheduler.step())
+
+    def _step_at(self, due_ms: int) -> bool:
+        """``step()`` when the scheduler's ``next_due_ms()`` just answered ``due_ms``."""
+        return self._counted(self.scheduler.step_at(due_ms))
+
+    def _counted(self, ran: bool) -> bool:
         if ran:
             self.events += 1
             if self._observers:
@@ -105,7 +111,7 @@ class SimWorld:
             due = self.scheduler.next_due_ms()
             if due is None or due > end_ms:
                 break
-            self.step()
+            self._step_at(due)
         self.clock.advance_to(end_ms)
 
     def run_until(self, done: Callable[[], bool], timeout_ms: int) -> bool:
@@ -116,7 +122,7 @@ class SimWorld:
             if due is None or due > deadline:
                 self.clock.advance_to(deadline)
                 return done()
-            self.step()
+            self._step_at(due)
         return True
 
     def power_loss(self, host: str) -> None:
