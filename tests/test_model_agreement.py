@@ -137,3 +137,16 @@ def test_a_packed_encoding_that_drifts_from_its_twin_is_reported(mutant: type[Re
     assert not agreement.agrees and not agreement.complete
     assert agreement.disagreement is not None and says in agreement.disagreement, \
         agreement.disagreement
+
+
+def test_the_suite_runs_every_shipped_cfg_of_a_module_in_file_order() -> None:
+    from logwright.verify.agreement import agreement_suite
+    from logwright.verify.formal import configs
+
+    rows = agreement_suite(["ReplicaMove"], workers=2)
+    correct, bugs = configs("ReplicaMove")
+    assert [r.method for r in rows] == [
+        "packed vs twin (ReplicaMove.cfg)",
+        *(f"packed vs twin (ReplicaMove, bug {c.stem.split('_bug_')[1]})" for c in bugs)]
+    assert {r.verdict for r in rows} == {Verdict.HOLDS}
+    assert rows[0].checks == 5_013 and correct.is_file()
