@@ -181,17 +181,18 @@ def _layout_problem(segments: list[LogSegment]) -> str | None:
     """Why the segments of a cleanly shut down log cannot be trusted as they are, or None.
 
     Reads each segment's first batch header and its tail from its last offset index entry,
-    without loading the indexes of any but the active segment (whose tail start-up reads
-    anyway); sets each ``next_offset`` on the way.
+    without loading any index but the active segment's offset index (whose tail start-up reads
+    anyway; its time index waits for first use); sets each ``next_offset`` on the way.
     """
     previous: LogSegment | None = None
+    active = segments[-1]
     for seg in segments:
-        if seg is segments[-1]:
+        if seg is active:
             seg.next_offset = seg.base_offset
-            seg.load_tail()
+            first = seg.load_tail()
         else:
             seg.scan_end_offset()
-        first = seg.first_batch_offset()
+            first = seg.first_batch_offset()
         name = posixpath.basename(seg.log_path)
         if first is not None and first < seg.base_offset:
             return f"{name} starts with offset {first}, below its base offset"

@@ -94,11 +94,18 @@ class LogSegment:
 
     # ---- indexes, loaded lazily so start-up touches only what it needs -------------------------
 
+    # Each index is read on its own first use (as Kafka's LazyIndex): start-up reads only the
+    # active segment's offset index (its last entry says where the tail walk begins), and the
+    # time index waits for time retention, ListOffsets by timestamp or the segment's first
+    # change. Either one found corrupt, whenever that is, makes both be rebuilt from the log,
+    # as when both were read together; every change of the segment (append, truncation) loads
+    # both first, so such a rebuild always sees the segment as start-up left it.
+
     @property
     def index(self) -> OffsetIndex:
         """The offset index, read from disk (or rebuilt) on first use."""
         if self._index is None:
-            self._load_indexes()
+            self._load_offset_index()
         assert self._index is not None
         return self._index
 
@@ -106,26 +113,42 @@ class LogSegment:
     def time_index(self) -> TimeIndex:
         """The time index, read from disk (or rebuilt) on first use."""
         if self._time_index is None:
-            self._load_indexes()
+            self._load_time_index()
         assert self._time_index is not None
         return self._time_index
 
-    def _load_indexes(self) -> None:
-        self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
-        self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+    def _load_offset_index(self) -> None:
+        index = OffsetIndex(self.fs, self.index_path, self.base_offset)
         try:
-            self._index.load(self.size_bytes)
-            self._time_index.load()
+            index.load(self.size_bytes)
         except IndexCorrupt:
             self.rebuild_indexes()
+            return
+        self._index = index
+
+    def _load_time_index(self) -> None:
+        time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+        try:
+            time_index.load()
+        except IndexCorrupt:
+            self.rebuild_indexes()
+            return
+        self._time_index = time_index
+
+    def _load_indexes(self) -> None:
+        """Both indexes, the offset index first (before any change of the segment)."""
+        if self._index is None:
+            self._load_offset_index()
+        if self._time_index is None:
+            self._load_time_index()
 
     def rebuild_indexes(self, collect_epochs: bool = False) -> None:
         """Recreate both indexes by walking the log file (no CRC checks: the log is trusted);
         with ``collect_epochs``, keep the runs of batches of one leader epoch (``epoch_runs``)."""
         if self._index is None:
             self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
+        if self._time_index is None:
             self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
-        assert self._time_index is not None
         self._index.reset()
         self._time_index.reset()
         self._bytes_since_index_entry = 0
@@ -261,7 +284,7 @@ class LogSegment:
         assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
         self.epoch_runs = None
-        if self._index is None:
+        if self._index is None or self._time_index is None:
             self._load_indexes()
         current_max = self._max_timestamp_ms
         if current_max is None:
@@ -317,6 +340,7 @@ class LogSegment:
         A batch holding ``offset`` goes whole (batches are atomic), so the next offset may end up
         below ``offset``.
         """
+        self._load_indexes()  # both, before the file changes (see the indexes' comment)
         loc = self.locate(offset)
         if loc is None:
             return 0
@@ -331,6 +355,7 @@ class LogSegment:
         return removed
 
     def _recompute_tail_stats(self) -> None:
+        self._load_indexes()  # a corrupt one is rebuilt before its last entry is read
         max_ts = -1
         self.first_batch_timestamp_ms = None
         self._bytes_since_index_entry = 0
@@ -352,9 +377,39 @@ class LogSegment:
             head = self._log.read(0, HEADER_BYTES)
             self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
 
-    def load_tail(self) -> None:
-        """Set next offset and timestamps of a trusted (cleanly shut down) segment."""
-        self._recompute_tail_stats()
+    def load_tail(self) -> int | None:
+        """Set the next offset and the first batch's timestamp of a trusted (cleanly shut down)
+        segment from its offset index alone, walking the batches after its last entry; returns
+        the base offset of the first batch (None if the segment holds no whole header).
+
+        The largest timestamp (and the bytes since the last index entry) stay unknown and the
+        time index unread: the first use of :attr:`max_timestamp_ms` (time retention,
+        ListOffsets by timestamp, a roll, the first append; a truncation recomputes them
+        anyway) loads it and computes them as start-up did before (``_recompute_tail_stats``,
+        the segment unchanged since).
+        """
+        last_indexed_pos = self.index.last_entry[1]
+        first_loc: BatchLocation | None = None
+        first_ts = 0
+        for loc, ts in self._walk(last_indexed_pos, self.size_bytes):
+            if first_loc is None:
+                first_loc, first_ts = loc, ts
+            self.next_offset = loc.last_offset + 1
+        # With the largest timestamp, before the first append needs it.
+        self._bytes_since_index_entry = 0
+        self._max_timestamp_ms = None
+        self._offset_of_max_timestamp = -1
+        self.first_batch_timestamp_ms = None
+        if self.size_bytes < HEADER_BYTES:
+            return None
+        if first_loc is not None and first_loc.position == 0:
+            # The walk began at the file's start: its first header is the one wanted.
+            self.first_batch_timestamp_ms = first_ts
+            return first_loc.base_offset
+        head = self._log.read(0, HEADER_BYTES)
+        self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
+        first: int = _HEAD.unpack_from(head, 0)[0]
+        return first
 
     def recover(self, expected_first_offset: int | None = None,
                 collect_epochs: bool = False) -> int:
