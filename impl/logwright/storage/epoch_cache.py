@@ -57,6 +57,8 @@ class LeaderEpochCache:
         A malformed file raises ``CheckpointError`` (hazard 11); an I/O error ``OSError``.
         """
         cache = cls(fs, dir_path)
+        if exists is False:
+            return cache  # (a partition that never had a leader epoch: most at start-up)
         cache._entries = [EpochEntry(e, o) for e, o in cache.file.read(exists=exists)]
         cache._check()
         return cache

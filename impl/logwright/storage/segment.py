@@ -22,6 +22,7 @@ _HEAD = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")  # the partition leader epoch, 12 bytes into a batch
+_WALKED = struct.Struct(">qi11xi8xq")  # baseOffset, batchLength, lastOffsetDelta, maxTimestamp
 _MAGIC_AT = 16  # the magic byte
 _MAGIC_V2 = 2
 HEADER_BYTES = 61
@@ -388,28 +389,40 @@ class LogSegment:
         anyway) loads it and computes them as start-up did before (``_recompute_tail_stats``,
         the segment unchanged since).
         """
-        last_indexed_pos = self.index.last_entry[1]
-        first_loc: BatchLocation | None = None
-        first_ts = 0
-        for loc, ts in self._walk(last_indexed_pos, self.size_bytes):
-            if first_loc is None:
-                first_loc, first_ts = loc, ts
-            self.next_offset = loc.last_offset + 1
+        # The walk of ``_walk`` (a header cut by the chunk's end still counts, a length below
+        # a header's ends it), without building its list: start-up does this per partition.
+        pos = self.index.last_entry[1]
+        end = self.size_bytes
+        first: tuple[int, int] | None = None  # (base offset, max timestamp) at position 0
+        while pos < end:
+            chunk = self._log.read(pos, min(end - pos, RECOVERY_CHUNK_BYTES))
+            i, n = 0, len(chunk)
+            while i + HEADER_BYTES <= n:
+                base, length, last_delta, max_ts = _WALKED.unpack_from(chunk, i)
+                if length + LOG_OVERHEAD < HEADER_BYTES:
+                    break  # not a batch header (a foreign file): never walk backwards
+                if pos + i == 0:
+                    first = (base, max_ts)
+                self.next_offset = base + last_delta + 1
+                i += length + LOG_OVERHEAD
+            if i == 0:
+                break
+            pos += i
         # With the largest timestamp, before the first append needs it.
         self._bytes_since_index_entry = 0
         self._max_timestamp_ms = None
         self._offset_of_max_timestamp = -1
         self.first_batch_timestamp_ms = None
-        if self.size_bytes < HEADER_BYTES:
+        if end < HEADER_BYTES:
             return None
-        if first_loc is not None and first_loc.position == 0:
+        if first is not None:
             # The walk began at the file's start: its first header is the one wanted.
-            self.first_batch_timestamp_ms = first_ts
-            return first_loc.base_offset
+            self.first_batch_timestamp_ms = first[1]
+            return first[0]
         head = self._log.read(0, HEADER_BYTES)
         self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
-        first: int = _HEAD.unpack_from(head, 0)[0]
-        return first
+        first_base: int = _HEAD.unpack_from(head, 0)[0]
+        return first_base
 
     def recover(self, expected_first_offset: int | None = None,
                 collect_epochs: bool = False) -> int:
