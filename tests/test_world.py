@@ -239,3 +239,24 @@ def test_the_simulated_disk_shows_what_a_crash_would_keep_without_changing_it() 
     fs.after_op = None
     fs.crash()
     assert fs.open("/d/a/f").read(0, 100) == b"one"
+
+
+def test_list_entries_tells_directories_as_is_dir_does(tmp_path: object) -> None:
+    """The real disk's one-call listing (scandir) answers as ``listdir`` + ``is_dir`` per entry:
+    sorted names, a symbolic link followed (a dangling one is no directory); the simulated
+    disk leaves every kind to ``is_dir``."""
+    import os
+    root = str(tmp_path)
+    os.mkdir(os.path.join(root, "t-1"))
+    os.mkdir(os.path.join(root, "a-0"))
+    with open(os.path.join(root, "t-0"), "wb"):
+        pass
+    os.symlink(os.path.join(root, "a-0"), os.path.join(root, "link-0"))
+    os.symlink(os.path.join(root, "gone"), os.path.join(root, "dangling-0"))
+    fs = RealFileSystem()
+    expected = [(n, fs.is_dir(os.path.join(root, n))) for n in fs.listdir(root)]
+    assert fs.list_entries(root) == expected
+    assert [d for n, d in expected] == [True, False, True, False, True]
+    sim = SimFileSystem()
+    sim.makedirs("/d/x-0")
+    assert sim.list_entries("/d") == [("x-0", None)]

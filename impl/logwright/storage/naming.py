@@ -296,22 +296,21 @@ _KIND_BY_SUFFIX: dict[str, SegmentFileKind] = {
 }
 
 
+#: ``<20 digits><suffix>[<mark>]``: the digits, the suffix, and the mark of a kind (or None).
+_SEGMENT_FILE = re.compile(
+    f"([0-9]{{{_OFFSET_DIGITS}}})({'|'.join(re.escape(x) for x in SEGMENT_SUFFIXES)})"
+    f"({'|'.join(re.escape(x) for x in _KIND_BY_SUFFIX)})?")
+_KIND_OF_MARK: dict[str | None, SegmentFileKind] = {None: _LIVE}
+_KIND_OF_MARK.update(_KIND_BY_SUFFIX)
+
+
 def parse_segment_file_name(name: str) -> ParsedSegmentFile | None:
     """``(base_offset, suffix, kind)`` for a segment file name, None for any other name."""
-    stem, dot, last = name.rpartition(".")
-    if not dot:
+    match = _SEGMENT_FILE.fullmatch(name)
+    if match is None:
         return None
-    marked = _KIND_BY_SUFFIX.get("." + last)
-    kind = _LIVE if marked is None else marked
-    if marked is not None:
-        name = stem
-    digits, dot, ext = name.partition(".")
-    suffix = "." + ext
-    if not dot or suffix not in SEGMENT_SUFFIXES:
-        return None
-    if len(digits) != _OFFSET_DIGITS or not (digits.isascii() and digits.isdigit()):
-        return None
+    digits, suffix, mark = match.groups()
     base_offset = int(digits)
     if base_offset > OFFSET_MAX:
         return None
-    return ParsedSegmentFile(base_offset, suffix, kind)
+    return ParsedSegmentFile(base_offset, suffix, _KIND_OF_MARK[mark])

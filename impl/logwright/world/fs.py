@@ -90,6 +90,12 @@ class FileSystem(ABC):
     def listdir(self, path: str) -> list[str]:
         """The names in directory ``path``, sorted."""
 
+    def list_entries(self, path: str) -> list[tuple[str, bool | None]]:
+        """The names in directory ``path``, sorted, each with whether it names a directory
+        when the listing itself tells (as ``is_dir`` of its path would answer), None when it
+        does not (the caller asks ``is_dir`` if it needs to know). Here: None for every one."""
+        return [(name, None) for name in self.listdir(path)]
+
     @abstractmethod
     def mkdir(self, path: str) -> None:
         """Create directory ``path``; its parent must exist."""

@@ -57,6 +57,13 @@ class RealFileHandle(FileHandle):
             self._fd = -1
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False  # as os.path.isdir answers for a path it cannot stat
+
+
 class _RealFileLock(FileLock):
     def __init__(self, path: str, fd: int) -> None:
         super().__init__(path)
@@ -100,6 +107,14 @@ class RealFileSystem(FileSystem):
 
     def listdir(self, path: str) -> list[str]:
         return sorted(os.listdir(path))
+
+    def list_entries(self, path: str) -> list[tuple[str, bool | None]]:
+        """One ``scandir``: the kinds come with the names (a stat only for an entry whose kind
+        the file system does not report, or a symbolic link, followed as ``is_dir`` does)."""
+        with os.scandir(path) as entries:
+            found: list[tuple[str, bool | None]] = [(e.name, _is_dir(e)) for e in entries]
+        found.sort()
+        return found
 
     def mkdir(self, path: str) -> None:
         os.mkdir(path)
