@@ -53,6 +53,7 @@ from logwright.errors import (
     LogDirNameError,
     LogwrightError,
 )
+from logwright.logmanager.collector import collector_paused
 from logwright.logmanager.move_trace import MoveTracer
 from logwright.logmanager.orphans import (
     DEFERRED,
@@ -313,14 +314,15 @@ class LogManager:
         if self.identity is not None:
             self._claim_dirs(self.identity, report)
         self._plan = self._recovery_plan()
-        for state in self.dirs.values():
-            if not state.online:
-                continue
-            try:
-                self._load_dir(state, report)
-            except (OSError, CheckpointError) as exc:
-                self._take_offline(state, f"{type(exc).__name__}: {exc}")
-                report.offline_dirs[state.path] = state.offline_reason or ""
+        with collector_paused():
+            for state in self.dirs.values():
+                if not state.online:
+                    continue
+                try:
+                    self._load_dir(state, report)
+                except (OSError, CheckpointError) as exc:
+                    self._take_offline(state, f"{type(exc).__name__}: {exc}")
+                    report.offline_dirs[state.path] = state.offline_reason or ""
         self._parsed_names = {}
         self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
