@@ -260,3 +260,21 @@ def test_list_entries_tells_directories_as_is_dir_does(tmp_path: object) -> None
     sim = SimFileSystem()
     sim.makedirs("/d/x-0")
     assert sim.list_entries("/d") == [("x-0", None)]
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_read_or_create_reads_a_file_or_leaves_an_empty_one(tmp_path: object, real: bool
+                                                            ) -> None:
+    """As an ``open`` with ``create``, a read and a close: on both disks alike."""
+    import os
+    fs = RealFileSystem() if real else SimFileSystem()
+    root = str(tmp_path) if real else "/d"
+    if not real:
+        fs.makedirs(root)
+    present, missing = os.path.join(root, "f"), os.path.join(root, "g")
+    write_file_atomic(fs, present, b"abc")
+    assert fs.read_or_create(present) == b"abc" == fs.read_file(present)
+    assert fs.read_or_create(missing) == b""
+    assert fs.exists(missing) and fs.read_file(missing) == b""
+    with pytest.raises(FileNotFoundError):
+        fs.read_file(os.path.join(root, "h"))

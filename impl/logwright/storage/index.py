@@ -75,8 +75,10 @@ class _ChunkedIndex:
         return self._handle
 
     def _read_all(self) -> bytes:
-        handle = self._file()
-        return handle.read(0, handle.size())
+        """The whole file (created empty if missing); read without keeping a descriptor."""
+        if self._handle is not None:
+            return self._handle.read(0, self._handle.size())
+        return self._fs.read_or_create(self.path)
 
     def _write_pending(self) -> None:
         count = self.entries

@@ -151,6 +151,15 @@ class FileSystem(ABC):
         finally:
             handle.close()
 
+    def read_or_create(self, path: str) -> bytes:
+        """The whole content of file ``path``, created empty first if missing (an ``open`` with
+        ``create``, a read, a close)."""
+        handle = self.open(path, create=True)
+        try:
+            return handle.read(0, handle.size())
+        finally:
+            handle.close()
+
 
 def write_file_atomic(fs: FileSystem, path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content.
