@@ -649,9 +649,9 @@ class LogManager:
         having recorded what else it is (ignored, unrecognised, -delete, -stray, -future, or a
         second live copy of a partition, set aside). ``is_dir``: whether the entry is a
         directory, when the listing told (None: asked here)."""
-        path = posixpath.join(state.path, name)
         if is_ignored_entry(name):
             return None
+        path = posixpath.join(state.path, name)
         if not (self.fs.is_dir(path) if is_dir is None else is_dir):
             return None
         try:

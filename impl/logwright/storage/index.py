@@ -218,7 +218,8 @@ class OffsetIndex(_ChunkedIndex):
             last_rel, last_pos = rel, pos
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 8")
-        self._load_entries(checked)
+        if checked or self.entries:
+            self._load_entries(checked)
         # Reopened by the next write: a broker with tens of thousands of segments must not
         # hold two more descriptors per segment for having read its indexes at start-up.
         self.close()
@@ -279,7 +280,8 @@ class TimeIndex(_ChunkedIndex):
             last_ts, last_rel = ts, rel
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 12")
-        self._load_entries(checked)
+        if checked or self.entries:
+            self._load_entries(checked)
         self.close()  # reopened by the next write, as for the offset index
 
     def maybe_append(self, timestamp_ms: int, offset: int) -> None:

@@ -136,8 +136,9 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
     but the last knowing where the next begins. Leftovers of an interrupted deletion or swap
     (``.deleted``, ``.cleaned``, ``.swap``) and indexes whose log is gone are removed."""
     bases: list[int] = []
-    parsed_names = [(name, parse_segment_file_name(name)) for name in names]
-    for name, parsed in parsed_names:
+    indexes: list[tuple[str, int]] = []  # live index files, in name order, to match to a log
+    for name in names:
+        parsed = parse_segment_file_name(name)
         if parsed is None:
             continue
         if parsed.kind is not SegmentFileKind.LIVE:
@@ -145,12 +146,12 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
             report.deleted_files.append(name)
         elif parsed.suffix == ".log":
             bases.append(parsed.base_offset)
+        elif parsed.suffix in (".index", ".timeindex"):
+            indexes.append((name, parsed.base_offset))
     bases.sort()
     base_set = set(bases)
-    for name, parsed in parsed_names:
-        if (parsed is not None and parsed.kind is SegmentFileKind.LIVE
-                and parsed.suffix in (".index", ".timeindex")
-                and parsed.base_offset not in base_set):
+    for name, base in indexes:
+        if base not in base_set:
             fs.remove(posixpath.join(dir_path, name))
             report.deleted_files.append(name)
     segments = [LogSegment(fs, dir_path, b, config.index_interval_bytes) for b in bases]
