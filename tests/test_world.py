@@ -278,3 +278,12 @@ def test_read_or_create_reads_a_file_or_leaves_an_empty_one(tmp_path: object, re
     assert fs.exists(missing) and fs.read_file(missing) == b""
     with pytest.raises(FileNotFoundError):
         fs.read_file(os.path.join(root, "h"))
+
+
+@pytest.mark.parametrize("parent", ["", "/", "/d", "/d/", "d", "d//", "/d/t-0"])
+@pytest.mark.parametrize("name", ["f", "partition.metadata", "/abs", "", "a/b"])
+def test_child_path_is_posixpath_join(parent: str, name: str) -> None:
+    import posixpath
+
+    from logwright.world.fs import child_path
+    assert child_path(parent, name) == posixpath.join(parent, name)

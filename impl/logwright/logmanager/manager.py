@@ -98,7 +98,7 @@ from logwright.storage.naming import (
 )
 from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
-from logwright.world.fs import FileLock, FileSystem, write_file_atomic
+from logwright.world.fs import FileLock, FileSystem, child_path, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
 from logwright.world.trace import (
     NO_TRACE,
@@ -651,7 +651,7 @@ class LogManager:
         directory, when the listing told (None: asked here)."""
         if is_ignored_entry(name):
             return None
-        path = posixpath.join(state.path, name)
+        path = child_path(state.path, name)
         if not (self.fs.is_dir(path) if is_dir is None else is_dir):
             return None
         try:
@@ -690,7 +690,7 @@ class LogManager:
         future log (_RESUME, R3) or a doubted copy to set aside (_DOUBT, R7), handing it the
         dir's start offset checkpoint. A malformed file of its own marks it unloadable (the dir
         goes offline)."""
-        path = posixpath.join(state.path, name)
+        path = child_path(state.path, name)
         try:
             log, load = PartitionLog.load(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock,

@@ -42,7 +42,7 @@ from logwright.storage.checkpoint import (
     parse_non_negative,
 )
 from logwright.storage.naming import OFFSET_MAX, Uuid
-from logwright.world.fs import FileSystem, write_file_atomic
+from logwright.world.fs import FileSystem, child_path, write_file_atomic
 
 PARTITION_METADATA_FILE = "partition.metadata"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
@@ -58,7 +58,7 @@ class PartitionMetadataFile:
 
     def __init__(self, fs: FileSystem, dir_path: str) -> None:
         self.fs = fs
-        self.path = posixpath.join(dir_path, PARTITION_METADATA_FILE)
+        self.path = child_path(dir_path, PARTITION_METADATA_FILE)
 
     def __repr__(self) -> str:
         return f"PartitionMetadataFile({self.path!r})"
@@ -166,7 +166,7 @@ class LeaderEpochCheckpointFile:
 
     def __init__(self, fs: FileSystem, dir_path: str) -> None:
         self.fs = fs
-        self.path = posixpath.join(dir_path, LEADER_EPOCH_CHECKPOINT_FILE)
+        self.path = child_path(dir_path, LEADER_EPOCH_CHECKPOINT_FILE)
 
     def __repr__(self) -> str:
         return f"LeaderEpochCheckpointFile({self.path!r})"

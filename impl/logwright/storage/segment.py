@@ -7,14 +7,13 @@ rebuilds them from the log, and a torn or corrupt tail is cut at the last valid 
 
 from __future__ import annotations
 
-import posixpath
 import struct
 from dataclasses import dataclass
 
 from logwright.records import scan_valid_prefix
 from logwright.storage.index import IndexCorrupt, OffsetIndex, TimeIndex
 from logwright.storage.naming import segment_file_stem
-from logwright.world.fs import FileHandle, FileSystem
+from logwright.world.fs import FileHandle, FileSystem, child_path
 
 # The fields of a v2 batch header a segment needs to walk its file without decoding records:
 # baseOffset (0), batchLength (8), lastOffsetDelta (23), maxTimestamp (35).
@@ -56,7 +55,7 @@ class LogSegment:
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        stem = posixpath.join(dir_path, segment_file_stem(base_offset))
+        stem = child_path(dir_path, segment_file_stem(base_offset))
         self.log_path = stem + ".log"
         self.index_path = stem + ".index"
         self.time_index_path = stem + ".timeindex"

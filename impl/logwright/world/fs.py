@@ -161,6 +161,14 @@ class FileSystem(ABC):
             handle.close()
 
 
+def child_path(parent: str, name: str) -> str:
+    """``posixpath.join(parent, name)`` for a relative ``name`` (a file of a dir), in one step
+    when ``parent`` is neither empty nor ends with a '/' (start-up names a few per partition)."""
+    if parent and parent[-1] != "/" and name and name[0] != "/":
+        return parent + "/" + name
+    return posixpath.join(parent, name)
+
+
 def write_file_atomic(fs: FileSystem, path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content.
 
