@@ -313,8 +313,8 @@ class LogManager:
         report = StartupReport()
         if self.identity is not None:
             self._claim_dirs(self.identity, report)
-        self._plan = self._recovery_plan()
         with collector_paused():
+            self._plan = self._recovery_plan()
             for state in self.dirs.values():
                 if not state.online:
                     continue
