@@ -323,7 +323,7 @@ class LogManager:
                 except (OSError, CheckpointError) as exc:
                     self._take_offline(state, f"{type(exc).__name__}: {exc}")
                     report.offline_dirs[state.path] = state.offline_reason or ""
-        self._parsed_names = {}
+            self._parsed_names = {}  # (before the pause's collection looks at them)
         self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
             self._restamp_generations(report)
