@@ -310,6 +310,17 @@ def test_partition_metadata_refuses_to_write_the_zero_id() -> None:
     (b"version: 0\ntopic_id: AAECAwQFBgcICQoLDA0ODw", 2,
      "the last line has no newline: the file was cut short"),
     (b"version: 0\ntopic_id: \xff\n", 2, "byte 21 is 0xff, not ASCII text"),
+    # The size and the start of a well-formed file (read in one step at start-up), but not one:
+    (b"version: 0\ntopic_id: AAECAwQFBgcICQoLDA0ODx\n", 2,
+     "bad topic_id: Uuid 'AAECAwQFBgcICQoLDA0ODx' is not canonical: its last character carries "
+     "non-zero padding bits (canonical form 'AAECAwQFBgcICQoLDA0ODw')"),
+    (b"version: 0\ntopic_id: AAECAwQFBgcICQoLDA0OD\xff\n", 2, "byte 42 is 0xff, not ASCII text"),
+    (b"version: 0\ntopic_id:  AECAwQFBgcICQoLDA0ODw\n", 2,
+     "bad topic_id: Uuid 'AECAwQFBgcICQoLDA0ODw' has 21 characters, expected 22 (URL-safe "
+     "base64 without padding)"),
+    (b"version: 0\ntopic_id: AAECAwQFBgcICQoLDA0O.w\n", 2,
+     "bad topic_id: Uuid 'AAECAwQFBgcICQoLDA0O.w' contains '.', which is not in the URL-safe "
+     "base64 alphabet"),
 ])
 def test_malformed_partition_metadata(content: bytes, line: int, what: str) -> None:
     fs = sim_dir(DIR)

@@ -239,3 +239,51 @@ def test_the_simulated_disk_shows_what_a_crash_would_keep_without_changing_it() 
     fs.after_op = None
     fs.crash()
     assert fs.open("/d/a/f").read(0, 100) == b"one"
+
+
+def test_list_entries_tells_directories_as_is_dir_does(tmp_path: object) -> None:
+    """The real disk's one-call listing (scandir) answers as ``listdir`` + ``is_dir`` per entry:
+    sorted names, a symbolic link followed (a dangling one is no directory); the simulated
+    disk leaves every kind to ``is_dir``."""
+    import os
+    root = str(tmp_path)
+    os.mkdir(os.path.join(root, "t-1"))
+    os.mkdir(os.path.join(root, "a-0"))
+    with open(os.path.join(root, "t-0"), "wb"):
+        pass
+    os.symlink(os.path.join(root, "a-0"), os.path.join(root, "link-0"))
+    os.symlink(os.path.join(root, "gone"), os.path.join(root, "dangling-0"))
+    fs = RealFileSystem()
+    expected = [(n, fs.is_dir(os.path.join(root, n))) for n in fs.listdir(root)]
+    assert fs.list_entries(root) == expected
+    assert [d for n, d in expected] == [True, False, True, False, True]
+    sim = SimFileSystem()
+    sim.makedirs("/d/x-0")
+    assert sim.list_entries("/d") == [("x-0", None)]
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_read_or_create_reads_a_file_or_leaves_an_empty_one(tmp_path: object, real: bool
+                                                            ) -> None:
+    """As an ``open`` with ``create``, a read and a close: on both disks alike."""
+    import os
+    fs = RealFileSystem() if real else SimFileSystem()
+    root = str(tmp_path) if real else "/d"
+    if not real:
+        fs.makedirs(root)
+    present, missing = os.path.join(root, "f"), os.path.join(root, "g")
+    write_file_atomic(fs, present, b"abc")
+    assert fs.read_or_create(present) == b"abc" == fs.read_file(present)
+    assert fs.read_or_create(missing) == b""
+    assert fs.exists(missing) and fs.read_file(missing) == b""
+    with pytest.raises(FileNotFoundError):
+        fs.read_file(os.path.join(root, "h"))
+
+
+@pytest.mark.parametrize("parent", ["", "/", "/d", "/d/", "d", "d//", "/d/t-0"])
+@pytest.mark.parametrize("name", ["f", "partition.metadata", "/abs", "", "a/b"])
+def test_child_path_is_posixpath_join(parent: str, name: str) -> None:
+    import posixpath
+
+    from logwright.world.fs import child_path
+    assert child_path(parent, name) == posixpath.join(parent, name)

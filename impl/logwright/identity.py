@@ -28,6 +28,7 @@ UID_HEX_CHARS = 32
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 _UID_HEX = re.compile(r"[0-9a-f]{32}")
 _BASE64URL_22 = re.compile(r"[A-Za-z0-9_-]{22}")
+_CANONICAL_LAST = frozenset("AQgw")  # the URL-safe base64 digits 0, 16, 32 and 48
 
 
 # ---- topic partitions -----------------------------------------------------------------------
@@ -146,7 +147,9 @@ class Uuid:
                              "base64 alphabet")
         raw = base64.urlsafe_b64decode(text + "==")
         uid = cls(raw)
-        if str(uid) != text:
+        # 22 characters carry 132 bits, 128 of them the id: the canonical spelling is the one
+        # whose last character's 4 low bits are zero (A, Q, g, w), what encoding it gives back.
+        if text[21] not in _CANONICAL_LAST:
             raise ValueError(f"Uuid {text!r} is not canonical: its last character carries "
                              f"non-zero padding bits (canonical form {str(uid)!r})")
         return uid

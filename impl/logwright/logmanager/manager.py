@@ -53,6 +53,7 @@ from logwright.errors import (
     LogDirNameError,
     LogwrightError,
 )
+from logwright.logmanager.collector import collector_paused
 from logwright.logmanager.move_trace import MoveTracer
 from logwright.logmanager.orphans import (
     DEFERRED,
@@ -84,6 +85,7 @@ from logwright.storage.meta_properties import (
 from logwright.storage.metadata_files import PartitionMetadataFile, StrayStartOffsetFile
 from logwright.storage.naming import (
     DirKind,
+    ParsedDir,
     TopicPartition,
     Uuid,
     delete_dir_name,
@@ -96,7 +98,7 @@ from logwright.storage.naming import (
 )
 from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
-from logwright.world.fs import FileLock, FileSystem, write_file_atomic
+from logwright.world.fs import FileLock, FileSystem, child_path, write_file_atomic
 from logwright.world.scheduler import Scheduler, Task
 from logwright.world.trace import (
     NO_TRACE,
@@ -299,6 +301,8 @@ class LogManager:
         self.started = False
         self.full_request_applied = False  # set once this incarnation applied a FULL LeaderAndIsr
         self._plan: dict[tuple[str, str], str] = {}
+        #: The parse of each dir entry name the recovery plan read, until the dirs are loaded.
+        self._parsed_names: dict[str, ParsedDir] = {}
         #: R7: the doubted copies start-up loaded, to set aside once every dir is loaded.
         self._doubted: list[tuple[LogDirState, PartitionLog]] = []
 
@@ -309,15 +313,17 @@ class LogManager:
         report = StartupReport()
         if self.identity is not None:
             self._claim_dirs(self.identity, report)
-        self._plan = self._recovery_plan()
-        for state in self.dirs.values():
-            if not state.online:
-                continue
-            try:
-                self._load_dir(state, report)
-            except (OSError, CheckpointError) as exc:
-                self._take_offline(state, f"{type(exc).__name__}: {exc}")
-                report.offline_dirs[state.path] = state.offline_reason or ""
+        with collector_paused():
+            self._plan = self._recovery_plan()
+            for state in self.dirs.values():
+                if not state.online:
+                    continue
+                try:
+                    self._load_dir(state, report)
+                except (OSError, CheckpointError) as exc:
+                    self._take_offline(state, f"{type(exc).__name__}: {exc}")
+                    report.offline_dirs[state.path] = state.offline_reason or ""
+            self._parsed_names = {}  # (before the pause's collection looks at them)
         self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
             self._restamp_generations(report)
@@ -354,6 +360,8 @@ class LogManager:
                     parsed = parse_dir_name(name)
                 except LogDirNameError:
                     continue
+                # A name's parse depends on the name alone: loading the dirs reuses it.
+                self._parsed_names[name] = parsed
                 if parsed.kind in (DirKind.LIVE, DirKind.FUTURE):
                     found.setdefault(parsed.tp, []).append((state.path, name, parsed.kind))
         plan: dict[tuple[str, str], str] = {}
@@ -585,16 +593,16 @@ class LogManager:
             start_offsets=self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read(),
             high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
-        for name in fs.listdir(state.path):
+        for name, is_dir in fs.list_entries(state.path):
             action = self._plan.get((state.path, name))
             if action == _DELETE:
                 self._recover_to_delete(state, name, report)
                 continue
             if action in (_RESUME, _DOUBT):
-                self._load_partition(state, name, parse_dir_name(name).tp, checkpoints, clean,
-                                     report, into=action)
+                self._load_partition(state, name, self._parse_dir_name(name).tp, checkpoints,
+                                     clean, report, into=action)
                 continue
-            tp = self._classify_entry(state, name, seen, report)
+            tp = self._classify_entry(state, name, seen, report, is_dir)
             if tp is not None:
                 self._load_partition(state, name, tp, checkpoints, clean, report)
         if state.unloadable:
@@ -629,16 +637,25 @@ class LogManager:
                         "short) or by the live log of a move start-up cancels, renamed %s", tp,
                         posixpath.join(state.path, name), new)
 
+    def _parse_dir_name(self, name: str) -> ParsedDir:
+        """``parse_dir_name(name)``, kept from the recovery plan's pass over the same names."""
+        parsed = self._parsed_names.get(name)
+        return parsed if parsed is not None else parse_dir_name(name)
+
     def _classify_entry(self, state: LogDirState, name: str, seen: dict[TopicPartition, str],
-                        report: StartupReport) -> TopicPartition | None:
+                        report: StartupReport, is_dir: bool | None = None
+                        ) -> TopicPartition | None:
         """The partition whose live log the entry ``name`` of the dir is, to load; or None,
         having recorded what else it is (ignored, unrecognised, -delete, -stray, -future, or a
-        second live copy of a partition, set aside)."""
-        path = posixpath.join(state.path, name)
-        if is_ignored_entry(name) or not self.fs.is_dir(path):
+        second live copy of a partition, set aside). ``is_dir``: whether the entry is a
+        directory, when the listing told (None: asked here)."""
+        if is_ignored_entry(name):
+            return None
+        path = child_path(state.path, name)
+        if not (self.fs.is_dir(path) if is_dir is None else is_dir):
             return None
         try:
-            parsed = parse_dir_name(name)
+            parsed = self._parse_dir_name(name)
         except LogDirNameError as exc:
             state.unrecognised[name] = str(exc)
             report.set_aside[path] = str(exc)
@@ -673,7 +690,7 @@ class LogManager:
         future log (_RESUME, R3) or a doubted copy to set aside (_DOUBT, R7), handing it the
         dir's start offset checkpoint. A malformed file of its own marks it unloadable (the dir
         goes offline)."""
-        path = posixpath.join(state.path, name)
+        path = child_path(state.path, name)
         try:
             log, load = PartitionLog.load(
                 self.fs, path, tp, self.config_for(tp.topic), self.clock,

@@ -44,9 +44,19 @@ class LeaderEpochCache:
     """The ``leader-epoch-checkpoint`` of one partition dir, in memory and on disk."""
 
     def __init__(self, fs: FileSystem, dir_path: str, entries: Iterable[EpochEntry] = ()) -> None:
-        self.file = LeaderEpochCheckpointFile(fs, dir_path)
+        self._fs = fs
+        self._dir_path = dir_path
+        self._file: LeaderEpochCheckpointFile | None = None
         self._entries = list(entries)
         self._check()
+
+    @property
+    def file(self) -> LeaderEpochCheckpointFile:
+        """The ``leader-epoch-checkpoint`` file (made on first use: most caches loaded at
+        start-up are empty and never written)."""
+        if self._file is None:
+            self._file = LeaderEpochCheckpointFile(self._fs, self._dir_path)
+        return self._file
 
     @classmethod
     def read(cls, fs: FileSystem, dir_path: str, *, exists: bool | None = None
@@ -57,6 +67,8 @@ class LeaderEpochCache:
         A malformed file raises ``CheckpointError`` (hazard 11); an I/O error ``OSError``.
         """
         cache = cls(fs, dir_path)
+        if exists is False:
+            return cache  # (a partition that never had a leader epoch: most at start-up)
         cache._entries = [EpochEntry(e, o) for e, o in cache.file.read(exists=exists)]
         cache._check()
         return cache

@@ -75,8 +75,10 @@ class _ChunkedIndex:
         return self._handle
 
     def _read_all(self) -> bytes:
-        handle = self._file()
-        return handle.read(0, handle.size())
+        """The whole file (created empty if missing); read without keeping a descriptor."""
+        if self._handle is not None:
+            return self._handle.read(0, self._handle.size())
+        return self._fs.read_or_create(self.path)
 
     def _write_pending(self) -> None:
         count = self.entries
@@ -216,7 +218,8 @@ class OffsetIndex(_ChunkedIndex):
             last_rel, last_pos = rel, pos
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 8")
-        self._load_entries(checked)
+        if checked or self.entries:
+            self._load_entries(checked)
         # Reopened by the next write: a broker with tens of thousands of segments must not
         # hold two more descriptors per segment for having read its indexes at start-up.
         self.close()
@@ -277,7 +280,8 @@ class TimeIndex(_ChunkedIndex):
             last_ts, last_rel = ts, rel
         if usable != len(data):
             raise IndexCorrupt(f"{self.path}: size {len(data)} is not a multiple of 12")
-        self._load_entries(checked)
+        if checked or self.entries:
+            self._load_entries(checked)
         self.close()  # reopened by the next write, as for the offset index
 
     def maybe_append(self, timestamp_ms: int, offset: int) -> None:

@@ -136,8 +136,9 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
     but the last knowing where the next begins. Leftovers of an interrupted deletion or swap
     (``.deleted``, ``.cleaned``, ``.swap``) and indexes whose log is gone are removed."""
     bases: list[int] = []
-    parsed_names = [(name, parse_segment_file_name(name)) for name in names]
-    for name, parsed in parsed_names:
+    indexes: list[tuple[str, int]] = []  # live index files, in name order, to match to a log
+    for name in names:
+        parsed = parse_segment_file_name(name)
         if parsed is None:
             continue
         if parsed.kind is not SegmentFileKind.LIVE:
@@ -145,12 +146,12 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
             report.deleted_files.append(name)
         elif parsed.suffix == ".log":
             bases.append(parsed.base_offset)
+        elif parsed.suffix in (".index", ".timeindex"):
+            indexes.append((name, parsed.base_offset))
     bases.sort()
     base_set = set(bases)
-    for name, parsed in parsed_names:
-        if (parsed is not None and parsed.kind is SegmentFileKind.LIVE
-                and parsed.suffix in (".index", ".timeindex")
-                and parsed.base_offset not in base_set):
+    for name, base in indexes:
+        if base not in base_set:
             fs.remove(posixpath.join(dir_path, name))
             report.deleted_files.append(name)
     segments = [LogSegment(fs, dir_path, b, config.index_interval_bytes) for b in bases]
@@ -181,17 +182,18 @@ def _layout_problem(segments: list[LogSegment]) -> str | None:
     """Why the segments of a cleanly shut down log cannot be trusted as they are, or None.
 
     Reads each segment's first batch header and its tail from its last offset index entry,
-    without loading the indexes of any but the active segment (whose tail start-up reads
-    anyway); sets each ``next_offset`` on the way.
+    without loading any index but the active segment's offset index (whose tail start-up reads
+    anyway; its time index waits for first use); sets each ``next_offset`` on the way.
     """
     previous: LogSegment | None = None
+    active = segments[-1]
     for seg in segments:
-        if seg is segments[-1]:
+        if seg is active:
             seg.next_offset = seg.base_offset
-            seg.load_tail()
+            first = seg.load_tail()
         else:
             seg.scan_end_offset()
-        first = seg.first_batch_offset()
+            first = seg.first_batch_offset()
         name = posixpath.basename(seg.log_path)
         if first is not None and first < seg.base_offset:
             return f"{name} starts with offset {first}, below its base offset"

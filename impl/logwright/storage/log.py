@@ -740,14 +740,18 @@ class PartitionLog:
         self, should_delete: Callable[[LogSegment, LogSegment | None], bool]
     ) -> int:
         doomed: list[LogSegment] = []
-        for i, seg in enumerate(self._segments):
-            nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
-            if seg.size_bytes == 0 and nxt is None:
-                break
-            # NoNewDataDeleted: a segment goes only if every offset in it is below the HW.
-            if seg.next_offset > self._high_watermark or not should_delete(seg, nxt):
-                break
-            doomed.append(seg)
+        try:
+            for i, seg in enumerate(self._segments):
+                nxt = self._segments[i + 1] if i + 1 < len(self._segments) else None
+                if seg.size_bytes == 0 and nxt is None:
+                    break
+                # NoNewDataDeleted: a segment goes only if every offset in it is below the HW.
+                # (Time retention reads a segment's time index on first use: I/O can fail.)
+                if seg.next_offset > self._high_watermark or not should_delete(seg, nxt):
+                    break
+                doomed.append(seg)
+        except OSError as exc:
+            raise self._io_failed(exc) from exc
         if not doomed:
             return 0
         try:

@@ -61,6 +61,8 @@ class DirKind(enum.Enum):
 
 
 _SUFFIXED_KINDS = (DirKind.FUTURE, DirKind.DELETE, DirKind.STRAY)
+#: (suffix, kind), read without the enum's ``value`` descriptor (start-up parses every name).
+_SUFFIX_OF_KIND = tuple((kind.value, kind) for kind in _SUFFIXED_KINDS)
 
 
 class ParsedDir(NamedTuple):
@@ -193,9 +195,9 @@ def parse_dir_name(name: str) -> ParsedDir:
     if len(name) > DIR_NAME_MAX_CHARS:
         raise _name_error(name, f"the name is {len(name)} characters, more than "
                           f"{DIR_NAME_MAX_CHARS}")
-    for kind in _SUFFIXED_KINDS:
-        if name.endswith(kind.value):
-            body = name[: -len(kind.value)]
+    for suffix, kind in _SUFFIX_OF_KIND:
+        if name.endswith(suffix):
+            body = name[: -len(suffix)]
             tp_text, dot, uid = body.rpartition(".")
             if not dot:
                 raise _name_error(name, f"a {kind.value} dir needs '.<{UID_HEX_CHARS} hex "
@@ -206,7 +208,7 @@ def parse_dir_name(name: str) -> ParsedDir:
             tp = _parse_topic_partition(name, tp_text)
             truncated = kind is not DirKind.FUTURE and len(name) == DIR_NAME_MAX_CHARS
             return ParsedDir(kind, tp, uid, truncated)
-    unknown = _UNKNOWN_SUFFIX.search(name)
+    unknown = _UNKNOWN_SUFFIX.search(name) if "." in name else None
     # "<topic>.<32 hex>-<digits>" is a live dir (a topic may look like that); only a non-numeric
     # tail after a dir unique id is an unknown kind of partition dir.
     if unknown is not None and not unknown.group(1)[1:].isdigit():
@@ -296,22 +298,21 @@ _KIND_BY_SUFFIX: dict[str, SegmentFileKind] = {
 }
 
 
+#: ``<20 digits><suffix>[<mark>]``: the digits, the suffix, and the mark of a kind (or None).
+_SEGMENT_FILE = re.compile(
+    f"([0-9]{{{_OFFSET_DIGITS}}})({'|'.join(re.escape(x) for x in SEGMENT_SUFFIXES)})"
+    f"({'|'.join(re.escape(x) for x in _KIND_BY_SUFFIX)})?")
+_KIND_OF_MARK: dict[str | None, SegmentFileKind] = {None: _LIVE}
+_KIND_OF_MARK.update(_KIND_BY_SUFFIX)
+
+
 def parse_segment_file_name(name: str) -> ParsedSegmentFile | None:
     """``(base_offset, suffix, kind)`` for a segment file name, None for any other name."""
-    stem, dot, last = name.rpartition(".")
-    if not dot:
+    match = _SEGMENT_FILE.fullmatch(name)
+    if match is None:
         return None
-    marked = _KIND_BY_SUFFIX.get("." + last)
-    kind = _LIVE if marked is None else marked
-    if marked is not None:
-        name = stem
-    digits, dot, ext = name.partition(".")
-    suffix = "." + ext
-    if not dot or suffix not in SEGMENT_SUFFIXES:
-        return None
-    if len(digits) != _OFFSET_DIGITS or not (digits.isascii() and digits.isdigit()):
-        return None
+    digits, suffix, mark = match.groups()
     base_offset = int(digits)
     if base_offset > OFFSET_MAX:
         return None
-    return ParsedSegmentFile(base_offset, suffix, kind)
+    return ParsedSegmentFile(base_offset, suffix, _KIND_OF_MARK[mark])

@@ -7,14 +7,13 @@ rebuilds them from the log, and a torn or corrupt tail is cut at the last valid 
 
 from __future__ import annotations
 
-import posixpath
 import struct
 from dataclasses import dataclass
 
 from logwright.records import scan_valid_prefix
 from logwright.storage.index import IndexCorrupt, OffsetIndex, TimeIndex
 from logwright.storage.naming import segment_file_stem
-from logwright.world.fs import FileHandle, FileSystem
+from logwright.world.fs import FileHandle, FileSystem, child_path
 
 # The fields of a v2 batch header a segment needs to walk its file without decoding records:
 # baseOffset (0), batchLength (8), lastOffsetDelta (23), maxTimestamp (35).
@@ -22,6 +21,7 @@ _HEAD = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _MAX_TS = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")  # the partition leader epoch, 12 bytes into a batch
+_WALKED = struct.Struct(">qi11xi8xq")  # baseOffset, batchLength, lastOffsetDelta, maxTimestamp
 _MAGIC_AT = 16  # the magic byte
 _MAGIC_V2 = 2
 HEADER_BYTES = 61
@@ -55,7 +55,7 @@ class LogSegment:
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        stem = posixpath.join(dir_path, segment_file_stem(base_offset))
+        stem = child_path(dir_path, segment_file_stem(base_offset))
         self.log_path = stem + ".log"
         self.index_path = stem + ".index"
         self.time_index_path = stem + ".timeindex"
@@ -94,11 +94,18 @@ class LogSegment:
 
     # ---- indexes, loaded lazily so start-up touches only what it needs -------------------------
 
+    # Each index is read on its own first use (as Kafka's LazyIndex): start-up reads only the
+    # active segment's offset index (its last entry says where the tail walk begins), and the
+    # time index waits for time retention, ListOffsets by timestamp or the segment's first
+    # change. Either one found corrupt, whenever that is, makes both be rebuilt from the log,
+    # as when both were read together; every change of the segment (append, truncation) loads
+    # both first, so such a rebuild always sees the segment as start-up left it.
+
     @property
     def index(self) -> OffsetIndex:
         """The offset index, read from disk (or rebuilt) on first use."""
         if self._index is None:
-            self._load_indexes()
+            self._load_offset_index()
         assert self._index is not None
         return self._index
 
@@ -106,26 +113,42 @@ class LogSegment:
     def time_index(self) -> TimeIndex:
         """The time index, read from disk (or rebuilt) on first use."""
         if self._time_index is None:
-            self._load_indexes()
+            self._load_time_index()
         assert self._time_index is not None
         return self._time_index
 
-    def _load_indexes(self) -> None:
-        self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
-        self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+    def _load_offset_index(self) -> None:
+        index = OffsetIndex(self.fs, self.index_path, self.base_offset)
         try:
-            self._index.load(self.size_bytes)
-            self._time_index.load()
+            index.load(self.size_bytes)
         except IndexCorrupt:
             self.rebuild_indexes()
+            return
+        self._index = index
+
+    def _load_time_index(self) -> None:
+        time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+        try:
+            time_index.load()
+        except IndexCorrupt:
+            self.rebuild_indexes()
+            return
+        self._time_index = time_index
+
+    def _load_indexes(self) -> None:
+        """Both indexes, the offset index first (before any change of the segment)."""
+        if self._index is None:
+            self._load_offset_index()
+        if self._time_index is None:
+            self._load_time_index()
 
     def rebuild_indexes(self, collect_epochs: bool = False) -> None:
         """Recreate both indexes by walking the log file (no CRC checks: the log is trusted);
         with ``collect_epochs``, keep the runs of batches of one leader epoch (``epoch_runs``)."""
         if self._index is None:
             self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
+        if self._time_index is None:
             self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
-        assert self._time_index is not None
         self._index.reset()
         self._time_index.reset()
         self._bytes_since_index_entry = 0
@@ -261,7 +284,7 @@ class LogSegment:
         assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
         self.epoch_runs = None
-        if self._index is None:
+        if self._index is None or self._time_index is None:
             self._load_indexes()
         current_max = self._max_timestamp_ms
         if current_max is None:
@@ -317,6 +340,7 @@ class LogSegment:
         A batch holding ``offset`` goes whole (batches are atomic), so the next offset may end up
         below ``offset``.
         """
+        self._load_indexes()  # both, before the file changes (see the indexes' comment)
         loc = self.locate(offset)
         if loc is None:
             return 0
@@ -331,6 +355,7 @@ class LogSegment:
         return removed
 
     def _recompute_tail_stats(self) -> None:
+        self._load_indexes()  # a corrupt one is rebuilt before its last entry is read
         max_ts = -1
         self.first_batch_timestamp_ms = None
         self._bytes_since_index_entry = 0
@@ -352,9 +377,51 @@ class LogSegment:
             head = self._log.read(0, HEADER_BYTES)
             self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
 
-    def load_tail(self) -> None:
-        """Set next offset and timestamps of a trusted (cleanly shut down) segment."""
-        self._recompute_tail_stats()
+    def load_tail(self) -> int | None:
+        """Set the next offset and the first batch's timestamp of a trusted (cleanly shut down)
+        segment from its offset index alone, walking the batches after its last entry; returns
+        the base offset of the first batch (None if the segment holds no whole header).
+
+        The largest timestamp (and the bytes since the last index entry) stay unknown and the
+        time index unread: the first use of :attr:`max_timestamp_ms` (time retention,
+        ListOffsets by timestamp, a roll, the first append; a truncation recomputes them
+        anyway) loads it and computes them as start-up did before (``_recompute_tail_stats``,
+        the segment unchanged since).
+        """
+        # The walk of ``_walk`` (a header cut by the chunk's end still counts, a length below
+        # a header's ends it), without building its list: start-up does this per partition.
+        pos = self.index.last_entry[1]
+        end = self.size_bytes
+        first: tuple[int, int] | None = None  # (base offset, max timestamp) at position 0
+        while pos < end:
+            chunk = self._log.read(pos, min(end - pos, RECOVERY_CHUNK_BYTES))
+            i, n = 0, len(chunk)
+            while i + HEADER_BYTES <= n:
+                base, length, last_delta, max_ts = _WALKED.unpack_from(chunk, i)
+                if length + LOG_OVERHEAD < HEADER_BYTES:
+                    break  # not a batch header (a foreign file): never walk backwards
+                if pos + i == 0:
+                    first = (base, max_ts)
+                self.next_offset = base + last_delta + 1
+                i += length + LOG_OVERHEAD
+            if i == 0:
+                break
+            pos += i
+        # With the largest timestamp, before the first append needs it.
+        self._bytes_since_index_entry = 0
+        self._max_timestamp_ms = None
+        self._offset_of_max_timestamp = -1
+        self.first_batch_timestamp_ms = None
+        if end < HEADER_BYTES:
+            return None
+        if first is not None:
+            # The walk began at the file's start: its first header is the one wanted.
+            self.first_batch_timestamp_ms = first[1]
+            return first[0]
+        head = self._log.read(0, HEADER_BYTES)
+        self.first_batch_timestamp_ms = _MAX_TS.unpack_from(head, 35)[0]
+        first_base: int = _HEAD.unpack_from(head, 0)[0]
+        return first_base
 
     def recover(self, expected_first_offset: int | None = None,
                 collect_epochs: bool = False) -> int:

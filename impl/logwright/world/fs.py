@@ -90,6 +90,12 @@ class FileSystem(ABC):
     def listdir(self, path: str) -> list[str]:
         """The names in directory ``path``, sorted."""
 
+    def list_entries(self, path: str) -> list[tuple[str, bool | None]]:
+        """The names in directory ``path``, sorted, each with whether it names a directory
+        when the listing itself tells (as ``is_dir`` of its path would answer), None when it
+        does not (the caller asks ``is_dir`` if it needs to know). Here: None for every one."""
+        return [(name, None) for name in self.listdir(path)]
+
     @abstractmethod
     def mkdir(self, path: str) -> None:
         """Create directory ``path``; its parent must exist."""
@@ -144,6 +150,23 @@ class FileSystem(ABC):
             return handle.read(0, handle.size())
         finally:
             handle.close()
+
+    def read_or_create(self, path: str) -> bytes:
+        """The whole content of file ``path``, created empty first if missing (an ``open`` with
+        ``create``, a read, a close)."""
+        handle = self.open(path, create=True)
+        try:
+            return handle.read(0, handle.size())
+        finally:
+            handle.close()
+
+
+def child_path(parent: str, name: str) -> str:
+    """``posixpath.join(parent, name)`` for a relative ``name`` (a file of a dir), in one step
+    when ``parent`` is neither empty nor ends with a '/' (start-up names a few per partition)."""
+    if parent and parent[-1] != "/" and name and name[0] != "/":
+        return parent + "/" + name
+    return posixpath.join(parent, name)
 
 
 def write_file_atomic(fs: FileSystem, path: str, data: bytes) -> None:

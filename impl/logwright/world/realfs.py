@@ -57,6 +57,23 @@ class RealFileHandle(FileHandle):
             self._fd = -1
 
 
+def _read_whole(fd: int) -> bytes:
+    """The content of the open file ``fd`` (as a handle reads it: its size by fstat, one
+    pread), which is then closed."""
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, size, 0) if size > 0 else b""
+    finally:
+        os.close(fd)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False  # as os.path.isdir answers for a path it cannot stat
+
+
 class _RealFileLock(FileLock):
     def __init__(self, path: str, fd: int) -> None:
         super().__init__(path)
@@ -89,6 +106,14 @@ class RealFileSystem(FileSystem):
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
         return RealFileHandle(path, os.open(path, flags, 0o644))
 
+    def read_file(self, path: str) -> bytes:
+        # The calls of open + read + close through a handle, without building one: start-up
+        # reads a few small files per partition.
+        return _read_whole(os.open(path, os.O_RDWR))
+
+    def read_or_create(self, path: str) -> bytes:
+        return _read_whole(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+
     def abspath(self, path: str) -> str:
         return os.path.abspath(path)
 
@@ -100,6 +125,14 @@ class RealFileSystem(FileSystem):
 
     def listdir(self, path: str) -> list[str]:
         return sorted(os.listdir(path))
+
+    def list_entries(self, path: str) -> list[tuple[str, bool | None]]:
+        """One ``scandir``: the kinds come with the names (a stat only for an entry whose kind
+        the file system does not report, or a symbolic link, followed as ``is_dir`` does)."""
+        with os.scandir(path) as entries:
+            found: list[tuple[str, bool | None]] = [(e.name, _is_dir(e)) for e in entries]
+        found.sort()
+        return found
 
     def mkdir(self, path: str) -> None:
         os.mkdir(path)
