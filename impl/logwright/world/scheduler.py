@@ -21,7 +21,7 @@ def _nothing() -> None:
     """What a cancelled task would run: nothing."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Task:
     """A scheduled unit of background work."""
 
