@@ -25,6 +25,7 @@ Invariants upheld here (architecture.md "The safety invariants"):
 from __future__ import annotations
 
 import posixpath
+import struct
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -39,6 +40,7 @@ from logwright.errors import (
     UnexpectedAppendOffset,
 )
 from logwright.records import (
+    LOG_OVERHEAD,
     BatchHeader,
     Record,
     assign_offsets,
@@ -57,6 +59,9 @@ from logwright.storage.segment import LogSegment
 from logwright.storage.start_offset_checkpoint import LogStartOffsetCheckpoint
 from logwright.world.clock import Clock
 from logwright.world.fs import FileSystem
+
+_BASE_LENGTH_EPOCH = struct.Struct(">qii")
+"""A batch header's base offset, batch length and partition leader epoch."""
 
 __all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
 
@@ -412,7 +417,9 @@ class PartitionLog:
         if scan.batches == 0 or scan.last_offset is None:
             leo = self.log_end_offset
             return AppendInfo(leo, leo - 1, -1, 0, 0)
-        first, last = BatchHeader.parse(records, 0).base_offset, scan.last_offset
+        # The scan found every byte whole, valid batches: their base offsets, lengths and
+        # epochs are read off the headers directly (no header objects to build).
+        first, last = _BASE_LENGTH_EPOCH.unpack_from(records, 0)[0], scan.last_offset
         leo = self.log_end_offset
         if first < leo:
             if self.size_bytes == 0 and last >= self._log_start_offset:
@@ -424,9 +431,12 @@ class PartitionLog:
                     f"{self.tp}: follower append at offset {first} overlaps the log end "
                     f"offset {leo}")
         info = self._append(records, first, last, scan.max_timestamp, scan.batches)
-        for _, header in iter_batches(records, verify_crc=False):
-            if header.partition_leader_epoch >= 0:
-                self.assign_epoch_start_offset(header.partition_leader_epoch, header.base_offset)
+        position, end = 0, len(records)
+        while position < end:
+            base_offset, batch_length, epoch = _BASE_LENGTH_EPOCH.unpack_from(records, position)
+            if epoch >= 0:
+                self.assign_epoch_start_offset(epoch, base_offset)
+            position += LOG_OVERHEAD + batch_length
         self._flush_by_count()
         return info
 

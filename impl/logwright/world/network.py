@@ -56,6 +56,8 @@ class Network:
         self.ordered_sources: set[str] = set()
         self._in_order: dict[tuple[str, str], deque[tuple[object, Endpoint | None]]] = {}
         self._last_due_ms: dict[tuple[str, str], int] = {}
+        # The delivery tasks' names, made once per kind of message and pair of nodes.
+        self._delivery_names: dict[tuple[type, str, str], str] = {}
 
     def register(self, endpoint: Endpoint) -> None:
         """Attach a node; messages to its id reach it from now on."""
@@ -76,7 +78,11 @@ class Network:
         """Deliver after ``delay_ms``; for an ordered source never before what it sent earlier
         to ``dst``: each delivery task then hands over the oldest message of the pair, so equal
         due times cannot swap two messages either."""
-        name = f"deliver {type(message).__name__} {src}->{dst}"
+        names = self._delivery_names
+        key = (type(message), src, dst)
+        name = names.get(key)
+        if name is None:
+            name = names[key] = f"deliver {type(message).__name__} {src}->{dst}"
         pair = (src, dst)
         if src not in self.ordered_sources and not self.orders_everything:
             self.scheduler.schedule(name, lambda: deliver(src, dst, message, target), delay_ms)

@@ -21,7 +21,7 @@ def _nothing() -> None:
     """What a cancelled task would run: nothing."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Task:
     """A scheduled unit of background work."""
 
@@ -156,11 +156,54 @@ class Scheduler:
 
 
 class SimScheduler(Scheduler):
-    """Virtual-time scheduler: jumping to the next due task costs nothing."""
+    """Virtual-time scheduler: jumping to the next due task costs nothing.
+
+    A simulated world runs on one thread (one seed, one interleaving), so the hot paths here
+    (scheduling a task, finding and running the next one) take no lock: they are
+    ``Scheduler``'s, the lock left out, with the same draws and the same order."""
 
     def __init__(self, clock: VirtualClock | None = None, *, seed: int) -> None:
         self.vclock = clock if clock is not None else VirtualClock()
         super().__init__(self.vclock, seed=seed)
+
+    def schedule(
+        self, name: str, fn: Callable[[], object], delay_ms: int = 0, period_ms: int | None = None
+    ) -> Task:
+        assert delay_ms >= 0, "a task cannot be scheduled in the past"
+        assert period_ms is None or period_ms > 0, "a periodic task needs a positive period"
+        task = Task(name, fn, self.clock.now_ms() + delay_ms, period_ms)
+        self._seq += 1
+        task.queue = self
+        heapq.heappush(self._heap, (task.due_ms, self._rng.random(), self._seq, task))
+        return task
+
+    def next_due_ms(self) -> int | None:
+        heap = self._heap
+        if heap and heap[0][3].cancelled:
+            self._drop_cancelled_head()
+        return heap[0][0] if heap else None
+
+    def _run_one_due(self, now_ms: int) -> bool:
+        heap = self._heap
+        if heap and heap[0][3].cancelled:
+            self._drop_cancelled_head()
+        if not heap or heap[0][0] > now_ms:
+            return False
+        # _pop() inlined: the head is live here, so no cancelled count to correct.
+        task = heapq.heappop(heap)[3]
+        task.queue = None
+        task.runs += 1
+        if task.period_ms is not None:
+            task.due_ms = now_ms + task.period_ms
+        try:
+            task.fn()
+        except BaseException as exc:
+            if self.on_task_error is None or not self.on_task_error(exc):
+                raise
+        finally:
+            if task.period_ms is not None and not task.cancelled:
+                self._push(task)
+        return True
 
     def step(self) -> bool:
         """Advance time to the next due task and run it; False when nothing is scheduled."""

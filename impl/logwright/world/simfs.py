@@ -18,6 +18,7 @@ import enum
 import errno
 import posixpath
 import random
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
 from logwright.world.clock import Clock, VirtualClock
@@ -42,12 +43,77 @@ class Fault(enum.Enum):
 
 
 class _File:
-    __slots__ = ("data", "durable", "mtime_ms")
+    """A file's contents: a flat bytearray, then the chunks appended since it was last made
+    whole, kept as the immutable byte strings they were (an append copies nothing more, and a
+    read of what one append wrote returns that same string). ``data`` joins them first, for
+    everything that changes bytes in place or looks at the whole file."""
+
+    __slots__ = ("_flat", "_tail", "_tail_bytes", "_tail_starts", "durable", "mtime_ms")
 
     def __init__(self, mtime_ms: int) -> None:
-        self.data = bytearray()
+        self._flat = bytearray()
+        self._tail: list[bytes] = []
+        self._tail_starts: list[int] = []  # the file position of each chunk of the tail
+        self._tail_bytes = 0
         self.durable = b""
         self.mtime_ms = mtime_ms
+
+    @property
+    def data(self) -> bytearray:
+        """The whole contents as one bytearray (the appended chunks joined onto it first)."""
+        if self._tail:
+            self._flat += b"".join(self._tail)
+            self._tail.clear()
+            self._tail_starts.clear()
+            self._tail_bytes = 0
+        return self._flat
+
+    @data.setter
+    def data(self, value: bytearray) -> None:
+        self._flat = value
+        self._tail.clear()
+        self._tail_starts.clear()
+        self._tail_bytes = 0
+
+    @property
+    def size(self) -> int:
+        """The length of the contents."""
+        return len(self._flat) + self._tail_bytes
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Append ``data`` (a copy of it unless it is an immutable ``bytes``); returns the
+        position it starts at."""
+        position = len(self._flat) + self._tail_bytes
+        chunk = data if type(data) is bytes else bytes(data)
+        if chunk:
+            self._tail.append(chunk)
+            self._tail_starts.append(position)
+            self._tail_bytes += len(chunk)
+        return position
+
+    def read(self, position: int, size: int) -> bytes:
+        """The bytes at ``position``, at most ``size`` (>= 0) of them, as a slice of the whole
+        contents would be."""
+        tail = self._tail
+        if not tail or position < len(self._flat):
+            # One copy (a bytearray slice, then bytes of it, would be two); the view is let go
+            # of at once, so the file can grow again.
+            return memoryview(self.data)[position : position + size].tobytes()
+        starts = self._tail_starts
+        i = bisect_right(starts, position) - 1
+        chunk = tail[i]
+        offset = position - starts[i]
+        if offset + size <= len(chunk) or i == len(tail) - 1:
+            # Within one chunk (or the last one): the chunk itself when it is all of it.
+            return chunk if offset == 0 and size >= len(chunk) else chunk[offset : offset + size]
+        pieces = [chunk[offset:]]
+        remaining = size - len(pieces[0])
+        for chunk in tail[i + 1 :]:
+            if remaining <= 0:
+                break
+            pieces.append(chunk if len(chunk) <= remaining else chunk[:remaining])
+            remaining -= len(chunk)
+        return b"".join(pieces)
 
 
 class _Dir:
@@ -83,8 +149,7 @@ class SimFileHandle(FileHandle):
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
         self._check(True)
-        position = len(self._node.data)
-        self._node.data += data
+        position = self._node.append(data)
         self._node.mtime_ms = self._fs.clock.now_ms()
         self._fs._tick()
         return position
@@ -100,11 +165,11 @@ class SimFileHandle(FileHandle):
 
     def read(self, position: int, size: int) -> bytes:
         self._check(False)
-        return bytes(self._node.data[position : position + max(0, size)])
+        return self._node.read(position, max(0, size))
 
     def size(self) -> int:
         self._check(False)
-        return len(self._node.data)
+        return self._node.size
 
     def truncate(self, size: int) -> None:
         self._check(True)
@@ -382,7 +447,7 @@ class SimFileSystem(FileSystem):
         node = self._lookup(path)
         if not isinstance(node, _File):
             raise OSError(errno.ENOENT, "No such file", path)
-        return len(node.data)
+        return node.size
 
     def mtime_ms(self, path: str) -> int:
         self._fault_check(path, False)
@@ -393,7 +458,7 @@ class SimFileSystem(FileSystem):
 
     def disk_usage(self, path: str) -> tuple[int, int]:
         self._fault_check(path, False)
-        used = sum(len(n.data) for n in self._walk_all(self._root) if isinstance(n, _File))
+        used = sum(n.size for n in self._walk_all(self._root) if isinstance(n, _File))
         return self.capacity_bytes, max(0, self.capacity_bytes - used)
 
     # ---- inspection for tests ---------------------------------------------------------------
