@@ -224,39 +224,11 @@ def build_batch(
 _NULL_KEY_NULL_VALUE_NO_HEADERS: Final = b"\x01\x01\x00"
 
 
-def _repeated_section(value: bytes, count: int) -> bytes:
-    """``_keyless_section`` of ``count`` (at most ``_SMALL >> 1``) records that all hold
-    ``value``: record ``i`` is its length, ``_HEADS[i]``, then the same null key, value length
-    prefix, value and header count. The length is the same for every record whose head is as
-    long (1-byte offset deltas below 64, 2-byte ones from there), so each such run is one
-    join over the heads, what lies between two heads being the same bytes."""
-    unsigned = _UNSIGNED
-    half = _SMALL >> 1
-    n = len(value)
-    tail = _NULL + (unsigned[n << 1] if n < half else encode_varint(n)) + value + _ZERO
-    parts: list[bytes] = []
-    for low, high, head_bytes in ((0, 64, 3), (64, half, 4)):
-        high = min(high, count)
-        if low >= high:
-            break
-        size = head_bytes + len(tail)
-        length = unsigned[size << 1] if size < half else encode_varint(size)
-        parts.append(length)
-        parts.append((tail + length).join(_HEADS[low:high]))
-        parts.append(tail)
-    return b"".join(parts)
-
-
 def _keyless_section(values: Sequence[bytes | None]) -> bytes:
     """``_uniform_section(None, values)``: each record is its length, its head, the null key
     with the value's length prefix, the value and the header count, and what depends on the
     value alone is worked out once for a run of the same value object (a producer sending one
     value many times), not once a record."""
-    count = len(values)
-    first = values[0] if count else None
-    # One value throughout (equal values encode alike), told by one pass in C.
-    if first is not None and count <= _SMALL >> 1 and values.count(first) == count:
-        return _repeated_section(first, count)
     parts: list[bytes] = []
     extend = parts.extend
     unsigned = _UNSIGNED
