@@ -221,46 +221,9 @@ def build_batch(
                    partition_leader_epoch, producer_id, producer_epoch, base_sequence, attributes)
 
 
-_NULL_KEY_NULL_VALUE_NO_HEADERS: Final = b"\x01\x01\x00"
-
-
-def _keyless_section(values: Sequence[bytes | None]) -> bytes:
-    """``_uniform_section(None, values)``: each record is its length, its head, the null key
-    with the value's length prefix, the value and the header count, and what depends on the
-    value alone is worked out once for a run of the same value object (a producer sending one
-    value many times), not once a record."""
-    parts: list[bytes] = []
-    extend = parts.extend
-    unsigned = _UNSIGNED
-    heads = _HEADS
-    half = _SMALL >> 1
-    previous: object = parts  # no value is this list: the first record works its part out
-    key_and_prefix = b""
-    value_size = 0  # the bytes after the head: key, value prefix, value, header count
-    for index, value in enumerate(values):
-        # attributes 0, timestamp delta 0, the offset delta
-        head = heads[index] if index < half else _ZERO + _ZERO + encode_varint(index)
-        if value is None:
-            size = len(head) + 3  # the null key, the null value and the header count
-            extend((unsigned[size << 1] if size < half else encode_varint(size), head,
-                    _NULL_KEY_NULL_VALUE_NO_HEADERS))
-            continue
-        if value is not previous:
-            previous = value
-            n = len(value)
-            key_and_prefix = _NULL + (unsigned[n << 1] if n < half else encode_varint(n))
-            value_size = len(key_and_prefix) + n + 1
-        size = len(head) + value_size
-        extend((unsigned[size << 1] if size < half else encode_varint(size), head,
-                key_and_prefix, value, _ZERO))  # _ZERO: no headers
-    return b"".join(parts)
-
-
 def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes | None]) -> bytes:
     """The plain records section of header-less records that share one timestamp (so every
     timestamp delta is 0): what ``_records_section`` makes of them, with fewer steps."""
-    if keys is None:
-        return _keyless_section(values)
     parts: list[bytes] = []
     extend = parts.extend
     unsigned = _UNSIGNED
