@@ -77,6 +77,7 @@ from logwright.conformance.refinement import (
     ClusterObserver,
     RefinementChecker,
     RefinementViolation,
+    snapshot,
 )
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.controller_fencing import (
@@ -231,14 +232,73 @@ class ControllerFencingProjection(ClusterObserver):
         self.checks = 0
         self.steps = 0
         self.instances: dict[TopicPartition, _Instance] = {}
+        #: Per partition, the inputs of its last check if it was quiet (``check``), and the
+        #: same kept for the cross-check (``cross_check``).
+        self._quiet: dict[TopicPartition, tuple[object, ...]] = {}
+        self._cross_inputs: dict[TopicPartition, tuple[object, ...]] = {}
 
     def check(self, context: str = "") -> None:
-        """Abstract every followed partition and check the twin's invariants."""
+        """Abstract every followed partition and check the twin's invariants.
+
+        A partition whose inputs (:meth:`_inputs`: every value of the cluster the check reads)
+        are those of its last *quiet* check (one that changed nothing the projection keeps) is
+        not checked again: the check reads nothing else (no clock, no file), so it would retrace
+        that one, changing nothing (see ``_check_tracked``)."""
         store_epoch = max(1, self.cluster.store.controller_epoch())
         brokers = {b: self._broker_now(b, broker)
                    for b, broker in self.cluster.brokers.items()}
+        seen = tuple((b, None if now is None else (now.incarnation, now.epoch,
+                                                   now.controller_epoch, now.applied, now.count))
+                     for b, now in brokers.items())
         for tp in self.follow():
-            self._check_partition(tp, store_epoch, brokers, context)
+            inputs = self._inputs(tp, store_epoch, brokers, seen)
+            if self.cross_check or inputs is None or inputs != self._quiet.get(tp):
+                self._check_tracked(tp, store_epoch, brokers, context, inputs)
+
+    def _inputs(self, tp: TopicPartition, store_epoch: int,
+                brokers: dict[int, _BrokerNow | None], seen: tuple[object, ...]
+                ) -> tuple[object, ...] | None:
+        """Every value ``_check_partition`` reads for ``tp`` (None: the topic is gone, nothing
+        is checked): the store's, and each running broker's (``seen``) with its replica's."""
+        store = self.cluster.store
+        record = store.topic(tp.topic)
+        state = store.partition(tp)
+        if record is None or state is None:
+            return None
+        parts: list[object] = []
+        for now in brokers.values():
+            part = now.partitions.get(tp) if now is not None else None
+            parts.append(None if part is None else (part, id(part), part.topic_id, part.role,
+                                                    part.leader_epoch))
+        return (store_epoch, record, state, seen, tuple(parts))
+
+    def _check_tracked(self, tp: TopicPartition, store_epoch: int,
+                       brokers: dict[int, _BrokerNow | None], context: str,
+                       inputs: tuple[object, ...] | None) -> None:
+        """``_check_partition``, remembering ``inputs`` if the check was quiet: it changed
+        nothing the projection keeps of the partition (its instance, what it keeps of each
+        broker, the state last checked) nor its counters."""
+        inst = self.instances.get(tp)
+        last = inst.checker.last if inst is not None else None
+        kept = snapshot(inst)
+        counters = (self.checks, self.steps)
+        self._quiet.pop(tp, None)
+        expected = (self.cross_check and inputs is not None
+                    and inputs == self._cross_inputs.get(tp))
+        self._check_partition(tp, store_epoch, brokers, context)
+        after = self.instances.get(tp)
+        quiet = (inputs is not None and after is inst
+                 and (inst is None or inst.checker.last is last)
+                 and counters == (self.checks, self.steps) and kept == snapshot(inst))
+        if expected:
+            self.cross_checks += 1
+            assert quiet, (f"ControllerFencing projection, {tp}: the same inputs as a quiet "
+                           "check gave another outcome")
+        if quiet and inputs is not None:
+            self._quiet[tp] = inputs
+            self._cross_inputs[tp] = inputs
+        else:
+            self._cross_inputs.pop(tp, None)
 
     def _broker_now(self, b: int, broker: Broker) -> _BrokerNow | None:
         """What the abstraction reads of broker ``b`` (None: down, or not registered yet)."""

@@ -77,9 +77,6 @@ class ClusterMachine(RuleBasedStateMachine):
     #: Whether the runs check the LogStartOffset, ControllerFencing, FetcherFailure and
     #: StrayCleanup projections after every event (``logwright fuzz --light`` turns them off).
     per_event_models: ClassVar[bool] = True
-    #: Whether the runs cross-check the projections' shortcut for unchanged partitions
-    #: (``ClusterRun(cross_check=True)``; tests/test_refinement_quiet_checks.py).
-    cross_check_models: ClassVar[bool] = False
     #: The run of the most recent example (the campaign saves its steps after a failure).
     last_run: ClassVar[ClusterRun | None] = None
 
@@ -88,8 +85,7 @@ class ClusterMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16))
     def start(self, seed: int) -> None:
         self.run = ClusterRun({**CLUSTER, "seed": seed}, event=event,
-                              per_event_models=self.per_event_models,
-                              cross_check=self.cross_check_models)
+                              per_event_models=self.per_event_models)
         ClusterMachine.last_run = self.run
         self.counter = 0
         self.run.apply({"op": "create_topic", "topic": "s", "partitions": 3,
