@@ -108,12 +108,20 @@ def snapshot(value: object) -> object:
         return (t, tuple((snapshot(k), snapshot(v)) for k, v in value.items()))
     if isinstance(value, (set, frozenset)):
         return (t, frozenset(map(snapshot, value)))
-    params = getattr(t, "__dataclass_params__", None)
-    if params is not None:
-        parts = tuple(snapshot(getattr(value, f.name))
-                      for f in fields(value))  # type: ignore[arg-type]
-        return (t, parts) if params.frozen else (t, id(value), value, parts)
+    if t not in _FIELDS:
+        params = getattr(t, "__dataclass_params__", None)
+        _FIELDS[t] = (None if params is None else
+                      (bool(params.frozen),
+                       tuple(f.name for f in fields(value))))  # type: ignore[arg-type]
+    shape = _FIELDS[t]
+    if shape is not None:
+        parts = tuple(snapshot(getattr(value, name)) for name in shape[1])
+        return (t, parts) if shape[0] else (t, id(value), value, parts)
     return (t, id(value), value)
+
+
+_FIELDS: dict[type, tuple[bool, tuple[str, ...]] | None] = {}
+"""Per dataclass: whether it is frozen, and its fields' names; None for any other type."""
 
 
 DEFAULT_MAX_STEPS = 3
