@@ -57,6 +57,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from logwright.broker.broker import Broker
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
     DEFAULT_MAX_STEPS,
@@ -476,10 +477,11 @@ class ClusterProjection(ClusterObserver):
         check reads nothing else (no clock), so it would retrace that one, changing nothing
         (see ``_check_tracked``)."""
         elections: dict[tuple[TopicPartition, Uuid], int] | None = None
+        brokers: dict[int, tuple[object, ...]] = {}
         for tp in (self.follow() if self.follow is not None else self.tps):
             if elections is None:
                 elections = self._recovery_elections()
-            inputs = self._inputs(tp, elections)
+            inputs = self._inputs(tp, elections, brokers)
             if self.cross_check or inputs is None or inputs != self._quiet.get(tp):
                 self._check_tracked(tp, context, inputs)
 
@@ -494,11 +496,12 @@ class ClusterProjection(ClusterObserver):
                     out[key] = max(out[key], e[4]) if key in out else e[4]
         return out
 
-    def _inputs(self, tp: TopicPartition, elections: dict[tuple[TopicPartition, Uuid], int]
-                ) -> tuple[object, ...] | None:
+    def _inputs(self, tp: TopicPartition, elections: dict[tuple[TopicPartition, Uuid], int],
+                brokers: dict[int, tuple[object, ...]]) -> tuple[object, ...] | None:
         """Every value ``_check_partition`` reads for ``tp`` but the checkpoint files (a check
         that reads one is not quiet), with what it keeps that is changed from outside (the
-        DeleteRecords answer reported); None when the partition is gone (nothing is checked)."""
+        DeleteRecords answer reported); None when the partition is gone (nothing is checked).
+        ``brokers`` keeps what is read of each broker during one ``check``."""
         cluster = self.cluster
         try:
             controller = cluster.controller
@@ -506,30 +509,36 @@ class ClusterProjection(ClusterObserver):
             topic_id = controller.topic(tp.topic).topic_id
         except KafkaError:
             return None
-        store = controller.store
         cache = self._ckpt_cache
         per_replica: list[object] = []
         for b in sorted(set(state.replicas)):
-            broker = cluster.brokers.get(b)
-            if broker is None or not broker.alive:
-                per_replica.append((broker, False))
+            seen = brokers.get(b)
+            if seen is None:
+                broker = cluster.brokers.get(b)
+                if broker is None or not broker.alive:
+                    seen = brokers[b] = (broker, False)
+                else:
+                    seen = brokers[b] = (broker, True, broker.incarnation_id,
+                                         broker.broker_epoch, controller.store.broker(b))
+            if not seen[1]:
+                per_replica.append(seen)
                 continue
-            incarnation = broker.incarnation_id
-            log = broker.log_manager.get_log(tp)
-            part = broker.replica_manager.partitions.get(tp)
+            running = seen[0]
+            assert isinstance(running, Broker)
+            log = running.log_manager.get_log(tp)
+            part = running.replica_manager.partitions.get(tp)
             log_seen = None
             if log is not None:
                 start = log.log_start_offset
-                log_seen = (log, id(log), log.offline, log.topic_id,
+                log_seen = (log, log.offline, log.topic_id,
                             cache.get((b, id(log), start), _UNREAD), log.log_end_offset,
                             log.high_watermark, start, log.segments[0].base_offset,
                             log.recovery_point)
             part_seen = None
             if part is not None:
-                part_seen = (part, id(part), part.role, part.leader_epoch, part.leader_id,
+                part_seen = (part, part.role, part.leader_epoch, part.leader_id,
                              part.topic_id, part.leader_epoch_start_offset)
-            per_replica.append((broker, True, incarnation, broker.broker_epoch,
-                                store.broker(b), log_seen, part_seen))
+            per_replica.append((seen, log_seen, part_seen))
         w = self.watches.get(tp)
         return (id(w), w, w.reported if w is not None else None, state, topic_id,
                 elections.get((tp, topic_id), -1), self._topic_ids.get(tp),

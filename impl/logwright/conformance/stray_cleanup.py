@@ -542,13 +542,19 @@ class StrayCleanupProjection(ClusterObserver):
                 self.names[tp] = self._new_instance(tp)
         brokers = tuple(sorted(self.cluster.brokers))
         common: dict[int, tuple[object, ...]] | None = None
+        store = self.cluster.store
+        deleting: set[str] = set()
+        controller_epoch = 0
         for tp, inst in list(self.names.items()):
             if inst.brokers != brokers:
                 self.names[tp] = inst = self._new_instance(tp)
             if not inst.overflow:
                 if common is None:
                     common = self._broker_inputs()
-                inputs = self._inputs(tp, inst, common)
+                    deleting = {d.name for d in store.deletions()}
+                    controller_epoch = store.controller_epoch()
+                inputs = (inst.taps, store.topic(tp.topic), store.partition(tp),
+                          tp.topic in deleting, controller_epoch, self._inputs(tp, inst, common))
                 if (self.cross_check or inputs != inst.quiet_inputs or self._superseded
                         or not self._ticked(inst)):
                     self._check_tracked(tp, inst, context, inputs)
@@ -571,9 +577,9 @@ class StrayCleanupProjection(ClusterObserver):
 
     def _inputs(self, tp: TopicPartition, inst: _Instance,
                 common: dict[int, tuple[object, ...]]) -> tuple[object, ...]:
-        """Every value :meth:`_abstract` reads for the name ``tp`` but the clock and the files
-        (a check that reads one is not quiet), with the requests recorded for it (``taps``)."""
-        store = self.cluster.store
+        """What :meth:`_abstract` reads of the brokers for the name ``tp`` but the files (a
+        check that reads one is not quiet); ``check`` adds the store's records and the
+        requests recorded for the name (``taps``): every value it reads but the clock."""
         per_broker: list[object] = []
         for b in inst.brokers:
             broker = self.cluster.brokers[b]
@@ -590,9 +596,7 @@ class StrayCleanupProjection(ClusterObserver):
                                    tuple(dirs)))
             else:
                 per_broker.append(seen)
-        return (inst.taps, store.topic(tp.topic), store.partition(tp),
-                any(d.name == tp.topic for d in store.deletions()), store.controller_epoch(),
-                tuple(per_broker))
+        return tuple(per_broker)
 
     def _ticked(self, inst: _Instance) -> bool:
         """The check of a name whose inputs are those of its last quiet check: the state last
