@@ -246,18 +246,18 @@ class ControllerFencingProjection(ClusterObserver):
         not checked again: the check reads nothing else (no clock, no file), so it would retrace
         that one, changing nothing (see ``_check_tracked``)."""
         store_epoch = max(1, self.cluster.store.controller_epoch())
-        brokers = {b: self._broker_now(b, broker)
-                   for b, broker in self.cluster.brokers.items()}
-        seen = tuple((b, None if now is None else (now.incarnation, now.epoch,
-                                                   now.controller_epoch, now.applied, now.count))
-                     for b, now in brokers.items())
+        read = {b: self._broker_read(b, broker) for b, broker in self.cluster.brokers.items()}
+        seen = tuple((b, None if r is None else r[:5]) for b, r in read.items())
+        brokers: dict[int, _BrokerNow | None] | None = None
         for tp in self.follow():
-            inputs = self._inputs(tp, store_epoch, brokers, seen)
+            inputs = self._inputs(tp, store_epoch, read, seen)
             if self.cross_check or inputs is None or inputs != self._quiet.get(tp):
+                if brokers is None:
+                    brokers = {b: None if r is None else _BrokerNow(*r) for b, r in read.items()}
                 self._check_tracked(tp, store_epoch, brokers, context, inputs)
 
     def _inputs(self, tp: TopicPartition, store_epoch: int,
-                brokers: dict[int, _BrokerNow | None], seen: tuple[object, ...]
+                read: dict[int, _BrokerRead | None], seen: tuple[object, ...]
                 ) -> tuple[object, ...] | None:
         """Every value ``_check_partition`` reads for ``tp`` (None: the topic is gone, nothing
         is checked): the store's, and each running broker's (``seen``) with its replica's."""
@@ -267,8 +267,8 @@ class ControllerFencingProjection(ClusterObserver):
         if record is None or state is None:
             return None
         parts: list[object] = []
-        for now in brokers.values():
-            part = now.partitions.get(tp) if now is not None else None
+        for r in read.values():
+            part = r[5].get(tp) if r is not None else None
             parts.append(None if part is None else (part, id(part), part.topic_id, part.role,
                                                     part.leader_epoch))
         return (store_epoch, record, state, seen, tuple(parts))
@@ -301,8 +301,10 @@ class ControllerFencingProjection(ClusterObserver):
         else:
             self._cross_inputs.pop(tp, None)
 
-    def _broker_now(self, b: int, broker: Broker) -> _BrokerNow | None:
-        """What the abstraction reads of broker ``b`` (None: down, or not registered yet)."""
+    def _broker_read(self, b: int, broker: Broker) -> _BrokerRead | None:
+        """What the abstraction reads of broker ``b``, a ``_BrokerNow``'s fields in order (None:
+        down, or not registered yet); ``check`` makes the ``_BrokerNow`` only when a partition
+        is checked in full."""
         if not broker.alive:
             return None
         epoch = broker.broker_epoch
@@ -312,10 +314,8 @@ class ControllerFencingProjection(ClusterObserver):
         if epoch < 0:
             return None
         applied = broker.applied_control_count
-        return _BrokerNow(broker.incarnation_id, epoch,
-                          max(0, broker.controller_epoch) if applied else 0,
-                          broker.last_applied_control, applied,
-                          broker.replica_manager.partitions)
+        return (broker.incarnation_id, epoch, max(0, broker.controller_epoch) if applied else 0,
+                broker.last_applied_control, applied, broker.replica_manager.partitions)
 
     def state_of(self, tp: TopicPartition) -> CFState | None:
         """The last abstract state checked for ``tp`` (None: not watched)."""
@@ -391,6 +391,11 @@ class _BrokerNow:
     applied: tuple[int, int, int, int] | None
     count: int
     partitions: Mapping[TopicPartition, Partition]
+
+
+_BrokerRead = tuple[object, int, int, "tuple[int, int, int, int] | None", int,
+                    Mapping[TopicPartition, Partition]]
+"""``_BrokerNow``'s fields."""
 
 
 def _observe(tp: TopicPartition, topic_id: Uuid, now: _BrokerNow, seen: _BrokerSeen) -> None:
