@@ -75,8 +75,10 @@ from logwright.broker.partition import Partition, Role
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
     ClusterObserver,
+    Identity,
     RefinementChecker,
     RefinementViolation,
+    snapshot,
 )
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.controller_fencing import (
@@ -231,17 +233,78 @@ class ControllerFencingProjection(ClusterObserver):
         self.checks = 0
         self.steps = 0
         self.instances: dict[TopicPartition, _Instance] = {}
+        #: Per partition, the inputs of its last check if it was quiet (``check``), and the
+        #: same kept for the cross-check (``cross_check``).
+        self._quiet: dict[TopicPartition, tuple[object, ...]] = {}
+        self._cross_inputs: dict[TopicPartition, tuple[object, ...]] = {}
 
     def check(self, context: str = "") -> None:
-        """Abstract every followed partition and check the twin's invariants."""
-        store_epoch = max(1, self.cluster.store.controller_epoch())
-        brokers = {b: self._broker_now(b, broker)
-                   for b, broker in self.cluster.brokers.items()}
-        for tp in self.follow():
-            self._check_partition(tp, store_epoch, brokers, context)
+        """Abstract every followed partition and check the twin's invariants.
 
-    def _broker_now(self, b: int, broker: Broker) -> _BrokerNow | None:
-        """What the abstraction reads of broker ``b`` (None: down, or not registered yet)."""
+        A partition whose inputs (:meth:`_inputs`: every value of the cluster the check reads)
+        are those of its last *quiet* check (one that changed nothing the projection keeps) is
+        not checked again: the check reads nothing else (no clock, no file), so it would retrace
+        that one, changing nothing (see ``_check_tracked``)."""
+        store_epoch = max(1, self.cluster.store.controller_epoch())
+        read = {b: self._broker_read(b, broker) for b, broker in self.cluster.brokers.items()}
+        seen = tuple((b, None if r is None else r[:5]) for b, r in read.items())
+        brokers: dict[int, _BrokerNow | None] | None = None
+        for tp in self.follow():
+            inputs = self._inputs(tp, store_epoch, read, seen)
+            if self.cross_check or inputs is None or inputs != self._quiet.get(tp):
+                if brokers is None:
+                    brokers = {b: None if r is None else _BrokerNow(*r) for b, r in read.items()}
+                self._check_tracked(tp, store_epoch, brokers, context, inputs)
+
+    def _inputs(self, tp: TopicPartition, store_epoch: int,
+                read: dict[int, _BrokerRead | None], seen: tuple[object, ...]
+                ) -> tuple[object, ...] | None:
+        """Every value ``_check_partition`` reads for ``tp`` (None: the topic is gone, nothing
+        is checked): the store's, and each running broker's (``seen``) with its replica's."""
+        store = self.cluster.store
+        record = store.topic(tp.topic)
+        state = store.partition(tp)
+        if record is None or state is None:
+            return None
+        parts: list[object] = []
+        for r in read.values():
+            part = r[5].get(tp) if r is not None else None
+            parts.append(None if part is None else (part, id(part), part.topic_id, part.role,
+                                                    part.leader_epoch))
+        return (store_epoch, record, state, seen, tuple(parts))
+
+    def _check_tracked(self, tp: TopicPartition, store_epoch: int,
+                       brokers: dict[int, _BrokerNow | None], context: str,
+                       inputs: tuple[object, ...] | None) -> None:
+        """``_check_partition``, remembering ``inputs`` if the check was quiet: it changed
+        nothing the projection keeps of the partition (its instance, what it keeps of each
+        broker, the state last checked) nor its counters."""
+        inst = self.instances.get(tp)
+        last = inst.checker.last if inst is not None else None
+        kept = snapshot(_kept(inst))
+        counters = (self.checks, self.steps)
+        self._quiet.pop(tp, None)
+        expected = (self.cross_check and inputs is not None
+                    and inputs == self._cross_inputs.get(tp))
+        self._check_partition(tp, store_epoch, brokers, context)
+        after = self.instances.get(tp)
+        quiet = (inputs is not None and after is inst
+                 and (inst is None or inst.checker.last is last)
+                 and counters == (self.checks, self.steps) and kept == snapshot(_kept(inst)))
+        if expected:
+            self.cross_checks += 1
+            assert quiet, (f"ControllerFencing projection, {tp}: the same inputs as a quiet "
+                           "check gave another outcome")
+        if quiet and inputs is not None:
+            self._quiet[tp] = inputs
+            self._cross_inputs[tp] = inputs
+        else:
+            self._cross_inputs.pop(tp, None)
+
+    def _broker_read(self, b: int, broker: Broker) -> _BrokerRead | None:
+        """What the abstraction reads of broker ``b``, a ``_BrokerNow``'s fields in order (None:
+        down, or not registered yet); ``check`` makes the ``_BrokerNow`` only when a partition
+        is checked in full."""
         if not broker.alive:
             return None
         epoch = broker.broker_epoch
@@ -251,10 +314,8 @@ class ControllerFencingProjection(ClusterObserver):
         if epoch < 0:
             return None
         applied = broker.applied_control_count
-        return _BrokerNow(broker.incarnation_id, epoch,
-                          max(0, broker.controller_epoch) if applied else 0,
-                          broker.last_applied_control, applied,
-                          broker.replica_manager.partitions)
+        return (broker.incarnation_id, epoch, max(0, broker.controller_epoch) if applied else 0,
+                broker.last_applied_control, applied, broker.replica_manager.partitions)
 
     def state_of(self, tp: TopicPartition) -> CFState | None:
         """The last abstract state checked for ``tp`` (None: not watched)."""
@@ -311,6 +372,15 @@ class ControllerFencingProjection(ClusterObserver):
 
 
 
+def _kept(inst: _Instance | None) -> tuple[object, ...] | None:
+    """What a check may change of what the projection keeps of a partition (its twin and
+    checker go with the instance; the checker's state changes only as the counters do)."""
+    if inst is None:
+        return None
+    return (Identity(inst), inst.topic_id, inst.brokers, inst.store_leader_epoch,
+            inst.store_write)
+
+
 @dataclass(frozen=True)
 class _BrokerNow:
     """What one check reads of one running, registered broker."""
@@ -321,6 +391,11 @@ class _BrokerNow:
     applied: tuple[int, int, int, int] | None
     count: int
     partitions: Mapping[TopicPartition, Partition]
+
+
+_BrokerRead = tuple[object, int, int, "tuple[int, int, int, int] | None", int,
+                    Mapping[TopicPartition, Partition]]
+"""``_BrokerNow``'s fields."""
 
 
 def _observe(tp: TopicPartition, topic_id: Uuid, now: _BrokerNow, seen: _BrokerSeen) -> None:

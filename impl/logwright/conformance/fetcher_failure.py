@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from logwright.broker.broker import Broker
+from logwright.broker.fetcher import FailedPartition
 from logwright.broker.partition import NO_LEADER, Role
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
@@ -127,6 +128,20 @@ class _Replica:
     refinement: FetcherFailureRefinement
     checker: RefinementChecker
     incarnation: object | None = None
+    #: What ``_read`` last gave when the state it makes was the state last checked (that
+    #: state): the same reading again makes an equal state, a stutter, without making it.
+    seen: tuple[_Reading, State] | None = None
+
+
+_Reading = tuple[int, int, bool, int, bool]
+"""What the abstraction reads of one replica: the store's leader epoch, the replica's known
+epoch, whether a fetcher holds it, its failed epoch, whether that fetcher is alive."""
+
+
+def _state(reading: _Reading) -> FFState:
+    """The abstract state of a reading (``inflight`` hidden: NO_FETCH)."""
+    leader_epoch, known, fetching, failed, alive = reading
+    return FFState((leader_epoch,), (known,), (fetching,), (failed,), (NO_FETCH,), (alive,))
 
 
 class FetcherFailureProjection(ClusterObserver):
@@ -174,14 +189,20 @@ class FetcherFailureProjection(ClusterObserver):
                                                          initial=next(iter(spec.init_states()))))
             r.incarnation = broker.incarnation_id
             self.replicas[(b, tp)] = r
-        s, failure = self._abstract(broker, b, tp, topic_id, leader_epoch)
+        reading, failed = self._read(broker, b, tp, topic_id, leader_epoch)
         if r.incarnation != broker.incarnation_id:  # restarted: outside the twin
             r.incarnation = broker.incarnation_id
             self.rebases += 1
-            r.checker.rebase(s, f"broker {b} {tp}, {context}: a new incarnation")
+            r.checker.rebase(_state(reading), f"broker {b} {tp}, {context}: a new incarnation")
             return
-        if s == r.checker.last:
+        last = r.checker.last
+        if r.seen is not None and r.seen[1] is last and r.seen[0] == reading:
+            return  # the state it makes equals the last one (see ``_Replica.seen``)
+        s = _state(reading)
+        if s == last:
+            r.seen = (reading, last)
             return
+        failure = failed.action if failed is not None else ""
         where = f"broker {b} {tp}, {context}"
         before = r.checker.last
         assert isinstance(before, FFState)
@@ -193,25 +214,25 @@ class FetcherFailureProjection(ClusterObserver):
         if found.actions:
             self.steps += 1
 
-    def _abstract(self, broker: Broker, b: int, tp: TopicPartition, topic_id: Uuid,
-                  leader_epoch: int) -> tuple[FFState, str]:
+    @staticmethod
+    def _read(broker: Broker, b: int, tp: TopicPartition, topic_id: Uuid,
+              leader_epoch: int) -> tuple[_Reading, FailedPartition | None]:
+        """What the abstraction reads of broker ``b``'s replica of ``tp``, and its entry in the
+        failed partitions."""
         rm = broker.replica_manager
-        fm = rm.replica_fetcher_manager
         part = rm.partitions.get(tp)
-        if part is not None and part.topic_id not in (None, topic_id):
-            part = None
-        failed = fm.failed_partitions.get(tp) if part is not None else None
-        fetcher = fm.fetcher_of(tp) if part is not None else None
+        if part is None or part.topic_id not in (None, topic_id):
+            return (leader_epoch, NOT_HOSTED, False, NOT_FAILED, False), None
+        fm = rm.replica_fetcher_manager
+        failed = fm.failed_partitions.get(tp)
+        fetcher = fm.fetcher_of(tp)
         fetching = fetcher is not None
-        hosted = (part is not None and part.role is Role.FOLLOWER
-                  and part.leader_id not in (NO_LEADER, b)
+        hosted = (part.role is Role.FOLLOWER and part.leader_id not in (NO_LEADER, b)
                   and (fetching or failed is not None or not part.offline))
-        known = part.leader_epoch if hosted and part is not None else NOT_HOSTED
+        known = part.leader_epoch if hosted else NOT_HOSTED
         alive = fetcher is not None and not fetcher.dead and fetcher.running
-        s = FFState((leader_epoch,), (known,), (fetching,),
-                    (failed.leader_epoch if failed is not None else NOT_FAILED,), (NO_FETCH,),
-                    (alive,))
-        return s, failed.action if failed is not None else ""
+        return ((leader_epoch, known, fetching,
+                 failed.leader_epoch if failed is not None else NOT_FAILED, alive), failed)
 
 
 __all__ = ["FENCED", "MAX_LEADER_EPOCH", "FetcherFailureProjection",

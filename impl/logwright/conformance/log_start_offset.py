@@ -57,12 +57,15 @@ import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from logwright.broker.broker import Broker
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
     DEFAULT_MAX_STEPS,
     ClusterObserver,
+    Identity,
     RefinementChecker,
     RefinementViolation,
+    snapshot,
 )
 from logwright.controller.store.records import NO_LEADER, PartitionState
 from logwright.errors import KafkaError, LogwrightError
@@ -84,6 +87,9 @@ MAX_OFFSET = 2**62
 """The twin's MaxOffset for refinement: far beyond any offset a test reaches."""
 
 S = LogStartOffsetState
+
+_UNREAD = object()
+"""A checkpoint entry not in the projection's cache (its file is read when needed)."""
 
 
 def visible(s: State) -> State:
@@ -366,6 +372,16 @@ class _Watch:
     deleted and created again (a reassignment took it away and back) or moved between dirs."""
 
 
+def _kept(w: _Watch | None) -> tuple[object, ...] | None:
+    """What a check may change of what the projection keeps of a partition (its twin and
+    checker go with the watch; the checker's state changes only as the counters do)."""
+    if w is None:
+        return None
+    return (Identity(w), w.replicas, w.views, w.incarnations, w.fenced, w.seg_start,
+            w.committed, w.leader, w.epoch_start, w.served, w.leaderless, w.recovered_epoch,
+            w.outside, w.acked, w.reported, w.logs)
+
+
 class ClusterProjection(ClusterObserver):
     """Partitions of a simulated cluster as LogStartOffset states, checked after every event.
 
@@ -431,6 +447,15 @@ class ClusterProjection(ClusterObserver):
         self.epoch_bumps = 0
         self.acks = 0
         self.acks_unmapped = 0
+        #: Checkpoint files read (``_checkpoint``): a check that reads one is not quiet.
+        self.ckpt_reads = 0
+        #: Per partition, the inputs of its last check if it was quiet (``check``).
+        self._quiet: dict[TopicPartition, tuple[object, ...]] = {}
+        #: Check every partition in full, and assert that one whose inputs are those of its
+        #: last quiet check is quiet again (tests); ``cross_checks`` counts those compared.
+        self.cross_check = False
+        self.cross_checks = 0
+        self._cross_inputs: dict[TopicPartition, tuple[object, ...]] = {}
 
     def acknowledge(self, tp: TopicPartition, low_watermark: int) -> None:
         """A DeleteRecords response reported ``low_watermark`` for ``tp``: at the next check it
@@ -444,9 +469,110 @@ class ClusterProjection(ClusterObserver):
 
     def check(self, context: str = "") -> None:
         """Abstract every partition and check the twin's invariants; raises
-        RefinementViolation naming the invariant and the state."""
+        RefinementViolation naming the invariant and the state.
+
+        A partition whose inputs (:meth:`_inputs`: every value of the cluster the check reads,
+        and the DeleteRecords answers reported) are those of its last *quiet* check (one that
+        changed nothing the projection keeps and read no file) is not checked again: the
+        check reads nothing else (no clock), so it would retrace that one, changing nothing
+        (see ``_check_tracked``)."""
+        elections: dict[tuple[TopicPartition, Uuid], int] | None = None
+        brokers: dict[int, tuple[object, ...]] = {}
         for tp in (self.follow() if self.follow is not None else self.tps):
-            self._check_partition(tp, context)
+            if elections is None:
+                elections = self._recovery_elections()
+            inputs = self._inputs(tp, elections, brokers)
+            if self.cross_check or inputs is None or inputs != self._quiet.get(tp):
+                self._check_tracked(tp, context, inputs)
+
+    def _recovery_elections(self) -> dict[tuple[TopicPartition, Uuid], int]:
+        """The newest leader epoch of a recovery or unclean election each controller reported,
+        by partition and topic id."""
+        out: dict[tuple[TopicPartition, Uuid], int] = {}
+        for c in self.cluster.controllers:
+            for e in c.reported_elections:
+                if e[2] in ("recovery", "unclean"):
+                    key = (e[0], e[1])
+                    out[key] = max(out[key], e[4]) if key in out else e[4]
+        return out
+
+    def _inputs(self, tp: TopicPartition, elections: dict[tuple[TopicPartition, Uuid], int],
+                brokers: dict[int, tuple[object, ...]]) -> tuple[object, ...] | None:
+        """Every value ``_check_partition`` reads for ``tp`` but the checkpoint files (a check
+        that reads one is not quiet), with what it keeps that is changed from outside (the
+        DeleteRecords answer reported); None when the partition is gone (nothing is checked).
+        ``brokers`` keeps what is read of each broker during one ``check``."""
+        cluster = self.cluster
+        try:
+            controller = cluster.controller
+            state = controller.partition_state(tp)
+            topic_id = controller.topic(tp.topic).topic_id
+        except KafkaError:
+            return None
+        cache = self._ckpt_cache
+        per_replica: list[object] = []
+        for b in sorted(set(state.replicas)):
+            seen = brokers.get(b)
+            if seen is None:
+                broker = cluster.brokers.get(b)
+                if broker is None or not broker.alive:
+                    seen = brokers[b] = (broker, False)
+                else:
+                    seen = brokers[b] = (broker, True, broker.incarnation_id,
+                                         broker.broker_epoch, controller.store.broker(b))
+            if not seen[1]:
+                per_replica.append(seen)
+                continue
+            running = seen[0]
+            assert isinstance(running, Broker)
+            log = running.log_manager.get_log(tp)
+            part = running.replica_manager.partitions.get(tp)
+            log_seen = None
+            if log is not None:
+                start = log.log_start_offset
+                log_seen = (log, log.offline, log.topic_id,
+                            cache.get((b, id(log), start), _UNREAD), log.log_end_offset,
+                            log.high_watermark, start, log.segments[0].base_offset,
+                            log.recovery_point)
+            part_seen = None
+            if part is not None:
+                part_seen = (part, part.role, part.leader_epoch, part.leader_id,
+                             part.topic_id, part.leader_epoch_start_offset)
+            per_replica.append((seen, log_seen, part_seen))
+        w = self.watches.get(tp)
+        return (id(w), w, w.reported if w is not None else None, state, topic_id,
+                elections.get((tp, topic_id), -1), self._topic_ids.get(tp),
+                tuple(per_replica))
+
+    def _check_tracked(self, tp: TopicPartition, context: str,
+                       inputs: tuple[object, ...] | None) -> None:
+        """``_check_partition``, remembering ``inputs`` if the check was quiet: it changed
+        nothing the projection keeps of the partition (its watch, the topic id, the state last
+        checked), nor its counters, and read no checkpoint file."""
+        w = self.watches.get(tp)
+        last = w.checker.last if w is not None else None
+        kept = snapshot((_kept(w), self._topic_ids.get(tp)))
+        counters = (self.checks, self.steps, self.rebases, self.epoch_bumps, self.acks,
+                    self.acks_unmapped, self.ckpt_reads)
+        self._quiet.pop(tp, None)
+        expected = (self.cross_check and inputs is not None
+                    and inputs == self._cross_inputs.get(tp))
+        self._check_partition(tp, context)
+        w_after = self.watches.get(tp)
+        quiet = (inputs is not None and w_after is w
+                 and (w is None or w.checker.last is last)
+                 and counters == (self.checks, self.steps, self.rebases, self.epoch_bumps,
+                                  self.acks, self.acks_unmapped, self.ckpt_reads)
+                 and kept == snapshot((_kept(w), self._topic_ids.get(tp))))
+        if expected:
+            self.cross_checks += 1
+            assert quiet, (f"LogStartOffset projection, {tp}: the same inputs as a quiet check "
+                           "gave another outcome")
+        if quiet and inputs is not None:
+            self._quiet[tp] = inputs
+            self._cross_inputs[tp] = inputs
+        else:
+            self._cross_inputs.pop(tp, None)
 
     def _watch(self, tp: TopicPartition, replicas: tuple[int, ...], leader: int) -> _Watch:
         w = self.watches.get(tp)
@@ -521,6 +647,7 @@ class ClusterProjection(ClusterObserver):
         key = (b, id(log), log.log_start_offset)
         if key in self._ckpt_cache:
             return self._ckpt_cache[key]
+        self.ckpt_reads += 1
         value = checkpointed_start_offset(log)
         if value is not None:
             self._ckpt_cache = {k: v for k, v in self._ckpt_cache.items() if k[:2] != key[:2]}

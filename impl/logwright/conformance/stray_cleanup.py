@@ -70,8 +70,10 @@ from logwright.broker.broker import Broker
 from logwright.cluster import Cluster
 from logwright.conformance.refinement import (
     ClusterObserver,
+    Identity,
     RefinementChecker,
     RefinementViolation,
+    snapshot,
 )
 from logwright.identity import TopicPartition, Uuid
 from logwright.model.core import State
@@ -360,6 +362,17 @@ def _newest_write(fs: FileSystem, path: str) -> int:
     return newest
 
 
+def _kept(inst: _Instance) -> tuple[object, ...]:
+    """What a check may change of what the projection keeps of a name (the requests recorded,
+    ``network``, ``stopped`` and ``sent_max``, change only as they are sent)."""
+    return (inst.ids, inst.topic_ord, inst.assigned, inst.floor, inst.logs, inst.lost,
+            inst.dirs, inst.incarnation, inst.sent_max_checked, inst.overflow, inst.mixed,
+            inst.unreadable, inst.disk,
+            # told apart by identity (``is``): the incarnations
+            [Identity(x) for x in inst.incarnation.values()],
+            [Identity(x[2]) for d in inst.unreadable.values() for x in d.values()])
+
+
 def _with(t: tuple[bool, ...], i: int, v: bool) -> tuple[bool, ...]:
     return (*t[:i], v, *t[i + 1:])
 
@@ -410,6 +423,12 @@ class _Instance:
     mixed: set[int] = field(default_factory=set)
     #: Per broker: topic id -> (dir, log) of a live log on a dir its incarnation cannot read.
     unreadable: dict[int, dict[int, tuple[str, Log, object]]] = field(default_factory=dict)
+    #: Control requests recorded for the name (``_record_for``): a part of the check's inputs.
+    taps: int = 0
+    #: The inputs of the last check, if it was quiet (``StrayCleanupProjection.check``).
+    quiet_inputs: tuple[object, ...] | None = None
+    #: The same, kept for the cross-check (``cross_check``), which checks every name in full.
+    cross_inputs: tuple[object, ...] | None = None
 
     def ordinal(self, topic_id: Uuid) -> int:
         """The model's topic id of ``topic_id`` (numbered in order of appearance)."""
@@ -445,6 +464,14 @@ class StrayCleanupProjection(ClusterObserver):
         self.overflowed = 0
         #: Strays the code deleted, each matched with the twin's DeleteStray.
         self.stray_deletions = 0
+        #: Files read to date a log (``_newest_write``), and logs found superseded (``_lost``
+        #: judges them by the time): a check that does either is not quiet.
+        self.files_read = 0
+        self.supersessions = 0
+        #: Check every name in full, and assert that a name whose inputs are those of its last
+        #: quiet check gets the state the shortcut would have given (tests).
+        self.cross_check = False
+        self.cross_checks = 0
 
     # ---- observing the requests sent --------------------------------------------------------
 
@@ -473,6 +500,7 @@ class StrayCleanupProjection(ClusterObserver):
 
     def _record_for(self, b: int, request: LeaderAndIsrRequest | StopReplicaRequest,
                     tp: TopicPartition, inst: _Instance, sent_at: int) -> None:
+        inst.taps += 1
         version = (request.controller_epoch, request.correlation_id)
         names = (isinstance(request, LeaderAndIsrRequest)
                  and request.type == LeaderAndIsrType.FULL) or any(
@@ -502,16 +530,124 @@ class StrayCleanupProjection(ClusterObserver):
     # ---- the check ---------------------------------------------------------------------------
 
     def check(self, context: str = "") -> None:
-        """Abstract every followed partition name and check it."""
+        """Abstract every followed partition name and check it.
+
+        A name whose inputs (:meth:`_inputs`: every value of the cluster the abstraction reads,
+        and the requests recorded for it) are those of its last *quiet* check (one that
+        changed nothing the projection keeps but the time, and read no file) is not abstracted
+        again: the abstraction would retrace that check's path and find the same state with
+        the time moved on, which is what :meth:`_ticked` records (see ``_check_tracked``)."""
         for tp in self.follow():
             if tp not in self.names:
                 self.names[tp] = self._new_instance(tp)
         brokers = tuple(sorted(self.cluster.brokers))
+        common: dict[int, tuple[object, ...]] | None = None
+        store = self.cluster.store
+        deleting: set[str] = set()
+        controller_epoch = 0
         for tp, inst in list(self.names.items()):
             if inst.brokers != brokers:
                 self.names[tp] = inst = self._new_instance(tp)
             if not inst.overflow:
-                self._check_name(tp, inst, context)
+                if common is None:
+                    common = self._broker_inputs()
+                    deleting = {d.name for d in store.deletions()}
+                    controller_epoch = store.controller_epoch()
+                inputs = (inst.taps, store.topic(tp.topic), store.partition(tp),
+                          tp.topic in deleting, controller_epoch, self._inputs(tp, inst, common))
+                if (self.cross_check or inputs != inst.quiet_inputs or self._superseded
+                        or not self._ticked(inst)):
+                    self._check_tracked(tp, inst, context, inputs)
+
+    def _broker_inputs(self) -> dict[int, tuple[object, ...]]:
+        """What the abstraction reads of each broker, whatever the name (a broker that is down:
+        nothing but that)."""
+        store = self.cluster.store
+        out: dict[int, tuple[object, ...]] = {}
+        for b, broker in self.cluster.brokers.items():
+            if not broker.alive:
+                out[b] = (broker, False)
+                continue
+            incarnation = broker.incarnation_id
+            lm = broker.log_manager
+            out[b] = (broker, True, incarnation, id(incarnation), broker.broker_epoch,
+                      store.broker(b), broker.controller_epoch, lm.full_request_applied,
+                      tuple((path, d.online) for path, d in lm.dirs.items()))
+        return out
+
+    def _inputs(self, tp: TopicPartition, inst: _Instance,
+                common: dict[int, tuple[object, ...]]) -> tuple[object, ...]:
+        """What :meth:`_abstract` reads of the brokers for the name ``tp`` but the files (a
+        check that reads one is not quiet); ``check`` adds the store's records and the
+        requests recorded for the name (``taps``): every value it reads but the clock."""
+        per_broker: list[object] = []
+        for b in inst.brokers:
+            broker = self.cluster.brokers[b]
+            seen = common[b]
+            if seen[1]:
+                dirs: list[object] = []
+                for d in broker.log_manager.dirs.values():
+                    log = d.logs.get(tp)
+                    dirs.append(((log.topic_id, log.log_end_offset) if log is not None else None,
+                                 tuple((x.topic_id, x.name_cut, x.since_ms)
+                                       for x in d.strays.values() if x.tp == tp)
+                                 if d.strays else ()))
+                per_broker.append((seen, broker.replica_manager.applied_version(tp),
+                                   tuple(dirs)))
+            else:
+                per_broker.append(seen)
+        return tuple(per_broker)
+
+    def _ticked(self, inst: _Instance) -> bool:
+        """The check of a name whose inputs are those of its last quiet check: the state last
+        checked with the time now (the twin's Ticks, as ``_check_name`` takes them); False if
+        the clock went back (then the name is checked in full)."""
+        before = inst.checker.last
+        assert isinstance(before, SCState)
+        now = self.cluster.simulated_world.clock.now_ms()
+        if now > before.now:
+            inst.checker.last = before._replace(now=now)
+            self.ticks += 1
+        return now >= before.now
+
+    def _check_tracked(self, tp: TopicPartition, inst: _Instance, context: str,
+                       inputs: tuple[object, ...]) -> None:
+        """``_check_name``, remembering ``inputs`` if the check was quiet: it changed nothing
+        the projection keeps (what it keeps of the name, its counters, the superseded logs),
+        the state checked is the last one with the time moved on, no file was read and no log
+        found superseded. Such a check read nothing but ``inputs``, the clock and what the
+        projection keeps; the clock only for the state's time (``_disk`` writes it to a log
+        whose end offset grew, which is a change; ``_lost`` reads it for a log gone, which is
+        a change of the state, or superseded). So a check with the same inputs would retrace
+        it with only the time changed."""
+        before = inst.checker.last
+        assert before is None or isinstance(before, SCState)
+        kept = snapshot(_kept(inst))
+        counters = (self.checks, self.steps, self.rebases, self.overflowed, self.stray_deletions,
+                    self.files_read, self.supersessions, bool(self._superseded))
+        ticks = self.ticks
+        inst.quiet_inputs = None
+        now = self.cluster.simulated_world.clock.now_ms()
+        expected = (before._replace(now=now) if self.cross_check and before is not None
+                    and inputs == inst.cross_inputs and now >= before.now else None)
+        self._check_name(tp, inst, context)
+        after = inst.checker.last
+        assert after is None or isinstance(after, SCState)
+        quiet = (before is not None and after is not None and not inst.overflow
+                 and (after is before or after._replace(now=before.now) == before)
+                 and self.ticks - ticks == (after is not before)
+                 and counters == (self.checks, self.steps, self.rebases, self.overflowed,
+                                  self.stray_deletions, self.files_read, self.supersessions,
+                                  False)
+                 and kept == snapshot(_kept(inst)))
+        if expected is not None:
+            self.cross_checks += 1
+            assert quiet and after == expected, (
+                f"StrayCleanup projection, {tp}: the same inputs as a quiet check gave "
+                f"another outcome\n{before}\n{after}")
+        if quiet:
+            inst.quiet_inputs = inputs
+        inst.cross_inputs = inputs if quiet else None
 
     def state_of(self, tp: TopicPartition) -> SCState | None:
         """The last abstract state checked for the name ``tp`` (None: not followed)."""
@@ -697,14 +833,18 @@ class StrayCleanupProjection(ClusterObserver):
                 if prev.state == NONE:
                     # created now: an empty log holds no data, as old as can be (EMPTY); a log
                     # found at start-up with data: its newest record or file time
-                    kept.last_write = (EMPTY if leo == 0
-                                       else _newest_write(broker.log_manager.fs, log.dir_path))
+                    if leo == 0:
+                        kept.last_write = EMPTY
+                    else:
+                        self.files_read += 1
+                        kept.last_write = _newest_write(broker.log_manager.fs, log.dir_path)
                 elif prev.state == STRAY:
                     pass  # revived: its data as it was
                 elif leo > kept.leo >= 0:
                     kept.last_write = now
                 kept.leo = leo
                 if row[t - 1].state == LIVE and seen_dirs.get(t) != path:
+                    self.supersessions += 1
                     self._superseded[(b, t)] = row[t - 1]
                 row[t - 1] = Log(LIVE, kept.last_write, 0)
                 seen_dirs[t] = path
@@ -725,6 +865,7 @@ class StrayCleanupProjection(ClusterObserver):
                 kept = inst.logs.setdefault((b, t), _LogSeen())
                 if before is None or before[t - 1].state == NONE:
                     # a stray first seen (found at start-up): its newest record or file time
+                    self.files_read += 1
                     kept.last_write = _newest_write(broker.log_manager.fs, stray.path)
                 row[t - 1] = Log(STRAY, kept.last_write, stray.since_ms)
         # The live logs the projection knew on a dir this incarnation cannot read: still on
@@ -743,6 +884,7 @@ class StrayCleanupProjection(ClusterObserver):
             if held is None or held.online:
                 del unreadable[t]
             elif t in seen_dirs and seen_dirs[t] != path:
+                self.supersessions += 1
                 self._superseded[(b, t)] = hidden  # another log of it made on another dir
                 del unreadable[t]
             elif (incarnation is broker.incarnation_id
