@@ -218,7 +218,7 @@ def bench_append_small(sizes: Sizes) -> Result:
     return Result.measured(
         "append 1 KiB batches", "batches/s", "writes/s",
         f"dd if=/dev/zero bs=1k count={count} to the same dir (page cache)",
-        Target("figure", ">=", 100_000), samples,
+        Target("ratio", ">=", 0.5), samples,  # issue 16 (issue 2 asked >= 100,000/s)
         note=f"{count:,} batches of {records_in(template)} records, 1,024 bytes each")
 
 
@@ -318,7 +318,7 @@ def bench_recovery(sizes: Sizes) -> Result:
     return Result.measured(
         "recovery, 16 KiB batches", "MB/s", "MB/s",
         "dd of=/dev/null bs=1M of the same segment files (page cache)",
-        Target("figure", ">=", 300.0), samples,
+        Target("ratio", ">=", 0.25), samples,  # issue 16 (issue 2 asked >= 300 MB/s)
         note=f"{size / MIB:,.0f} MiB log, {count:,} batches, {segments} segment(s), "
              "recovery point 0: CRC check + index rebuild + fsync of what recovery wrote")
 
@@ -373,7 +373,7 @@ def open_descriptors() -> int:
 def bench_startup(sizes: Sizes) -> Result:
     """``LogManager.startup()`` after a clean shutdown, against a listdir + stat walk."""
     name = f"start-up, {sizes.startup_partitions:,} partitions"
-    target = Target("figure", "<", 3.0)
+    target = Target("ratio", "<", 2.0)  # issue 16: within 2x the walk (issue 2 asked < 3 s)
     reference_name = f"os.listdir + os.stat walk of the same {sizes.startup_dirs} log dirs"
     fd_limit = raise_open_file_limit()
     descriptors: list[int] = []
