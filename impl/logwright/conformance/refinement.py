@@ -28,6 +28,18 @@ visible part only, and the state remembered (and checked against the invariants)
 state the path reached, with the carried variables as the twin's own steps set them. Any path
 that matches is a genuine behaviour of the twin, so the later steps are held to the guards that
 read the carried variables.
+
+The cluster projections check after every event of the simulated world, and almost every event
+changes nothing they abstract. Each one (LogStartOffset, ControllerFencing, StrayCleanup)
+therefore first reads its *inputs* for a partition: every value of the cluster its check reads
+(records of the store, a log's offsets, a broker's epochs, by identity where the check compares
+objects), with what it keeps that changes from outside (a DeleteRecords answer, the requests
+recorded). A check that changed nothing the projection keeps (:func:`snapshot` before and
+after), moved no counter and read no file is *quiet*; a later check with the same inputs would
+retrace it and be quiet again, so it is not made (StrayCleanup, whose state holds the time:
+the state last checked takes the time, the twin's Ticks, as the check would). The shortcut is
+exact, not a sample: ``cross_check`` makes every check in full and asserts that each one it
+would have skipped is quiet again (tests/test_refinement_quiet_checks.py).
 """
 
 from __future__ import annotations
