@@ -73,11 +73,11 @@ def _append_field(parts: list[bytes], data: bytes | None) -> int:
 def _records_section(records: Sequence[Record], base_timestamp: int) -> tuple[bytes, int]:
     """The plain records section of ``records`` and their largest timestamp.
 
-    Byte-for-byte what ``record.append_record`` writes for each record in turn (its offset delta
-    is its index; its timestamp delta is relative to ``base_timestamp``), with the same
-    ValueErrors for the same record: the varints come from a table for small values, and each
-    record is a handful of byte strings joined once for the whole section, not a bytearray
-    grown one byte at a time.
+    Byte-for-byte the v2 record encoding, one length-prefixed record after another (each
+    record's offset delta is its index; its timestamp delta is relative to
+    ``base_timestamp``), with the same ValueErrors for the same record: the varints come from
+    a table for small values, and each record is a handful of byte strings joined once for the
+    whole section, not a bytearray grown one byte at a time.
     """
     parts: list[bytes] = []
     append = parts.append

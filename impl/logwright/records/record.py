@@ -21,8 +21,6 @@ from logwright.records.header import (
 )
 from logwright.records.varint import (
     VarintError,
-    append_varint,
-    append_varlong,
     decode_varint,
     decode_varlong,
 )
@@ -43,29 +41,6 @@ class Record:
     value: bytes | None
     timestamp_ms: int
     headers: tuple[Header, ...] = ()
-
-
-def append_record(out: bytearray, record: Record, offset_delta: int, timestamp_delta: int) -> None:
-    """Append ``record`` to ``out`` as one length-prefixed v2 record."""
-    body = bytearray(b"\x00")  # record attributes: unused by Kafka, always 0
-    append_varlong(body, timestamp_delta)
-    append_varint(body, offset_delta)
-    _append_bytes(body, record.key)
-    _append_bytes(body, record.value)
-    append_varint(body, len(record.headers))
-    for header_key, header_value in record.headers:
-        _append_bytes(body, header_key.encode("utf-8"))
-        _append_bytes(body, header_value)
-    append_varint(out, len(body))
-    out += body
-
-
-def _append_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        append_varint(out, -1)
-    else:
-        append_varint(out, len(data))
-        out += data
 
 
 def decode_records(

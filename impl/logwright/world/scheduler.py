@@ -109,10 +109,14 @@ class Scheduler:
     def next_due_ms(self) -> int | None:
         """When the earliest live task is due, or None if nothing is scheduled."""
         with self._lock:
-            heap = self._heap
-            if heap and heap[0][3].cancelled:
-                self._drop_cancelled_head()
-            return heap[0][0] if heap else None
+            return self._head_due_ms()
+
+    def _head_due_ms(self) -> int | None:
+        """``next_due_ms`` without the lock (the caller holds it, or runs on one thread)."""
+        heap = self._heap
+        if heap and heap[0][3].cancelled:
+            self._drop_cancelled_head()
+        return heap[0][0] if heap else None
 
     @property
     def queued(self) -> int:
@@ -126,14 +130,24 @@ class Scheduler:
 
     def _run_one_due(self, now_ms: int) -> bool:
         with self._lock:
-            heap = self._heap
-            if heap and heap[0][3].cancelled:
-                self._drop_cancelled_head()
-            if not heap or heap[0][0] > now_ms:
-                return False
-            # _pop() inlined: the head is live here, so no cancelled count to correct.
-            task = heapq.heappop(heap)[3]
-            task.queue = None
+            task = self._take_due(now_ms)
+        return task is not None and self._execute(task, now_ms)
+
+    def _take_due(self, now_ms: int) -> Task | None:
+        """The earliest live task if it is due at ``now_ms``, taken off the queue (the caller
+        holds the lock, or runs on one thread)."""
+        heap = self._heap
+        if heap and heap[0][3].cancelled:
+            self._drop_cancelled_head()
+        if not heap or heap[0][0] > now_ms:
+            return None
+        # _pop() inlined: the head is live here, so no cancelled count to correct.
+        task = heapq.heappop(heap)[3]
+        task.queue = None
+        return task
+
+    def _execute(self, task: Task, now_ms: int) -> bool:
+        """Run a task taken off the queue (outside the lock); a periodic one goes back."""
         task.runs += 1
         if task.period_ms is not None:
             task.due_ms = now_ms + task.period_ms
@@ -178,32 +192,11 @@ class SimScheduler(Scheduler):
         return task
 
     def next_due_ms(self) -> int | None:
-        heap = self._heap
-        if heap and heap[0][3].cancelled:
-            self._drop_cancelled_head()
-        return heap[0][0] if heap else None
+        return self._head_due_ms()
 
     def _run_one_due(self, now_ms: int) -> bool:
-        heap = self._heap
-        if heap and heap[0][3].cancelled:
-            self._drop_cancelled_head()
-        if not heap or heap[0][0] > now_ms:
-            return False
-        # _pop() inlined: the head is live here, so no cancelled count to correct.
-        task = heapq.heappop(heap)[3]
-        task.queue = None
-        task.runs += 1
-        if task.period_ms is not None:
-            task.due_ms = now_ms + task.period_ms
-        try:
-            task.fn()
-        except BaseException as exc:
-            if self.on_task_error is None or not self.on_task_error(exc):
-                raise
-        finally:
-            if task.period_ms is not None and not task.cancelled:
-                self._push(task)
-        return True
+        task = self._take_due(now_ms)
+        return task is not None and self._execute(task, now_ms)
 
     def step(self) -> bool:
         """Advance time to the next due task and run it; False when nothing is scheduled."""
