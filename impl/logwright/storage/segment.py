@@ -52,6 +52,21 @@ _RECOVERY_HEADER = struct.Struct(">qiibI2xi8xq14xi")
 assert _RECOVERY_HEADER.size == HEADER_BYTES
 
 
+class RecoveryBuffer:
+    """The page-aligned memory recovery reads segments through (see ``_READ_ALIGN``), kept
+    from one segment to the next: fresh anonymous memory costs a page fault, and a page of
+    zeros, for every page on its first use, as much as the read itself."""
+
+    def __init__(self) -> None:
+        self._view: memoryview | None = None
+
+    def at_least(self, size: int) -> memoryview:
+        """A writable view of the buffer, ``size`` bytes or more (grown if it was smaller)."""
+        if self._view is None or len(self._view) < size:
+            self._view = memoryview(mmap.mmap(-1, size))
+        return self._view
+
+
 @dataclass(frozen=True, slots=True)
 class BatchLocation:
     """Where a batch lies in a segment file and which offsets it holds."""
@@ -447,13 +462,15 @@ class LogSegment:
         return first_base
 
     def recover(self, expected_first_offset: int | None = None,
-                collect_epochs: bool = False) -> int:
+                collect_epochs: bool = False, buffer: RecoveryBuffer | None = None) -> int:
         """Validate every batch (CRC, structure, ascending offsets, the first at or above
         ``expected_first_offset``), cut a torn or corrupt tail at the first batch that is not
         valid, and rebuild both indexes (``collect_epochs``: keeping ``epoch_runs``), in one
-        pass over the file. Returns the number of bytes cut."""
+        pass over the file read through ``buffer`` (pass one to each segment of a log). Returns
+        the number of bytes cut."""
         scanned = _scan_for_recovery(self._log, self.size_bytes, expected_first_offset or 0,
-                                     self.index_interval_bytes, collect_epochs)
+                                     self.index_interval_bytes, collect_epochs,
+                                     buffer if buffer is not None else RecoveryBuffer())
         valid = scanned.valid_bytes
         cut = self.size_bytes - valid
         if cut:
@@ -551,8 +568,8 @@ class _Scanned(NamedTuple):
 
 
 def _scan_for_recovery(log: FileHandle, size: int, first_min: int, interval: int,
-                       collect_epochs: bool) -> _Scanned:
-    """Walk the ``size`` bytes of ``log`` once, through one reused buffer, checking each batch
+                       collect_epochs: bool, buffer: RecoveryBuffer) -> _Scanned:
+    """Walk the ``size`` bytes of ``log`` once, through ``buffer``, checking each batch
     as ``scan_valid_prefix`` does (magic 2, a length of at least a header, whole, CRC-32C,
     lastOffsetDelta and recordCount consistent, offsets in range and ascending: the first
     batch's base offset at least ``first_min``, each later one past the previous batch), and
@@ -565,10 +582,9 @@ def _scan_for_recovery(log: FileHandle, size: int, first_min: int, interval: int
     runs: list[tuple[int, int, int]] = []
     run_epoch: int | None = None
     run_first = run_last = -1
-    # Anonymous memory is page-aligned (see _READ_ALIGN); a small segment gets a small buffer.
-    capacity = min(RECOVERY_BUFFER_BYTES, size + _READ_ALIGN)
-    buffer = mmap.mmap(-1, capacity)
-    view = memoryview(buffer)
+    # A small segment asks for no more than it needs (only what is read is ever touched).
+    view = buffer.at_least(min(RECOVERY_BUFFER_BYTES, size + _READ_ALIGN))
+    capacity = len(view)
     read_into = log.read_into
     unpack = _RECOVERY_HEADER.unpack_from
     crc32 = crc32c.crc32c
@@ -628,9 +644,8 @@ def _scan_for_recovery(log: FileHandle, size: int, first_min: int, interval: int
             # more of it can be read).
             break
         # A batch larger than the buffer: one that holds two such (or the rest of the file).
-        capacity = -(-min(2 * need, size - start) // _READ_ALIGN) * _READ_ALIGN
-        buffer = mmap.mmap(-1, capacity)
-        view = memoryview(buffer)
+        view = buffer.at_least(-(-min(2 * need, size - start) // _READ_ALIGN) * _READ_ALIGN)
+        capacity = len(view)
     if run_epoch is not None:
         runs.append((run_epoch, run_first, run_last))
     return _Scanned(pos, index_offsets, index_positions, time_stamps, time_offsets, time_at,
