@@ -269,3 +269,17 @@ def test_recovery_of_long_logs_agrees_with_the_straightforward_walk(disk: str, s
     rng, buffer = random.Random(seed), RecoveryBuffer()
     for _ in range(3):
         check_case(rng, 400, disk, buffer)
+
+
+def test_a_batch_with_no_records_across_the_buffer_end_is_kept() -> None:
+    """A 61-byte batch (no records, as compaction can leave) that the end of a read cuts is
+    valid like any other. (Recovery in 8 MiB chunks took one cut by a chunk's end for corrupt
+    and truncated the segment there.)"""
+    first = build_batch([Record(None, b"x" * 8_100, 1_000)], 0)
+    data = first + _empty_batch(1, 0, 0, 1_000) + build_batch([Record(None, b"y", 1_000)], 2)
+    assert len(first) < 8_192 < len(first) + HEADER_SIZE
+    fs = SimFileSystem(VirtualClock(1_000_000))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(segment_module, "RECOVERY_BUFFER_BYTES", 8_192)
+        state = recover_with(fs, "/d", data, 0, 4_096, True, False, b"", reference=False)
+    assert state["cut"] == 0 and state["next_offset"] == 3
