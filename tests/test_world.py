@@ -14,6 +14,7 @@ from logwright.world import (
     VirtualClock,
     write_file_atomic,
 )
+from logwright.world.fs import FileHandle
 from logwright.world.network import SimNetwork
 
 
@@ -287,3 +288,36 @@ def test_child_path_is_posixpath_join(parent: str, name: str) -> None:
 
     from logwright.world.fs import child_path
     assert child_path(parent, name) == posixpath.join(parent, name)
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_read_into_reads_what_read_reads(tmp_path: object, real: bool) -> None:
+    """Into a buffer, the bytes ``read`` returns, short only at the end of the file and with
+    nothing written past them; on the simulated disk no operation is counted and an injected
+    EIO fails it as it fails ``read``. The interface's own version (a read and a copy) agrees."""
+    fs = RealFileSystem() if real else SimFileSystem()
+    if not real:
+        fs.makedirs("/d")
+    path = f"{tmp_path}/f" if real else "/d/f"
+    handle = fs.open(path, create=True)
+    content = random.Random(7).randbytes(20_000)
+    handle.append(content[:6_000])
+    handle.append(content[6_000:])  # the simulated file holds it as two chunks
+    buffer = bytearray(b"x" * 16_384)
+    view = memoryview(buffer)
+    ops = None if real else fs.ops
+    for position in (0, 1, 4_095, 5_000, 6_000, 9_000, 19_999, 20_000, 30_000):
+        for size in (0, 1, 100, 4_096, 16_384):
+            for read_into in (handle.read_into, lambda p, b: FileHandle.read_into(handle, p, b)):
+                buffer[:] = b"x" * 16_384
+                n = read_into(position, view[:size])
+                assert n == len(handle.read(position, size))
+                assert buffer[:n] == content[position:position + size]
+                assert buffer[n:] == b"x" * (16_384 - n), "nothing written past what was read"
+    if isinstance(fs, SimFileSystem):
+        assert fs.ops == ops, "a read is no operation"
+        fs.inject_fault("/d", Fault.EIO)
+        with pytest.raises(OSError) as raised:
+            handle.read_into(0, view)
+        assert raised.value.errno == errno.EIO
+    handle.close()

@@ -21,6 +21,7 @@ import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
+from functools import lru_cache
 
 from logwright.world.fs import FileHandle, FileSystem
 
@@ -29,6 +30,12 @@ _TIME_ENTRY = struct.Struct(">qi")
 
 CHUNK = 64
 """Entries per chunk: the heap holds one entry in ``CHUNK`` of a full index."""
+
+
+@lru_cache(maxsize=4 * CHUNK)
+def _entries_struct(entry: str, count: int) -> struct.Struct:
+    """The big-endian layout of ``count`` entries of layout ``entry`` in a row."""
+    return struct.Struct(">" + entry * count)
 
 
 class IndexCorrupt(Exception):
@@ -61,7 +68,8 @@ class _ChunkedIndex:
 
     # ---- the entry layout (subclasses) ---------------------------------------------------------
 
-    def _encode(self, a: int, b: int) -> bytes:
+    def _encode(self, a: array[int], b: array[int]) -> bytes:
+        """The file bytes of the entries ``zip(a, b)`` (as many as a chunk at most)."""
         raise NotImplementedError
 
     def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
@@ -85,9 +93,7 @@ class _ChunkedIndex:
         if self._written < count:
             assert self._written >= self._tail_start
             skip = self._written - self._tail_start
-            data = b"".join(self._encode(a, b) for a, b in zip(self._tail_a[skip:],
-                                                                 self._tail_b[skip:],
-                                                                 strict=True))
+            data = self._encode(self._tail_a[skip:], self._tail_b[skip:])
             self._file().write_at(self._written * self.ENTRY_BYTES, data)
             self._written = count
 
@@ -126,6 +132,23 @@ class _ChunkedIndex:
             self._first_b.append(b)
         self._tail_a.append(a)
         self._tail_b.append(b)
+
+    def _extend(self, a: array[int], b: array[int]) -> None:
+        """Append the entries ``zip(a, b)``, writing each chunk that completes as ``_append``
+        would (the same writes, in the same order), in slices rather than one by one."""
+        i, n = 0, len(a)
+        while i < n:
+            if len(self._tail_a) == CHUNK:
+                self._write_pending()
+                self._tail_start += CHUNK
+                self._tail_a, self._tail_b = array("q"), array("q")
+            if not self._tail_a:
+                self._first_a.append(a[i])
+                self._first_b.append(b[i])
+            take = min(CHUNK - len(self._tail_a), n - i)
+            self._tail_a.extend(a[i:i + take])
+            self._tail_b.extend(b[i:i + take])
+            i += take
 
     def _chunk(self, c: int) -> tuple[array[int], array[int]]:
         """The entries of chunk ``c``: the heap's last chunk, or an earlier one from the file."""
@@ -196,8 +219,12 @@ class OffsetIndex(_ChunkedIndex):
 
     ENTRY_BYTES = _OFFSET_ENTRY.size
 
-    def _encode(self, a: int, b: int) -> bytes:
-        return _OFFSET_ENTRY.pack(a - self.base_offset, b)
+    def _encode(self, a: array[int], b: array[int]) -> bytes:
+        base = self.base_offset
+        flat = [0] * (2 * len(a))
+        flat[0::2] = [offset - base for offset in a]
+        flat[1::2] = b
+        return _entries_struct("ii", len(a)).pack(*flat)
 
     def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
         base = self.base_offset
@@ -232,6 +259,17 @@ class OffsetIndex(_ChunkedIndex):
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
         self._append(offset, position)
 
+    def extend(self, offsets: array[int], positions: array[int]) -> None:
+        """Add the entries ``zip(offsets, positions)``, both strictly ascending and above the
+        last entry: what an ``append`` for each would do (the same chunk writes), in bulk."""
+        if not offsets:
+            return
+        last = self._last()
+        assert last is None or (offsets[0] > last[0] and positions[0] > last[1])
+        assert self.base_offset <= offsets[0] and offsets[-1] - self.base_offset <= 0x7FFFFFFF, (
+            "relative offset must fit in 32 bits")
+        self._extend(offsets, positions)
+
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as (offset, position); (base, 0) if none."""
         _, entry = self._locate(False, offset)
@@ -258,8 +296,12 @@ class TimeIndex(_ChunkedIndex):
 
     ENTRY_BYTES = _TIME_ENTRY.size
 
-    def _encode(self, a: int, b: int) -> bytes:
-        return _TIME_ENTRY.pack(a, b - self.base_offset)
+    def _encode(self, a: array[int], b: array[int]) -> bytes:
+        base = self.base_offset
+        flat = [0] * (2 * len(a))
+        flat[0::2] = a
+        flat[1::2] = [offset - base for offset in b]
+        return _entries_struct("qi", len(a)).pack(*flat)
 
     def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
         base = self.base_offset
@@ -292,6 +334,18 @@ class TimeIndex(_ChunkedIndex):
         rel = offset - self.base_offset
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
         self._append(timestamp_ms, offset)
+
+    def extend(self, timestamps: array[int], offsets: array[int]) -> None:
+        """Add the entries ``zip(timestamps, offsets)``, timestamps strictly ascending and
+        above the last entry's, offsets ascending: what a ``maybe_append`` for each would do
+        (each one taken, the same chunk writes), in bulk."""
+        if not timestamps:
+            return
+        last = self._last()
+        assert last is None or timestamps[0] > last[0]
+        assert self.base_offset <= offsets[0] and offsets[-1] - self.base_offset <= 0x7FFFFFFF, (
+            "relative offset must fit in 32 bits")
+        self._extend(timestamps, offsets)
 
     def lookup(self, timestamp_ms: int) -> int:
         """The offset of the last entry with timestamp < ``timestamp_ms`` (base offset if none).

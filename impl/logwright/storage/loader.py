@@ -34,7 +34,7 @@ from logwright.storage.metadata_files import (
     PartitionMetadataFile,
 )
 from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_name
-from logwright.storage.segment import LogSegment
+from logwright.storage.segment import LogSegment, RecoveryBuffer
 from logwright.world.fs import FileSystem
 
 
@@ -235,8 +235,10 @@ def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],
             report.deleted_files.append(posixpath.basename(seg.log_path))
             seg.delete_files()
 
+    buffer = RecoveryBuffer()  # one for every segment: its memory is touched once
     for i, seg in enumerate(rest):
-        cut = seg.recover(expected_first_offset=seg.base_offset, collect_epochs=collect_epochs)
+        cut = seg.recover(expected_first_offset=seg.base_offset, collect_epochs=collect_epochs,
+                          buffer=buffer)
         report.recovered_segments += 1
         report.truncated_bytes += cut
         later = rest[i + 1:]

@@ -7,11 +7,22 @@ rebuilds them from the log, and a torn or corrupt tail is cut at the last valid 
 
 from __future__ import annotations
 
+import mmap
 import struct
+from array import array
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from logwright.records import scan_valid_prefix
-from logwright.storage.index import IndexCorrupt, OffsetIndex, TimeIndex
+import crc32c
+
+from logwright.records.header import (
+    ATTRIBUTES_OFFSET,
+    INT64_MAX,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    NO_TIMESTAMP,
+)
+from logwright.storage.index import CHUNK, IndexCorrupt, OffsetIndex, TimeIndex
 from logwright.storage.naming import segment_file_stem
 from logwright.world.fs import FileHandle, FileSystem, child_path
 
@@ -27,6 +38,33 @@ _MAGIC_V2 = 2
 HEADER_BYTES = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
 RECOVERY_CHUNK_BYTES = 8 << 20
+RECOVERY_BUFFER_BYTES = 1 << 20
+"""The buffer recovery reads a segment into, reused for the whole segment (a larger one only
+for a batch that does not fit)."""
+_READ_ALIGN = 4096
+"""Recovery reads from file positions that are a multiple of this into a page-aligned buffer:
+the kernel copies page-cache bytes about twice as fast when source and destination are
+aligned alike (a bytearray's bytes start 16 bytes into a page, so it is not used)."""
+# What recovery checks of a v2 batch header: baseOffset, batchLength, partitionLeaderEpoch,
+# magic, crc, lastOffsetDelta, maxTimestamp, recordCount (attributes, baseTimestamp and the
+# producer fields skipped).
+_RECOVERY_HEADER = struct.Struct(">qiibI2xi8xq14xi")
+assert _RECOVERY_HEADER.size == HEADER_BYTES
+
+
+class RecoveryBuffer:
+    """The page-aligned memory recovery reads segments through (see ``_READ_ALIGN``), kept
+    from one segment to the next: fresh anonymous memory costs a page fault, and a page of
+    zeros, for every page on its first use, as much as the read itself."""
+
+    def __init__(self) -> None:
+        self._view: memoryview | None = None
+
+    def at_least(self, size: int) -> memoryview:
+        """A writable view of the buffer, ``size`` bytes or more (grown if it was smaller)."""
+        if self._view is None or len(self._view) < size:
+            self._view = memoryview(mmap.mmap(-1, size))
+        return self._view
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,41 +462,29 @@ class LogSegment:
         return first_base
 
     def recover(self, expected_first_offset: int | None = None,
-                collect_epochs: bool = False) -> int:
-        """Validate every batch (CRC, structure, ascending offsets), cut a torn or corrupt tail,
-        and rebuild both indexes (``collect_epochs``: keeping ``epoch_runs``). Returns the
-        number of bytes cut."""
-        valid = 0
-        next_min: int | None = expected_first_offset  # batches must ascend across chunks too
-        while valid < self.size_bytes:
-            chunk_end = min(self.size_bytes, valid + RECOVERY_CHUNK_BYTES)
-            chunk = self._log.read(valid, chunk_end - valid)
-            first_base = _HEAD.unpack_from(chunk, 0)[0] if len(chunk) >= _HEAD.size else None
-            if next_min is not None and first_base is not None and first_base < next_min:
-                break
-            result = scan_valid_prefix(chunk, 0, verify_crc=True)
-            valid += result.valid_bytes
-            if result.last_offset is not None:
-                next_min = result.last_offset + 1
-            if valid == chunk_end:
-                continue
-            # The scan stopped early: a torn or corrupt batch, or a whole one that the chunk
-            # boundary cut. Only the latter is kept, after checking it on its own.
-            loc = self._header_at(valid)
-            if (loc is None or loc.size_bytes <= HEADER_BYTES or valid + loc.size_bytes <= chunk_end
-                    or valid + loc.size_bytes > self.size_bytes
-                    or (next_min is not None and loc.base_offset < next_min)):
-                break
-            alone = scan_valid_prefix(self._log.read(valid, loc.size_bytes), 0, verify_crc=True)
-            if alone.valid_bytes != loc.size_bytes or alone.last_offset is None:
-                break
-            valid += loc.size_bytes
-            next_min = alone.last_offset + 1
+                collect_epochs: bool = False, buffer: RecoveryBuffer | None = None) -> int:
+        """Validate every batch (CRC, structure, ascending offsets, the first at or above
+        ``expected_first_offset``), cut a torn or corrupt tail at the first batch that is not
+        valid, and rebuild both indexes (``collect_epochs``: keeping ``epoch_runs``), in one
+        pass over the file read through ``buffer`` (pass one to each segment of a log). Returns
+        the number of bytes cut."""
+        scanned = _scan_for_recovery(self._log, self.size_bytes, expected_first_offset or 0,
+                                     self.index_interval_bytes, collect_epochs,
+                                     buffer if buffer is not None else RecoveryBuffer())
+        valid = scanned.valid_bytes
         cut = self.size_bytes - valid
         if cut:
             self._log.truncate(valid)
             self.size_bytes = valid
-        self.rebuild_indexes(collect_epochs)
+        if self._index is None:
+            self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
+        if self._time_index is None:
+            self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
+        self._index.reset()
+        self._time_index.reset()
+        _fill_indexes(self._index, self._time_index, scanned)
+        self._bytes_since_index_entry = scanned.bytes_since_index_entry
+        self.epoch_runs = scanned.epoch_runs
         self._recompute_tail_stats()
         if self.size_bytes == 0:
             self.next_offset = self.base_offset
@@ -521,3 +547,126 @@ def read_newest_timestamp_ms(fs: FileSystem, log_path: str) -> int | None:
         return newest
     finally:
         handle.close()
+
+
+# ---- recovery: one pass that validates batches and collects index entries -------------------
+
+
+class _Scanned(NamedTuple):
+    """What recovery's pass over a segment found: how many bytes of valid batches lead it,
+    and the index entries ``rebuild_indexes`` would make for them."""
+
+    valid_bytes: int
+    index_offsets: array[int]
+    index_positions: array[int]
+    time_stamps: array[int]
+    time_offsets: array[int]
+    time_at: array[int]
+    """For each time index entry, the offset index entry made in the same step (its index)."""
+    bytes_since_index_entry: int
+    epoch_runs: list[tuple[int, int, int]] | None
+
+
+def _scan_for_recovery(log: FileHandle, size: int, first_min: int, interval: int,
+                       collect_epochs: bool, buffer: RecoveryBuffer) -> _Scanned:
+    """Walk the ``size`` bytes of ``log`` once, through ``buffer``, checking each batch
+    as ``scan_valid_prefix`` does (magic 2, a length of at least a header, whole, CRC-32C,
+    lastOffsetDelta and recordCount consistent, offsets in range and ascending: the first
+    batch's base offset at least ``first_min``, each later one past the previous batch), and
+    stop at the first that fails. For the valid ones, collect the index entries of
+    ``rebuild_indexes`` (every ``interval`` bytes) and, with ``collect_epochs``, the runs of one
+    partition leader epoch."""
+    assert RECOVERY_BUFFER_BYTES >= 2 * _READ_ALIGN
+    index_offsets, index_positions = array("q"), array("q")
+    time_stamps, time_offsets, time_at = array("q"), array("q"), array("q")
+    runs: list[tuple[int, int, int]] = []
+    run_epoch: int | None = None
+    run_first = run_last = -1
+    # A small segment asks for no more than it needs (only what is read is ever touched).
+    view = buffer.at_least(min(RECOVERY_BUFFER_BYTES, size + _READ_ALIGN))
+    capacity = len(view)
+    read_into = log.read_into
+    unpack = _RECOVERY_HEADER.unpack_from
+    crc32 = crc32c.crc32c
+    next_min = first_min  # the smallest base offset the next batch may have
+    bytes_since = 0
+    max_so_far, offset_of_max = NO_TIMESTAMP, -1
+    last_indexed_ts = NO_TIMESTAMP - 1  # below any maxTimestamp so far: the first entry goes in
+    pos = 0  # the file position of the next batch to check
+    stopped = False
+    while pos < size:
+        start = pos - pos % _READ_ALIGN
+        filled = read_into(start, view if size - start >= capacity else view[:size - start])
+        i = first = pos - start
+        length = 0
+        while i + HEADER_BYTES <= filled:
+            base, length, epoch, magic, crc, last_delta, max_ts, count = unpack(view, i)
+            if magic != MAGIC_V2 or length < MIN_BATCH_LENGTH:
+                stopped = True
+                break
+            batch_end = i + LOG_OVERHEAD + length
+            if batch_end > filled:
+                break  # cut by the buffer's end (or the file's: see below)
+            if (crc32(view[i + ATTRIBUTES_OFFSET:batch_end]) != crc or last_delta < 0
+                    or count < 0 or count > last_delta + 1 or base < next_min
+                    or base > INT64_MAX - last_delta):
+                stopped = True
+                break
+            next_min = base + last_delta + 1
+            if max_ts > max_so_far:
+                max_so_far, offset_of_max = max_ts, next_min - 1
+            if bytes_since > interval:  # as _index_batch
+                index_offsets.append(base)
+                index_positions.append(start + i)
+                if max_so_far > last_indexed_ts:  # as TimeIndex.maybe_append
+                    time_stamps.append(max_so_far)
+                    time_offsets.append(offset_of_max if offset_of_max >= 0 else base)
+                    time_at.append(len(index_offsets) - 1)
+                    last_indexed_ts = max_so_far
+                bytes_since = 0
+            bytes_since += batch_end - i
+            if collect_epochs:
+                if epoch != run_epoch:
+                    if run_epoch is not None:
+                        runs.append((run_epoch, run_first, run_last))
+                    run_epoch, run_first = epoch, base
+                run_last = next_min - 1
+            i = batch_end
+        pos = start + i
+        if stopped:
+            break
+        if i > first:
+            continue  # read on from the first batch not checked yet
+        # Not one batch checked: the one at ``pos`` is not whole in the buffer.
+        need = i + HEADER_BYTES if i + HEADER_BYTES > filled else i + LOG_OVERHEAD + length
+        if start + need > size or need <= capacity:
+            # It runs past the end of the file (a torn tail); or the read came back short (no
+            # more of it can be read).
+            break
+        # A batch larger than the buffer: one that holds two such (or the rest of the file).
+        view = buffer.at_least(-(-min(2 * need, size - start) // _READ_ALIGN) * _READ_ALIGN)
+        capacity = len(view)
+    if run_epoch is not None:
+        runs.append((run_epoch, run_first, run_last))
+    return _Scanned(pos, index_offsets, index_positions, time_stamps, time_offsets, time_at,
+                    bytes_since, runs if collect_epochs else None)
+
+
+def _fill_indexes(index: OffsetIndex, time_index: TimeIndex, scanned: _Scanned) -> None:
+    """Give the two (empty) indexes the entries of ``scanned``, with the file writes that one
+    ``append``/``maybe_append`` per entry, in batch order, would make, in the same order: an
+    index writes its complete last chunk when the entry after it comes, and time index entry
+    ``j`` came with offset index entry ``time_at[j]``, after it."""
+    offsets, positions = scanned.index_offsets, scanned.index_positions
+    stamps, stamp_offsets, time_at = scanned.time_stamps, scanned.time_offsets, scanned.time_at
+    done_o = done_t = 0  # entries given so far
+    next_o = next_t = CHUNK  # the next entry of each whose arrival writes a chunk
+    while next_o < len(offsets) or next_t < len(stamps):
+        if next_t >= len(stamps) or (next_o < len(offsets) and next_o <= time_at[next_t]):
+            index.extend(offsets[done_o:next_o + 1], positions[done_o:next_o + 1])
+            done_o, next_o = next_o + 1, next_o + CHUNK
+        else:
+            time_index.extend(stamps[done_t:next_t + 1], stamp_offsets[done_t:next_t + 1])
+            done_t, next_t = next_t + 1, next_t + CHUNK
+    index.extend(offsets[done_o:], positions[done_o:])
+    time_index.extend(stamps[done_t:], stamp_offsets[done_t:])

@@ -29,6 +29,15 @@ class FileHandle(ABC):
     def read(self, position: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``position`` (short at the end of the file)."""
 
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        """Read up to ``len(buffer)`` bytes at ``position`` into the start of ``buffer`` (a
+        writable byte buffer); returns how many: the bytes ``read(position, len(buffer))``
+        would return, short only at the end of the file. Lets a long scan reuse one buffer
+        instead of allocating a fresh one per read; here, by way of ``read``."""
+        data = self.read(position, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
     @abstractmethod
     def size(self) -> int:
         """The file's current size in bytes."""

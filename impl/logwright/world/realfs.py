@@ -41,6 +41,22 @@ class RealFileHandle(FileHandle):
             return b""
         return os.pread(self._fd, min(size, self._size - position), position)
 
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        """``preadv`` straight into ``buffer``: no bytes object, no copy but the kernel's."""
+        size = min(len(buffer), self._size - position)
+        if size <= 0:
+            return 0
+        view = memoryview(buffer)
+        if size < len(view):
+            view = view[:size]
+        done = os.preadv(self._fd, [view], position)
+        while 0 < done < size:  # short before the end of the file (a signal): read on
+            more = os.preadv(self._fd, [view[done:]], position + done)
+            if more == 0:
+                break
+            done += more
+        return done
+
     def size(self) -> int:
         return self._size
 

@@ -167,6 +167,13 @@ class SimFileHandle(FileHandle):
         self._check(False)
         return self._node.read(position, max(0, size))
 
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        """As ``read`` (the same checks and faults, no operation counted), into ``buffer``."""
+        self._check(False)
+        data = self._node.read(position, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
     def size(self) -> int:
         self._check(False)
         return self._node.size
