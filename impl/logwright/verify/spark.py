@@ -386,21 +386,20 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
     results: list[DataFrame] = []  # (trace, report, states) of the traces kept
     with _files_over_tasks(spark, n):
         # The first way: each small file's traces checked where the file is read.
-        here_rows: list[Any] = []
+        here: DataFrame | None = None
+        files_of: dict[str, set[str]] = {}
         if small:
             here = read(small).select("path", "content").mapInArrow(
                 _check_files(names), FILE_SCHEMA).cache()
             cached.append(here)
-            here_rows = here.select("path", "trace", "where", "bad").collect()
-        files_of: dict[str, set[str]] = {}
-        for r in here_rows:
-            if r["bad"] is not None:
-                bad.append(BadInput(r["where"], r["trace"], r["bad"]))
-            if r["trace"]:
-                files_of.setdefault(r["trace"], set()).add(r["path"])
-        # The second way: traces of big files and traces found in more than one file.
+            for r in here.select("path", "trace", "where", "bad").collect():
+                if r["bad"] is not None:
+                    bad.append(BadInput(r["where"], r["trace"], r["bad"]))
+                if r["trace"]:
+                    files_of.setdefault(r["trace"], set()).add(r["path"])
+        # The second way: the traces of big files, and traces found in more than one file.
+        gathered = {t for t, paths in files_of.items() if len(paths) > 1}
         lines: DataFrame | None = None
-        gathered: set[str] = {t for t, paths in files_of.items() if len(paths) > 1}
         if big:
             lines = read(big).select("path", "content").mapInArrow(
                 _read_batches(names), READ_SCHEMA).cache()
@@ -409,14 +408,13 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
                 bad.append(BadInput(r["where"], r["trace"], r["bad"]))
             gathered |= {r["trace"] for r in lines.select("trace").distinct().collect()
                          if r["trace"]}
-        also = sorted({p for t in gathered for p in files_of.get(t, ()) if p in sizes
-                       and p not in big})
         if gathered:
-            ids = spark.createDataFrame([(t,) for t in sorted(gathered)], "trace string")
-            if also:
+            ids = F.broadcast(spark.createDataFrame([(t,) for t in sorted(gathered)],
+                                                    "trace string"))
+            also = sorted({p for t in gathered for p in files_of.get(t, ())})
+            if also:  # the small files that hold lines of a gathered trace
                 more = read(also).select("path", "content").mapInArrow(
-                    _read_batches(names), READ_SCHEMA).join(F.broadcast(ids), "trace",
-                                                               "left_semi")
+                    _read_batches(names), READ_SCHEMA).join(ids, "trace", "left_semi")
                 lines = more if lines is None else lines.unionByName(more)
             assert lines is not None
             bad_traces = frozenset(b.trace for b in bad if b.trace)
@@ -425,12 +423,10 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
                         .mapInArrow(_replay_batches(bad_traces), RESULT_SCHEMA).cache())
             cached.append(long_way)
             results.append(long_way)
-            if small:
-                results.append(cached[0].where(F.col("report").isNotNull())
-                               .join(F.broadcast(ids), "trace", "left_anti")
-                               .select("trace", "report", "states"))
-        elif small:
-            results.append(cached[0].where(F.col("report").isNotNull())
+            if here is not None:  # what the first way made of the gathered traces is dropped
+                here = here.join(ids, "trace", "left_anti")
+        if here is not None:
+            results.append(here.where(F.col("report").isNotNull())
                            .select("trace", "report", "states"))
         report = CheckReport(files=len(sizes), bad_input=list(bad))
         seen = set()

@@ -425,7 +425,19 @@ class _LsoInstance:
     def resync(self, action: str, args: Mapping[str, Any],
                changed: Mapping[str, Any]) -> None:
         """After a step outside the model: the recorded values become the state."""
-        self.state = self._after_outside(self.recorded(changed, action, args))
+        self.state = self._after_outside(self._rebased_recorded(changed, action, args))
+
+    def _rebased_recorded(self, changed: Mapping[str, Any], action: str = "",
+                          args: Mapping[str, Any] | None = None) -> LogStartOffsetState:
+        """:meth:`recorded`, re-based first on every replica the values name that the model
+        does not have yet (``recorded`` adds one and refuses, as a step must; here the values
+        are taken as they are, so it is asked again)."""
+        while True:
+            known = len(self.replicas)
+            try:
+                return self.recorded(changed, action, args)
+            except _Outside:
+                assert len(self.replicas) > known, "recorded() refuses only after a re-base"
 
     def _add_replica(self, r: int) -> None:
         """Re-base on a replica set with ``r`` added, its log empty at offset 0."""
@@ -511,7 +523,7 @@ class _LsoInstance:
         from here on: the next leader's behaviour starts from it."""
         self.leaderless = True
         for _args, changed in self.pending_restart.values():
-            self.state = self.recorded(changed)
+            self.state = self._rebased_recorded(changed)
         self.pending_restart.clear()
 
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
