@@ -116,7 +116,7 @@ def test_both_engines_agree_on_the_corpus(spark: Any) -> None:
     assert single.ok and run.report.ok
     assert verdicts(run.report) == verdicts(single)
     assert run.distinct == single.distinct_states()
-    assert run.report.traces == len(list(CORPUS.glob("*.jsonl")))
+    assert run.report.traces == len(list((ROOT / "traces").rglob("*.jsonl")))
 
 
 def test_both_engines_find_the_planted_faults_alike(spark: Any, tmp_path: Path) -> None:
@@ -137,6 +137,80 @@ def test_both_engines_find_the_planted_faults_alike(spark: Any, tmp_path: Path) 
     # The good trace (Parquet) and the planted violations were replayed, not dropped.
     assert run.report.outcomes[("ControllerFencing", "Deliver", "stutter")] >= 1
     assert run.report.traces == 3 + 6 + 1 + 0  # the cut line names no trace it can be read of
+
+
+def _spread(tmp: Path) -> dict[str, str]:
+    """Traces whose lines lie in more than one file, beside traces whole in one file, and one
+    file much larger than the rest; returns trace id -> what must be reported."""
+    def lines(events: list[dict[str, Any]], trace: str) -> list[str]:
+        return [json.dumps(dict(e, trace=trace, seq=i), sort_keys=True)
+                for i, e in enumerate(events)]
+
+    def write(name: str, rows: list[str]) -> None:
+        (tmp / name).write_text("".join(r + "\n" for r in rows))
+
+    expect: dict[str, str] = {}
+    base = _events("retention-and-restart.jsonl")
+    # A whole good trace cut in two files, each half beside a trace whole in its file.
+    split = lines(base, "split-good")
+    write("a.jsonl", split[::2] + lines(_events("zombie-controller.jsonl"), "whole-a"))
+    write("b.jsonl", lines(_events("fetcher-failure.jsonl"), "whole-b") + split[1::2])
+    # A violation in a trace cut in two: found once, as in one file.
+    bad = [dict(e) for e in base]
+    append = next(e for e in bad if e["action"] == "Append")
+    r = str(append["args"]["replica"])
+    append["changed"] = {"leo": {r: append["changed"]["leo"][r] + 5}}
+    cut = lines(bad, "split-mismatch")
+    write("c.jsonl", cut[:40])
+    write("d.jsonl", cut[40:])
+    expect["split-mismatch"] = "Append: mismatch"
+    # Good lines in one file, a line of bad input naming the trace in another: not replayed.
+    named = lines(_events("lazy-checkpoint.jsonl"), "split-named")
+    wrong = json.loads(named[3])
+    wrong["v"] = 99
+    write("e.jsonl", named[:3] + named[4:])
+    write("f.jsonl", [json.dumps(wrong, sort_keys=True),
+                      *lines(_events("jbod-moves.jsonl"), "whole-f")])
+    expect["split-named"] = "schema version 99"
+    # A sequence number in two files: a duplicate, as in one file.
+    dup = lines(_events("zombie-controller.jsonl"), "split-dup")
+    write("g.jsonl", dup)
+    write("h.jsonl", [dup[4]])
+    expect["split-dup"] = "sequence number 4 twice"
+    # Only bad lines name this trace, in two files.
+    write("i.jsonl", ['{"trace": "only-bad", "v": 99}'])
+    write("j.jsonl", ['{"trace": "only-bad", "v": 98}'])
+    # One file far larger than the rest (checked the long way), one of whose traces has its
+    # last lines in a small file.
+    many = [row for k in range(12) for row in lines(base, f"big-{k}")]
+    shared = lines(_events("lazy-checkpoint.jsonl"), "big-shared")
+    write("k-big.jsonl", many + shared[:-5])
+    write("l.jsonl", shared[-5:])
+    return expect
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 16])
+def test_both_engines_agree_on_traces_spread_over_files(spark: Any, tmp_path: Path,
+                                                        partitions: int) -> None:
+    """A trace is checked where its file is read only when no other file holds a line of it;
+    otherwise it is gathered by trace id and checked whole: the verdicts are the single
+    process's either way, whatever the number of tasks."""
+    from logwright.verify.spark import check_on_spark
+
+    expect = _spread(tmp_path)
+    single = check_paths([tmp_path], CheckReport(track_states=True))
+    run = check_on_spark([str(tmp_path)], spark=spark, partitions=partitions, progress=False)
+    assert verdicts(run.report) == verdicts(single)
+    assert run.distinct == single.distinct_states()
+    assert run.report.files == single.files == 12
+    found = [(f.trace, f"{f.action}: {f.kind}: {f.message}") for f in run.report.failures]
+    found += [(b.trace, b.reason) for b in run.report.bad_input]
+    for trace, words in expect.items():
+        assert any(t == trace and words in what for t, what in found), (trace, found)
+    assert {t for t, _ in found} == set(expect) | {"only-bad"}, found
+    assert len([f for f in run.report.failures if f.trace == "split-mismatch"]) == 1
+    # 12 + 1 in the big file, 3 whole in a small one, 4 split, 1 named only by bad lines.
+    assert run.report.traces == 21
 
 
 def test_the_cli_writes_the_outputs_on_spark(spark: Any, tmp_path: Path) -> None:

@@ -1,22 +1,29 @@
 """The trace checker on Spark: ``logwright traces check PATH... --master URL`` (docs/pipeline.md).
 
-Spark is the distributed engine here; nothing of a scheduler is written in this project. The
-job has two stages, each a batch of Python over whole partitions (``mapInArrow``), never a
-Python call per event:
+Spark is the distributed engine here; nothing of a scheduler is written in this project. Every
+step is a batch of Python over whole partitions (``mapInArrow``), never a Python call per event.
+Files are read as bytes (Spark's ``binaryFile`` source: local paths or any path Hadoop's file
+systems understand) and parsed on the executors by
+:func:`logwright.verify.traces.scan_bytes`; every trace is checked by
+:func:`logwright.verify.traces.check_trace`. Both are the functions the single-process checker
+uses. A trace's events may lie in several files, so the job has two ways to a trace:
 
-1. *Read.* Every file is read as bytes (Spark's ``binaryFile`` source: local paths or any path
-   Hadoop's file systems understand) and parsed on the executors by
-   :func:`logwright.verify.traces.scan_bytes`, the same function the single-process checker
-   uses: one row per line, the event or the bad input with its reason.
-2. *Replay.* The events are partitioned by trace id and each partition is sorted by it; the
-   executor replays each trace with :func:`logwright.verify.traces.check_trace` (the same
-   function again) and returns one row per trace: its report as JSON and the fingerprints of
-   the abstract states its twins reached.
+1. *Where it is read.* The files up to an even share of the corpus's bytes are spread over the
+   tasks; each task parses its files and checks each trace it finds there at once, as if the
+   trace were whole in that file, and returns one row per trace (its report as JSON and the
+   fingerprints of the abstract states its twins reached) and one per line of bad input. No
+   event leaves the task: no serialising, no shuffle, no second parse.
+2. *Gathered by trace id.* A trace that turns out to have lines in more than one file, and
+   every trace of a file larger than the even share (one task would hold back the job), goes
+   the long way: its files are parsed into one row per line, the rows are partitioned by trace
+   id and sorted, and each trace is checked whole. What the first way made of such a trace is
+   dropped.
 
 The driver merges the per-trace reports (a few hundred bytes each) into one
 :class:`~logwright.verify.traces.CheckReport` and counts distinct states with Spark. Because
-both engines read with the same function and check each trace with the same function, their
-verdicts are the same (tests/test_spark_traces.py holds them equal).
+both engines read with the same function and check each whole trace with the same function,
+their verdicts are the same (tests/test_spark_traces.py holds them equal, on traces in one file
+and on traces spread over files).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from logwright.verify.trace_outputs import report_from_json, report_to_json
 from logwright.verify.traces import (
     BadInput,
     CheckReport,
+    Event,
     TraceFormatError,
     check_trace,
     scan_bytes,
@@ -141,11 +149,6 @@ def _active() -> SparkSession | None:
     return SparkSession.getActiveSession()
 
 
-# ---- stage 1: read ------------------------------------------------------------------------
-
-READ_SCHEMA = "trace string, seq long, where string, event string, bad string"
-
-
 def _display_names(paths: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """The files Spark reads and, for local ones, the name each is reported under (the one
     :func:`trace_files` gives, so that both engines say the same ``file:line``)."""
@@ -161,20 +164,75 @@ def _display_names(paths: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     return files + remote, names
 
 
-def _read_batches(names: dict[str, str]) -> Any:
-    """The executor's side of stage 1: (path, content) rows in, one row per line out."""
+# ---- the executors' side ------------------------------------------------------------------
+
+READ_SCHEMA = "trace string, seq long, where string, event string, bad string"
+RESULT_SCHEMA = "trace string, report string, states array<string>"
+FILE_SCHEMA = ("path string, trace string, where string, bad string, report string, "
+               "states array<string>")
+
+
+def _local_name(names: dict[str, str], path: str) -> str:
+    """The name a file read by Spark (``path``: a URI) is reported under."""
+    uri = urlparse(path)
+    local = unquote(uri.path) if uri.scheme in ("", "file") else path
+    return names.get(local, local)
+
+
+def _checked(trace: str, lines: list[tuple[str, Event]],
+             bad_traces: frozenset[str] | set[str]) -> tuple[str, list[str]]:
+    """One trace's report as JSON and its sorted state fingerprints: replayed, or only counted
+    when a line of it is bad input (``bad_traces``)."""
+    report = CheckReport(track_states=True)
+    if trace in bad_traces:  # a line of it is bad input: reported, the rest not replayed
+        skip_trace(lines, report)
+    else:
+        check_trace(trace, lines, report)
+    return report_to_json(report), sorted(report.states)
+
+
+def _check_files(names: dict[str, str]) -> Any:
+    """The first way (module docstring): (path, content) rows in; per file, one row per line
+    of bad input and one per trace with events in it, checked as if whole in that file."""
     import pyarrow as pa
+
+    schema = pa.schema([("path", pa.string()), ("trace", pa.string()), ("where", pa.string()),
+                        ("bad", pa.string()), ("report", pa.string()),
+                        ("states", pa.list_(pa.string()))])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out: dict[str, list[Any]] = {k: [] for k in ("trace", "seq", "where", "event",
-                                                         "bad")}
             for path, content in zip(batch.column("path").to_pylist(),
                                      batch.column("content").to_pylist(), strict=True):
-                uri = urlparse(path)
-                local = unquote(uri.path) if uri.scheme in ("", "file") else path
-                name = names.get(local, local)
-                for where, got in scan_bytes(name, content):
+                traces: dict[str, list[tuple[str, Event]]] = {}
+                rows: list[dict[str, Any]] = []
+                for where, got in scan_bytes(_local_name(names, path), content):
+                    if isinstance(got, BadInput):
+                        rows.append({"path": path, "trace": got.trace, "where": got.where,
+                                     "bad": got.reason})
+                    else:
+                        traces.setdefault(got["trace"], []).append((where, got))
+                named_bad = {r["trace"] for r in rows if r["trace"]}
+                for trace, lines in traces.items():
+                    report, states = _checked(trace, lines, named_bad)
+                    rows.append({"path": path, "trace": trace, "report": report,
+                                 "states": states})
+                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+    return run
+def _read_batches(names: dict[str, str]) -> Any:
+    """The second way's parse: (path, content) rows in, one row per line out (the event as
+    JSON, or the bad input's reason)."""
+    import pyarrow as pa
+
+    schema = pa.schema([("trace", pa.string()), ("seq", pa.int64()), ("where", pa.string()),
+                        ("event", pa.string()), ("bad", pa.string())])
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, content in zip(batch.column("path").to_pylist(),
+                                     batch.column("content").to_pylist(), strict=True):
+                out: dict[str, list[Any]] = {k: [] for k in schema.names}
+                for where, got in scan_bytes(_local_name(names, path), content):
                     row: tuple[str, int, str, str | None, str | None]
                     if isinstance(got, BadInput):
                         row = (got.trace, -1, got.where, None, got.reason)
@@ -183,55 +241,43 @@ def _read_batches(names: dict[str, str]) -> Any:
                                json.dumps(got, sort_keys=True), None)
                     for key, value in zip(out, row, strict=True):
                         out[key].append(value)
-            yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
-                ("trace", pa.string()), ("seq", pa.int64()), ("where", pa.string()),
-                ("event", pa.string()), ("bad", pa.string())]))
+                yield pa.RecordBatch.from_pydict(out, schema=schema)
     return run
 
 
-# ---- stage 2: replay ----------------------------------------------------------------------
-
-RESULT_SCHEMA = "trace string, report string, states array<string>"
-
-
 def _replay_batches(bad_traces: frozenset[str]) -> Any:
-    """The executor's side of stage 2: the events of whole traces in, sorted by trace id; one
-    row per trace out, its report and its states."""
+    """The second way's replay: the events of whole traces in, sorted by trace id; one row per
+    trace out, its report and its states."""
     import pyarrow as pa
 
     schema = pa.schema([("trace", pa.string()), ("report", pa.string()),
                         ("states", pa.list_(pa.string()))])
 
-    def finish(trace: str, lines: list[tuple[str, dict[str, Any]]]) -> tuple[str, str,
-                                                                            list[str]]:
-        report = CheckReport(track_states=True)
-        if trace in bad_traces:  # a line of it is bad input: reported, the rest not replayed
-            skip_trace(lines, report)
-        else:
-            check_trace(trace, lines, report)
-        return trace, report_to_json(report), sorted(report.states)
-
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         current: str | None = None
-        lines: list[tuple[str, dict[str, Any]]] = []
-        done: list[tuple[str, str, list[str]]] = []
+        lines: list[tuple[str, Event]] = []
+        done: list[dict[str, Any]] = []
+
+        def finish() -> None:
+            assert current is not None
+            report, states = _checked(current, lines, bad_traces)
+            done.append({"trace": current, "report": report, "states": states})
+
         for batch in batches:
             for trace, where, event in zip(batch.column("trace").to_pylist(),
                                            batch.column("where").to_pylist(),
                                            batch.column("event").to_pylist(), strict=True):
                 if trace != current:
                     if current is not None:
-                        done.append(finish(current, lines))
+                        finish()
                     current, lines = trace, []
                 lines.append((where, json.loads(event)))
             if done:
-                yield pa.RecordBatch.from_pylist(
-                    [{"trace": t, "report": r, "states": s} for t, r, s in done], schema=schema)
+                yield pa.RecordBatch.from_pylist(done, schema=schema)
                 done = []
         if current is not None:
-            t, r, s = finish(current, lines)
-            yield pa.RecordBatch.from_pylist([{"trace": t, "report": r, "states": s}],
-                                             schema=schema)
+            finish()
+            yield pa.RecordBatch.from_pylist(done, schema=schema)
     return run
 
 
@@ -299,39 +345,110 @@ def check_on_spark(paths: Sequence[str], master: str = DEFAULT_MASTER, *,
                     startup, work, n)
 
 
+_SPLIT_CONFS = ("spark.sql.files.minPartitionNum", "spark.sql.files.openCostInBytes")
+
+
+@contextmanager
+def _files_over_tasks(spark: SparkSession, tasks: int) -> Iterator[None]:
+    """While inside, a file read is cut into about ``tasks`` partitions of even bytes (Spark
+    packs whole files; by default it packs small files into as few tasks as the cores, which
+    leaves a core idle whenever one task holds more than its share). Restored after."""
+    before = {k: spark.conf.get(k, None) for k in _SPLIT_CONFS}
+    spark.conf.set("spark.sql.files.minPartitionNum", str(tasks))
+    spark.conf.set("spark.sql.files.openCostInBytes", "1")
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def _job(spark: SparkSession, files: list[str], names: dict[str, str],
          partitions: int | None) -> tuple[CheckReport, dict[str, int], int]:
     from pyspark.sql import functions as F
 
+    def read(paths: list[str]) -> DataFrame:
+        return spark.read.format("binaryFile").load(paths)
+
     raw = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
            .option("pathGlobFilter", "*.{jsonl,parquet}").load(files)
-           if any("://" in f and not f.startswith("file:") for f in files)
-           else spark.read.format("binaryFile").load(files))
-    file_count = raw.count()
-    rows: DataFrame = raw.select("path", "content").mapInArrow(_read_batches(names),
-                                                               READ_SCHEMA).cache()
-    bad = [BadInput(r["where"], r["trace"], r["bad"])
-           for r in rows.where(F.col("bad").isNotNull()).collect()]
-    bad_traces = frozenset(b.trace for b in bad if b.trace)
+           if any("://" in f and not f.startswith("file:") for f in files) else read(files))
+    sizes = {r["path"]: int(r["length"]) for r in raw.select("path", "length").collect()}
     n = partitions or max(1, 2 * spark.sparkContext.defaultParallelism)
-    results = (rows.where(F.col("bad").isNull()).repartition(n, "trace")
-               .sortWithinPartitions("trace")
-               .mapInArrow(_replay_batches(bad_traces), RESULT_SCHEMA).cache())
-    report = CheckReport(files=file_count, bad_input=list(bad))
-    seen = set()
-    for r in results.select("trace", "report").collect():
-        report.merge(report_from_json(r["report"]))
-        seen.add(r["trace"])
+    share = sum(sizes.values()) / n
+    big = sorted(p for p, size in sizes.items() if size > share)
+    small = sorted(p for p in sizes if p not in set(big))
+    bad: list[BadInput] = []
+    cached: list[DataFrame] = []
+    results: list[DataFrame] = []  # (trace, report, states) of the traces kept
+    with _files_over_tasks(spark, n):
+        # The first way: each small file's traces checked where the file is read.
+        here: DataFrame | None = None
+        files_of: dict[str, set[str]] = {}
+        if small:
+            here = read(small).select("path", "content").mapInArrow(
+                _check_files(names), FILE_SCHEMA).cache()
+            cached.append(here)
+            for r in here.select("path", "trace", "where", "bad").collect():
+                if r["bad"] is not None:
+                    bad.append(BadInput(r["where"], r["trace"], r["bad"]))
+                if r["trace"]:
+                    files_of.setdefault(r["trace"], set()).add(r["path"])
+        # The second way: the traces of big files, and traces found in more than one file.
+        gathered = {t for t, paths in files_of.items() if len(paths) > 1}
+        lines: DataFrame | None = None
+        if big:
+            lines = read(big).select("path", "content").mapInArrow(
+                _read_batches(names), READ_SCHEMA).cache()
+            cached.append(lines)
+            for r in lines.where(F.col("bad").isNotNull()).collect():
+                bad.append(BadInput(r["where"], r["trace"], r["bad"]))
+            gathered |= {r["trace"] for r in lines.select("trace").distinct().collect()
+                         if r["trace"]}
+        if gathered:
+            ids = F.broadcast(spark.createDataFrame([(t,) for t in sorted(gathered)],
+                                                    "trace string"))
+            also = sorted({p for t in gathered for p in files_of.get(t, ())})
+            if also:  # the small files that hold lines of a gathered trace
+                more = read(also).select("path", "content").mapInArrow(
+                    _read_batches(names), READ_SCHEMA).join(ids, "trace", "left_semi")
+                lines = more if lines is None else lines.unionByName(more)
+            assert lines is not None
+            bad_traces = frozenset(b.trace for b in bad if b.trace)
+            long_way = (lines.where(F.col("bad").isNull()).repartition(n, "trace")
+                        .sortWithinPartitions("trace")
+                        .mapInArrow(_replay_batches(bad_traces), RESULT_SCHEMA).cache())
+            cached.append(long_way)
+            results.append(long_way)
+            if here is not None:  # what the first way made of the gathered traces is dropped
+                here = here.join(ids, "trace", "left_anti")
+        if here is not None:
+            results.append(here.where(F.col("report").isNotNull())
+                           .select("trace", "report", "states"))
+        report = CheckReport(files=len(sizes), bad_input=list(bad))
+        seen = set()
+        for frame in results:
+            for r in frame.select("trace", "report").collect():
+                report.merge(report_from_json(r["report"]))
+                seen.add(r["trace"])
+        distinct: dict[str, int] = {}
+        if results:
+            every = results[0]
+            for frame in results[1:]:
+                every = every.unionByName(frame)
+            states = (every.select(F.explode("states").alias("s")).distinct()
+                      .select(F.split("s", ":").getItem(0).alias("model"))
+                      .groupBy("model").count().collect())
+            distinct = dict(sorted((r["model"], int(r["count"])) for r in states))
     report.events += len(bad)
     if bad:
         report.outcomes[("?", "?", "bad input")] += len(bad)
-    report.traces += len(bad_traces - seen)  # every line of these was bad
-    states = (results.select(F.explode("states").alias("s")).distinct()
-              .select(F.split("s", ":").getItem(0).alias("model"))
-              .groupBy("model").count().collect())
-    distinct = dict(sorted((r["model"], int(r["count"])) for r in states))
-    rows.unpersist()
-    results.unpersist()
+    report.traces += len({b.trace for b in bad if b.trace} - seen)  # every line was bad
+    for frame in cached:
+        frame.unpersist()
     return report, distinct, n
 
 

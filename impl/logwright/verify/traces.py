@@ -395,15 +395,20 @@ class _LsoInstance:
                 self._add_replica(leader)
                 raise _Outside("a reassignment added a replica (the model's replicas are fixed)")
             s = s._replace(leader=leader)
+        updates: dict[str, tuple[Any, ...]] = {}
         for name in _LSO_VARS:
+            if name not in changed:
+                continue  # unchanged: the state's own tuple
             values = list(getattr(s, name))
-            for r, v in changed.get(name, {}).items():
+            for r, v in changed[name].items():
                 if int(r) not in self.replicas:
                     self._add_replica(int(r))
                     raise _Outside("a reassignment added a replica (the model's replicas are "
                                    "fixed)")
                 values[self.replicas.index(int(r))] = v
-            s = s._replace(**{name: tuple(values)})  # type: ignore[arg-type]
+            updates[name] = tuple(values)
+        if updates:
+            s = s._replace(**updates)  # type: ignore[arg-type]
         if "isr" in changed:
             isr = frozenset(changed["isr"])
             if action == "BecomeLeader":
@@ -420,7 +425,19 @@ class _LsoInstance:
     def resync(self, action: str, args: Mapping[str, Any],
                changed: Mapping[str, Any]) -> None:
         """After a step outside the model: the recorded values become the state."""
-        self.state = self._after_outside(self.recorded(changed, action, args))
+        self.state = self._after_outside(self._rebased_recorded(changed, action, args))
+
+    def _rebased_recorded(self, changed: Mapping[str, Any], action: str = "",
+                          args: Mapping[str, Any] | None = None) -> LogStartOffsetState:
+        """:meth:`recorded`, re-based first on every replica the values name that the model
+        does not have yet (``recorded`` adds one and refuses, as a step must; here the values
+        are taken as they are, so it is asked again)."""
+        while True:
+            known = len(self.replicas)
+            try:
+                return self.recorded(changed, action, args)
+            except _Outside:
+                assert len(self.replicas) > known, "recorded() refuses only after a re-base"
 
     def _add_replica(self, r: int) -> None:
         """Re-base on a replica set with ``r`` added, its log empty at offset 0."""
@@ -506,7 +523,7 @@ class _LsoInstance:
         from here on: the next leader's behaviour starts from it."""
         self.leaderless = True
         for _args, changed in self.pending_restart.values():
-            self.state = self.recorded(changed)
+            self.state = self._rebased_recorded(changed)
         self.pending_restart.clear()
 
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
@@ -1331,10 +1348,27 @@ def _canon(x: Any) -> Any:
     return x
 
 
+_FINGERPRINTS: dict[tuple[str, str], str] = {}
+"""Fingerprints already computed in this process, by model and the state's ``repr``."""
+_FINGERPRINTS_KEPT = 1 << 17
+
+
 def fingerprint(model: str, state: Any) -> str:
-    """``Model:<16 hex digits>``: an abstract state of ``model``, the same in every process."""
-    digest = hashlib.blake2b(repr(_canon(state)).encode(), digest_size=8).hexdigest()
-    return f"{model}:{digest}"
+    """``Model:<16 hex digits>``: an abstract state of ``model``, the same in every process.
+
+    Remembered by the state's ``repr``, which is five times cheaper than the canonical form:
+    two states with one ``repr`` have the same values of the same types, so their canonical
+    forms are equal too (not so by ``==``, for which ``1 == True``); a state may have several
+    ``repr`` (a set's order), each remembered with the one fingerprint."""
+    key = (model, repr(state))
+    known = _FINGERPRINTS.get(key)
+    if known is None:
+        digest = hashlib.blake2b(repr(_canon(state)).encode(), digest_size=8).hexdigest()
+        known = f"{model}:{digest}"
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_KEPT:
+            _FINGERPRINTS.clear()  # bounded: a long run's states do not pile up
+        _FINGERPRINTS[key] = known
+    return known
 
 
 def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
