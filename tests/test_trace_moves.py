@@ -163,3 +163,43 @@ def test_versions_2_and_3_are_read(version: int, tmp_path: Path) -> None:
     for e in events:
         e["v"] = version
     assert _check(events, tmp_path).ok
+
+
+def test_a_swap_whose_moved_log_begins_above_the_source_s_first_segment_is_recorded(
+        tmp_path: Path) -> None:
+    """The future log begins at the source's start offset (or the base of the batch holding
+    it), so after the swap the replica's first segment is above the source's: the swap records
+    LogStartOffset's DeleteOldestSegment for it. Without it the replica's next event recorded
+    the first segment's change as its own, which its action does not make (``fuzz --seeds 120
+    --steps 80``, seeds 72 and 75)."""
+    from logwright import Cluster
+    from logwright.identity import TopicPartition
+
+    path = tmp_path / "moved.jsonl"
+    c = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=5, trace=str(path))
+    c.create_topic("m", 1, 3)
+    for _ in range(3):
+        c.produce("m", 0, [b"a", b"b"])
+    c.delete_records({("m", 0): 3})
+    c.advance_time(1_000)
+    tp = TopicPartition("m", 0)
+    b = next(r for r in c.partition_state("m", 0).replicas
+             if r != c.partition_state("m", 0).leader)
+    lm = c.broker(b).log_manager
+    here = lm.dir_of(tp)
+    assert here is not None and here.logs[tp].segments[0].base_offset == 0
+    c.alter_replica_log_dirs({("m", 0, b): next(d for d in sorted(lm.dirs) if d != here.path)})
+    c.advance_time(5_000)
+    moved = lm.dir_of(tp)
+    assert moved is not None and moved.path != here.path
+    assert 0 < moved.logs[tp].segments[0].base_offset <= moved.logs[tp].log_start_offset == 3
+    c.produce("m", 0, [b"c"])
+    c.advance_time(1_000)
+    c.close()
+    report = check_paths([path])
+    assert report.ok, report.failures[0].format()
+    swapped = [e for e in map(json.loads, path.read_text().splitlines())
+               if e["action"] == "DeleteOldestSegment" and e["node"] == f"broker-{b}"]
+    assert [(e["args"]["segments"], e["changed"]) for e in swapped] == [
+        ([moved.logs[tp].segments[0].base_offset],
+         {"segStart": {str(b): moved.logs[tp].segments[0].base_offset}})]

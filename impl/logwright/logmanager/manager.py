@@ -1080,6 +1080,7 @@ class LogManager:
             raise KafkaStorageError(f"{tp}: I/O error opening its moved log: {exc}") from exc
         dest.logs[tp] = new
         del src_state.logs[tp]
+        self._trace_swapped_segments(src, new)
         src.close()
         try:
             self.fs.rename(src.dir_path, posixpath.join(src_state.path, gone))  # S5
@@ -1377,6 +1378,25 @@ class LogManager:
         manager (a JBOD move, before it copies or swaps): LogStartOffset's ``Flush``."""
         if self.trace.enabled and self.trace_live:
             self._trace_log(log, "Flush", {})
+
+    def _trace_swapped_segments(self, src: PartitionLog, moved: PartitionLog) -> None:
+        """The swap made ``moved`` the live log in place of ``src``. The future log began at the
+        source's start offset (or at the base of the batch holding it), so the source's segments
+        below the moved log's first segment are no longer the replica's: LogStartOffset's
+        ``DeleteOldestSegment``, one size per source segment wholly below it and one for the rest
+        of the segment it falls in (all below the start offset, which is the same in both
+        logs). Without it the next event of the replica would record the first segment's
+        change as its own."""
+        if not (self.trace.enabled and self.trace_live):
+            return
+        first = moved.segments[0].base_offset
+        bases = [seg.base_offset for seg in src.segments if seg.base_offset < first]
+        if not bases:
+            return
+        ends = [*bases[1:], first]
+        self._trace_log(moved, "DeleteOldestSegment",
+                        {"segments": [end - base for base, end in zip(bases, ends, strict=True)],
+                         "cause": "JBOD move swapped in"})
 
     def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
                    ckpt: int | None = None) -> None:
