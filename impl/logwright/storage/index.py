@@ -58,6 +58,9 @@ class _ChunkedIndex:
         self._tail_a, self._tail_b = array("q"), array("q")
         self._tail_start = 0
         self._written = 0
+        #: Number of entries (``_tail_start + len(_tail_a)``, kept as a plain attribute: every
+        #: append asks whether its segment's index is full).
+        self.entries = 0
 
     # ---- the entry layout (subclasses) ---------------------------------------------------------
 
@@ -108,11 +111,6 @@ class _ChunkedIndex:
 
     # ---- entries ---------------------------------------------------------------------------------
 
-    @property
-    def entries(self) -> int:
-        """Number of entries."""
-        return self._tail_start + len(self._tail_a)
-
     def _last(self) -> tuple[int, int] | None:
         return (self._tail_a[-1], self._tail_b[-1]) if self._tail_a else None
 
@@ -126,6 +124,7 @@ class _ChunkedIndex:
             self._first_b.append(b)
         self._tail_a.append(a)
         self._tail_b.append(b)
+        self.entries += 1
 
     def _chunk(self, c: int) -> tuple[array[int], array[int]]:
         """The entries of chunk ``c``: the heap's last chunk, or an earlier one from the file."""
@@ -173,6 +172,8 @@ class _ChunkedIndex:
             self._tail_start = start
             del self._first_a[chunks:]
             del self._first_b[chunks:]
+        self.entries = keep
+        assert self.entries == self._tail_start + len(self._tail_a)
         if keep < self._written:
             self._file().truncate(keep * self.ENTRY_BYTES)
             self._written = keep

@@ -178,22 +178,33 @@ class LogSegment:
         # may hold a larger one, and both the timestamp search (which skips every batch before
         # an entry below its target) and the tail's max timestamp read back after a restart
         # rely on no batch before an entry having a larger timestamp than the entry's.
-        assert self._index is not None and self._time_index is not None
         if self._bytes_since_index_entry > self.index_interval_bytes:
-            self._index.append(base_offset, position)
-            # Kafka's entry: the largest timestamp so far and the offset where it was first
-            # reached, so that a scan from that offset finds the first batch at or above it.
-            self._time_index.maybe_append(max_ts_so_far,
-                                          offset_of_max if offset_of_max >= 0 else base_offset)
-            self._bytes_since_index_entry = 0
+            self._add_index_entries(base_offset, position, max_ts_so_far, offset_of_max)
         self._bytes_since_index_entry += size
+
+    def _add_index_entries(self, base_offset: int, position: int, max_ts_so_far: int,
+                           offset_of_max: int) -> None:
+        """An offset index entry for the batch at ``position``, and a time index entry for it
+        when the largest timestamp grew (index.interval.bytes have passed since the last)."""
+        assert self._index is not None and self._time_index is not None
+        self._index.append(base_offset, position)
+        # Kafka's entry: the largest timestamp so far and the offset where it was first
+        # reached, so that a scan from that offset finds the first batch at or above it.
+        self._time_index.maybe_append(max_ts_so_far,
+                                      offset_of_max if offset_of_max >= 0 else base_offset)
+        self._bytes_since_index_entry = 0
 
     def index_full(self, max_index_bytes: int) -> bool:
         """Whether either index holds as many entries as ``max_index_bytes`` (Kafka's
         segment.index.bytes) allows: 8-byte offset index entries, 12-byte time index entries.
         A segment whose index is full must roll before it takes another batch."""
-        return (self.index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
-                or self.time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES)
+        index, time_index = self._index, self._time_index
+        if index is None:
+            index = self.index
+        if time_index is None:
+            time_index = self.time_index
+        return (index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
+                or time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES)
 
     # ---- walking batch headers -----------------------------------------------------------------
 
@@ -292,10 +303,13 @@ class LogSegment:
             current_max = self.max_timestamp_ms
         if max_timestamp_ms > current_max:
             self._offset_of_max_timestamp = last_offset
-        self._max_timestamp_ms = max(current_max, max_timestamp_ms)
+            self._max_timestamp_ms = current_max = max_timestamp_ms
         size = len(data)
-        self._index_batch(first_offset, position, size, self._max_timestamp_ms,
-                          self._offset_of_max_timestamp)
+        # _index_batch, its test made here: an entry is due once per index.interval.bytes.
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self._add_index_entries(first_offset, position, current_max,
+                                    self._offset_of_max_timestamp)
+        self._bytes_since_index_entry += size
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
         if self.first_batch_timestamp_ms is None:
