@@ -25,6 +25,7 @@ from logwright.records.scan import (
     iter_batches,
     scan_valid_prefix,
     validate_batches,
+    validate_one_batch,
 )
 
 __all__ = [
@@ -48,4 +49,5 @@ __all__ = [
     "iter_batches",
     "scan_valid_prefix",
     "validate_batches",
+    "validate_one_batch",
 ]

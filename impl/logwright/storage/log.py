@@ -48,6 +48,7 @@ from logwright.records import (
     iter_batches,
     scan_valid_prefix,
     validate_batches,
+    validate_one_batch,
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
@@ -62,6 +63,11 @@ from logwright.world.fs import FileSystem
 
 _BASE_LENGTH_EPOCH = struct.Struct(">qii")
 """A batch header's base offset, batch length and partition leader epoch."""
+_BASE_OFFSET = struct.Struct(">q")
+_INT32_MAX = (1 << 31) - 1
+_INT64_MAX = (1 << 63) - 1
+_new_tuple = tuple.__new__
+"""Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 
 __all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
 
@@ -373,7 +379,37 @@ class PartitionLog:
         A batch larger than max.message.bytes is refused with MESSAGE_TOO_LARGE, one larger
         than segment.bytes with RECORD_BATCH_TOO_LARGE (as Kafka does); nothing is appended.
         """
-        self._guard()
+        if self.offline:
+            self._guard()
+        # The common case first: one valid batch (a producer sends one per partition per
+        # request), every decision the one the general path below would make. Anything else
+        # (several batches, invalid input, a batch over a size limit, offsets or an epoch out
+        # of range) takes the general path, which finds the same answer or raises the error.
+        one = validate_one_batch(records)
+        if one is not None:
+            size = len(records)
+            config = self.config
+            active = self._segments[-1]
+            first = active.next_offset
+            last = first + one[0] - 1
+            if (size <= config.max_message_bytes and size <= config.segment_bytes
+                    and last <= _INT64_MAX and leader_epoch <= _INT32_MAX):
+                if leader_epoch >= 0:
+                    if leader_epoch != self.leader_epoch_cache.latest_epoch:
+                        self.assign_epoch_start_offset(leader_epoch, first)
+                    buf = bytearray(records)
+                    _BASE_LENGTH_EPOCH.pack_into(buf, 0, first, size - LOG_OVERHEAD, leader_epoch)
+                else:
+                    buf = bytearray(records)
+                    _BASE_OFFSET.pack_into(buf, 0, first)
+                info = self._append(buf, first, last, one[1], 1)
+                if last + 1 - self.recovery_point >= config.flush_messages:
+                    self.flush()  # _flush_by_count
+                return info
+        return self._append_as_leader(records, leader_epoch)
+
+    def _append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> AppendInfo:
+        """``append_as_leader`` for any input: several batches, or one the shortcut left."""
         buf = bytearray(records)
         summary = validate_batches(buf)
         config = self.config
@@ -442,25 +478,26 @@ class PartitionLog:
 
     def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,
                 batches: int) -> AppendInfo:
+        size = len(data)
         try:
-            self._maybe_roll(len(data), last)
-            self._segments[-1].append(first, last, max_ts, data)
+            active = self._segments[-1]
+            if active.size_bytes and self._should_roll(active, size, last):
+                active = self.roll()
+            active.append(first, last, max_ts, data)
         except OSError as exc:
             raise self._io_failed(exc) from exc
-        return AppendInfo(first, last, max_ts, batches, len(data))
+        return _new_tuple(AppendInfo, (first, last, max_ts, batches, size))
 
-    def _maybe_roll(self, incoming_bytes: int, last_offset: int) -> None:
-        active = self._segments[-1]
-        if active.size_bytes == 0:
-            return
+    def _should_roll(self, active: LogSegment, incoming_bytes: int, last_offset: int) -> bool:
+        """Whether the active segment, which holds a batch, must roll before taking
+        ``incoming_bytes`` more that end at ``last_offset``."""
         config = self.config  # read at each decision: a topic config change applies at once
         rolling_ts = active.first_batch_timestamp_ms
         too_old = rolling_ts is not None and \
             self.clock.now_ms() - rolling_ts >= config.segment_ms
-        if (active.size_bytes + incoming_bytes > config.segment_bytes or too_old
+        return (active.size_bytes + incoming_bytes > config.segment_bytes or too_old
                 or last_offset - active.base_offset > 0x7FFFFFFF
-                or active.index_full(config.segment_index_bytes)):
-            self.roll()
+                or active.index_full(config.segment_index_bytes))
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""
