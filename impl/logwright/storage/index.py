@@ -115,14 +115,16 @@ class _ChunkedIndex:
         return (self._tail_a[-1], self._tail_b[-1]) if self._tail_a else None
 
     def _append(self, a: int, b: int) -> None:
-        if len(self._tail_a) == CHUNK:  # the last chunk is complete: to the file, off the heap
+        tail_a = self._tail_a
+        if len(tail_a) == CHUNK:  # the last chunk is complete: to the file, off the heap
             self._write_pending()
             self._tail_start += CHUNK
-            self._tail_a, self._tail_b = array("q"), array("q")
-        if not self._tail_a:
+            tail_a = array("q")
+            self._tail_a, self._tail_b = tail_a, array("q")
+        if not tail_a:
             self._first_a.append(a)
             self._first_b.append(b)
-        self._tail_a.append(a)
+        tail_a.append(a)
         self._tail_b.append(b)
         self.entries += 1
 
@@ -227,8 +229,7 @@ class OffsetIndex(_ChunkedIndex):
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry for the batch starting at ``offset`` at ``position``."""
-        last = self._last()
-        assert last is None or (offset > last[0] and position > last[1])
+        assert not self._tail_a or (offset > self._tail_a[-1] and position > self._tail_b[-1])
         rel = offset - self.base_offset
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
         self._append(offset, position)
@@ -287,8 +288,8 @@ class TimeIndex(_ChunkedIndex):
 
     def maybe_append(self, timestamp_ms: int, offset: int) -> None:
         """Add an entry if ``timestamp_ms`` is larger than the last one."""
-        last = self._last()
-        if last is not None and timestamp_ms <= last[0]:
+        tail_a = self._tail_a  # the last entry's timestamp is its last item (none: empty)
+        if tail_a and timestamp_ms <= tail_a[-1]:
             return
         rel = offset - self.base_offset
         assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"

@@ -402,10 +402,16 @@ class PartitionLog:
                 else:
                     buf = bytearray(records)
                     _BASE_OFFSET.pack_into(buf, 0, first)
-                info = self._append(buf, first, last, one[1], 1)
+                # _append, then _flush_by_count, without the calls.
+                try:
+                    if active.should_roll(size, last, config, self.clock):
+                        active = self.roll()
+                    active.append(first, last, one[1], buf)
+                except OSError as exc:
+                    raise self._io_failed(exc) from exc
                 if last + 1 - self.recovery_point >= config.flush_messages:
-                    self.flush()  # _flush_by_count
-                return info
+                    self.flush()
+                return _new_tuple(AppendInfo, (first, last, one[1], 1, size))
         return self._append_as_leader(records, leader_epoch)
 
     def _append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> AppendInfo:
@@ -478,26 +484,16 @@ class PartitionLog:
 
     def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,
                 batches: int) -> AppendInfo:
+        # append_as_leader's shortcut makes these steps itself, in this order.
         size = len(data)
         try:
             active = self._segments[-1]
-            if active.size_bytes and self._should_roll(active, size, last):
+            if active.should_roll(size, last, self.config, self.clock):
                 active = self.roll()
             active.append(first, last, max_ts, data)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         return _new_tuple(AppendInfo, (first, last, max_ts, batches, size))
-
-    def _should_roll(self, active: LogSegment, incoming_bytes: int, last_offset: int) -> bool:
-        """Whether the active segment, which holds a batch, must roll before taking
-        ``incoming_bytes`` more that end at ``last_offset``."""
-        config = self.config  # read at each decision: a topic config change applies at once
-        rolling_ts = active.first_batch_timestamp_ms
-        too_old = rolling_ts is not None and \
-            self.clock.now_ms() - rolling_ts >= config.segment_ms
-        return (active.size_bytes + incoming_bytes > config.segment_bytes or too_old
-                or last_offset - active.base_offset > 0x7FFFFFFF
-                or active.index_full(config.segment_index_bytes))
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""

@@ -11,8 +11,10 @@ import struct
 from dataclasses import dataclass
 
 from logwright.records import scan_valid_prefix
+from logwright.storage.config import LogConfig
 from logwright.storage.index import IndexCorrupt, OffsetIndex, TimeIndex
 from logwright.storage.naming import segment_file_stem
+from logwright.world.clock import Clock
 from logwright.world.fs import FileHandle, FileSystem, child_path
 
 # The fields of a v2 batch header a segment needs to walk its file without decoding records:
@@ -194,15 +196,29 @@ class LogSegment:
                                       offset_of_max if offset_of_max >= 0 else base_offset)
         self._bytes_since_index_entry = 0
 
-    def index_full(self, max_index_bytes: int) -> bool:
-        """Whether either index holds as many entries as ``max_index_bytes`` (Kafka's
-        segment.index.bytes) allows: 8-byte offset index entries, 12-byte time index entries.
-        A segment whose index is full must roll before it takes another batch."""
+    def should_roll(self, incoming_bytes: int, last_offset: int, config: LogConfig,
+                    clock: Clock) -> bool:
+        """Whether this segment, as the active one, must roll before taking ``incoming_bytes``
+        more whose last offset is ``last_offset`` (Kafka's ``LogSegment.shouldRoll``): never
+        while it is empty; else when the bytes would pass segment.bytes, its first batch is
+        segment.ms old, the offset would not fit a relative one, or either index holds as many
+        entries as segment.index.bytes allows (8-byte offset index entries, 12-byte time index
+        entries). The clock is read whenever the segment holds a batch; the indexes are read
+        (loaded, on the first append after start-up) only when nothing before decided."""
+        size = self.size_bytes
+        if not size:
+            return False
+        rolling_ts = self.first_batch_timestamp_ms
+        too_old = rolling_ts is not None and clock.now_ms() - rolling_ts >= config.segment_ms
+        if (size + incoming_bytes > config.segment_bytes or too_old
+                or last_offset - self.base_offset > 0x7FFFFFFF):
+            return True
         index, time_index = self._index, self._time_index
         if index is None:
             index = self.index
         if time_index is None:
             time_index = self.time_index
+        max_index_bytes = config.segment_index_bytes
         return (index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
                 or time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES)
 
