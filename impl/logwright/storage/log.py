@@ -404,9 +404,8 @@ class PartitionLog:
                     _BASE_OFFSET.pack_into(buf, 0, first)
                 # _append, then _flush_by_count, without the calls.
                 try:
-                    if active.should_roll(size, last, config, self.clock):
-                        active = self.roll()
-                    active.append(first, last, one[1], buf)
+                    if active.append(first, last, one[1], buf, config, self.clock) < 0:
+                        self.roll().append(first, last, one[1], buf)  # rolled: checked no more
                 except OSError as exc:
                     raise self._io_failed(exc) from exc
                 if last + 1 - self.recovery_point >= config.flush_messages:
@@ -484,13 +483,12 @@ class PartitionLog:
 
     def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,
                 batches: int) -> AppendInfo:
-        # append_as_leader's shortcut makes these steps itself, in this order.
+        # Roll if the active segment must (it says so, appending nothing), then append. The
+        # leader's one-batch shortcut makes the same steps itself.
         size = len(data)
         try:
-            active = self._segments[-1]
-            if active.should_roll(size, last, self.config, self.clock):
-                active = self.roll()
-            active.append(first, last, max_ts, data)
+            if self._segments[-1].append(first, last, max_ts, data, self.config, self.clock) < 0:
+                self.roll().append(first, last, max_ts, data)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         return _new_tuple(AppendInfo, (first, last, max_ts, batches, size))

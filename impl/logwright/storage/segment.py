@@ -196,32 +196,6 @@ class LogSegment:
                                       offset_of_max if offset_of_max >= 0 else base_offset)
         self._bytes_since_index_entry = 0
 
-    def should_roll(self, incoming_bytes: int, last_offset: int, config: LogConfig,
-                    clock: Clock) -> bool:
-        """Whether this segment, as the active one, must roll before taking ``incoming_bytes``
-        more whose last offset is ``last_offset`` (Kafka's ``LogSegment.shouldRoll``): never
-        while it is empty; else when the bytes would pass segment.bytes, its first batch is
-        segment.ms old, the offset would not fit a relative one, or either index holds as many
-        entries as segment.index.bytes allows (8-byte offset index entries, 12-byte time index
-        entries). The clock is read whenever the segment holds a batch; the indexes are read
-        (loaded, on the first append after start-up) only when nothing before decided."""
-        size = self.size_bytes
-        if not size:
-            return False
-        rolling_ts = self.first_batch_timestamp_ms
-        too_old = rolling_ts is not None and clock.now_ms() - rolling_ts >= config.segment_ms
-        if (size + incoming_bytes > config.segment_bytes or too_old
-                or last_offset - self.base_offset > 0x7FFFFFFF):
-            return True
-        index, time_index = self._index, self._time_index
-        if index is None:
-            index = self.index
-        if time_index is None:
-            time_index = self.time_index
-        max_index_bytes = config.segment_index_bytes
-        return (index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
-                or time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES)
-
     # ---- walking batch headers -----------------------------------------------------------------
 
     def _walk(self, start: int, end: int, epochs: list[int] | None = None
@@ -304,8 +278,37 @@ class LogSegment:
     # ---- append, read, truncate ----------------------------------------------------------------
 
     def append(self, first_offset: int, last_offset: int, max_timestamp_ms: int,
-               data: bytes | bytearray | memoryview) -> int:
-        """Append batches holding ``first_offset..last_offset``; returns their file position."""
+               data: bytes | bytearray, config: LogConfig | None = None,
+               clock: Clock | None = None) -> int:
+        """Append batches holding ``first_offset..last_offset``; returns their file position.
+
+        With the log's ``config`` and ``clock``, first decide as Kafka's ``LogSegment.shouldRoll``
+        whether this segment, as the active one, must roll before taking ``data``; if so, append
+        nothing and return -1. It must roll, once it holds a batch, when ``data`` would take it
+        past segment.bytes, its first batch is segment.ms old, ``last_offset`` would not fit a
+        relative offset, or either index holds as many entries as segment.index.bytes allows
+        (8-byte offset index entries, 12-byte time index entries). The clock is read whenever
+        the segment holds a batch; the indexes are read (loaded, on the first append after
+        start-up) only when nothing before decided. (Decided here rather than by a method of its
+        own: one call less on the leader's append path.)
+        """
+        size = len(data)
+        if config is not None and self.size_bytes:
+            assert clock is not None, "the roll check reads the log's clock"
+            rolling_ts = self.first_batch_timestamp_ms
+            too_old = rolling_ts is not None and clock.now_ms() - rolling_ts >= config.segment_ms
+            if (self.size_bytes + size > config.segment_bytes or too_old
+                    or last_offset - self.base_offset > 0x7FFFFFFF):
+                return -1
+            index, time_index = self._index, self._time_index
+            if index is None:
+                index = self.index
+            if time_index is None:
+                time_index = self.time_index
+            max_index_bytes = config.segment_index_bytes
+            if (index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
+                    or time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES):
+                return -1
         assert first_offset >= self.next_offset, (
             f"offsets must increase: appending {first_offset} at next offset {self.next_offset}")
         assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
@@ -320,7 +323,6 @@ class LogSegment:
         if max_timestamp_ms > current_max:
             self._offset_of_max_timestamp = last_offset
             self._max_timestamp_ms = current_max = max_timestamp_ms
-        size = len(data)
         # _index_batch, its test made here: an entry is due once per index.interval.bytes.
         if self._bytes_since_index_entry > self.index_interval_bytes:
             self._add_index_entries(first_offset, position, current_max,
