@@ -1,12 +1,14 @@
 """The leader's shortcut for a produce request of one batch decides exactly as the general path.
 
-``validate_one_batch`` is ``validate_batches`` for input that is one batch: on random input
-(valid batches of any size, compressed, idempotent or transactional, and the same with a flipped
-byte, a field rewritten and resealed, cut short, extended, or several batches together) it
-either gives what ``validate_batches`` would summarise, or steps aside (None) for input the
-general function answers or refuses itself; it never steps aside from a valid single batch.
+``assign_one_batch`` is ``validate_batches`` then ``assign_offsets`` for input that is one
+batch: on random input (valid batches of any size, compressed, idempotent or transactional, and
+the same with a flipped byte, a field rewritten and resealed, cut short, extended, or several
+batches together), at random base offsets and leader epochs (some out of range), it either gives
+what the two would (the same bytes, last offset and summary), or steps aside (None) for input
+the general functions answer or refuse themselves; it never steps aside from a valid single
+batch they accept.
 
-``PartitionLog.append_as_leader`` with the shortcut and without it (``validate_one_batch``
+``PartitionLog.append_as_leader`` with the shortcut and without it (``assign_one_batch``
 patched to step aside every time) leave the same answers, the same errors, the same files byte
 for byte and the same leader epoch cache after the same random requests, on small segments and
 indexes so that index entries, time index entries and rolls (by size, by segment.ms, by a full
@@ -28,9 +30,10 @@ from logwright.records import (
     CompressionCodec,
     Record,
     ValidationSummary,
+    assign_offsets,
+    assign_one_batch,
     build_batch,
     validate_batches,
-    validate_one_batch,
 )
 from logwright.storage import log as log_module
 from logwright.storage.config import LogConfig
@@ -112,25 +115,36 @@ def produce_input_st(draw: st.DrawFn) -> bytes:
     return bytes(buf)
 
 
-def check_one_batch(buf: bytes | bytearray) -> None:
-    """``validate_one_batch(buf)`` against ``validate_batches(buf)``."""
-    one = validate_one_batch(buf)
+def check_one_batch(buf: bytes | bytearray, base_offset: int = 0, epoch: int = -1) -> None:
+    """``assign_one_batch`` against ``validate_batches`` and ``assign_offsets``."""
+    original = bytes(buf)
+    one = assign_one_batch(buf, base_offset, epoch)
+    assert bytes(buf) == original, "the input was changed"
     try:
         summary = validate_batches(buf)
-    except CorruptRecordError:
-        assert one is None, "the shortcut accepted input validate_batches refuses"
+        copy = bytearray(buf)
+        end = assign_offsets(copy, base_offset, epoch if epoch >= 0 else None)
+    except (CorruptRecordError, ValueError):
+        assert one is None, "the shortcut accepted input the general path refuses"
         return
     if one is None:
         assert summary.count_batches != 1, "the shortcut stepped aside from one valid batch"
         return
-    records, max_timestamp = one
+    data, last, max_timestamp = one
+    assert data == copy and last == end - 1
+    records = last - base_offset + 1
     assert summary == ValidationSummary(1, records, max_timestamp, records - 1, len(buf))
 
 
 @settings(max_examples=max(300, settings().max_examples))
-@given(data=produce_input_st(), as_bytearray=st.booleans())
-def test_validate_one_batch_agrees_with_validate_batches(data: bytes, as_bytearray: bool) -> None:
-    check_one_batch(bytearray(data) if as_bytearray else data)
+@given(data=produce_input_st(), as_bytearray=st.booleans(),
+       base_offset=st.sampled_from([0, 1, 2**31, 2**63 - 6, 2**63 - 2, 2**63 - 1])
+       | st.integers(0, 2**40),
+       epoch=st.sampled_from([-1, -2, 0, 7, 2**31 - 1, 2**31]))
+def test_assign_one_batch_agrees_with_validate_batches_and_assign_offsets(
+    data: bytes, as_bytearray: bool, base_offset: int, epoch: int
+) -> None:
+    check_one_batch(bytearray(data) if as_bytearray else data, base_offset, epoch)
 
 
 ONE = build_batch([Record(b"k", b"v" * 50, 7), Record(None, b"w", 9)], producer_id=3,
@@ -140,7 +154,7 @@ ONE = build_batch([Record(b"k", b"v" * 50, 7), Record(None, b"w", 9)], producer_
 @pytest.mark.parametrize("sealed", [True, False])
 @pytest.mark.parametrize(("fmt", "at", "value"),
                          [(fmt, at, v) for fmt, at, values in FIELDS for v in values])
-def test_validate_one_batch_on_every_field_rewritten(fmt: str, at: int, value: int,
+def test_assign_one_batch_on_every_field_rewritten(fmt: str, at: int, value: int,
                                                      sealed: bool) -> None:
     buf = bytearray(ONE)
     struct.pack_into(fmt, buf, at, value)
@@ -150,29 +164,33 @@ def test_validate_one_batch_on_every_field_rewritten(fmt: str, at: int, value: i
 
 
 @pytest.mark.parametrize("cut", range(len(ONE) + 1))
-def test_validate_one_batch_on_every_cut(cut: int) -> None:
+def test_assign_one_batch_on_every_cut(cut: int) -> None:
     check_one_batch(ONE[:cut])
     check_one_batch(ONE + ONE[:cut])
 
 
 @pytest.mark.parametrize("size", [1000, 8192, 8193, 100_000])
-def test_validate_one_batch_on_small_and_large_batches(size: int) -> None:
+def test_assign_one_batch_on_small_and_large_batches(size: int) -> None:
     # Either side of the size where the CRC is taken over a view rather than a copy.
     values = [b"x" * (size // 4)] * 4
     batch = bytearray(build_batch([Record(None, v, 5) for v in values]))
-    assert validate_one_batch(bytes(batch)) == (4, 5)
+    check_one_batch(bytes(batch), 10, 3)
+    one = assign_one_batch(bytes(batch), 10, 3)
+    assert one is not None and one[1:] == (13, 5)
     batch[-1] ^= 1
-    assert validate_one_batch(bytes(batch)) is None
+    assert assign_one_batch(bytes(batch), 10, 3) is None
 
 
 # --- the log: the same requests with and without the shortcut -------------------------------------
 
 CONFIGS = [
     LogConfig(segment_bytes=1500, index_interval_bytes=100, segment_index_bytes=48,
-              segment_ms=50, max_message_bytes=400),
+              segment_ms=50, max_message_bytes=400, flush_messages=3),
     LogConfig(segment_bytes=4000, index_interval_bytes=300, max_message_bytes=3000),
     LogConfig(segment_bytes=300, index_interval_bytes=0, segment_index_bytes=24,
-              max_message_bytes=10_000),
+              max_message_bytes=10_000, flush_messages=1),
+    # Room for 4 offset index entries and 3 time index entries: either may fill first.
+    LogConfig(segment_bytes=100_000, index_interval_bytes=0, segment_index_bytes=36),
 ]
 
 
@@ -184,7 +202,7 @@ def request_st() -> st.SearchStrategy[tuple[bytes, int, int]]:
 
 
 def run(requests: list[tuple[bytes, int, int]], config: LogConfig, shortcut: bool
-        ) -> tuple[list[object], dict[str, bytes], object]:
+        ) -> tuple[list[object], dict[str, bytes], dict[str, bytes], object]:
     clock = VirtualClock(1_000_000)
     fs = SimFileSystem(clock)
     fs.makedirs("/d1")
@@ -196,14 +214,16 @@ def run(requests: list[tuple[bytes, int, int]], config: LogConfig, shortcut: boo
             if shortcut:
                 answers.append(log.append_as_leader(records, epoch))
             else:
-                with mock.patch.object(log_module, "validate_one_batch", lambda _buf: None):
+                with mock.patch.object(log_module, "assign_one_batch", lambda *_: None):
                     answers.append(log.append_as_leader(records, epoch))
         except (LogwrightError, ValueError) as exc:
             answers.append((type(exc), str(exc)))
-        answers.append((log.log_end_offset, [s.base_offset for s in log.segments]))
+        answers.append((log.log_end_offset, log.recovery_point,
+                        [s.base_offset for s in log.segments]))
+    durable = {name: fs.durable_bytes(f"/d1/t-0/{name}") for name in fs.durable_listdir("/d1/t-0")}
     log.close()
     files = {name: fs.read_file(f"/d1/t-0/{name}") for name in fs.listdir("/d1/t-0")}
-    return answers, files, log.leader_epoch_cache.pairs
+    return answers, files, durable, log.leader_epoch_cache.pairs
 
 
 @settings(max_examples=max(100, settings().max_examples))
@@ -215,3 +235,29 @@ def test_append_as_leader_decides_as_the_general_path(
     fast = run(requests, config, shortcut=True)
     general = run(requests, config, shortcut=False)
     assert fast == general
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("step_ms", [0, 1, 7])
+@pytest.mark.parametrize("records", [1, 3])
+def test_append_as_leader_decides_as_the_general_path_on_a_producer_stream(
+    config: LogConfig, step_ms: int, records: int
+) -> None:
+    # A producer's stream: one batch per request, timestamps rising by step_ms (0: equal), the
+    # leader epoch rising now and then; indexes fill and segments roll on the way.
+    requests = []
+    for i in range(60):
+        timestamp = 1_000_000 + i * step_ms
+        batch = build_batch([Record(None, b"v" * (i % 5 * 20), timestamp)] * records,
+                            producer_id=7, producer_epoch=0, base_sequence=i * records)
+        requests.append((batch, i // 20, 1 if i % 3 else 0))
+    fast = run(requests, config, shortcut=True)
+    assert fast == run(requests, config, shortcut=False)
+
+
+def test_the_shortcut_leaves_an_offset_overflow_to_the_general_path() -> None:
+    batch = build_batch([Record(None, b"v", 5)] * 3)
+    assert assign_one_batch(batch, 2**63 - 3, -1) is not None
+    assert assign_one_batch(batch, 2**63 - 2, -1) is None
+    with pytest.raises(CorruptRecordError, match="overflows"):
+        assign_offsets(bytearray(batch), 2**63 - 2)

@@ -22,10 +22,10 @@ from logwright.records.scan import (
     ScanStop,
     ValidationSummary,
     assign_offsets,
+    assign_one_batch,
     iter_batches,
     scan_valid_prefix,
     validate_batches,
-    validate_one_batch,
 )
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "UnsupportedCodecError",
     "ValidationSummary",
     "assign_offsets",
+    "assign_one_batch",
     "build_batch",
     "build_simple_batch",
     "decode_batches",
@@ -49,5 +50,4 @@ __all__ = [
     "iter_batches",
     "scan_valid_prefix",
     "validate_batches",
-    "validate_one_batch",
 ]

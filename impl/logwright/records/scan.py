@@ -53,8 +53,9 @@ _INT32: Final = struct.Struct(">i")
 _INT8: Final = struct.Struct(">b")
 _MAX_CODEC: Final = max(CompressionCodec)
 # batchLength (8), magic (16), crc (17), attributes (21), lastOffsetDelta (23), maxTimestamp (35)
-# and recordCount (57): what ``validate_one_batch`` checks, in one unpack.
+# and recordCount (57): what ``assign_one_batch`` checks, in one unpack.
 _CHECKED_FIELDS: Final = struct.Struct(">8xi4xbIhi8xq14xi")
+_OFFSET_LENGTH_EPOCH: Final = struct.Struct(">qii")
 _COPY_FOR_CRC_MAX: Final = 8192
 """Up to this size a batch's CRC is taken over a copy of its bytes (a bytes slice), above it
 over a memoryview: making a view costs more than copying a few KiB."""
@@ -309,16 +310,25 @@ def validate_batches(buf: ByteBuffer) -> ValidationSummary:
     return ValidationSummary(index, count_records, max_timestamp, delta_of_max, end)
 
 
-def validate_one_batch(buf: bytes | bytearray) -> tuple[int, int] | None:
-    """The common case of ``validate_batches``: ``buf`` is exactly one batch (a producer's
-    request for one partition nearly always is). Returns (records, maxTimestamp) when
-    ``validate_batches`` would accept it, as one batch; None otherwise (several batches, or
-    invalid input: ``validate_batches`` then gives the answer, or the error, itself).
+def assign_one_batch(
+    buf: bytes | bytearray, base_offset: int, partition_leader_epoch: int
+) -> tuple[bytearray, int, int] | None:
+    """``validate_batches`` then ``assign_offsets`` for the common case: ``buf`` is exactly one
+    batch (a producer's request for one partition nearly always is). ``base_offset`` must not
+    be negative; a negative ``partition_leader_epoch`` keeps the batch's own (None for
+    ``assign_offsets``).
 
-    Exactly the checks of ``validate_batches`` on its first batch, with ``batchLength`` saying
-    the batch ends where ``buf`` does (which also makes it at least the minimum, 49), so that a
-    summary built from the result equals ``validate_batches(buf)`` whenever this is not None:
-    ``ValidationSummary(1, records, maxTimestamp, records - 1, len(buf))``.
+    Returns (the batch with its baseOffset, and partitionLeaderEpoch if given, rewritten, in a
+    copy: ``buf`` is left as it is; its last offset; its maxTimestamp) when ``validate_batches``
+    would accept ``buf`` as one batch and ``assign_offsets`` would assign it without error: the
+    bytes are then those ``assign_offsets`` leaves in a copy of ``buf``, and
+    ``validate_batches(buf)`` is ``ValidationSummary(1, last - base_offset + 1, maxTimestamp,
+    last - base_offset, len(buf))``. None otherwise (several batches, invalid input, an offset
+    or an epoch out of range: the general functions give the answer, or the error,
+    themselves).
+
+    The checks are those of ``validate_batches`` on its first batch, with ``batchLength`` saying
+    the batch ends where ``buf`` does (which also makes it at least the minimum, 49).
     """
     end = len(buf)
     if end < HEADER_SIZE:
@@ -326,13 +336,19 @@ def validate_one_batch(buf: bytes | bytearray) -> tuple[int, int] | None:
     length, magic, crc, attributes, last_delta, max_timestamp, count = (
         _CHECKED_FIELDS.unpack_from(buf, 0))
     if (length + LOG_OVERHEAD != end or magic != MAGIC_V2 or last_delta < 0
-            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC):
+            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC
+            or base_offset > INT64_MAX - last_delta or partition_leader_epoch > INT32_MAX):
         return None
     covered = (buf[ATTRIBUTES_OFFSET:] if end <= _COPY_FOR_CRC_MAX
                else memoryview(buf)[ATTRIBUTES_OFFSET:])
     if crc32c.crc32c(covered) != crc:
         return None
-    return count, max_timestamp
+    out = bytearray(buf)
+    if partition_leader_epoch >= 0:
+        _OFFSET_LENGTH_EPOCH.pack_into(out, 0, base_offset, length, partition_leader_epoch)
+    else:
+        _INT64.pack_into(out, 0, base_offset)
+    return out, base_offset + last_delta, max_timestamp
 
 
 def _invalid_batch(view: memoryview, index: int, pos: int) -> CorruptRecordError:

@@ -64,7 +64,8 @@ class _ChunkedIndex:
 
     # ---- the entry layout (subclasses) ---------------------------------------------------------
 
-    def _encode(self, a: int, b: int) -> bytes:
+    def _encode(self, a_values: Iterable[int], b_values: Iterable[int]) -> bytes:
+        """The file bytes of the entries whose keys are ``a_values`` and ``b_values``."""
         raise NotImplementedError
 
     def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
@@ -88,9 +89,7 @@ class _ChunkedIndex:
         if self._written < count:
             assert self._written >= self._tail_start
             skip = self._written - self._tail_start
-            data = b"".join(self._encode(a, b) for a, b in zip(self._tail_a[skip:],
-                                                                 self._tail_b[skip:],
-                                                                 strict=True))
+            data = self._encode(self._tail_a[skip:], self._tail_b[skip:])
             self._file().write_at(self._written * self.ENTRY_BYTES, data)
             self._written = count
 
@@ -199,8 +198,9 @@ class OffsetIndex(_ChunkedIndex):
 
     ENTRY_BYTES = _OFFSET_ENTRY.size
 
-    def _encode(self, a: int, b: int) -> bytes:
-        return _OFFSET_ENTRY.pack(a - self.base_offset, b)
+    def _encode(self, a_values: Iterable[int], b_values: Iterable[int]) -> bytes:
+        pack, base = _OFFSET_ENTRY.pack, self.base_offset
+        return b"".join([pack(a - base, b) for a, b in zip(a_values, b_values, strict=True)])
 
     def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
         base = self.base_offset
@@ -229,10 +229,15 @@ class OffsetIndex(_ChunkedIndex):
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry for the batch starting at ``offset`` at ``position``."""
-        assert not self._tail_a or (offset > self._tail_a[-1] and position > self._tail_b[-1])
-        rel = offset - self.base_offset
-        assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
-        self._append(offset, position)
+        tail_a = self._tail_a
+        assert not tail_a or (offset > tail_a[-1] and position > self._tail_b[-1])
+        assert 0 <= offset - self.base_offset <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
+        if 0 < len(tail_a) < CHUNK:  # _append's common case: the last chunk has room
+            tail_a.append(offset)
+            self._tail_b.append(position)
+            self.entries += 1
+        else:
+            self._append(offset, position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """The last entry at or before ``offset`` as (offset, position); (base, 0) if none."""
@@ -260,8 +265,9 @@ class TimeIndex(_ChunkedIndex):
 
     ENTRY_BYTES = _TIME_ENTRY.size
 
-    def _encode(self, a: int, b: int) -> bytes:
-        return _TIME_ENTRY.pack(a, b - self.base_offset)
+    def _encode(self, a_values: Iterable[int], b_values: Iterable[int]) -> bytes:
+        pack, base = _TIME_ENTRY.pack, self.base_offset
+        return b"".join([pack(a, b - base) for a, b in zip(a_values, b_values, strict=True)])
 
     def _decode(self, data: bytes) -> Iterable[tuple[int, int]]:
         base = self.base_offset
@@ -291,9 +297,13 @@ class TimeIndex(_ChunkedIndex):
         tail_a = self._tail_a  # the last entry's timestamp is its last item (none: empty)
         if tail_a and timestamp_ms <= tail_a[-1]:
             return
-        rel = offset - self.base_offset
-        assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
-        self._append(timestamp_ms, offset)
+        assert 0 <= offset - self.base_offset <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
+        if 0 < len(tail_a) < CHUNK:  # _append's common case: the last chunk has room
+            tail_a.append(timestamp_ms)
+            self._tail_b.append(offset)
+            self.entries += 1
+        else:
+            self._append(timestamp_ms, offset)
 
     def lookup(self, timestamp_ms: int) -> int:
         """The offset of the last entry with timestamp < ``timestamp_ms`` (base offset if none).

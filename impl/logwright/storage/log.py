@@ -44,11 +44,11 @@ from logwright.records import (
     BatchHeader,
     Record,
     assign_offsets,
+    assign_one_batch,
     decode_records,
     iter_batches,
     scan_valid_prefix,
     validate_batches,
-    validate_one_batch,
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
@@ -63,9 +63,6 @@ from logwright.world.fs import FileSystem
 
 _BASE_LENGTH_EPOCH = struct.Struct(">qii")
 """A batch header's base offset, batch length and partition leader epoch."""
-_BASE_OFFSET = struct.Struct(">q")
-_INT32_MAX = (1 << 31) - 1
-_INT64_MAX = (1 << 63) - 1
 _new_tuple = tuple.__new__
 """Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 
@@ -385,32 +382,25 @@ class PartitionLog:
         # request), every decision the one the general path below would make. Anything else
         # (several batches, invalid input, a batch over a size limit, offsets or an epoch out
         # of range) takes the general path, which finds the same answer or raises the error.
-        one = validate_one_batch(records)
+        active = self._segments[-1]
+        first = active.next_offset
+        one = assign_one_batch(records, first, leader_epoch)
         if one is not None:
-            size = len(records)
+            data, last, max_ts = one
+            size = len(data)
             config = self.config
-            active = self._segments[-1]
-            first = active.next_offset
-            last = first + one[0] - 1
-            if (size <= config.max_message_bytes and size <= config.segment_bytes
-                    and last <= _INT64_MAX and leader_epoch <= _INT32_MAX):
-                if leader_epoch >= 0:
-                    if leader_epoch != self.leader_epoch_cache.latest_epoch:
-                        self.assign_epoch_start_offset(leader_epoch, first)
-                    buf = bytearray(records)
-                    _BASE_LENGTH_EPOCH.pack_into(buf, 0, first, size - LOG_OVERHEAD, leader_epoch)
-                else:
-                    buf = bytearray(records)
-                    _BASE_OFFSET.pack_into(buf, 0, first)
+            if size <= config.max_message_bytes and size <= config.segment_bytes:
+                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                    self.assign_epoch_start_offset(leader_epoch, first)
                 # _append, then _flush_by_count, without the calls.
                 try:
-                    if active.append(first, last, one[1], buf, config, self.clock) < 0:
-                        self.roll().append(first, last, one[1], buf)  # rolled: checked no more
+                    if active.append(first, last, max_ts, data, config, self.clock) < 0:
+                        self.roll().append(first, last, max_ts, data)  # rolled: no check
                 except OSError as exc:
                     raise self._io_failed(exc) from exc
                 if last + 1 - self.recovery_point >= config.flush_messages:
                     self.flush()
-                return _new_tuple(AppendInfo, (first, last, one[1], 1, size))
+                return _new_tuple(AppendInfo, (first, last, max_ts, 1, size))
         return self._append_as_leader(records, leader_epoch)
 
     def _append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> AppendInfo:

@@ -314,8 +314,11 @@ class LogSegment:
         assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
         self.epoch_runs = None
-        if self._index is None or self._time_index is None:
+        index, time_index = self._index, self._time_index
+        if index is None or time_index is None:
             self._load_indexes()
+            index, time_index = self._index, self._time_index
+            assert index is not None and time_index is not None
         current_max = self._max_timestamp_ms
         if current_max is None:
             # Computed once for a segment loaded from disk, over the bytes before this append.
@@ -323,11 +326,15 @@ class LogSegment:
         if max_timestamp_ms > current_max:
             self._offset_of_max_timestamp = last_offset
             self._max_timestamp_ms = current_max = max_timestamp_ms
-        # _index_batch, its test made here: an entry is due once per index.interval.bytes.
+        # _index_batch, made here: an entry once per index.interval.bytes.
         if self._bytes_since_index_entry > self.index_interval_bytes:
-            self._add_index_entries(first_offset, position, current_max,
-                                    self._offset_of_max_timestamp)
-        self._bytes_since_index_entry += size
+            index.append(first_offset, position)
+            offset_of_max = self._offset_of_max_timestamp
+            time_index.maybe_append(current_max,
+                                    offset_of_max if offset_of_max >= 0 else first_offset)
+            self._bytes_since_index_entry = size
+        else:
+            self._bytes_since_index_entry += size
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
         if self.first_batch_timestamp_ms is None:
