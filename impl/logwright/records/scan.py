@@ -52,6 +52,7 @@ _INT64: Final = struct.Struct(">q")
 _INT32: Final = struct.Struct(">i")
 _INT8: Final = struct.Struct(">b")
 _MAX_CODEC: Final = max(CompressionCodec)
+_MAX_CODEC_VALUE: Final = int(_MAX_CODEC)  # a plain int compares faster than an IntEnum
 # batchLength (8), magic (16), crc (17), attributes (21), lastOffsetDelta (23), maxTimestamp (35)
 # and recordCount (57): what ``assign_one_batch`` checks, in one unpack.
 _CHECKED_FIELDS: Final = struct.Struct(">8xi4xbIhi8xq14xi")
@@ -330,25 +331,26 @@ def assign_one_batch(
     The checks are those of ``validate_batches`` on its first batch, with ``batchLength`` saying
     the batch ends where ``buf`` does (which also makes it at least the minimum, 49).
     """
+    try:
+        length, magic, crc, attributes, last_delta, max_timestamp, count = (
+            _CHECKED_FIELDS.unpack_from(buf, 0))
+    except struct.error:  # shorter than a header
+        return None
     end = len(buf)
-    if end < HEADER_SIZE:
-        return None
-    length, magic, crc, attributes, last_delta, max_timestamp, count = (
-        _CHECKED_FIELDS.unpack_from(buf, 0))
+    last = base_offset + last_delta
     if (length + LOG_OVERHEAD != end or magic != MAGIC_V2 or last_delta < 0
-            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC
-            or base_offset > INT64_MAX - last_delta or partition_leader_epoch > INT32_MAX):
+            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC_VALUE
+            or last > INT64_MAX or partition_leader_epoch > INT32_MAX):
         return None
-    covered = (buf[ATTRIBUTES_OFFSET:] if end <= _COPY_FOR_CRC_MAX
-               else memoryview(buf)[ATTRIBUTES_OFFSET:])
-    if crc32c.crc32c(covered) != crc:
+    if crc32c.crc32c(buf[ATTRIBUTES_OFFSET:] if end <= _COPY_FOR_CRC_MAX
+                     else memoryview(buf)[ATTRIBUTES_OFFSET:]) != crc:
         return None
     out = bytearray(buf)
     if partition_leader_epoch >= 0:
         _OFFSET_LENGTH_EPOCH.pack_into(out, 0, base_offset, length, partition_leader_epoch)
     else:
         _INT64.pack_into(out, 0, base_offset)
-    return out, base_offset + last_delta, max_timestamp
+    return out, last, max_timestamp
 
 
 def _invalid_batch(view: memoryview, index: int, pos: int) -> CorruptRecordError:

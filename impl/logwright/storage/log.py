@@ -395,7 +395,7 @@ class PartitionLog:
                 # _append, then _flush_by_count, without the calls.
                 try:
                     if active.append(first, last, max_ts, data, config, self.clock) < 0:
-                        self.roll().append(first, last, max_ts, data)  # rolled: no check
+                        self.roll().append(first, last, max_ts, data, config, self.clock)
                 except OSError as exc:
                     raise self._io_failed(exc) from exc
                 if last + 1 - self.recovery_point >= config.flush_messages:
@@ -478,7 +478,7 @@ class PartitionLog:
         size = len(data)
         try:
             if self._segments[-1].append(first, last, max_ts, data, self.config, self.clock) < 0:
-                self.roll().append(first, last, max_ts, data)
+                self.roll().append(first, last, max_ts, data, self.config, self.clock)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         return _new_tuple(AppendInfo, (first, last, max_ts, batches, size))

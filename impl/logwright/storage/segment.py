@@ -29,6 +29,8 @@ _MAGIC_V2 = 2
 HEADER_BYTES = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
 RECOVERY_CHUNK_BYTES = 8 << 20
+_OFFSET_ENTRY_BYTES = OffsetIndex.ENTRY_BYTES
+_TIME_ENTRY_BYTES = TimeIndex.ENTRY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,51 +280,51 @@ class LogSegment:
     # ---- append, read, truncate ----------------------------------------------------------------
 
     def append(self, first_offset: int, last_offset: int, max_timestamp_ms: int,
-               data: bytes | bytearray, config: LogConfig | None = None,
-               clock: Clock | None = None) -> int:
+               data: bytes | bytearray, config: LogConfig, clock: Clock) -> int:
         """Append batches holding ``first_offset..last_offset``; returns their file position.
 
-        With the log's ``config`` and ``clock``, first decide as Kafka's ``LogSegment.shouldRoll``
-        whether this segment, as the active one, must roll before taking ``data``; if so, append
-        nothing and return -1. It must roll, once it holds a batch, when ``data`` would take it
-        past segment.bytes, its first batch is segment.ms old, ``last_offset`` would not fit a
-        relative offset, or either index holds as many entries as segment.index.bytes allows
-        (8-byte offset index entries, 12-byte time index entries). The clock is read whenever
-        the segment holds a batch; the indexes are read (loaded, on the first append after
-        start-up) only when nothing before decided. (Decided here rather than by a method of its
-        own: one call less on the leader's append path.)
+        First decide, as Kafka's ``LogSegment.shouldRoll``, whether this segment, as the active
+        one, must roll before taking ``data`` (by the log's ``config`` and ``clock``); if so,
+        append nothing and return -1. Once it holds a batch, it must roll when ``data`` would
+        take it past segment.bytes, its first batch is segment.ms old, ``last_offset`` would
+        not fit a relative offset, or either index holds as many entries as
+        segment.index.bytes allows (8-byte offset index entries, 12-byte time index entries).
+        The clock is read whenever the segment holds a batch; the indexes are read (loaded, on
+        the first append after start-up) only when nothing before decided. (Decided here rather
+        than by a method of its own: a call less on the leader's append path.)
         """
         size = len(data)
-        if config is not None and self.size_bytes:
-            assert clock is not None, "the roll check reads the log's clock"
-            rolling_ts = self.first_batch_timestamp_ms
+        base = self.base_offset
+        rolling_ts = self.first_batch_timestamp_ms
+        index, time_index = self._index, self._time_index
+        held = self.size_bytes
+        if held:
             too_old = rolling_ts is not None and clock.now_ms() - rolling_ts >= config.segment_ms
-            if (self.size_bytes + size > config.segment_bytes or too_old
-                    or last_offset - self.base_offset > 0x7FFFFFFF):
+            if held + size > config.segment_bytes or too_old or last_offset - base > 0x7FFFFFFF:
                 return -1
-            index, time_index = self._index, self._time_index
             if index is None:
                 index = self.index
             if time_index is None:
                 time_index = self.time_index
             max_index_bytes = config.segment_index_bytes
-            if (index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
-                    or time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES):
+            if (index.entries >= max_index_bytes // _OFFSET_ENTRY_BYTES
+                    or time_index.entries >= max_index_bytes // _TIME_ENTRY_BYTES):
                 return -1
         assert first_offset >= self.next_offset, (
             f"offsets must increase: appending {first_offset} at next offset {self.next_offset}")
-        assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
+        assert last_offset - base <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
         self.epoch_runs = None
-        index, time_index = self._index, self._time_index
         if index is None or time_index is None:
             self._load_indexes()
             index, time_index = self._index, self._time_index
             assert index is not None and time_index is not None
         current_max = self._max_timestamp_ms
         if current_max is None:
-            # Computed once for a segment loaded from disk, over the bytes before this append.
+            # Computed once for a segment loaded from disk, over the bytes before this append
+            # (with the first batch's timestamp).
             current_max = self.max_timestamp_ms
+            rolling_ts = self.first_batch_timestamp_ms
         if max_timestamp_ms > current_max:
             self._offset_of_max_timestamp = last_offset
             self._max_timestamp_ms = current_max = max_timestamp_ms
@@ -337,7 +339,7 @@ class LogSegment:
             self._bytes_since_index_entry += size
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
-        if self.first_batch_timestamp_ms is None:
+        if rolling_ts is None:
             self.first_batch_timestamp_ms = max_timestamp_ms
         return position
 
