@@ -52,6 +52,14 @@ _INT64: Final = struct.Struct(">q")
 _INT32: Final = struct.Struct(">i")
 _INT8: Final = struct.Struct(">b")
 _MAX_CODEC: Final = max(CompressionCodec)
+_MAX_CODEC_VALUE: Final = int(_MAX_CODEC)  # a plain int compares faster than an IntEnum
+# batchLength (8), magic (16), crc (17), attributes (21), lastOffsetDelta (23), maxTimestamp (35)
+# and recordCount (57): what ``assign_one_batch`` checks, in one unpack.
+_CHECKED_FIELDS: Final = struct.Struct(">8xi4xbIhi8xq14xi")
+_OFFSET_LENGTH_EPOCH: Final = struct.Struct(">qii")
+_COPY_FOR_CRC_MAX: Final = 8192
+"""Up to this size a batch's CRC is taken over a copy of its bytes (a bytes slice), above it
+over a memoryview: making a view costs more than copying a few KiB."""
 
 
 class ScanStop(StrEnum):
@@ -301,6 +309,48 @@ def validate_batches(buf: ByteBuffer) -> ValidationSummary:
         index += 1
         pos = batch_end
     return ValidationSummary(index, count_records, max_timestamp, delta_of_max, end)
+
+
+def assign_one_batch(
+    buf: bytes | bytearray, base_offset: int, partition_leader_epoch: int
+) -> tuple[bytearray, int, int] | None:
+    """``validate_batches`` then ``assign_offsets`` for the common case: ``buf`` is exactly one
+    batch (a producer's request for one partition nearly always is). ``base_offset`` must not
+    be negative; a negative ``partition_leader_epoch`` keeps the batch's own (None for
+    ``assign_offsets``).
+
+    Returns (the batch with its baseOffset, and partitionLeaderEpoch if given, rewritten, in a
+    copy: ``buf`` is left as it is; its last offset; its maxTimestamp) when ``validate_batches``
+    would accept ``buf`` as one batch and ``assign_offsets`` would assign it without error: the
+    bytes are then those ``assign_offsets`` leaves in a copy of ``buf``, and
+    ``validate_batches(buf)`` is ``ValidationSummary(1, last - base_offset + 1, maxTimestamp,
+    last - base_offset, len(buf))``. None otherwise (several batches, invalid input, an offset
+    or an epoch out of range: the general functions give the answer, or the error,
+    themselves).
+
+    The checks are those of ``validate_batches`` on its first batch, with ``batchLength`` saying
+    the batch ends where ``buf`` does (which also makes it at least the minimum, 49).
+    """
+    try:
+        length, magic, crc, attributes, last_delta, max_timestamp, count = (
+            _CHECKED_FIELDS.unpack_from(buf, 0))
+    except struct.error:  # shorter than a header
+        return None
+    end = len(buf)
+    last = base_offset + last_delta
+    if (length + LOG_OVERHEAD != end or magic != MAGIC_V2 or last_delta < 0
+            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC_VALUE
+            or last > INT64_MAX or partition_leader_epoch > INT32_MAX):
+        return None
+    if crc32c.crc32c(buf[ATTRIBUTES_OFFSET:] if end <= _COPY_FOR_CRC_MAX
+                     else memoryview(buf)[ATTRIBUTES_OFFSET:]) != crc:
+        return None
+    out = bytearray(buf)
+    if partition_leader_epoch >= 0:
+        _OFFSET_LENGTH_EPOCH.pack_into(out, 0, base_offset, length, partition_leader_epoch)
+    else:
+        _INT64.pack_into(out, 0, base_offset)
+    return out, last, max_timestamp
 
 
 def _invalid_batch(view: memoryview, index: int, pos: int) -> CorruptRecordError:

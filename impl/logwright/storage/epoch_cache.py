@@ -48,6 +48,9 @@ class LeaderEpochCache:
         self._dir_path = dir_path
         self._file: LeaderEpochCheckpointFile | None = None
         self._entries = list(entries)
+        #: The newest epoch known, or None when the cache is empty (a plain attribute, set with
+        #: every change of the entries: the leader reads it on every append).
+        self.latest_epoch: int | None = None
         self._check()
 
     @property
@@ -85,11 +88,6 @@ class LeaderEpochCache:
         """Every entry as (epoch, start offset), oldest first: what a broker tells the
         controller of its log (a report to a recovery election, a leader's lineage)."""
         return tuple((e.epoch, e.start_offset) for e in self._entries)
-
-    @property
-    def latest_epoch(self) -> int | None:
-        """The newest epoch known, or None when the cache is empty."""
-        return self._entries[-1].epoch if self._entries else None
 
     def earliest_entry(self) -> EpochEntry | None:
         """The oldest entry, or None."""
@@ -190,6 +188,8 @@ class LeaderEpochCache:
     # ---- persistence ---------------------------------------------------------------------------
 
     def _check(self) -> None:
+        # Every change of the entries ends here (through _flush, or after a read).
+        self.latest_epoch = self._entries[-1].epoch if self._entries else None
         for previous, entry in zip(self._entries, self._entries[1:], strict=False):
             assert entry.epoch > previous.epoch, f"{self.file}: epochs not increasing"
             assert entry.start_offset >= previous.start_offset, f"{self.file}: offsets decrease"

@@ -65,6 +65,9 @@ class _ChunkedIndex:
         self._tail_a, self._tail_b = array("q"), array("q")
         self._tail_start = 0
         self._written = 0
+        #: Number of entries (``_tail_start + len(_tail_a)``, kept as a plain attribute: every
+        #: append asks whether its segment's index is full).
+        self.entries = 0
 
     # ---- the entry layout (subclasses) ---------------------------------------------------------
 
@@ -114,24 +117,22 @@ class _ChunkedIndex:
 
     # ---- entries ---------------------------------------------------------------------------------
 
-    @property
-    def entries(self) -> int:
-        """Number of entries."""
-        return self._tail_start + len(self._tail_a)
-
     def _last(self) -> tuple[int, int] | None:
         return (self._tail_a[-1], self._tail_b[-1]) if self._tail_a else None
 
     def _append(self, a: int, b: int) -> None:
-        if len(self._tail_a) == CHUNK:  # the last chunk is complete: to the file, off the heap
+        tail_a = self._tail_a
+        if len(tail_a) == CHUNK:  # the last chunk is complete: to the file, off the heap
             self._write_pending()
             self._tail_start += CHUNK
-            self._tail_a, self._tail_b = array("q"), array("q")
-        if not self._tail_a:
+            tail_a = array("q")
+            self._tail_a, self._tail_b = tail_a, array("q")
+        if not tail_a:
             self._first_a.append(a)
             self._first_b.append(b)
-        self._tail_a.append(a)
+        tail_a.append(a)
         self._tail_b.append(b)
+        self.entries += 1
 
     def _extend(self, a: array[int], b: array[int]) -> None:
         """Append the entries ``zip(a, b)``, writing each chunk that completes as ``_append``
@@ -148,6 +149,7 @@ class _ChunkedIndex:
             take = min(CHUNK - len(self._tail_a), n - i)
             self._tail_a.extend(a[i:i + take])
             self._tail_b.extend(b[i:i + take])
+            self.entries += take
             i += take
 
     def _chunk(self, c: int) -> tuple[array[int], array[int]]:
@@ -196,6 +198,8 @@ class _ChunkedIndex:
             self._tail_start = start
             del self._first_a[chunks:]
             del self._first_b[chunks:]
+        self.entries = keep
+        assert self.entries == self._tail_start + len(self._tail_a)
         if keep < self._written:
             self._file().truncate(keep * self.ENTRY_BYTES)
             self._written = keep
@@ -253,11 +257,15 @@ class OffsetIndex(_ChunkedIndex):
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry for the batch starting at ``offset`` at ``position``."""
-        last = self._last()
-        assert last is None or (offset > last[0] and position > last[1])
-        rel = offset - self.base_offset
-        assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
-        self._append(offset, position)
+        tail_a = self._tail_a
+        assert not tail_a or (offset > tail_a[-1] and position > self._tail_b[-1])
+        assert 0 <= offset - self.base_offset <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
+        if 0 < len(tail_a) < CHUNK:  # _append's common case: the last chunk has room
+            tail_a.append(offset)
+            self._tail_b.append(position)
+            self.entries += 1
+        else:
+            self._append(offset, position)
 
     def extend(self, offsets: array[int], positions: array[int]) -> None:
         """Add the entries ``zip(offsets, positions)``, both strictly ascending and above the
@@ -328,12 +336,16 @@ class TimeIndex(_ChunkedIndex):
 
     def maybe_append(self, timestamp_ms: int, offset: int) -> None:
         """Add an entry if ``timestamp_ms`` is larger than the last one."""
-        last = self._last()
-        if last is not None and timestamp_ms <= last[0]:
+        tail_a = self._tail_a  # the last entry's timestamp is its last item (none: empty)
+        if tail_a and timestamp_ms <= tail_a[-1]:
             return
-        rel = offset - self.base_offset
-        assert 0 <= rel <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
-        self._append(timestamp_ms, offset)
+        assert 0 <= offset - self.base_offset <= 0x7FFFFFFF, "relative offset must fit in 32 bits"
+        if 0 < len(tail_a) < CHUNK:  # _append's common case: the last chunk has room
+            tail_a.append(timestamp_ms)
+            self._tail_b.append(offset)
+            self.entries += 1
+        else:
+            self._append(timestamp_ms, offset)
 
     def extend(self, timestamps: array[int], offsets: array[int]) -> None:
         """Add the entries ``zip(timestamps, offsets)``, timestamps strictly ascending and

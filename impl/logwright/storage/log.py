@@ -44,6 +44,7 @@ from logwright.records import (
     BatchHeader,
     Record,
     assign_offsets,
+    assign_one_batch,
     decode_records,
     iter_batches,
     scan_valid_prefix,
@@ -62,6 +63,8 @@ from logwright.world.fs import FileSystem
 
 _BASE_LENGTH_EPOCH = struct.Struct(">qii")
 """A batch header's base offset, batch length and partition leader epoch."""
+_new_tuple = tuple.__new__
+"""Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 
 __all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
 
@@ -373,7 +376,35 @@ class PartitionLog:
         A batch larger than max.message.bytes is refused with MESSAGE_TOO_LARGE, one larger
         than segment.bytes with RECORD_BATCH_TOO_LARGE (as Kafka does); nothing is appended.
         """
-        self._guard()
+        if self.offline:
+            self._guard()
+        # The common case first: one valid batch (a producer sends one per partition per
+        # request), every decision the one the general path below would make. Anything else
+        # (several batches, invalid input, a batch over a size limit, offsets or an epoch out
+        # of range) takes the general path, which finds the same answer or raises the error.
+        active = self._segments[-1]
+        first = active.next_offset
+        one = assign_one_batch(records, first, leader_epoch)
+        if one is not None:
+            data, last, max_ts = one
+            size = len(data)
+            config = self.config
+            if size <= config.max_message_bytes and size <= config.segment_bytes:
+                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
+                    self.assign_epoch_start_offset(leader_epoch, first)
+                # _append, then _flush_by_count, without the calls.
+                try:
+                    if active.append(first, last, max_ts, data, config, self.clock) < 0:
+                        self.roll().append(first, last, max_ts, data, config, self.clock)
+                except OSError as exc:
+                    raise self._io_failed(exc) from exc
+                if last + 1 - self.recovery_point >= config.flush_messages:
+                    self.flush()
+                return _new_tuple(AppendInfo, (first, last, max_ts, 1, size))
+        return self._append_as_leader(records, leader_epoch)
+
+    def _append_as_leader(self, records: bytes | bytearray, leader_epoch: int) -> AppendInfo:
+        """``append_as_leader`` for any input: several batches, or one the shortcut left."""
         buf = bytearray(records)
         summary = validate_batches(buf)
         config = self.config
@@ -442,25 +473,15 @@ class PartitionLog:
 
     def _append(self, data: bytes | bytearray, first: int, last: int, max_ts: int,
                 batches: int) -> AppendInfo:
+        # Roll if the active segment must (it says so, appending nothing), then append. The
+        # leader's one-batch shortcut makes the same steps itself.
+        size = len(data)
         try:
-            self._maybe_roll(len(data), last)
-            self._segments[-1].append(first, last, max_ts, data)
+            if self._segments[-1].append(first, last, max_ts, data, self.config, self.clock) < 0:
+                self.roll().append(first, last, max_ts, data, self.config, self.clock)
         except OSError as exc:
             raise self._io_failed(exc) from exc
-        return AppendInfo(first, last, max_ts, batches, len(data))
-
-    def _maybe_roll(self, incoming_bytes: int, last_offset: int) -> None:
-        active = self._segments[-1]
-        if active.size_bytes == 0:
-            return
-        config = self.config  # read at each decision: a topic config change applies at once
-        rolling_ts = active.first_batch_timestamp_ms
-        too_old = rolling_ts is not None and \
-            self.clock.now_ms() - rolling_ts >= config.segment_ms
-        if (active.size_bytes + incoming_bytes > config.segment_bytes or too_old
-                or last_offset - active.base_offset > 0x7FFFFFFF
-                or active.index_full(config.segment_index_bytes)):
-            self.roll()
+        return _new_tuple(AppendInfo, (first, last, max_ts, batches, size))
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op if the active one is empty)."""

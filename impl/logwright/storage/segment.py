@@ -22,8 +22,10 @@ from logwright.records.header import (
     MIN_BATCH_LENGTH,
     NO_TIMESTAMP,
 )
+from logwright.storage.config import LogConfig
 from logwright.storage.index import CHUNK, IndexCorrupt, OffsetIndex, TimeIndex
 from logwright.storage.naming import segment_file_stem
+from logwright.world.clock import Clock
 from logwright.world.fs import FileHandle, FileSystem, child_path
 
 # The fields of a v2 batch header a segment needs to walk its file without decoding records:
@@ -38,6 +40,8 @@ _MAGIC_V2 = 2
 HEADER_BYTES = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
 RECOVERY_CHUNK_BYTES = 8 << 20
+_OFFSET_ENTRY_BYTES = OffsetIndex.ENTRY_BYTES
+_TIME_ENTRY_BYTES = TimeIndex.ENTRY_BYTES
 RECOVERY_BUFFER_BYTES = 1 << 20
 """The buffer recovery reads a segment into, reused for the whole segment (a larger one only
 for a batch that does not fit)."""
@@ -216,22 +220,21 @@ class LogSegment:
         # may hold a larger one, and both the timestamp search (which skips every batch before
         # an entry below its target) and the tail's max timestamp read back after a restart
         # rely on no batch before an entry having a larger timestamp than the entry's.
-        assert self._index is not None and self._time_index is not None
         if self._bytes_since_index_entry > self.index_interval_bytes:
-            self._index.append(base_offset, position)
-            # Kafka's entry: the largest timestamp so far and the offset where it was first
-            # reached, so that a scan from that offset finds the first batch at or above it.
-            self._time_index.maybe_append(max_ts_so_far,
-                                          offset_of_max if offset_of_max >= 0 else base_offset)
-            self._bytes_since_index_entry = 0
+            self._add_index_entries(base_offset, position, max_ts_so_far, offset_of_max)
         self._bytes_since_index_entry += size
 
-    def index_full(self, max_index_bytes: int) -> bool:
-        """Whether either index holds as many entries as ``max_index_bytes`` (Kafka's
-        segment.index.bytes) allows: 8-byte offset index entries, 12-byte time index entries.
-        A segment whose index is full must roll before it takes another batch."""
-        return (self.index.entries >= max_index_bytes // OffsetIndex.ENTRY_BYTES
-                or self.time_index.entries >= max_index_bytes // TimeIndex.ENTRY_BYTES)
+    def _add_index_entries(self, base_offset: int, position: int, max_ts_so_far: int,
+                           offset_of_max: int) -> None:
+        """An offset index entry for the batch at ``position``, and a time index entry for it
+        when the largest timestamp grew (index.interval.bytes have passed since the last)."""
+        assert self._index is not None and self._time_index is not None
+        self._index.append(base_offset, position)
+        # Kafka's entry: the largest timestamp so far and the offset where it was first
+        # reached, so that a scan from that offset finds the first batch at or above it.
+        self._time_index.maybe_append(max_ts_so_far,
+                                      offset_of_max if offset_of_max >= 0 else base_offset)
+        self._bytes_since_index_entry = 0
 
     # ---- walking batch headers -----------------------------------------------------------------
 
@@ -315,28 +318,66 @@ class LogSegment:
     # ---- append, read, truncate ----------------------------------------------------------------
 
     def append(self, first_offset: int, last_offset: int, max_timestamp_ms: int,
-               data: bytes | bytearray | memoryview) -> int:
-        """Append batches holding ``first_offset..last_offset``; returns their file position."""
+               data: bytes | bytearray, config: LogConfig, clock: Clock) -> int:
+        """Append batches holding ``first_offset..last_offset``; returns their file position.
+
+        First decide, as Kafka's ``LogSegment.shouldRoll``, whether this segment, as the active
+        one, must roll before taking ``data`` (by the log's ``config`` and ``clock``); if so,
+        append nothing and return -1. Once it holds a batch, it must roll when ``data`` would
+        take it past segment.bytes, its first batch is segment.ms old, ``last_offset`` would
+        not fit a relative offset, or either index holds as many entries as
+        segment.index.bytes allows (8-byte offset index entries, 12-byte time index entries).
+        The clock is read whenever the segment holds a batch; the indexes are read (loaded, on
+        the first append after start-up) only when nothing before decided. (Decided here rather
+        than by a method of its own: a call less on the leader's append path.)
+        """
+        size = len(data)
+        base = self.base_offset
+        rolling_ts = self.first_batch_timestamp_ms
+        index, time_index = self._index, self._time_index
+        held = self.size_bytes
+        if held:
+            too_old = rolling_ts is not None and clock.now_ms() - rolling_ts >= config.segment_ms
+            if held + size > config.segment_bytes or too_old or last_offset - base > 0x7FFFFFFF:
+                return -1
+            if index is None:
+                index = self.index
+            if time_index is None:
+                time_index = self.time_index
+            max_index_bytes = config.segment_index_bytes
+            if (index.entries >= max_index_bytes // _OFFSET_ENTRY_BYTES
+                    or time_index.entries >= max_index_bytes // _TIME_ENTRY_BYTES):
+                return -1
         assert first_offset >= self.next_offset, (
             f"offsets must increase: appending {first_offset} at next offset {self.next_offset}")
-        assert last_offset - self.base_offset <= 0x7FFFFFFF, "relative offsets must fit in int32"
+        assert last_offset - base <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
         self.epoch_runs = None
-        if self._index is None or self._time_index is None:
+        if index is None or time_index is None:
             self._load_indexes()
+            index, time_index = self._index, self._time_index
+            assert index is not None and time_index is not None
         current_max = self._max_timestamp_ms
         if current_max is None:
-            # Computed once for a segment loaded from disk, over the bytes before this append.
+            # Computed once for a segment loaded from disk, over the bytes before this append
+            # (with the first batch's timestamp).
             current_max = self.max_timestamp_ms
+            rolling_ts = self.first_batch_timestamp_ms
         if max_timestamp_ms > current_max:
             self._offset_of_max_timestamp = last_offset
-        self._max_timestamp_ms = max(current_max, max_timestamp_ms)
-        size = len(data)
-        self._index_batch(first_offset, position, size, self._max_timestamp_ms,
-                          self._offset_of_max_timestamp)
+            self._max_timestamp_ms = current_max = max_timestamp_ms
+        # _index_batch, made here: an entry once per index.interval.bytes.
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            index.append(first_offset, position)
+            offset_of_max = self._offset_of_max_timestamp
+            time_index.maybe_append(current_max,
+                                    offset_of_max if offset_of_max >= 0 else first_offset)
+            self._bytes_since_index_entry = size
+        else:
+            self._bytes_since_index_entry += size
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
-        if self.first_batch_timestamp_ms is None:
+        if rolling_ts is None:
             self.first_batch_timestamp_ms = max_timestamp_ms
         return position
 
