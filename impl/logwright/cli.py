@@ -735,7 +735,8 @@ def traces() -> None:
               help="Write violations, bad input and coverage (Parquet), summary.json and "
                    "coverage.png into DIR (created).")
 @click.option("--partitions", type=click.IntRange(min=1), default=None, metavar="N",
-              help="With --master: replay in N tasks (default: twice Spark's parallelism).")
+              help="With --master: replay traces gathered by id in N tasks, read and check "
+                   "files in about 4N (default N: twice Spark's parallelism).")
 def traces_check(paths: tuple[str, ...], quiet: bool, master: str | None, out_dir: str | None,
                  partitions: int | None) -> None:
     """Replay traces (files, or directories of *.jsonl / *.parquet) against the model twins.

@@ -320,10 +320,11 @@ def check_on_spark(paths: Sequence[str], master: str = DEFAULT_MASTER, *,
                    partitions: int | None = None, progress: bool = True,
                    spark: SparkSession | None = None) -> SparkRun:
     """Check every trace under ``paths`` on Spark (``master``: ``local[*]``,
-    ``spark://host:port``, ``yarn``, ``k8s://...``). ``partitions``: how many replay tasks
-    (default: twice the default parallelism). ``spark``: a session to use (not stopped);
-    otherwise one is started and stopped. Raises TraceFormatError for a local path that holds
-    no trace, SparkUnavailable without pyspark."""
+    ``spark://host:port``, ``yarn``, ``k8s://...``). ``partitions``: how many tasks replay
+    the traces gathered by id (default: twice the default parallelism); files are read and
+    checked in about :data:`FILE_TASKS_PER_PARTITION` times as many. ``spark``: a session to
+    use (not stopped); otherwise one is started and stopped. Raises TraceFormatError for a
+    local path that holds no trace, SparkUnavailable without pyspark."""
     files, names = _display_names(list(paths))
     started = time.perf_counter()
     spark = spark or _active()  # this process's session, if it runs one: not stopped
@@ -346,6 +347,10 @@ def check_on_spark(paths: Sequence[str], master: str = DEFAULT_MASTER, *,
 
 
 _SPLIT_CONFS = ("spark.sql.files.minPartitionNum", "spark.sql.files.openCostInBytes")
+FILE_TASKS_PER_PARTITION = 4
+"""Files are read, and their traces checked, in about this many tasks per replay partition:
+a file is never split, so with a few large tasks the last one can leave a core idle for most
+of its length; with small ones Spark hands the next task to whichever core is free."""
 
 
 @contextmanager
@@ -384,7 +389,7 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
     bad: list[BadInput] = []
     cached: list[DataFrame] = []
     results: list[DataFrame] = []  # (trace, report, states) of the traces kept
-    with _files_over_tasks(spark, n):
+    with _files_over_tasks(spark, FILE_TASKS_PER_PARTITION * n):
         # The first way: each small file's traces checked where the file is read.
         here: DataFrame | None = None
         files_of: dict[str, set[str]] = {}
@@ -439,7 +444,7 @@ def _job(spark: SparkSession, files: list[str], names: dict[str, str],
             every = results[0]
             for frame in results[1:]:
                 every = every.unionByName(frame)
-            states = (every.select(F.explode("states").alias("s")).distinct()
+            states = (every.coalesce(n).select(F.explode("states").alias("s")).distinct()
                       .select(F.split("s", ":").getItem(0).alias("model"))
                       .groupBy("model").count().collect())
             distinct = dict(sorted((r["model"], int(r["count"])) for r in states))
