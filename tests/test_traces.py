@@ -607,6 +607,9 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0002": ("event", '"cause":"JBOD move swapped in"'),
     "0003": ("event", '"cause":"JBOD move swapped in"'),
     "0004": ("action", "ReplicaMove.FailDir"),
+    "0006": ("event", '{"action":"FetchFenced","args":{"epoch":0,'
+                      '"topicId":"MY-QYf-bS4ClXaO1uGG6Dw","tp":"s-0"}'),
+    "0007": ("outside", "a fetch answered from the leader's earlier state"),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -628,7 +631,16 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     holding it), above the source's; the swap now records that as ``DeleteOldestSegment``.
 
     0004 (same campaign, seed 87): the source's dir failed under the swap's lock; the checker's
-    ReplicaMove twin now lets either dir fail."""
+    ReplicaMove twin now lets either dir fail.
+
+    0006 (``fuzz --seeds 100 --seed 120 --steps 80``, seed 153, recorded again): a fetch sent
+    for the deleted generation of s-0 was fenced after the partition came back to the fetcher
+    under the re-created topic's id; the stale fence is now recorded under the id the request
+    was sent for, and the checker takes a fence at an epoch known before a StopReplica.
+
+    0007 (same campaign, seed 185): a fetch answer the leader sent before its power loss,
+    carrying HW 2, arrived after its restart with HW 0; the earlier state the checker allows
+    such an answer is now bounded by the highest HW of the leader's leadership."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -643,6 +655,68 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
 
 def test_every_trace_in_traces_checker_has_its_expectation() -> None:
     assert sorted(p.stem[:4] for p in CHECKER_REGRESSIONS) == sorted(CHECKER_EXPECTATIONS)
+
+
+def _checker_trace_edited(stem: str, seq: int, edit: Callable[[dict[str, object]], None],
+                          tmp_path: Path) -> Path:
+    """A copy of the traces/checker/ trace ``stem`` with its event ``seq`` edited."""
+    src = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith(stem))
+    lines = []
+    for line in src.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event["seq"] == seq:
+            edit(event)
+            line = json.dumps(event, separators=(",", ":"), sort_keys=True)
+        lines.append(line)
+    out = tmp_path / src.name
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def test_a_stale_fence_is_recorded_under_the_generation_its_request_was_for(
+        tmp_path: Path) -> None:
+    """Seed 153 recorded anew: broker 3's fetch for the deleted generation of s-0 is fenced
+    after s-0 came back to its fetcher under the re-created topic's id. The event names the
+    generation the request was for (before the fix, the present one, which no leader of could
+    have fenced epoch 0), and the trace checks clean."""
+    out = tmp_path / "seeds"
+    result = CliRunner().invoke(main, ["fuzz", "--seeds", "1", "--seed", "153", "--steps", "80",
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    trace = out / "seed-153.jsonl"
+    fence = next(json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()
+                 if json.loads(line)["seq"] == 253)
+    assert (fence["action"], fence["args"]["topicId"]) == ("FetchFenced",
+                                                           "MY-QYf-bS4ClXaO1uGG6Dw")
+    report = check_paths([trace])
+    assert report.ok, report.summary()
+
+
+def test_a_fence_at_an_epoch_the_broker_never_knew_for_the_partition_is_refused(
+        tmp_path: Path) -> None:
+    """0006's fence (seq 253) at epoch 1: broker 3 knew the deleted generation's s-0 only at
+    epoch 0 before its StopReplica, so no fetch of it could have carried epoch 1."""
+    def at_one(event: dict[str, object]) -> None:
+        args = event["args"]
+        assert isinstance(args, dict)
+        args["epoch"] = 1
+
+    report = check_paths([_checker_trace_edited("0006", 253, at_one, tmp_path)])
+    assert not report.ok
+    assert [(f.seq, f.action) for f in report.failures] == [(253, "FetchFenced")]
+
+
+def test_an_answer_carrying_a_hw_the_leader_never_had_is_refused(tmp_path: Path) -> None:
+    """0007's late answer (seq 324) with HW 3, which leader 1 never reached (its highest was
+    2), is no earlier state of the leader."""
+    def hw_three(event: dict[str, object]) -> None:
+        args = event["args"]
+        assert isinstance(args, dict)
+        args["leaderHw"] = 3
+
+    report = check_paths([_checker_trace_edited("0007", 324, hw_three, tmp_path)])
+    assert not report.ok
+    assert [(f.seq, f.action) for f in report.failures] == [(324, "FollowerFetch")]
 
 
 CONFORMANCE_OPEN = Path(__file__).resolve().parent / "data" / "conformance_open"

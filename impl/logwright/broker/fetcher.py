@@ -132,6 +132,9 @@ class PartitionFetchState:
     state: FetchState
     delayed_until_ms: int = 0
     lag: int | None = None
+    topic_id: object | None = None
+    """The topic id of the replica this membership fetches for, as the trace names it (set
+    only with the trace on): an answer to a request sent for it is about that generation."""
 
 
 @dataclass(frozen=True)
@@ -202,8 +205,10 @@ class Fetcher:
             current = self.partitions.get(tp)
             if current is not None and current.current_leader_epoch == init.current_leader_epoch:
                 continue
-            self.partitions[tp] = PartitionFetchState(init.init_offset, init.current_leader_epoch,
-                                                      FetchState.TRUNCATING)
+            self.partitions[tp] = PartitionFetchState(
+                init.init_offset, init.current_leader_epoch, FetchState.TRUNCATING,
+                topic_id=(self.manager.trace_topic_id(tp) if self.manager.trace.enabled
+                          else None))
         self._wake(0)
 
     def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
@@ -353,7 +358,10 @@ class Fetcher:
             # A newer epoch is already known here: the fence answered an old request (hazard 6).
             self.manager.stale_fences += 1
             if self.manager.trace.enabled:
-                self.manager.trace_fetcher(tp, "FetchFenced", {"epoch": request_epoch}, {})
+                # Named by the generation the request was sent for: a topic deleted and
+                # re-created has the partition back in this fetcher under another topic id.
+                self.manager.trace_fetcher(tp, "FetchFenced", {"epoch": request_epoch}, {},
+                                           sent.topic_id if sent is not None else None)
 
     # ---- truncation ----------------------------------------------------------------------------
 
@@ -623,10 +631,12 @@ class FetcherManager:
                                 {"alive": False})
 
     def trace_fetcher(self, tp: TopicPartition, action: str, args: Mapping[str, object],
-                      changed: Mapping[str, object]) -> None:
-        """Record a FetcherFailure event of ``tp`` (trace on only)."""
+                      changed: Mapping[str, object], topic_id: object | None = None) -> None:
+        """Record a FetcherFailure event of ``tp`` (trace on only), of the replica's present
+        topic id unless ``topic_id`` names the one the event is about."""
+        tid = topic_id if topic_id is not None else self.trace_topic_id(tp)
         a: dict[str, object] = {"tp": f"{tp.topic}-{tp.partition}",
-                                "topicId": topic_id_text(self.trace_topic_id(tp))}
+                                "topicId": topic_id_text(tid)}
         a.update(args)
         self.trace.emit(f"broker-{self.trace_broker}", FETCHER_FAILURE,
                         f"broker-{self.trace_broker}", action, a, changed)

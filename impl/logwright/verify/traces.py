@@ -373,6 +373,10 @@ class _LsoInstance:
         self.leaderless = False
         """The controller left the partition without a leader (no replica in the ISR or the
         ELR could lead): outside the model, which always has one, until a leader returns."""
+        self.leader_hw = (leader, 0)
+        """The leader and the highest HW its replica has had while it led (another leader resets
+        it): a power loss takes the HW back to its checkpoint, but an answer its earlier
+        incarnation sent may still arrive carrying the HW it had then."""
 
     @property
     def leader(self) -> int:
@@ -539,6 +543,10 @@ class _LsoInstance:
             self.state = want._replace(committed=min(self.state.committed, want.leo[L]))
             raise _Outside("the first leader after a time with none (elected from the ELR or "
                            "by a recovery election): a new behaviour", resync=False)
+        s = self.state
+        hw_now = s.hw[self.replicas.index(s.leader)]
+        self.leader_hw = ((s.leader, max(self.leader_hw[1], hw_now))
+                          if self.leader_hw[0] == s.leader else (s.leader, hw_now))
         if self.pending_restart:
             self.settle_restarts(action, args, node)
         # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
@@ -771,7 +779,10 @@ class _LsoInstance:
         hw = int(args.get("leaderHw", s.hw[L]))
         start = int(args.get("leaderLogStart", s.logStart[L]))
         leo = int(args.get("fetchedTo", s.leo[L]))
-        if not (hw <= s.hw[L] and start <= s.logStart[L] and leo <= s.leo[L]):
+        # The HW as high as the leader's has been while it led (an answer sent before a power
+        # loss of the leader may carry more than the HW it restarted with).
+        high = self.leader_hw[1] if self.leader_hw[0] == self.leader else s.hw[L]
+        if not (hw <= max(s.hw[L], high) and start <= s.logStart[L] and leo <= s.leo[L]):
             return None
         snap = s._replace(hw=_put(s.hw, L, max(0, hw)), logStart=_put(s.logStart, L, start),
                           leo=_put(s.leo, L, leo))
@@ -1003,6 +1014,9 @@ class _FfInstance:
     def __init__(self, partitions: int, max_le: int) -> None:
         self.twin_ = _ff_twin(partitions, max_le)
         self.state: FFState = next(iter(self.twin_.init_states()))  # type: ignore[assignment]
+        self.known_high: dict[int, int] = {}
+        """Partition index -> the highest leader epoch the broker has known for it (a fence
+        may answer a request sent before a StopReplica, after which it knows none)."""
 
     def spec(self) -> Spec:
         return self.twin_
@@ -1011,6 +1025,7 @@ class _FfInstance:
              changed: Mapping[str, Any]) -> FFState | None:
         s, twin, i = self.state, self.twin_, p - 1
         t: FFState | None
+        self.known_high[i] = max(self.known_high.get(i, -1), s.knownEpoch[i])
         if action == "Restart":
             fresh: FFState = next(iter(twin.init_states()))  # type: ignore[assignment]
             fresh = fresh._replace(leaderEpoch=s.leaderEpoch)
@@ -1048,7 +1063,7 @@ class _FfInstance:
                                "newer leader epoch (the model's leader knows it at once)")
         elif action == "FetchFenced":
             epoch = int(args["epoch"])
-            if not 0 <= epoch <= s.knownEpoch[i]:
+            if not 0 <= epoch <= self.known_high[i]:
                 raise _Refused("not enabled", f"FetchFenced{_args(args)}: the broker never "
                                f"fetched at epoch {epoch}", twin.describe(s))
             t = twin.FetchFenced(s._replace(inflight=_put(s.inflight, i, epoch)), p)
