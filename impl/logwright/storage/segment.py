@@ -184,15 +184,20 @@ class LogSegment:
         if self._time_index is None:
             self._load_time_index()
 
-    def rebuild_indexes(self, collect_epochs: bool = False) -> None:
-        """Recreate both indexes by walking the log file (no CRC checks: the log is trusted);
-        with ``collect_epochs``, keep the runs of batches of one leader epoch (``epoch_runs``)."""
+    def _emptied_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
+        """Both indexes, made if not loaded yet, emptied (files truncated) for a rebuild."""
         if self._index is None:
             self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
         if self._time_index is None:
             self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
         self._index.reset()
         self._time_index.reset()
+        return self._index, self._time_index
+
+    def rebuild_indexes(self, collect_epochs: bool = False) -> None:
+        """Recreate both indexes by walking the log file (no CRC checks: the log is trusted);
+        with ``collect_epochs``, keep the runs of batches of one leader epoch (``epoch_runs``)."""
+        self._emptied_indexes()
         self._bytes_since_index_entry = 0
         epochs: list[int] | None = [] if collect_epochs else None
         walked = self._walk(0, self.size_bytes, epochs)
@@ -517,13 +522,7 @@ class LogSegment:
         if cut:
             self._log.truncate(valid)
             self.size_bytes = valid
-        if self._index is None:
-            self._index = OffsetIndex(self.fs, self.index_path, self.base_offset)
-        if self._time_index is None:
-            self._time_index = TimeIndex(self.fs, self.time_index_path, self.base_offset)
-        self._index.reset()
-        self._time_index.reset()
-        _fill_indexes(self._index, self._time_index, scanned)
+        _fill_indexes(*self._emptied_indexes(), scanned)
         self._bytes_since_index_entry = scanned.bytes_since_index_entry
         self.epoch_runs = scanned.epoch_runs
         self._recompute_tail_stats()
