@@ -68,6 +68,9 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     ("StrayCleanup", "DeferStrayDeletion"): {"b", "dir", "stray", "reason", "nextCheck"},
     ("StrayCleanup", "DeleteStray"): {"b", "dir", "stray", "reason", "renamedTo"},
 }
+INTENT_ARGS = {"DeleteRecords": {"o"}}
+"""The actions an Intent announces, and the arguments of theirs it carries besides ``replica``
+and ``topicId``."""
 INIT_ARGS = {"topicId", "replicas", "leader", "isr", "leaderEpoch", "controllerEpoch",
              "brokerEpochs"}
 # Events about one partition, which name its topic id; the others are about a broker or all
@@ -199,6 +202,12 @@ def test_every_event_names_its_node_and_the_arguments_the_schema_gives(
         assert isinstance(e["node"], str) and NODE.fullmatch(e["node"]), e
         assert isinstance(e["instance"], str) and e["instance"], e
         key = (e["model"], e["action"])
+        if e["model"] == "-" and e["action"] == "Intent":
+            args = e["args"]
+            assert PARTITION.fullmatch(e["instance"]) and e["changed"] == {}, e
+            assert e["node"] == f"broker-{args['replica']}" and "topicId" in args, e
+            assert set(args) - {"action", "replica", "topicId"} == INTENT_ARGS[args["action"]], e
+            continue
         if e["model"] == "-":
             assert e["action"] in ("Init", "Removed") and PARTITION.fullmatch(e["instance"]), e
             assert e["node"].startswith("controller-") and e["changed"] == {}, e
@@ -231,6 +240,27 @@ def test_a_replica_records_an_event_only_when_one_of_its_variables_changed(
                                     "failedEpoch": -1, "alive": True}, e
         if e["model"] == "FetcherFailure" and e["action"] == "StopReplica":
             assert e["changed"] == {"knownEpoch": -1, "fetching": False, "failedEpoch": -1}, e
+
+
+def test_an_intent_is_followed_by_the_event_it_announces(
+        run: tuple[str, list[Event]]) -> None:
+    """Without a power loss in the middle, the next event of an Intent's replica of that
+    partition is the announced one, with the arguments it announced, and the start offset it
+    raises to (no crash cuts a write in these runs)."""
+    name, events = run
+    announced = 0
+    for i, e in enumerate(events):
+        if e["action"] != "Intent":
+            continue
+        announced += 1
+        a = e["args"]
+        after = next(x for x in events[i + 1:] if x["instance"] == e["instance"]
+                     and x["node"] == e["node"] and x["model"] == "LogStartOffset")
+        assert after["action"] == a["action"] and after["args"]["o"] == a["o"], (e, after)
+        assert after["args"]["replica"] == a["replica"], (e, after)
+        assert after["changed"]["logStart"] == {str(a["replica"]): a["o"]}, (e, after)
+    if name == "isr":  # its DeleteRecords raise the leader's start offset
+        assert announced > 0
 
 
 def _generations(events: list[Event]) -> dict[str, set[str]]:

@@ -600,6 +600,10 @@ def test_a_fingerprint_is_the_canonical_forms_whatever_is_remembered() -> None:
     assert fingerprint("M", (1, a)) == fingerprint("M", (1, b)) != fingerprint("N", (1, a))
 
 
+CUT = "whose event a power loss cut"
+"""The words the checker counts a restart by when it replayed an event an Intent announced."""
+
+
 CHECKER_REGRESSIONS = sorted((CORPUS.parent / "checker").glob("*.jsonl"))
 
 CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
@@ -607,6 +611,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0002": ("event", '"cause":"JBOD move swapped in"'),
     "0003": ("event", '"cause":"JBOD move swapped in"'),
     "0004": ("action", "ReplicaMove.FailDir"),
+    "0005": ("outside", CUT),
     "0006": ("event", '{"action":"FetchFenced","args":{"epoch":0,'
                       '"topicId":"MY-QYf-bS4ClXaO1uGG6Dw","tp":"s-0"}'),
     "0007": ("outside", "a fetch answered from the leader's earlier state"),
@@ -632,6 +637,12 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
 
     0004 (same campaign, seed 87): the source's dir failed under the swap's lock; the checker's
     ReplicaMove twin now lets either dir fail.
+
+    0005 (``fuzz --seeds 120 --steps 80``, seed 82, recorded again): broker 1, a deposed leader
+    that had not heard of its successor, lost power on the fsync that made its DeleteRecords
+    to offset 2 durable, before its event; the restart shows start offset 2. The broker now
+    records an ``Intent`` before the write, and the checker replays the DeleteRecords it names
+    before the restart.
 
     0006 (``fuzz --seeds 100 --seed 120 --steps 80``, seed 153, recorded again): a fetch sent
     for the deleted generation of s-0 was fenced after the partition came back to the fetcher
@@ -719,20 +730,91 @@ def test_an_answer_carrying_a_hw_the_leader_never_had_is_refused(tmp_path: Path)
     assert [(f.seq, f.action) for f in report.failures] == [(324, "FollowerFetch")]
 
 
-CONFORMANCE_OPEN = Path(__file__).resolve().parent / "data" / "conformance_open"
+def _intent_edited(src: Path, edit: Callable[[dict[str, object]], None] | None,
+                   tmp_path: Path) -> Path:
+    """A copy of the trace ``src`` with its one ``Intent`` edited, or left out (``edit`` None,
+    the rest numbered again)."""
+    lines = []
+    for line in src.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event["action"] == "Intent":
+            if edit is None:
+                continue
+            edit(event)
+        event["seq"] = len(lines)
+        lines.append(json.dumps(event, separators=(",", ":"), sort_keys=True))
+    out = tmp_path / f"edited-{src.name}"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a power loss right after the fsync that made a leader's DeleteRecords durable cut its "
-    "event; the restart loads the raised start offset the trace never recorded, and the trace "
-    "has no event at the crash where the checker could place the model's DeleteRecords "
-    "(docs/verification.md, 'Traces that once crashed the checker')"))
-def test_a_durable_delete_records_cut_from_its_event_by_a_power_loss_checks() -> None:
-    """``fuzz --seeds 120 --steps 80``, seed 82: broker 1 led s-2 and lost power (crash_during,
-    after 7 file system operations) as its DeleteRecords to offset 2 wrote the start offset
-    checkpoint: the write was durable, its event never recorded. Kept out of traces/ (every
-    trace there checks clean on both engines) until the checker can replay it."""
-    trace = (CONFORMANCE_OPEN
-             / "0005-a-power-loss-cuts-a-durable-delete-records-from-its-event.jsonl")
-    report = check_paths([trace])
-    assert report.ok, report.summary()
+def _set_arg(name: str, value: object) -> Callable[[dict[str, object]], None]:
+    def edit(event: dict[str, object]) -> None:
+        args = event["args"]
+        assert isinstance(args, dict)
+        args[name] = value
+    return edit
+
+
+def _refused_only_by_an_edited_intent(trace: Path, offset: int, replica: int,
+                                      tmp_path: Path) -> None:
+    """``trace`` checks clean only with its Intent as recorded: left out, naming another
+    offset, another replica or another action, the restart it explains is refused."""
+    other = 1 if replica != 1 else 2
+    for edit in (None, _set_arg("o", offset - 1), _set_arg("o", offset + 1),
+                 _set_arg("replica", other), _set_arg("action", "Flush")):
+        report = check_paths([_intent_edited(trace, edit, tmp_path)])
+        assert not report.ok and report.failures, (edit, report.summary())
+        assert not report.bad_input
+
+
+def test_a_durable_delete_records_cut_from_its_event_is_refused_without_its_intent(
+        tmp_path: Path) -> None:
+    """traces/checker/0005 (seed 82): deposed leader 1 lost power on the fsync that made its
+    DeleteRecords to offset 2 durable; only its Intent explains the start offset the restart
+    shows."""
+    trace = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith("0005"))
+    intent = next(json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()
+                  if json.loads(line)["action"] == "Intent")
+    assert (intent["args"]["action"], intent["args"]["o"], intent["args"]["replica"]) == (
+        "DeleteRecords", 2, 1)
+    _refused_only_by_an_edited_intent(trace, 2, 1, tmp_path)
+
+
+def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
+        tmp_path: Path) -> None:
+    """The leader of s-0 (3 acknowledged records) loses power after each of its first file
+    system operations of a DeleteRecords to offset 2, restarts, and the cluster settles. Every
+    trace checks clean: a power loss before the durable write restarts at start offset 0, one
+    after it (the event not yet recorded) at 2, which the checker replays from the Intent; and
+    every such trace is refused when the Intent is edited or left out."""
+    from logwright.verify.cluster_run import ClusterRun
+
+    cut, before = 0, 0
+    for after_ops in range(1, 14):
+        path = tmp_path / f"after-{after_ops}.jsonl"
+        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path)})
+        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
+                   "replication_factor": 3})
+        for i in range(3):
+            run.apply({"op": "produce", "topic": "s", "partition": 0, "values": [f"v{i}"],
+                       "acks": -1})
+        run.apply({"op": "settle"})
+        leader = run.cluster.partition_state("s", 0).leader
+        run.apply({"op": "crash_during", "broker": leader, "after_ops": after_ops,
+                   "step": {"op": "delete_records", "topic": "s", "partition": 0,
+                            "offset": 2}})
+        if not run.running(leader):
+            run.apply({"op": "restart", "broker": leader})
+        run.apply({"op": "settle"})
+        run.check()
+        run.cluster.close()
+        report = check_paths([path])
+        assert report.ok, (after_ops, report.summary())
+        if any(CUT in reason for reason in report.outside):
+            cut += 1
+            _refused_only_by_an_edited_intent(path, 2, leader, tmp_path)
+        elif '"action":"DeleteRecords"' not in path.read_text(encoding="utf-8").replace(
+                '"args":{"action":"DeleteRecords"', ""):
+            before += 1  # lost power before the write was durable: nothing to replay
+    assert cut >= 3 and before >= 3, (cut, before)

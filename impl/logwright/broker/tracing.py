@@ -16,6 +16,7 @@ from logwright.identity import TopicPartition
 from logwright.storage.log import PartitionLog
 from logwright.world.trace import (
     FETCHER_FAILURE,
+    INTENT,
     LOG_START_OFFSET,
     STRAY_CLEANUP,
     Json,
@@ -42,6 +43,18 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
     recorder.replica_step(f"broker-{broker_id}", instance(log.tp), broker_id, action, a,
                           _values(log, ckpt), durable=log.start_offset_checkpoint is not None,
                           always=always)
+
+
+def intent(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: str,
+           args: Mapping[str, Json]) -> None:
+    """Replica ``broker_id`` of ``log.tp`` is about to make ``action`` durable, and records its
+    event only once the write returns: the bookkeeping event ``Intent`` says so first, so that a
+    power loss during the write, which may leave it durable with no event, is explained by the
+    action it names (traces/SCHEMA.md). Call only when ``recorder.enabled``."""
+    a: dict[str, Json] = {"action": action, "replica": broker_id,
+                          "topicId": topic_id_text(log.topic_id)}
+    a.update(args)
+    recorder.emit(f"broker-{broker_id}", "-", instance(log.tp), INTENT, a, {})
 
 
 def replica_changes(recorder: TraceRecorder, broker_id: int, log: PartitionLog

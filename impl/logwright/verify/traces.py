@@ -17,6 +17,7 @@ the trace reaches, a deleted segment's length is the SegmentSize of that one ste
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import time
@@ -56,6 +57,7 @@ from logwright.world.trace import (
     FETCHER_FAILURE,
     HEADER,
     INIT,
+    INTENT,
     LOG_START_OFFSET,
     READABLE_VERSIONS,
     REPLICA_MOVE,
@@ -340,6 +342,9 @@ behaviour), which the model calls a bug."""
 
 _LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 _LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
+_CUT_EVENTS = frozenset({"DeleteRecords"})
+"""The actions an ``Intent`` may announce, whose event the checker can replay when a power
+loss cut it (:meth:`_LsoInstance.step`)."""
 
 
 class _LsoInstance:
@@ -377,6 +382,9 @@ class _LsoInstance:
         """The leader and the highest HW its replica has had while it led (another leader resets
         it): a power loss takes the HW back to its checkpoint, but an answer its earlier
         incarnation sent may still arrive carrying the HW it had then."""
+        self.intents: dict[int, dict[str, Any]] = {}
+        """Replica -> the arguments of its last ``Intent`` whose event has not come yet: the
+        action it was making durable when, perhaps, a power loss cut its event."""
 
     @property
     def leader(self) -> int:
@@ -480,9 +488,19 @@ class _LsoInstance:
             s = self.state
             if r not in s.isr:
                 del self.pending_restart[r]
+                intent = self.intents.pop(r, None)
                 want = self.recorded(changed0)
                 try:
                     t = self._crash_restart(s, r, int(args0["h"]), want)
+                    if (intent is not None and not _restarted_as(t, want)
+                            and self._cut_event(intent)):  # as in step()
+                        cut_want = self.recorded(changed0)
+                        cut = self._crash_restart(self.state, r, int(args0["h"]), cut_want)
+                        if cut is not None and _restarted_as(cut, cut_want):
+                            s, t, want = self.state, cut, cut_want
+                        else:
+                            self.state = s
+                            self.notes.pop()  # _cut_event's
                 except _Outside as out:
                     self.notes.append(f"CrashRestart: {out.reason}")
                     self.state = self._after_outside(want)
@@ -531,8 +549,90 @@ class _LsoInstance:
             self.state = self._rebased_recorded(changed)
         self.pending_restart.clear()
 
+    def intend(self, args: Mapping[str, Any]) -> None:
+        """An ``Intent`` event: replica ``args.replica`` is about to make ``args.action``
+        durable, and will record it once the write returns."""
+        self.intents[int(args["replica"])] = dict(args)
+
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
              node: str = "") -> LogStartOffsetState | None:
+        """Check one event as a step of the twin: its successor, None for a stutter; raises
+        _Outside for a step outside the model, _Refused for one the model does not allow.
+
+        A restart the twin refuses is checked once more when its replica recorded an
+        ``Intent`` whose event never came: a power loss during that action's durable write can
+        leave the write on disk and its event unrecorded. The action is then replayed (as its
+        event would have recorded it) before the restart, which must then match."""
+        if "replica" not in args:
+            return self._step(action, args, changed, node)
+        r = int(args["replica"])
+        intent = self.intents.get(r)
+        if intent is not None and action == intent["action"]:
+            del self.intents[r]  # its event came
+        if action != "CrashRestart" or intent is None:
+            return self._step(action, args, changed, node)
+        kept = self._kept()
+        try:
+            t = self._step(action, args, changed, node)
+        except _Refused as refused:
+            first = refused
+        except _Outside:
+            if r not in self.pending_restart:  # deferred: settle_restarts may need the intent
+                del self.intents[r]
+            raise
+        else:
+            del self.intents[r]
+            return t
+        self._restore(kept)
+        del self.intents[r]
+        if not self._cut_event(intent):
+            self._restore(kept)
+            raise first
+        try:
+            return self._step(action, args, changed, node)
+        except _Refused:
+            self._restore(kept)
+            raise first from None
+
+    def _kept(self) -> dict[str, Any]:
+        """What :meth:`_restore` puts back: every attribute, its containers copied (the
+        registered epochs are the trace's, shared, and never changed by a step)."""
+        return {k: v if k == "registered" else copy.copy(v) for k, v in vars(self).items()}
+
+    def _restore(self, kept: Mapping[str, Any]) -> None:
+        vars(self).update({k: v if k == "registered" else copy.copy(v)
+                           for k, v in kept.items()})
+
+    def _cut_event(self, intent: Mapping[str, Any]) -> bool:
+        """Apply the event an ``Intent`` announced and a power loss cut, with the values it
+        would have recorded, before its replica's restart is checked; False (the state as it
+        was) when the model cannot take it here. The one such action is DeleteRecords
+        (:data:`_CUT_EVENTS`)."""
+        if intent["action"] not in _CUT_EVENTS:
+            return False
+        r, o = int(intent["replica"]), int(intent["o"])
+        changed: dict[str, Any] = {"logStart": {str(r): o}}
+        if self.bug != LAZY_CHECKPOINT:  # the start offset is durable with every raise
+            changed["ckptStart"] = {str(r): o}
+        s = self.state._replace(pending=0, isrFloor=0)
+        try:
+            want = self.recorded(changed)
+        except _Outside:  # a replica the model lacks (recorded() re-based the instance)
+            return False
+        if r == s.leader:
+            t = self.twin().DeleteRecords(s, o)
+            if t is None or not _same(t._replace(pending=0), want):
+                return False
+            self.state = t._replace(pending=0)
+        else:  # a deposed leader's, as _step takes it: its own values are true of its replica
+            self.state = self._after_outside(want)
+        self.notes.append(f"CrashRestart: the restart shows the durable write of a "
+                          f"{intent['action']} whose event a power loss cut (its Intent "
+                          "names it; replayed before the restart)")
+        return True
+
+    def _step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
+              node: str = "") -> LogStartOffsetState | None:
         if self.leaderless:
             if action != "BecomeLeader":
                 raise _Outside("a step while the partition has no leader (the model always has "
@@ -804,6 +904,12 @@ def _same(a: LogStartOffsetState, b: LogStartOffsetState) -> bool:
 
 def _same_or_none(a: LogStartOffsetState | None, b: LogStartOffsetState) -> bool:
     return a is not None and _same(a, b)
+
+
+def _restarted_as(t: LogStartOffsetState | None, want: LogStartOffsetState) -> bool:
+    """A restart's successor ``t`` is the recorded ``want`` (whose new epoch's start is
+    recorded by its BecomeLeader, not by the restart)."""
+    return t is not None and _same(t, want._replace(epochStart=t.epochStart))
 
 
 def _diff(s: LogStartOffsetState, t: LogStartOffsetState) -> str:
@@ -1235,6 +1341,8 @@ def _bounds(events: list[tuple[str, Event]]) -> tuple[int, int, int, int, int]:
         if e["model"] == LOG_START_OFFSET:
             offsets = max(offsets, *ints(c), *ints({k: v for k, v in a.items()
                                                    if k not in ("replica", "r")}), 0)
+        elif e["action"] == INTENT:
+            offsets = max(offsets, int(a.get("o", 0)))
         elif e["action"] == "ElectController":
             ce = max(ce, int(a["c"]))
         elif e["action"] == "Register":
@@ -1457,6 +1565,10 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
         if action == "Removed":
             lso.pop(inst, None)
             cf.pop(inst, None)
+            return
+        if action == INTENT:
+            if inst in lso and not other_generation(inst, args):
+                lso[inst].intend(args)
             return
         targets: list[tuple[str, Any]] = []
         if model == LOG_START_OFFSET:

@@ -27,13 +27,15 @@ from typing import IO, Any, TypeVar
 from logwright.errors import LogwrightError
 from logwright.world.clock import Clock
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The version of the event schema (traces/SCHEMA.md); a checker refuses other versions but
 :data:`READABLE_VERSIONS`. Version 2 added LogStartOffset's ``flushed``, ``epochStart`` and the
-``Flush`` action; version 3 the ReplicaMove model's events (a JBOD move)."""
+``Flush`` action; version 3 the ReplicaMove model's events (a JBOD move); version 4 the
+bookkeeping event :data:`INTENT`."""
 
-READABLE_VERSIONS = (2, 3)
-"""The versions a checker reads: a version 2 trace is a version 3 trace without moves."""
+READABLE_VERSIONS = (2, 3, 4)
+"""The versions a checker reads: a version 3 trace is a version 4 trace without intents, a
+version 2 trace one without moves either."""
 
 LOG_START_OFFSET = "LogStartOffset"
 CONTROLLER_FENCING = "ControllerFencing"
@@ -44,6 +46,12 @@ HEADER = "Header"
 """The action of a trace's first event (model ``"-"``): the run's seed and constants."""
 INIT = "Init"
 """The action that starts a model instance: its constants and initial values."""
+INTENT = "Intent"
+"""A bookkeeping event (model ``"-"``) a node records just before a durable write whose own
+event it records only once the write returns: ``args.action`` names that event, and the rest
+of ``args`` are its arguments. A power loss during the write can leave the write durable and
+its event never recorded; the checker then finds, at the replica's restart, the action the
+intent names (traces/SCHEMA.md)."""
 
 REPLICA_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 """LogStartOffset's per-replica variables, in the order :meth:`replica_step` takes them."""
