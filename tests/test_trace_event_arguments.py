@@ -68,7 +68,8 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     ("StrayCleanup", "DeferStrayDeletion"): {"b", "dir", "stray", "reason", "nextCheck"},
     ("StrayCleanup", "DeleteStray"): {"b", "dir", "stray", "reason", "renamedTo"},
 }
-INTENT_ARGS = {"DeleteRecords": {"o"}}
+INTENT_ARGS = {"DeleteRecords": {"o", "then"},
+               "FollowerFetch": {"leaderHw", "leaderLogStart", "fetchedTo", "then"}}
 """The actions an Intent announces, and the arguments of theirs it carries besides ``replica``
 and ``topicId``."""
 INIT_ARGS = {"topicId", "replicas", "leader", "isr", "leaderEpoch", "controllerEpoch",
@@ -245,22 +246,27 @@ def test_a_replica_records_an_event_only_when_one_of_its_variables_changed(
 def test_an_intent_is_followed_by_the_event_it_announces(
         run: tuple[str, list[Event]]) -> None:
     """Without a power loss in the middle, the next event of an Intent's replica of that
-    partition is the announced one, with the arguments it announced, and the start offset it
-    raises to (no crash cuts a write in these runs)."""
+    partition is the announced one, with the arguments it announced and the changes it
+    announced (``then``) raising the start offset (no crash cuts a write in these runs)."""
     name, events = run
-    announced = 0
+    announced = set()
     for i, e in enumerate(events):
         if e["action"] != "Intent":
             continue
-        announced += 1
         a = e["args"]
+        announced.add(a["action"])
         after = next(x for x in events[i + 1:] if x["instance"] == e["instance"]
                      and x["node"] == e["node"] and x["model"] == "LogStartOffset")
-        assert after["action"] == a["action"] and after["args"]["o"] == a["o"], (e, after)
-        assert after["args"]["replica"] == a["replica"], (e, after)
-        assert after["changed"]["logStart"] == {str(a["replica"]): a["o"]}, (e, after)
-    if name == "isr":  # its DeleteRecords raise the leader's start offset
-        assert announced > 0
+        assert after["action"] == a["action"] and after["changed"] == a["then"], (e, after)
+        assert {k: v for k, v in a.items() if k not in ("action", "then")} == after["args"], (
+            e, after)
+        r = str(a["replica"])
+        assert after["changed"]["logStart"][r] > max(
+            (x["changed"]["logStart"][r] for x in events[:i]
+             if x["instance"] == e["instance"] and x["model"] == "LogStartOffset"
+             and r in x["changed"].get("logStart", {})), default=-1), (e, after)
+    if name == "isr":  # its DeleteRecords raise the start offsets of leader and followers
+        assert announced == {"DeleteRecords", "FollowerFetch"}
 
 
 def _generations(events: list[Event]) -> dict[str, set[str]]:

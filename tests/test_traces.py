@@ -756,12 +756,24 @@ def _set_arg(name: str, value: object) -> Callable[[dict[str, object]], None]:
     return edit
 
 
+def _set_start(offset: int) -> Callable[[dict[str, object]], None]:
+    """The Intent's announced start offset (``then``: logStart and ckptStart) set to
+    ``offset``."""
+    def edit(event: dict[str, object]) -> None:
+        args = event["args"]
+        assert isinstance(args, dict)
+        for name in ("logStart", "ckptStart"):
+            args["then"][name] = {str(args["replica"]): offset}
+    return edit
+
+
 def _refused_only_by_an_edited_intent(trace: Path, offset: int, replica: int,
                                       tmp_path: Path) -> None:
-    """``trace`` checks clean only with its Intent as recorded: left out, naming another
-    offset, another replica or another action, the restart it explains is refused."""
+    """``trace`` checks clean only with its Intent as recorded: left out, announcing another
+    start offset, for another replica or another action, the restart it explains is
+    refused."""
     other = 1 if replica != 1 else 2
-    for edit in (None, _set_arg("o", offset - 1), _set_arg("o", offset + 1),
+    for edit in (None, _set_start(offset - 1), _set_start(offset + 1),
                  _set_arg("replica", other), _set_arg("action", "Flush")):
         report = check_paths([_intent_edited(trace, edit, tmp_path)])
         assert not report.ok and report.failures, (edit, report.summary())
@@ -781,13 +793,16 @@ def test_a_durable_delete_records_cut_from_its_event_is_refused_without_its_inte
     _refused_only_by_an_edited_intent(trace, 2, 1, tmp_path)
 
 
+@pytest.mark.parametrize("who", ["leader", "follower"])
 def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
-        tmp_path: Path) -> None:
-    """The leader of s-0 (3 acknowledged records) loses power after each of its first file
-    system operations of a DeleteRecords to offset 2, restarts, and the cluster settles. Every
-    trace checks clean: a power loss before the durable write restarts at start offset 0, one
-    after it (the event not yet recorded) at 2, which the checker replays from the Intent; and
-    every such trace is refused when the Intent is edited or left out."""
+        who: str, tmp_path: Path) -> None:
+    """The leader of s-0 (3 acknowledged records) is asked to delete the records below 2, and
+    the leader (or a follower, which raises its own start offset from its next fetch) loses
+    power after each of its first file system operations from then on, restarts, and the
+    cluster settles. Every trace checks clean: a power loss before the durable write restarts
+    at start offset 0, one after it (its event not yet recorded) at 2, which the checker
+    replays from the Intent (DeleteRecords, or FollowerFetch); each such trace is refused when
+    its Intent is edited or left out."""
     from logwright.verify.cluster_run import ClusterRun
 
     cut, before = 0, 0
@@ -801,20 +816,26 @@ def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
                        "acks": -1})
         run.apply({"op": "settle"})
         leader = run.cluster.partition_state("s", 0).leader
-        run.apply({"op": "crash_during", "broker": leader, "after_ops": after_ops,
+        b = leader if who == "leader" else min({1, 2, 3} - {leader})
+        run.apply({"op": "crash_during", "broker": b, "after_ops": after_ops,
                    "step": {"op": "delete_records", "topic": "s", "partition": 0,
                             "offset": 2}})
-        if not run.running(leader):
-            run.apply({"op": "restart", "broker": leader})
+        crashed = not run.running(b)
+        if crashed:
+            run.apply({"op": "restart", "broker": b})
         run.apply({"op": "settle"})
         run.check()
         run.cluster.close()
         report = check_paths([path])
         assert report.ok, (after_ops, report.summary())
+        intents = [json.loads(line)["args"] for line in path.read_text().splitlines()
+                   if '"Intent"' in line]
+        assert intents[0]["action"] == "DeleteRecords" and intents[0]["o"] == 2, intents
         if any(CUT in reason for reason in report.outside):
             cut += 1
-            _refused_only_by_an_edited_intent(path, 2, leader, tmp_path)
-        elif '"action":"DeleteRecords"' not in path.read_text(encoding="utf-8").replace(
-                '"args":{"action":"DeleteRecords"', ""):
-            before += 1  # lost power before the write was durable: nothing to replay
+            assert any(a["replica"] == b and a["action"] == (
+                "DeleteRecords" if who == "leader" else "FollowerFetch") for a in intents)
+            _refused_only_by_an_edited_intent(path, 2, b, tmp_path)
+        elif crashed:
+            before += 1  # before the write was durable, or after its event
     assert cut >= 3 and before >= 3, (cut, before)

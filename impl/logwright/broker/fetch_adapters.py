@@ -274,7 +274,13 @@ class ReplicaFetchTarget:
                                               min(data.high_watermark, log.log_end_offset)))
             # Durable, and the epoch cache trimmed, before it returns.
             if data.log_start_offset > log.log_start_offset:
-                log.increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
+                raised = min(data.log_start_offset, log.high_watermark)
+                if self.rm.trace.enabled and raised > log.log_start_offset:
+                    tracing.intent(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
+                                   {"leaderHw": data.high_watermark,
+                                    "leaderLogStart": data.log_start_offset,
+                                    "fetchedTo": log.log_end_offset}, log_start=raised)
+                log.increment_log_start_offset(raised)
             partition.check_offsets()
             return log.log_end_offset
         end = self._storage(run)

@@ -1221,7 +1221,8 @@ class ReplicaManager:
             return Errors.OFFSET_OUT_OF_RANGE
         partition.check_topic_identity()
         if self.trace.enabled and wanted > log.log_start_offset:
-            tracing.intent(self.trace, self.broker_id, log, "DeleteRecords", {"o": wanted})
+            tracing.intent(self.trace, self.broker_id, log, "DeleteRecords", {"o": wanted},
+                           log_start=wanted)
         try:
             log.increment_log_start_offset(wanted)  # never backwards; durable when it returns
             if self.trace.enabled:

@@ -342,7 +342,7 @@ behaviour), which the model calls a bug."""
 
 _LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 _LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
-_CUT_EVENTS = frozenset({"DeleteRecords"})
+_CUT_EVENTS = frozenset({"DeleteRecords", "FollowerFetch"})
 """The actions an ``Intent`` may announce, whose event the checker can replay when a power
 loss cut it (:meth:`_LsoInstance.step`)."""
 
@@ -492,15 +492,17 @@ class _LsoInstance:
                 want = self.recorded(changed0)
                 try:
                     t = self._crash_restart(s, r, int(args0["h"]), want)
-                    if (intent is not None and not _restarted_as(t, want)
-                            and self._cut_event(intent)):  # as in step()
-                        cut_want = self.recorded(changed0)
-                        cut = self._crash_restart(self.state, r, int(args0["h"]), cut_want)
-                        if cut is not None and _restarted_as(cut, cut_want):
-                            s, t, want = self.state, cut, cut_want
+                    if intent is not None and not _restarted_as(t, want):  # as in step()
+                        kept, full = self._kept(), self._as_recorded(changed0, r)
+                        if self._cut_event(intent, f"broker-{r}"):
+                            cut_want = self.recorded(full)
+                            cut = self._crash_restart(self.state, r, int(args0["h"]), cut_want)
+                            if cut is not None and _restarted_as(cut, cut_want):
+                                s, t, want = self.state, cut, cut_want
+                            else:
+                                self._restore(kept)
                         else:
-                            self.state = s
-                            self.notes.pop()  # _cut_event's
+                            self._restore(kept)
                 except _Outside as out:
                     self.notes.append(f"CrashRestart: {out.reason}")
                     self.state = self._after_outside(want)
@@ -585,14 +587,23 @@ class _LsoInstance:
             return t
         self._restore(kept)
         del self.intents[r]
-        if not self._cut_event(intent):
+        full = self._as_recorded(changed, r)
+        if not self._cut_event(intent, node):
             self._restore(kept)
             raise first
         try:
-            return self._step(action, args, changed, node)
+            return self._step(action, args, full, node)
         except _Refused:
             self._restore(kept)
             raise first from None
+
+    def _as_recorded(self, changed: Mapping[str, Any], r: int) -> dict[str, Any]:
+        """``changed`` with every variable of replica ``r`` as it records them against the
+        state now: the recorder never saw a cut event's values, so a restart's values after
+        one are still relative to the event before it."""
+        want, i = self.recorded(changed), self.replicas.index(r)
+        return {**changed, **{name: {**changed.get(name, {}), str(r): getattr(want, name)[i]}
+                              for name in _LSO_VARS}}
 
     def _kept(self) -> dict[str, Any]:
         """What :meth:`_restore` puts back: every attribute, its containers copied (the
@@ -603,32 +614,30 @@ class _LsoInstance:
         vars(self).update({k: v if k == "registered" else copy.copy(v)
                            for k, v in kept.items()})
 
-    def _cut_event(self, intent: Mapping[str, Any]) -> bool:
-        """Apply the event an ``Intent`` announced and a power loss cut, with the values it
-        would have recorded, before its replica's restart is checked; False (the state as it
-        was) when the model cannot take it here. The one such action is DeleteRecords
-        (:data:`_CUT_EVENTS`)."""
-        if intent["action"] not in _CUT_EVENTS:
+    def _cut_event(self, intent: Mapping[str, Any], node: str) -> bool:
+        """Check the event an ``Intent`` announced and a power loss cut, with its arguments and
+        the values it would have recorded (``then``), as a step before its replica's restart;
+        False when the model refuses it (the caller puts the instance back as it was)."""
+        action, changed = intent["action"], intent.get("then")
+        if action not in _CUT_EVENTS or not isinstance(changed, dict):
             return False
-        r, o = int(intent["replica"]), int(intent["o"])
-        changed: dict[str, Any] = {"logStart": {str(r): o}}
-        if self.bug != LAZY_CHECKPOINT:  # the start offset is durable with every raise
-            changed["ckptStart"] = {str(r): o}
-        s = self.state._replace(pending=0, isrFloor=0)
+        args = {k: v for k, v in intent.items() if k not in ("action", "then")}
+        deferred, self.pending_restart = self.pending_restart, {}  # settled by the caller
         try:
-            want = self.recorded(changed)
-        except _Outside:  # a replica the model lacks (recorded() re-based the instance)
+            t = self._step(action, args, changed, node)
+        except _Refused:
             return False
-        if r == s.leader:
-            t = self.twin().DeleteRecords(s, o)
-            if t is None or not _same(t._replace(pending=0), want):
-                return False
-            self.state = t._replace(pending=0)
-        else:  # a deposed leader's, as _step takes it: its own values are true of its replica
-            self.state = self._after_outside(want)
-        self.notes.append(f"CrashRestart: the restart shows the durable write of a "
-                          f"{intent['action']} whose event a power loss cut (its Intent "
-                          "names it; replayed before the restart)")
+        except _Outside as out:  # e.g. a deposed leader's: its values taken as they are
+            if out.resync:
+                self.resync(action, args, changed)
+        else:
+            if t is not None:
+                self.state = t
+        finally:
+            self.pending_restart = deferred
+        self.notes.append(f"CrashRestart: the restart shows the durable write of a {action} "
+                          "whose event a power loss cut (its Intent names it; replayed before "
+                          "the restart)")
         return True
 
     def _step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],

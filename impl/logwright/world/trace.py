@@ -98,6 +98,7 @@ class TraceRecorder:
 
     def __init__(self) -> None:
         self._replicas: dict[tuple[str, int], list[int | None]] = {}
+        self._now: list[int | None] = []  # would_change's values, replica_changes keeps them
         #: What nodes remember between their events (e.g. the store's last recorded epochs).
         self.memo: dict[str, Any] = {}
 
@@ -128,6 +129,17 @@ class TraceRecorder:
         """The variables of replica ``replica`` of ``instance`` that ``values`` change since its
         last event (as :meth:`replica_step` reads them), taken as recorded: for an event that
         carries them with changes of its own."""
+        changed = self.would_change(instance, replica, values, durable)
+        if self.enabled:
+            self._replicas[(instance, replica)] = self._now
+        return changed
+
+    def would_change(self, instance: str, replica: int,
+                     values: tuple[int, int, int, int, int | None, int],
+                     durable: bool = False) -> dict[str, Json]:
+        """What :meth:`replica_changes` would give, not taken as recorded: what an event of
+        replica ``replica`` would carry if the values were ``values`` (an ``Intent`` tells it
+        before the write that makes them so)."""
         if not self.enabled:
             return {}
         key = (instance, replica)
@@ -141,7 +153,7 @@ class TraceRecorder:
         for i, name in enumerate(REPLICA_VARIABLES):
             if now[i] is not None and (before is None or before[i] != now[i]):
                 changed[name] = {str(replica): now[i]}
-        self._replicas[key] = now
+        self._now = now
         return changed
 
     def forget_replica(self, instance: str, replica: int) -> None:
