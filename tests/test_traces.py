@@ -839,3 +839,45 @@ def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
         elif crashed:
             before += 1  # before the write was durable, or after its event
     assert cut >= 3 and before >= 3, (cut, before)
+
+
+@pytest.mark.parametrize("who", ["leader", "follower"])
+def test_a_power_loss_during_time_retention_checks(who: str, tmp_path: Path) -> None:
+    """Six records of s-0, each in a segment of its own (segment.bytes 200), pass their
+    retention (3 s); the leader (or a follower) loses power after every fourth of its file
+    system operations while time advances 4 s, restarts, and the cluster settles. Retention
+    raises the start offset durably before it deletes the segments and records its
+    DeleteOldestSegment after: every trace checks clean, those whose restart shows the raise
+    without its event through its Intent, and each of those is refused without it."""
+    from logwright.verify.cluster_run import ClusterRun, PropertyViolated
+
+    cut = 0
+    for after_ops in range(1, 90, 4):
+        path = tmp_path / f"after-{after_ops}.jsonl"
+        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path),
+                          "broker_properties": {"log.retention.check.interval.ms": "1000",
+                                                "log.initial.task.delay.ms": "500"},
+                          "topic_configs": {"retention.ms": 3000, "segment.bytes": 200}})
+        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
+                   "replication_factor": 3})
+        for i in range(6):
+            run.apply({"op": "produce", "topic": "s", "partition": 0,
+                       "values": [f"value-{i:03d}" * 4], "acks": -1})
+        run.apply({"op": "settle"})
+        leader = run.cluster.partition_state("s", 0).leader
+        b = leader if who == "leader" else min({1, 2, 3} - {leader})
+        run.apply({"op": "crash_during", "broker": b, "after_ops": after_ops,
+                   "step": {"op": "advance", "ms": 4_000}})
+        if not run.running(b):
+            run.apply({"op": "restart", "broker": b})
+        try:
+            run.apply({"op": "settle"})
+        except PropertyViolated:
+            pass  # the run's durability checks do not allow for retention; the trace is checked
+        run.cluster.close()
+        report = check_paths([path])
+        assert report.ok, (after_ops, report.summary())
+        if any(CUT in reason for reason in report.outside):
+            cut += 1
+            _refused_only_by_an_edited_intent(path, 6, b, tmp_path)
+    assert cut >= 3, cut

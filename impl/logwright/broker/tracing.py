@@ -16,7 +16,6 @@ from logwright.identity import TopicPartition
 from logwright.storage.log import PartitionLog
 from logwright.world.trace import (
     FETCHER_FAILURE,
-    INTENT,
     LOG_START_OFFSET,
     STRAY_CLEANUP,
     Json,
@@ -48,20 +47,15 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
 def intent(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: str,
            args: Mapping[str, Json], log_start: int) -> None:
     """Replica ``broker_id`` of ``log.tp`` is about to make its start offset ``log_start``
-    durable for ``action``, whose event it records only once the write returns. The
-    bookkeeping event ``Intent`` says so first, with ``action``'s arguments and (``then``) the
-    variables its event would record as changed, so that a power loss during the write, which
-    may leave it durable with no event, is explained by it (traces/SCHEMA.md). Call only when
-    ``recorder.enabled``, with every other effect of the action already made."""
+    durable for ``action``, whose event it records only once the write returns: the
+    bookkeeping event ``Intent`` says so first (``TraceRecorder.intent``; traces/SCHEMA.md), so
+    that a power loss during the write, which may leave it durable with no event, is explained
+    by it. Call with every other effect of the action already made."""
     leo, hw, _, seg, ckpt, flushed = _values(log, None)
-    then = recorder.would_change(instance(log.tp), broker_id,
-                                 (leo, hw, log_start, seg, ckpt, flushed),
-                                 durable=log.start_offset_checkpoint is not None)
-    a: dict[str, Json] = {"action": action, "replica": broker_id,
-                          "topicId": topic_id_text(log.topic_id)}
-    a.update(args)
-    a["then"] = then
-    recorder.emit(f"broker-{broker_id}", "-", instance(log.tp), INTENT, a, {})
+    recorder.intent(f"broker-{broker_id}", instance(log.tp), broker_id, action,
+                    {"replica": broker_id, "topicId": topic_id_text(log.topic_id), **args},
+                    (leo, hw, log_start, seg, ckpt, flushed),
+                    durable=log.start_offset_checkpoint is not None)
 
 
 def replica_changes(recorder: TraceRecorder, broker_id: int, log: PartitionLog

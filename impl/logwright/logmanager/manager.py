@@ -74,7 +74,7 @@ from logwright.storage.checkpoint import (
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
-from logwright.storage.log import PartitionLog
+from logwright.storage.log import PartitionLog, RaiseObserver
 from logwright.storage.meta_properties import (
     LOCK_FILE,
     MetaProperties,
@@ -1318,8 +1318,9 @@ class LogManager:
             if not self._configured(log.tp.topic):
                 continue  # its topic's retention settings are not known yet
             bases = [seg.base_offset for seg in log.segments] if self.trace.enabled else []
+            traced = self.trace.enabled and self.trace_live
             try:
-                gone = log.delete_old_segments()
+                gone = log.delete_old_segments(self._retention_intent(log) if traced else None)
             except KafkaStorageError:
                 continue  # that dir is offline now; the others go on
             deleted += gone
@@ -1397,6 +1398,25 @@ class LogManager:
         self._trace_log(moved, "DeleteOldestSegment",
                         {"segments": [end - base for base, end in zip(bases, ends, strict=True)],
                          "cause": "JBOD move swapped in"})
+
+    def _retention_intent(self, log: PartitionLog) -> RaiseObserver:
+        """What records an ``Intent`` before each start offset raise of ``log``'s retention:
+        the ``DeleteOldestSegment`` its event will record, with every segment deleted so far in
+        this call (the event comes once, after them all)."""
+        sizes: list[int] = []
+        r = self.trace_replica
+
+        def before_raise(bases: list[int], next_base: int, new_start: int) -> None:
+            ends = [*bases[1:], next_base]
+            sizes.extend(end - base for base, end in zip(bases, ends, strict=True))
+            self.trace.intent(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition),
+                              r, "DeleteOldestSegment",
+                              {"replica": r, "topicId": topic_id_text(log.topic_id),
+                               "segments": list(sizes)},
+                              (log.log_end_offset, log.high_watermark, new_start, next_base,
+                               None, log.recovery_point),
+                              durable=log.start_offset_checkpoint is not None)
+        return before_raise
 
     def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
                    ckpt: int | None = None) -> None:

@@ -98,6 +98,12 @@ class FetchData(NamedTuple):
     log_end_offset: int
 
 
+RaiseObserver = Callable[[list[int], int, int], None]
+"""Told, just before retention makes a raised start offset durable: the base offsets of the
+segments it is about to delete, the base offset of the first segment it keeps, and the new
+start offset (the log manager records an ``Intent`` with it when tracing)."""
+
+
 class PartitionLog:
     """One partition's log in one directory, and every file in it. Single-threaded: the caller
     serialises calls.
@@ -725,17 +731,19 @@ class PartitionLog:
 
     # ---- retention -----------------------------------------------------------------------------
 
-    def delete_old_segments(self) -> int:
+    def delete_old_segments(self, before_raise: RaiseObserver | None = None) -> int:
         """Apply retention; returns the number of segments deleted.
 
         Order: start-offset breach (whatever the cleanup policy), then size, then time, as
         Kafka does. Only whole segments wholly below the high watermark ever go.
+        ``before_raise``, if given, is told each raise of the start offset just before it is
+        made durable (:data:`RaiseObserver`).
         """
         self._guard()
-        deleted = self._delete_segments(self._breached_start_offset)
+        deleted = self._delete_segments(self._breached_start_offset, before_raise)
         if self.config.deletes:
-            deleted += self._delete_segments(self._size_breach())
-            deleted += self._delete_segments(self._time_breach())
+            deleted += self._delete_segments(self._size_breach(), before_raise)
+            deleted += self._delete_segments(self._time_breach(), before_raise)
         return deleted
 
     def delete_segments_below_start_offset(self) -> int:
@@ -768,7 +776,8 @@ class PartitionLog:
         return breached
 
     def _delete_segments(
-        self, should_delete: Callable[[LogSegment, LogSegment | None], bool]
+        self, should_delete: Callable[[LogSegment, LogSegment | None], bool],
+        before_raise: RaiseObserver | None = None,
     ) -> int:
         doomed: list[LogSegment] = []
         try:
@@ -790,6 +799,9 @@ class PartitionLog:
                 self.roll()  # the active segment is wholly below the HW: roll so it can go
             new_start = max(self._log_start_offset, self._segments[len(doomed)].base_offset)
             assert new_start <= self._high_watermark, "retention may not pass the high watermark"
+            if before_raise is not None and new_start > self._log_start_offset:
+                before_raise([seg.base_offset for seg in doomed],
+                             self._segments[len(doomed)].base_offset, new_start)
             # The start offset is durable before any file below it is deleted (hazard 12).
             self._set_log_start_offset(new_start)
             for seg in doomed:

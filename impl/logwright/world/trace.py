@@ -123,6 +123,19 @@ class TraceRecorder:
         if changed or always:
             self.emit(node, LOG_START_OFFSET, instance, action, args, changed)
 
+    def intent(self, node: str, instance: str, replica: int, action: str,
+               args: Mapping[str, Json], values: tuple[int, int, int, int, int | None, int],
+               durable: bool = False) -> None:
+        """Record an :data:`INTENT`: replica ``replica`` of ``instance`` is about to make the
+        ``values`` (as :meth:`replica_step` takes them) of ``action`` durable, and will record
+        its event only once the write returns. ``args`` are its event's arguments (with
+        ``replica`` and ``topicId``); ``then`` is what its event will record as changed."""
+        if not self.enabled:
+            return
+        self.emit(node, "-", instance, INTENT,
+                  {"action": action, **args,
+                   "then": self.would_change(instance, replica, values, durable)}, {})
+
     def replica_changes(self, instance: str, replica: int,
                         values: tuple[int, int, int, int, int | None, int],
                         durable: bool = False) -> dict[str, Json]:
