@@ -614,7 +614,8 @@ class Broker:
                 continue
             for log in state.logs.values():
                 tracing.replica(self.trace, self.broker_id, log, "CrashRestart",
-                                {"h": log.high_watermark}, always=True)
+                                {"h": log.high_watermark}, ckpt=log.durable_log_start_offset,
+                                always=True)
         self.trace.emit(self.node_id, FETCHER_FAILURE, self.node_id, "Restart", {}, {})
         self.log_manager.trace_live = True
 

@@ -1362,6 +1362,10 @@ class LogManager:
         """Write ``state``'s recovery point and start offset checkpoints (``untraced``: a log
         whose replica the trace does not know yet, a stray being revived, whose broker reports
         it as restarted right after)."""
+        traced = [log for log in state.logs.values() if log is not untraced] \
+            if self.trace.enabled and self.trace_live else []
+        for log in traced:  # each raise of a start offset the write makes durable
+            self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset, intent=True)
         try:
             self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
                 {tp: log.recovery_point for tp, log in state.all_logs.items()})
@@ -1369,10 +1373,8 @@ class LogManager:
         except OSError as exc:
             self._take_offline(state, f"writing checkpoints: {exc}")
             return
-        if self.trace.enabled and self.trace_live:
-            for log in state.logs.values():
-                if log is not untraced:
-                    self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset)
+        for log in traced:
+            self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset)
 
     def trace_flushed(self, log: PartitionLog) -> None:
         """``log`` (a partition's live log) was just fsynced by someone else than this log
@@ -1419,15 +1421,16 @@ class LogManager:
         return before_raise
 
     def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
-                   ckpt: int | None = None) -> None:
-        """Record LogStartOffset's ``action`` on this broker's replica of ``log``."""
+                   ckpt: int | None = None, intent: bool = False) -> None:
+        """Record LogStartOffset's ``action`` on this broker's replica of ``log`` (``intent``:
+        its ``Intent``, before the write that makes it durable)."""
         r = self.trace_replica
-        self.trace.replica_step(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition),
-                                r, action,
-                                {"replica": r, "topicId": topic_id_text(log.topic_id), **args},
-                                (log.log_end_offset, log.high_watermark, log.log_start_offset,
-                                 log.segments[0].base_offset, ckpt, log.recovery_point),
-                                durable=log.start_offset_checkpoint is not None)
+        record = self.trace.intent if intent else self.trace.replica_step
+        record(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition), r, action,
+               {"replica": r, "topicId": topic_id_text(log.topic_id), **args},
+               (log.log_end_offset, log.high_watermark, log.log_start_offset,
+                log.segments[0].base_offset, ckpt, log.recovery_point),
+               durable=log.start_offset_checkpoint is not None)
 
     def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
         """What a log of ``state`` writes a raised start offset to: the dir's checkpoint, or

@@ -129,12 +129,14 @@ class TraceRecorder:
         """Record an :data:`INTENT`: replica ``replica`` of ``instance`` is about to make the
         ``values`` (as :meth:`replica_step` takes them) of ``action`` durable, and will record
         its event only once the write returns. ``args`` are its event's arguments (with
-        ``replica`` and ``topicId``); ``then`` is what its event will record as changed."""
+        ``replica`` and ``topicId``); ``then`` is what its event will record as changed. A
+        write that changes none of the replica's variables needs no intent: none is
+        recorded."""
         if not self.enabled:
             return
-        self.emit(node, "-", instance, INTENT,
-                  {"action": action, **args,
-                   "then": self.would_change(instance, replica, values, durable)}, {})
+        then = self.would_change(instance, replica, values, durable)
+        if then:
+            self.emit(node, "-", instance, INTENT, {"action": action, **args, "then": then}, {})
 
     def replica_changes(self, instance: str, replica: int,
                         values: tuple[int, int, int, int, int | None, int],
