@@ -926,3 +926,44 @@ def test_a_power_loss_during_the_lazy_start_offset_checkpoint_checks(
             report = check_paths([_intent_edited(path, None, tmp_path)])
             assert not report.ok and report.failures, report.summary()
     assert cut >= 1, cut
+
+
+def test_a_power_loss_as_a_follower_restarts_at_the_leaders_start_offset_checks(
+        tmp_path: Path) -> None:
+    """A follower is down while the leader takes five more records and deletes those below 5;
+    back, its fetch at 1 is out of range and it restarts its log empty at 5, durably, before
+    its FollowerFetch (outOfRange) is recorded. It loses power after each of its first 39
+    file system operations from its return on: every trace checks clean, those whose restart
+    shows the new start through the Intent, and each of those is refused without it."""
+    from logwright.verify.cluster_run import ClusterRun
+
+    cut = 0
+    for after_ops in range(1, 40):
+        path = tmp_path / f"after-{after_ops}.jsonl"
+        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path),
+                          "topic_configs": {"segment.bytes": 200}})
+        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
+                   "replication_factor": 3})
+        run.apply({"op": "produce", "topic": "s", "partition": 0, "values": ["v0"],
+                   "acks": -1})
+        run.apply({"op": "settle"})
+        f = min({1, 2, 3} - {run.cluster.partition_state("s", 0).leader})
+        run.apply({"op": "crash", "broker": f, "power_loss": False})
+        for i in range(1, 6):
+            run.apply({"op": "produce", "topic": "s", "partition": 0,
+                       "values": [f"value-{i:03d}" * 4], "acks": -1})
+        run.apply({"op": "delete_records", "topic": "s", "partition": 0, "offset": 5})
+        run.apply({"op": "restart", "broker": f})
+        run.apply({"op": "crash_during", "broker": f, "after_ops": after_ops,
+                   "step": {"op": "advance", "ms": 1_000}})
+        if not run.running(f):
+            run.apply({"op": "restart", "broker": f})
+        run.apply({"op": "settle"})
+        run.check()
+        run.cluster.close()
+        report = check_paths([path])
+        assert report.ok, (after_ops, report.summary())
+        if any(CUT in reason for reason in report.outside):
+            cut += 1
+            _refused_only_by_an_edited_intent(path, 5, f, tmp_path)
+    assert cut >= 3, cut

@@ -613,8 +613,12 @@ class Broker:
             if not state.online:
                 continue
             for log in state.logs.values():
+                # With the start offset checkpointed lazily, what the checkpoint held (a write
+                # whose CheckpointStartOffset a power loss cut may have raised it).
+                lazy = log.start_offset_checkpoint is None
                 tracing.replica(self.trace, self.broker_id, log, "CrashRestart",
-                                {"h": log.high_watermark}, ckpt=log.durable_log_start_offset,
+                                {"h": log.high_watermark},
+                                ckpt=log.loaded_start_offset_checkpoint if lazy else None,
                                 always=True)
         self.trace.emit(self.node_id, FETCHER_FAILURE, self.node_id, "Restart", {}, {})
         self.log_manager.trace_live = True

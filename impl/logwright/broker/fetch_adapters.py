@@ -199,6 +199,10 @@ class ReplicaFetchTarget:
 
     def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> None:
         partition = self._follower(tp)
+        if self.rm.trace.enabled and offset > partition.log.log_start_offset:
+            tracing.intent(self.rm.trace, self.rm.broker_id, partition.log, "FollowerFetch",
+                           {"outOfRange": True, "leaderLogStart": offset}, log_start=offset,
+                           restart_at=True)
 
         def run() -> int:
             partition.log.truncate_fully_and_start_at(offset)  # epoch cache cleared with it

@@ -45,13 +45,16 @@ def replica(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: 
 
 
 def intent(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: str,
-           args: Mapping[str, Json], log_start: int) -> None:
+           args: Mapping[str, Json], log_start: int, restart_at: bool = False) -> None:
     """Replica ``broker_id`` of ``log.tp`` is about to make its start offset ``log_start``
     durable for ``action``, whose event it records only once the write returns: the
     bookkeeping event ``Intent`` says so first (``TraceRecorder.intent``; traces/SCHEMA.md), so
     that a power loss during the write, which may leave it durable with no event, is explained
-    by it. Call with every other effect of the action already made."""
+    by it. Call with every other effect of the action already made, or (``restart_at``) before
+    the log restarts empty at ``log_start``, which every offset of it then becomes."""
     leo, hw, _, seg, ckpt, flushed = _values(log, None)
+    if restart_at:
+        leo = hw = seg = flushed = log_start
     recorder.intent(f"broker-{broker_id}", instance(log.tp), broker_id, action,
                     {"replica": broker_id, "topicId": topic_id_text(log.topic_id), **args},
                     (leo, hw, log_start, seg, ckpt, flushed),

@@ -1365,7 +1365,9 @@ class LogManager:
         traced = [log for log in state.logs.values() if log is not untraced] \
             if self.trace.enabled and self.trace_live else []
         for log in traced:  # each raise of a start offset the write makes durable
-            self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset, intent=True)
+            if log.log_start_offset > log.durable_log_start_offset:
+                self._trace_log(log, "CheckpointStartOffset", {}, log.log_start_offset,
+                                intent=True)
         try:
             self._checkpoint(state, RECOVERY_POINT_CHECKPOINT).write(
                 {tp: log.recovery_point for tp, log in state.all_logs.items()})

@@ -152,6 +152,9 @@ class PartitionLog:
         self.leader_epoch_cache = (epoch_cache if epoch_cache is not None
                                    else LeaderEpochCache(fs, dir_path))
         self.start_offset_checkpoint = start_offset_checkpoint
+        self.loaded_start_offset_checkpoint: int | None = None
+        """What the dir's start offset checkpoint held for this log when :meth:`load` opened it
+        (None: no entry, or a log created, not loaded)."""
         self.dir_status = dir_status
         #: The log generation in ``partition.metadata`` (a JBOD move's step G, docs/jbod.md):
         #: a future log is one above its source; start-up keeps the live dir of the highest.
@@ -226,6 +229,7 @@ class PartitionLog:
                   epoch_cache=loaded.epoch_cache, start_offset_checkpoint=start_offset_checkpoint,
                   dir_status=dir_status)
         log.generation = loaded.generation
+        log.loaded_start_offset_checkpoint = log_start_offset_checkpoint
         return log, loaded.report
 
     def update_config(self, config: LogConfig) -> None:
