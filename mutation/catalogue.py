@@ -199,15 +199,16 @@ MUTANTS: tuple[Mutant, ...] = (
                 "log.log_end_offset)))\n"
                 "            # Durable, and the epoch cache trimmed, before it returns.\n"
                 "            if data.log_start_offset > log.log_start_offset:\n"
-                "                log.increment_log_start_offset(min(data.log_start_offset, "
-                "log.high_watermark))\n"),
+                "                raised = min(data.log_start_offset, log.high_watermark)\n"),
         replacement=("            if data.log_start_offset > log.log_start_offset:\n"
                      "                log.increment_log_start_offset(min(data.log_start_offset, "
                      "log.log_end_offset))\n"
                      "            if data.high_watermark >= 0:\n"
                      "                log.update_high_watermark(max(log.log_start_offset,\n"
                      "                                              min(data.high_watermark, "
-                     "log.log_end_offset)))\n"),
+                     "log.log_end_offset)))\n"
+                     "            if data.log_start_offset > log.log_start_offset:\n"
+                     "                raised = min(data.log_start_offset, log.high_watermark)\n"),
         loss="A follower would take the leader's start offset before the HW of the same "
              "response, above its own HW: refused (the fetch of the partition fails), or, "
              "without the log's guard, a replica with HW below its start offset that serves "
