@@ -615,6 +615,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0006": ("event", '{"action":"FetchFenced","args":{"epoch":0,'
                       '"topicId":"MY-QYf-bS4ClXaO1uGG6Dw","tp":"s-0"}'),
     "0007": ("outside", "a fetch answered from the leader's earlier state"),
+    "0008": ("outside", "a FollowerFetch whose event a power loss cut"),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -651,7 +652,11 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
 
     0007 (same campaign, seed 185): a fetch answer the leader sent before its power loss,
     carrying HW 2, arrived after its restart with HW 0; the earlier state the checker allows
-    such an answer is now bounded by the highest HW of the leader's leadership."""
+    such an answer is now bounded by the highest HW of the leader's leadership.
+
+    0008 (``fuzz --seeds 400 --seed 280 --steps 80``, seed 499, recorded again): follower 1
+    lost power while it made the start offset 2 it had just learned from its leader durable,
+    before its FollowerFetch was recorded; its Intent explains the restart at 2."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
