@@ -87,14 +87,47 @@ class TopicBook:
     #: acknowledged record may be lost only once this is empty (every replica that held it
     #: lost it), and then only with a recovery or unclean election reported.
     holders: dict[int, dict[int, set[int]]] = field(default_factory=dict)
+    #: Per partition and acknowledged offset, the record's timestamp (the producer's clock when
+    #: it built the batch): time retention deletes only segments whose newest record is older
+    #: than its cutoff, and only a prefix of the log.
+    acked_ms: dict[int, dict[int, int]] = field(default_factory=dict)
+    #: The smallest finite retention.ms this incarnation has had (-1: never any), and the
+    #: highest cutoff (now minus it) seen since. A revert is not trusted to stop retention: a
+    #: broker that was down applies it only when it is back.
+    retention_ms: int = -1
+    retention_cutoff_ms: int = -1
 
     def __post_init__(self) -> None:
         for p in range(self.partitions):
             self.sent.setdefault(p, set())
             self.acked.setdefault(p, {})
+            self.acked_ms.setdefault(p, {})
             self.holders.setdefault(p, {})
             self.deleted_below.setdefault(p, 0)
             self.maybe_deleted_below.setdefault(p, 0)
+
+    def retained_at(self, now_ms: int) -> None:
+        """Time has come to ``now_ms``: with a finite retention.ms, every acknowledged record
+        below the first one (by offset) whose timestamp is at or after the cutoff may have been
+        deleted by retention, which deletes only whole segments, in order, whose newest record
+        is older than the cutoff. Booked as ``maybe_deleted_below``."""
+        if self.retention_ms < 0:
+            return
+        self.retention_cutoff_ms = max(self.retention_cutoff_ms, now_ms - self.retention_ms)
+        for p in range(self.partitions):
+            kept = [o for o, ms in self.acked_ms[p].items() if ms >= self.retention_cutoff_ms]
+            below = min(kept) if kept else max(self.acked[p], default=-1) + 1
+            self.maybe_deleted_below[p] = max(self.maybe_deleted_below[p], below)
+
+    def earliest_at_most(self, p: int) -> int | None:
+        """The highest earliest offset partition ``p`` may have: ``maybe_deleted_below``, or
+        None when retention may have deleted every record (no acknowledged record is young
+        enough to stop it, and records whose send was not acknowledged, at offsets the run
+        does not know, may follow the last acknowledged one)."""
+        if self.retention_ms >= 0 and not any(
+                ms >= self.retention_cutoff_ms for ms in self.acked_ms[p].values()):
+            return None
+        return self.maybe_deleted_below[p]
 
     def promised(self, p: int, losses_reported: bool = False) -> dict[int, bytes]:
         """The acknowledged records of partition ``p`` no DeleteRecords may have deleted and,
@@ -319,6 +352,7 @@ class ClusterRun:
         acks = step.get("acks", -1)
         values = [v.encode() for v in step["values"]]
         book = self.topics.get(topic)
+        sent_ms = self.world.clock.now_ms()  # the batch's timestamp: the client builds it now
         if book is not None and p < book.partitions:
             book.sent[p].update(values)
         try:
@@ -330,6 +364,7 @@ class ClusterRun:
         if acks in (-1, "all") and book is not None and self.topics.get(topic) is book:
             for i, v in enumerate(values):
                 book.acked[p][base + i] = v
+                book.acked_ms[p][base + i] = sent_ms
             book.holders[p].update(self._holding(book, p, range(base, base + len(values))))
 
     def _op_fetch(self, step: Step) -> None:
@@ -347,6 +382,7 @@ class ClusterRun:
 
     def _check_served(self, topic: str, p: int, book: TopicBook,
                       served: Mapping[int, bytes | None], who: str) -> None:
+        book.retained_at(self.world.clock.now_ms())
         floor = book.deleted_below[p]
         below = [o for o in served if o < floor]
         _ensure(not below, f"{who} reads {topic}-{p} offset {min(below or [0])}, below the "
@@ -394,17 +430,28 @@ class ClusterRun:
             self.event(f"list_offsets failed: {exc.name}")
             return
         self.event("list_offsets answered")
-        # Only DeleteRecords raises a log start offset in this alphabet (retention is far
-        # beyond the run's time): the earliest offset of a current incarnation lies between
-        # the highest acknowledged low watermark and the highest offset asked.
+        # DeleteRecords and retention raise a log start offset: the earliest offset of a current
+        # incarnation lies between the highest acknowledged low watermark and the highest
+        # offset asked (or that retention may have deleted below).
         book = self.topics.get(topic)
+        if book is not None:
+            book.retained_at(self.world.clock.now_ms())
         if which == "earliest" and book is not None and p < book.partitions:
-            low, high = book.deleted_below[p], book.maybe_deleted_below[p]
-            _ensure(low <= offset <= high, f"earliest offset of {topic}-{p} is {offset}, "
-                    f"expected from {low} (acknowledged deletion) to {high}")
+            low, high = book.deleted_below[p], book.earliest_at_most(p)
+            _ensure(low <= offset and (high is None or offset <= high),
+                    f"earliest offset of {topic}-{p} is {offset}, expected from {low} "
+                    f"(acknowledged deletion) to {high}")
         _ensure(offset >= 0, f"list_offsets {which} of {topic}-{p} answered {offset}")
 
     def _op_alter_configs(self, step: Step) -> None:
+        retention = (step.get("set") or {}).get("retention.ms")
+        book = self.topics.get(step["topic"])
+        if book is not None and isinstance(retention, int) and retention >= 0:
+            # Booked before the change: it applies on the brokers while the call waits.
+            book.retained_at(self.world.clock.now_ms())
+            book.retention_ms = (retention if book.retention_ms < 0
+                                 else min(book.retention_ms, retention))
+            book.retained_at(self.world.clock.now_ms())
         try:
             deleted = step.get("delete", [])
             restored = {k: self.topic_configs[k] for k in deleted if k in self.topic_configs}
@@ -560,6 +607,8 @@ class ClusterRun:
 
     def check(self) -> None:
         """Every per-step property; raises ``PropertyViolated``."""
+        for book in self.topics.values():
+            book.retained_at(self.world.clock.now_ms())
         self._logs_served_under_their_own_topic_id()
         self._offsets_ordered_on_every_replica()
         self._no_broker_is_ahead_of_the_controller()
