@@ -348,7 +348,7 @@ class Broker:
         """Handle one message from ``src``: decide (``handle``), then let the driver perform."""
         if not self.alive:
             return
-        self.driver.perform(self.handle(src, message))
+        self.driver.run_message(self._dispatch, src, message)  # perform(handle(src, message))
 
     def handle(self, src: str, message: object) -> list[Effect]:
         """The decision for one message from ``src``: this broker's state changes, and the
@@ -357,6 +357,16 @@ class Broker:
         return self.driver.decide(lambda: self._dispatch(src, message))
 
     def _dispatch(self, src: str, message: object) -> None:
+        # The two requests of replication traffic first (exact types: what _effects_of does
+        # with them, without its chain of isinstance checks).
+        if type(message) is FetchRequest:
+            for effect in self._handle_fetch(src, message):
+                self._emit(effect)
+            return
+        if type(message) is ProduceRequest:
+            for effect in self._handle_produce(src, message):
+                self._emit(effect)
+            return
         if not isinstance(message, Message):
             self.unknown_messages += 1
             return

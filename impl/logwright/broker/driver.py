@@ -68,6 +68,19 @@ class BrokerDriver:
         """Run ``decision`` and perform its effects."""
         self.perform(self.decide(decision))
 
+    def run_message(self, decision: Callable[[str, object], None], src: str,
+                    message: object) -> None:
+        """``run(lambda: decision(src, message))`` without the lambda (one per message)."""
+        if self._collected is not None:  # inside another decision: part of that one
+            decision(src, message)
+            return
+        self._collected = []
+        try:
+            decision(src, message)
+        finally:
+            effects, self._collected = self._collected, None
+        self.perform(effects)
+
     # ---- performing ------------------------------------------------------------------------
 
     def perform(self, effects: Iterable[Effect]) -> None:
