@@ -157,9 +157,7 @@ class DelayedFetch(DelayedOperation):
         leader's, so its start offset reaches the leader's within one fetch: no busy loop."""
         if self.request.replica_id < 0:
             return False
-        partitions = self.request.partitions
-        assert len(partitions) == len(datas), "one answer per partition asked"
-        for fp, data in zip(partitions, datas):  # any(...), without a generator
+        for fp, data in zip(self.request.partitions, datas, strict=True):  # any(), no generator
             if 0 <= fp.log_start_offset < data.log_start_offset:
                 return True
         return False

@@ -164,7 +164,8 @@ class Partition:
         """Assert that the log is served under its own topic id (topic identity: no record
         appended under one topic id is ever served under another)."""
         held = self.log.topic_id
-        assert self.topic_id is None or held is None or self.topic_id == held, \
+        assert (self.topic_id is held or self.topic_id is None or held is None
+                or self.topic_id == held), \
             f"{self.tp}: served as topic id {self.topic_id} from a log of topic id {held}"
 
     def check_offsets(self) -> None:
@@ -353,6 +354,11 @@ class Partition:
         candidate = self.next_high_watermark(min_insync_replicas)
         if candidate is None:
             return False
+        return self.raise_high_watermark_to(candidate)
+
+    def raise_high_watermark_to(self, candidate: int) -> bool:
+        """The rest of :meth:`maybe_increment_high_watermark` once :meth:`next_high_watermark`
+        answered ``candidate`` (not None) and nothing has changed since; returns True."""
         assert not self.reassignment_target or candidate <= self.log.recovery_point, (
             f"{self.tp}: a reassignment target would count offsets up to {candidate} as "
             f"committed with its log durable to {self.log.recovery_point} only")

@@ -769,11 +769,13 @@ class ReplicaManager:
         error for a request for ``tp`` meaning ``topic_id``, if any: INCONSISTENT_TOPIC_ID when
         the partition here has another id; UNKNOWN_TOPIC_ID when neither this broker nor its
         metadata knows the id under that name."""
-        if topic_id == Uuid.ZERO:
+        zero = Uuid.ZERO
+        if topic_id is zero or topic_id == zero:
             return None  # an older version: no id to check
         partition = self.partitions.get(tp)
         if partition is not None:
-            if partition.topic_id is not None and partition.topic_id != topic_id:
+            held = partition.topic_id  # the same object as the request's, usually: no __eq__
+            if held is not None and held is not topic_id and held != topic_id:
                 return Errors.INCONSISTENT_TOPIC_ID
             return None
         known = self.metadata.partitions.get(tp)
@@ -884,7 +886,9 @@ class ReplicaManager:
             except KafkaStorageError:
                 self.check_offline_dirs()
                 return
-        if partition.maybe_increment_high_watermark(min_isr):
+        if (partition.maybe_increment_high_watermark(min_isr) if partition.reassignment_target
+                # Nothing ran since next_high_watermark() answered: the same candidate.
+                else partition.raise_high_watermark_to(target)):
             if self.trace.enabled:
                 tracing.replica(self.trace, self.broker_id, partition.log, "AdvanceHW", {
                     "known": {str(r): (partition.log_end_offset if r == self.broker_id
