@@ -80,7 +80,8 @@ class BrokerDriver:
             decision(src, message)
         finally:
             effects, self._collected = self._collected, None
-        self.perform(effects)
+        if effects:
+            self.perform(effects)
 
     # ---- performing ------------------------------------------------------------------------
 
