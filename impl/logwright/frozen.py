@@ -31,24 +31,28 @@ def fast_init(cls: type[T]) -> type[T]:
     every = cls.__dataclass_fields__  # type: ignore[attr-defined]
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     assert len(fields) == len(every), f"{cls.__name__}: InitVar or ClassVar pseudo-fields"
-    namespace: dict[str, Any] = {"_FACTORY": _FactorySentinel()}
+    # Every name the generated code uses besides the fields' starts with _fast_init_, which
+    # no field's may (a parameter would shadow it).
+    namespace: dict[str, Any] = {"_fast_init_factory": _FactorySentinel()}
     params_src: list[str] = []
-    body: list[str] = ["    d = self.__dict__"]
+    body: list[str] = ["    _fast_init_dict = self.__dict__"]
     for i, f in enumerate(fields):
+        assert not f.name.startswith("_fast_init_"), f"{cls.__name__}.{f.name}: a reserved name"
         assert f.init and not f.kw_only, f"{cls.__name__}.{f.name}: not a plain init field"
         assert not hasattr(getattr(cls, f.name, None), "__set__"), (
             f"{cls.__name__}.{f.name}: shadowed by a descriptor")
         if f.default is not dataclasses.MISSING:
-            namespace[f"_d{i}"] = f.default
-            params_src.append(f"{f.name}=_d{i}")
-            body.append(f"    d[{f.name!r}] = {f.name}")
+            namespace[f"_fast_init_default_{i}"] = f.default
+            params_src.append(f"{f.name}=_fast_init_default_{i}")
+            body.append(f"    _fast_init_dict[{f.name!r}] = {f.name}")
         elif f.default_factory is not dataclasses.MISSING:
-            namespace[f"_f{i}"] = f.default_factory
-            params_src.append(f"{f.name}=_FACTORY")
-            body.append(f"    d[{f.name!r}] = _f{i}() if {f.name} is _FACTORY else {f.name}")
+            namespace[f"_fast_init_make_{i}"] = f.default_factory
+            params_src.append(f"{f.name}=_fast_init_factory")
+            body.append(f"    _fast_init_dict[{f.name!r}] = (_fast_init_make_{i}() if {f.name} "
+                        f"is _fast_init_factory else {f.name})")
         else:
             params_src.append(f.name)
-            body.append(f"    d[{f.name!r}] = {f.name}")
+            body.append(f"    _fast_init_dict[{f.name!r}] = {f.name}")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(params_src)}):\n" + "\n".join(body) + "\n"
