@@ -552,7 +552,8 @@ class ReplicaManager:
 
     def min_insync_replicas(self, topic: str) -> int:
         """``topic``'s min.insync.replicas: its override, else the broker's default."""
-        value = self.log_manager.topic_overrides.get(topic, {}).get("min.insync.replicas")
+        overrides = self.log_manager.topic_overrides.get(topic)
+        value = None if overrides is None else overrides.get("min.insync.replicas")
         return value if isinstance(value, int) else self.config.min_insync_replicas
 
     # ---- StopReplica and UpdateMetadata ------------------------------------------------------
