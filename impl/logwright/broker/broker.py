@@ -371,6 +371,10 @@ class Broker:
             for effect in self._handle_produce(src, message):
                 self._emit(effect)
             return
+        if type(message) is FetchResponse:  # an answer to this follower's fetch, usually
+            if not self.channel.receive(src, message):
+                self.unknown_messages += 1  # what _effects_of does with it: a late answer
+            return
         if not isinstance(message, Message):
             self.unknown_messages += 1
             return
