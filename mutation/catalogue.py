@@ -317,8 +317,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         name="min.insync.replicas ignored",
         file="impl/logwright/broker/partition.py",
-        anchor="or self.offline or len(self.isr) < min_insync_replicas\n",
-        replacement="or self.offline\n",
+        anchor="or log.offline or len(self.isr) < min_insync_replicas\n",
+        replacement="or log.offline\n",
         loss="The high watermark would advance while the ISR is smaller than "
              "min.insync.replicas, so an eligible leader replica (ELR) could lack committed "
              "records and be elected: acknowledged records lost.",

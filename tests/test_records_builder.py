@@ -248,3 +248,30 @@ def test_lengths_past_int32_raise_the_same_error(field: str) -> None:
 def test_simple_batch_keys_and_values_must_pair_up() -> None:
     with pytest.raises(ValueError, match="2 keys for 1 values"):
         build_simple_batch([b"a"], 1, keys=[None, None])
+
+
+@settings(max_examples=200)
+@given(values=st.lists(st.binary(max_size=300), min_size=1, max_size=300), timestamp=_timestamps)
+def test_keyless_bytes_values_match_the_reference(values: list[bytes], timestamp: int) -> None:
+    """The column-at-a-time path of keyless batches of bytes values (the client's usual
+    batch), against the reference."""
+    records = [Record(None, v, timestamp) for v in values]
+    _same(lambda: build_simple_batch(values, timestamp), lambda: _reference_batch(records))
+
+
+class _Bytes(bytes):
+    pass
+
+
+@pytest.mark.parametrize("values", [
+    [b"a" * 2_031], [b"a" * 2_032], [b"", b"b" * 2_031, b"c"], [b"b" * 2_032, b""],
+    [b"x"] * 2_047, [b"x"] * 2_048, [b"y" * 7] * 2_049,
+    [_Bytes(b"sub"), b"plain"], [bytearray(b"ba"), b"plain"], [memoryview(b"mv")],
+    [b"v", None], [None],
+])
+def test_keyless_batches_on_either_side_of_the_fast_path(values: list[bytes]) -> None:
+    """Values whose record size reaches the precomputed varints, counts past the offset deltas
+    precomputed, and values that are not exactly bytes or are None: the same bytes as the
+    reference either way."""
+    records = [Record(None, None if v is None else bytes(v), 3) for v in values]
+    assert build_simple_batch(values, 3) == _reference_batch(records)

@@ -145,7 +145,7 @@ class Broker:
         self.log_manager.await_topic_configs()  # the controller's LeaderAndIsr carries them
         self.channel = RequestChannel(self.node_id, network, scheduler, rng)
         self.driver = BrokerDriver(self.node_id, network, scheduler, self.channel,
-                                   alive=lambda: self.alive)
+                                   alive=self._is_alive)
         self.replica_manager = ReplicaManager(
             broker_id, self.config, self.log_manager, clock, scheduler,
             broker_epoch=lambda: self.broker_epoch, controller_node=self.controller_node,
@@ -227,6 +227,10 @@ class Broker:
     @property
     def alive(self) -> bool:
         """Started, not stopped, and still the node registered under this id."""
+        return self._is_alive()
+
+    def _is_alive(self) -> bool:
+        """``alive``, as a method (the driver asks it before every effect it performs)."""
         if self.state not in (BrokerState.REGISTERING, BrokerState.RUNNING):
             return False
         if self.network.endpoints.get(self.node_id) is not self:
@@ -346,9 +350,9 @@ class Broker:
 
     def receive(self, src: str, message: object) -> None:
         """Handle one message from ``src``: decide (``handle``), then let the driver perform."""
-        if not self.alive:
+        if not self._is_alive():
             return
-        self.driver.perform(self.handle(src, message))
+        self.driver.run_message(self._dispatch, src, message)  # perform(handle(src, message))
 
     def handle(self, src: str, message: object) -> list[Effect]:
         """The decision for one message from ``src``: this broker's state changes, and the
@@ -357,6 +361,20 @@ class Broker:
         return self.driver.decide(lambda: self._dispatch(src, message))
 
     def _dispatch(self, src: str, message: object) -> None:
+        # The two requests of replication traffic first (exact types: what _effects_of does
+        # with them, without its chain of isinstance checks).
+        if type(message) is FetchRequest:
+            for effect in self._handle_fetch(src, message):
+                self._emit(effect)
+            return
+        if type(message) is ProduceRequest:
+            for effect in self._handle_produce(src, message):
+                self._emit(effect)
+            return
+        if type(message) is FetchResponse:  # an answer to this follower's fetch, usually
+            if not self.channel.receive(src, message):
+                self.unknown_messages += 1  # what _effects_of does with it: a late answer
+            return
         if not isinstance(message, Message):
             self.unknown_messages += 1
             return

@@ -101,8 +101,9 @@ class DelayedProduce(DelayedOperation):
                         tp, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                         error_message=f"ISR {list(partition.isr)} is smaller than "
                         f"min.insync.replicas {status.min_insync_replicas}")
-        if any(s.pending for s in self.statuses.values()):
-            return False
+        for s in self.statuses.values():  # any(s.pending ...), without a generator
+            if s.pending:
+                return False
         return self.force_complete()
 
     def on_complete(self) -> None:
@@ -156,8 +157,10 @@ class DelayedFetch(DelayedOperation):
         leader's, so its start offset reaches the leader's within one fetch: no busy loop."""
         if self.request.replica_id < 0:
             return False
-        return any(0 <= fp.log_start_offset < data.log_start_offset
-                   for fp, data in zip(self.request.partitions, datas, strict=True))
+        for fp, data in zip(self.request.partitions, datas, strict=True):  # any(), no generator
+            if 0 <= fp.log_start_offset < data.log_start_offset:
+                return True
+        return False
 
     def on_complete(self) -> None:
         datas = self._datas

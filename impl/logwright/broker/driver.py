@@ -39,6 +39,7 @@ class BrokerDriver:
         self.alive = alive
         self._collected: list[Effect] | None = None
         self._tasks: list[Task] = []
+        self._prune_at = 16  # _tasks is pruned once it is this long (then twice what is left)
         self._by_key: dict[str, Task] = {}  # the task last armed under each key
         self.performed = 0
 
@@ -67,6 +68,20 @@ class BrokerDriver:
     def run(self, decision: Callable[[], None]) -> None:
         """Run ``decision`` and perform its effects."""
         self.perform(self.decide(decision))
+
+    def run_message(self, decision: Callable[[str, object], None], src: str,
+                    message: object) -> None:
+        """``run(lambda: decision(src, message))`` without the lambda (one per message)."""
+        if self._collected is not None:  # inside another decision: part of that one
+            decision(src, message)
+            return
+        self._collected = []
+        try:
+            decision(src, message)
+        finally:
+            effects, self._collected = self._collected, None
+        if effects:
+            self.perform(effects)
 
     # ---- performing ------------------------------------------------------------------------
 
@@ -103,9 +118,14 @@ class BrokerDriver:
         task = self.scheduler.schedule(f"{self.node_id} {timer.key}", fire, timer.delay_ms,
                                        timer.period_ms)
         self._by_key[timer.key] = task
-        # Forget tasks that are done (one-shot and run) or cancelled: the list stays bounded.
-        self._tasks = [t for t in self._tasks if not t.cancelled and (t.period_ms or t.runs == 0)]
-        self._tasks.append(task)
+        # Forget tasks that are done (one-shot and run) or cancelled, once the list has doubled
+        # since it was last pruned: the list stays bounded, at a constant cost per timer.
+        tasks = self._tasks
+        if len(tasks) >= self._prune_at:
+            tasks = self._tasks = [t for t in tasks
+                                   if not t.cancelled and (t.period_ms or t.runs == 0)]
+            self._prune_at = max(16, 2 * len(tasks))
+        tasks.append(task)
 
     def _cancel(self, key: str) -> None:
         task = self._by_key.pop(key, None)
@@ -120,7 +140,8 @@ class BrokerDriver:
     def stop(self) -> None:
         """Cancel every timer this driver armed (the broker stopped or died)."""
         for task in self._tasks:
-            task.cancel()
+            if not task.cancelled and (task.period_ms or task.runs == 0):  # not done already
+                task.cancel()
         self._tasks = []
         self._by_key.clear()
 

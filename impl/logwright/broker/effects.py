@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from logwright.frozen import fast_init
 from logwright.protocol import Message
 from logwright.protocol.effects import Send
 
 
+@fast_init
 @dataclass(frozen=True)
 class ArmTask:
     """Run ``action`` (itself a decision of the node) after ``delay_ms``, then every
@@ -34,6 +36,7 @@ class ArmTask:
         assert self.period_ms is None or self.period_ms > 0, "a period must be positive"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Call:
     """Send ``build(correlation_id)`` to ``dst``; ``on_response`` (a decision of the node) gets
@@ -56,6 +59,7 @@ class Notify:
     build: Callable[[int], Message]
 
 
+@fast_init
 @dataclass(frozen=True)
 class CancelTask:
     """Forget the timer last armed under ``key``, if it has not run."""

@@ -283,14 +283,15 @@ class Fetcher:
             if (tp not in self.partitions or st.state is not FetchState.FETCHING
                     or st.delayed_until_ms > now):
                 continue
-            ok, log_start = self._partition_op(
-                tp, partial(self.manager.target.log_start_offset, tp))
+            # Its start offset, then its latest epoch, under one containment: a failure of
+            # either is handled as _partition_op handles it, and the second is not asked after
+            # a failure of the first.
+            ok, position = self._partition_op(tp, partial(self._fetch_position, tp))
             if not ok:
                 continue
+            assert isinstance(position, tuple)
+            log_start, latest = position
             assert isinstance(log_start, int)
-            ok, latest = self._partition_op(tp, partial(self.manager.target.latest_epoch, tp))
-            if not ok:
-                continue
             assert latest is None or isinstance(latest, int)
             # The latest epoch of its cache: the leader takes it into the ISR only once it has
             # recorded the leader's epoch (Partition.replicas_to_add_to_isr).
@@ -309,6 +310,12 @@ class Fetcher:
                 self._wake(min(st.delayed_until_ms for st in self.partitions.values()) - now)
         else:
             self.manager.shutdown_idle_fetchers()
+
+    def _fetch_position(self, tp: TopicPartition) -> tuple[int, int | None]:
+        """What a fetch of ``tp`` reports besides its offset: the replica's log start offset and
+        its latest epoch (asked in that order)."""
+        target = self.manager.target
+        return target.log_start_offset(tp), target.latest_epoch(tp)
 
     # ---- per-partition containment -------------------------------------------------------------
 
@@ -473,7 +480,12 @@ class Fetcher:
                 self._partition_op(tp, partial(self._out_of_range, tp, st, data))
             else:
                 self._back_off(tp, f"fetch: {data.error.name}")
-        got_data = results is not None and any(d.records for d in results.values())
+        got_data = False  # any(d.records for d in results.values()), without a generator
+        if results is not None:
+            for d in results.values():
+                if d.records:
+                    got_data = True
+                    break
         self._wake(0 if got_data else self.manager.idle_backoff_ms)
 
     def _process(self, tp: TopicPartition, st: PartitionFetchState, fetch_offset: int,

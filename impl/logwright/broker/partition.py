@@ -164,7 +164,8 @@ class Partition:
         """Assert that the log is served under its own topic id (topic identity: no record
         appended under one topic id is ever served under another)."""
         held = self.log.topic_id
-        assert self.topic_id is None or held is None or self.topic_id == held, \
+        assert (self.topic_id is held or self.topic_id is None or held is None
+                or self.topic_id == held), \
             f"{self.tp}: served as topic id {self.topic_id} from a log of topic id {held}"
 
     def check_offsets(self) -> None:
@@ -318,11 +319,12 @@ class Partition:
 
     def high_watermark_candidate(self) -> int | None:
         """min(log end offset) over the maximal ISR, or None while a member's is unknown."""
-        candidate = self.log_end_offset
-        for r in self.maximal_isr:
-            if r == self.local_broker_id:
+        candidate = self.log.log_end_offset
+        local, followers = self.local_broker_id, self.followers
+        for r in self.isr if self.pending_isr is None else self.maximal_isr:
+            if r == local:
                 continue
-            follower = self.followers.get(r)
+            follower = followers.get(r)
             if follower is None or follower.log_end_offset == UNKNOWN_OFFSET:
                 return None
             candidate = min(candidate, follower.log_end_offset)
@@ -335,11 +337,12 @@ class Partition:
         (``reassignment_target``). Beyond Kafka, not before the controller has recorded this
         epoch's lineage (``lineage_epoch``): a recovery election judges logs by it, so every
         record committed must lie on it."""
-        if (not self.is_leader or self.offline or len(self.isr) < min_insync_replicas
+        log = self.log
+        if (self.role is not Role.LEADER or log.offline or len(self.isr) < min_insync_replicas
                 or self.lineage_epoch != self.leader_epoch):
-            return None
+            return None  # (not is_leader, offline)
         candidate = self.high_watermark_candidate()
-        if candidate is None or candidate <= self.high_watermark:
+        if candidate is None or candidate <= log.high_watermark:
             return None
         return candidate
 
@@ -353,6 +356,11 @@ class Partition:
         candidate = self.next_high_watermark(min_insync_replicas)
         if candidate is None:
             return False
+        return self.raise_high_watermark_to(candidate)
+
+    def raise_high_watermark_to(self, candidate: int) -> bool:
+        """The rest of :meth:`maybe_increment_high_watermark` once :meth:`next_high_watermark`
+        answered ``candidate`` (not None) and nothing has changed since; returns True."""
         assert not self.reassignment_target or candidate <= self.log.recovery_point, (
             f"{self.tp}: a reassignment target would count offsets up to {candidate} as "
             f"committed with its log durable to {self.log.recovery_point} only")

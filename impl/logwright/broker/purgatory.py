@@ -13,6 +13,7 @@ decision sends); alone, straight on a scheduler. Either way time is the injected
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from functools import partial
 from typing import Generic, Protocol, TypeVar
 
 from logwright.errors import LogwrightError
@@ -139,8 +140,8 @@ class Purgatory(Generic[Op]):
         self._armed += 1
         key = f"{self.name}-expiry {self._armed}"
         timers = self.timers
-        timers.arm(key, timeout_ms, lambda: self._on_timeout(op))
-        op._cancel_timer = lambda: timers.cancel(key)
+        timers.arm(key, timeout_ms, partial(self._on_timeout, op))
+        op._cancel_timer = partial(timers.cancel, key)
         return False
 
     def _on_timeout(self, op: Op) -> None:

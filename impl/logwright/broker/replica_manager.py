@@ -48,7 +48,13 @@ from logwright.broker.effects import ArmTask, Call, Effect, Emit, EmittedTimers
 from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
 from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
-from logwright.broker.partition import NO_LEADER, UNKNOWN_OFFSET, Partition, PendingIsrChange
+from logwright.broker.partition import (
+    NO_LEADER,
+    UNKNOWN_OFFSET,
+    Partition,
+    PendingIsrChange,
+    Role,
+)
 from logwright.broker.purgatory import Purgatory
 from logwright.broker.strays import NO_VERSION, Version, full_request_strays, request_version
 from logwright.configs import parse_topic_configs
@@ -197,9 +203,9 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None:
             return self.metadata.partition_error(tp)
-        if partition.offline:
+        if partition.log.offline:  # partition.offline
             return Errors.KAFKA_STORAGE_ERROR
-        if not partition.is_leader:
+        if partition.role is not Role.LEADER:  # not partition.is_leader
             return Errors.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch >= 0:
             if current_leader_epoch < partition.leader_epoch:
@@ -552,7 +558,8 @@ class ReplicaManager:
 
     def min_insync_replicas(self, topic: str) -> int:
         """``topic``'s min.insync.replicas: its override, else the broker's default."""
-        value = self.log_manager.topic_overrides.get(topic, {}).get("min.insync.replicas")
+        overrides = self.log_manager.topic_overrides.get(topic)
+        value = None if overrides is None else overrides.get("min.insync.replicas")
         return value if isinstance(value, int) else self.config.min_insync_replicas
 
     # ---- StopReplica and UpdateMetadata ------------------------------------------------------
@@ -769,11 +776,13 @@ class ReplicaManager:
         error for a request for ``tp`` meaning ``topic_id``, if any: INCONSISTENT_TOPIC_ID when
         the partition here has another id; UNKNOWN_TOPIC_ID when neither this broker nor its
         metadata knows the id under that name."""
-        if topic_id == Uuid.ZERO:
+        zero = Uuid.ZERO
+        if topic_id is zero or topic_id == zero:
             return None  # an older version: no id to check
         partition = self.partitions.get(tp)
         if partition is not None:
-            if partition.topic_id is not None and partition.topic_id != topic_id:
+            held = partition.topic_id  # the same object as the request's, usually: no __eq__
+            if held is not None and held is not topic_id and held != topic_id:
                 return Errors.INCONSISTENT_TOPIC_ID
             return None
         known = self.metadata.partitions.get(tp)
@@ -794,7 +803,7 @@ class ReplicaManager:
         log = partition.log
         if is_follower and replica_id not in partition.replicas:
             return FetchPartitionData(fp.tp, Errors.NOT_LEADER_OR_FOLLOWER)
-        max_offset = None if is_follower else partition.high_watermark
+        max_offset = None if is_follower else log.high_watermark
         # The first partition with data gets at least one whole batch (progress is guaranteed);
         # later ones only what is left of the response's max_bytes.
         limit = fp.partition_max_bytes if first else min(fp.partition_max_bytes, max(0, budget))
@@ -807,9 +816,9 @@ class ReplicaManager:
             self.check_offline_dirs()
             return FetchPartitionData(fp.tp, Errors.KAFKA_STORAGE_ERROR)
         if not is_follower:
-            return FetchPartitionData(fp.tp, Errors.NONE, partition.high_watermark,
+            return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
                                       log.log_start_offset, records)
-        return FetchPartitionData(fp.tp, Errors.NONE, partition.high_watermark,
+        return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
                                   log.log_start_offset, records,
                                   leader_epoch=partition.leader_epoch,
                                   epoch_start_offset=partition.leader_epoch_start_offset)
@@ -884,7 +893,9 @@ class ReplicaManager:
             except KafkaStorageError:
                 self.check_offline_dirs()
                 return
-        if partition.maybe_increment_high_watermark(min_isr):
+        if (partition.maybe_increment_high_watermark(min_isr) if partition.reassignment_target
+                # Nothing ran since next_high_watermark() answered: the same candidate.
+                else partition.raise_high_watermark_to(target)):
             if self.trace.enabled:
                 tracing.replica(self.trace, self.broker_id, partition.log, "AdvanceHW", {
                     "known": {str(r): (partition.log_end_offset if r == self.broker_id

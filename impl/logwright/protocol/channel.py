@@ -70,6 +70,7 @@ class RequestChannel:
         self._next_id = (rng.randrange(1 << 40) * 1_000 if rng is not None
                          else first_correlation_id if first_correlation_id is not None else 0)
         self._pending: dict[int, _Pending] = {}  # insertion order: oldest first
+        self._timer_name = f"{node_id} request timeout"  # the default, made once
         self.closed = False
         self.timeouts = 0
 
@@ -108,7 +109,7 @@ class RequestChannel:
             self._forget(next(iter(self._pending)))
         timer = None
         if timeout_ms is not None:
-            timer = self.scheduler.schedule(timer_name or f"{self.node_id} request timeout",
+            timer = self.scheduler.schedule(timer_name or self._timer_name,
                                             lambda: self._time_out(correlation_id), timeout_ms)
         self._pending[correlation_id] = _Pending(dst, request, callback, timer)
         if not self.timer_after_send:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from logwright.frozen import fast_init
 from logwright.protocol.messages import Message
 
 __all__ = [
@@ -31,6 +32,7 @@ TimerKey: TypeAlias = tuple[str, int]
 """Names one timer of a node, for example ("session", 3): the session of broker 3."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class Send:
     """Send ``message`` to node ``dst``; no answer is awaited (a response, a heartbeat)."""

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from logwright.errors import Errors
+from logwright.frozen import fast_init
 from logwright.identity import TopicPartition, Uuid
 
 __all__ = [
@@ -329,6 +330,7 @@ class AlterPartitionResponse(Message):
 # ---- replication and clients -----------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchPartition:
     tp: TopicPartition
@@ -342,6 +344,7 @@ class FetchPartition:
     topic_id: Uuid = Uuid.ZERO
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchRequest(Message):
     replica_id: int  # CONSUMER_REPLICA_ID for consumers
@@ -353,6 +356,7 @@ class FetchRequest(Message):
     principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchPartitionData:
     tp: TopicPartition
@@ -370,6 +374,7 @@ class FetchPartitionData:
     epoch_start_offset: int = -1
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchResponse(Message):
     error: Errors
@@ -403,6 +408,7 @@ class OffsetForLeaderEpochResponse(Message):
     results: tuple[OffsetForLeaderEpochResult, ...]
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProduceRequest(Message):
     acks: int  # 0, 1 or -1 (all)
@@ -414,6 +420,7 @@ class ProduceRequest(Message):
     topic_ids: tuple[tuple[str, Uuid], ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProducePartitionResult:
     tp: TopicPartition
@@ -423,6 +430,7 @@ class ProducePartitionResult:
     error_message: str = ""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProduceResponse(Message):
     partitions: tuple[ProducePartitionResult, ...] = field(default_factory=tuple)

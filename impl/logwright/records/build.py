@@ -9,7 +9,7 @@ largest, and a CRC-32C over attributes..end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 import crc32c
 
@@ -221,9 +221,53 @@ def build_batch(
                    partition_leader_epoch, producer_id, producer_epoch, base_sequence, attributes)
 
 
+_KEYLESS_HEADS: Final[tuple[bytes, ...]] = tuple(head + _NULL for head in _HEADS)
+"""``_KEYLESS_HEADS[i]``: ``_HEADS[i]`` and then a null key."""
+_KEYLESS_HEAD_LENGTHS: Final[tuple[int, ...]] = tuple(map(len, _KEYLESS_HEADS))
+_PREFIX_LENGTHS: Final[tuple[int, ...]] = tuple(len(_UNSIGNED[n << 1]) for n in range(_SMALL >> 1))
+"""``_PREFIX_LENGTHS[n]``: how many bytes the varint length of an ``n``-byte value takes."""
+_KEYLESS_LIMIT: Final = (_SMALL >> 1) - 16
+"""Values shorter than this have a record size below ``_SMALL >> 1`` (its varint precomputed)."""
+
+
+def _keyless_section(values: Sequence[bytes | None]) -> bytes | None:
+    """``_uniform_section(None, values)`` for a batch of fewer than ``_SMALL >> 1`` keyless
+    records whose values are all ``bytes`` shorter than ``_KEYLESS_LIMIT``, built a whole
+    column at a time (lengths, then each record's leading fields); None for any other batch.
+
+    Each record is its size, its head (attributes, timestamp delta 0, offset delta, null key),
+    its value's length, the value and the header count 0. The header count of one record is
+    joined to the leading fields of the next, so the section is one join over the values and
+    those fields."""
+    count = len(values)
+    if count >= _SMALL >> 1 or set(map(type, values)) != _JUST_BYTES:
+        return None
+    present = cast("Sequence[bytes]", values)  # all bytes: checked just now
+    lengths = list(map(len, present))
+    if max(lengths) >= _KEYLESS_LIMIT:
+        return None
+    unsigned, heads, head_lengths, prefix_lengths = (_UNSIGNED, _KEYLESS_HEADS,
+                                                     _KEYLESS_HEAD_LENGTHS, _PREFIX_LENGTHS)
+    leading = [_ZERO + unsigned[(head_lengths[i] + prefix_lengths[n] + n + 1) << 1] + heads[i]
+               + unsigned[n << 1] for i, n in enumerate(lengths)]
+    leading[0] = leading[0][1:]  # no record before the first one
+    parts: list[bytes] = [b""] * (2 * count)
+    parts[0::2] = leading
+    parts[1::2] = present
+    parts.append(_ZERO)  # the last record's header count
+    return b"".join(parts)
+
+
+_JUST_BYTES: Final = {bytes}
+
+
 def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes | None]) -> bytes:
     """The plain records section of header-less records that share one timestamp (so every
     timestamp delta is 0): what ``_records_section`` makes of them, with fewer steps."""
+    if keys is None and values:
+        section = _keyless_section(values)
+        if section is not None:
+            return section
     parts: list[bytes] = []
     extend = parts.extend
     unsigned = _UNSIGNED

@@ -539,6 +539,8 @@ class PartitionLog:
         if start_offset < self._log_start_offset or start_offset > leo:
             raise OffsetOutOfRange(
                 f"{self.tp}: offset {start_offset} is outside [{self._log_start_offset}, {leo}]")
+        if start_offset == leo:  # a caught-up reader: nothing to look up (the loop would not run)
+            return FetchData(b"", start_offset, self._log_start_offset, self._high_watermark, leo)
         limit = leo if max_offset is None else min(max_offset, leo)
         records, first = b"", start_offset
         try:

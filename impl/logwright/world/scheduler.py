@@ -198,6 +198,31 @@ class SimScheduler(Scheduler):
         task = self._take_due(now_ms)
         return task is not None and self._execute(task, now_ms)
 
+    def step_by(self, deadline_ms: int) -> bool:
+        """Run the earliest live task if it is due by ``deadline_ms``, time advanced to its due
+        time first; False (time unmoved) when none is. ``step_at(next_due_ms())`` in one call:
+        the same task, the same time, the same draws."""
+        heap = self._heap
+        while heap and heap[0][3].cancelled:
+            self._pop()
+        if not heap or heap[0][0] > deadline_ms:
+            return False
+        due, _, _, task = heapq.heappop(heap)  # the head is live: no cancelled count to correct
+        task.queue = None
+        clock = self.vclock
+        if due > clock._now_ms:
+            clock._now_ms = due
+        if task.period_ms is not None:
+            return self._execute(task, clock._now_ms)
+        # _execute() for a one-shot task, inlined.
+        task.runs += 1
+        try:
+            task.fn()
+        except BaseException as exc:
+            if self.on_task_error is None or not self.on_task_error(exc):
+                raise
+        return True
+
     def step(self) -> bool:
         """Advance time to the next due task and run it; False when nothing is scheduled."""
         due = self.next_due_ms()
@@ -215,13 +240,9 @@ class SimScheduler(Scheduler):
         assert delta_ms >= 0
         end_ms = self.vclock.now_ms() + delta_ms
         count = 0
-        while True:
-            due = self.next_due_ms()
-            if due is None or due > end_ms:
-                break
-            self.vclock.advance_to(due)
-            if self._run_one_due(due):
-                count += 1
+        step_by = self.step_by
+        while step_by(end_ms):
+            count += 1
         self.vclock.advance_to(end_ms)
         return count
 

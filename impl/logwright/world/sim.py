@@ -107,22 +107,22 @@ class SimWorld:
             return
         # One event at a time, as the scheduler's advance runs them, so observers see each.
         end_ms = self.clock.now_ms() + delta_ms
-        while True:
-            due = self.scheduler.next_due_ms()
-            if due is None or due > end_ms:
-                break
-            self._step_at(due)
+        step_by = self.scheduler.step_by
+        while step_by(end_ms):
+            self._counted(True)
         self.clock.advance_to(end_ms)
 
     def run_until(self, done: Callable[[], bool], timeout_ms: int) -> bool:
         """Run tasks until ``done()`` or ``timeout_ms`` of virtual time passed; returns done()."""
         deadline = self.clock.now_ms() + timeout_ms
+        step_by = self.scheduler.step_by
         while not done():
-            due = self.scheduler.next_due_ms()
-            if due is None or due > deadline:
+            if not step_by(deadline):
                 self.clock.advance_to(deadline)
                 return done()
-            self._step_at(due)
+            self.events += 1
+            if self._observers:
+                self._after_event()
         return True
 
     def power_loss(self, host: str) -> None:
