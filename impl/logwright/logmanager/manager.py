@@ -675,7 +675,13 @@ class LogManager:
                                           "an online dir: never promoted (R5)")
             return None
         tp = parsed.tp
-        if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
+        duplicate = tp in seen
+        if not duplicate:
+            for other in self.dirs.values():  # (a loop, not any(): start-up asks per partition)
+                if other is not state and tp in other.logs:
+                    duplicate = True
+                    break
+        if duplicate:
             why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
             state.unrecognised[name] = why
             report.set_aside[path] = why

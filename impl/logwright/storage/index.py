@@ -237,6 +237,9 @@ class OffsetIndex(_ChunkedIndex):
     def load(self, log_size: int, max_offset: int | None = None) -> None:
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
         data = self._read_all()
+        if not data and not self.entries:
+            self.close()  # an empty file: nothing to check (what follows would do nothing else)
+            return
         usable = len(data) - len(data) % self.ENTRY_BYTES
         checked: list[tuple[int, int]] = []
         last_rel, last_pos = -1, -1

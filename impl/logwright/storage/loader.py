@@ -33,7 +33,7 @@ from logwright.storage.metadata_files import (
     PARTITION_METADATA_FILE,
     PartitionMetadataFile,
 )
-from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_name
+from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_names
 from logwright.storage.segment import LogSegment, RecoveryBuffer
 from logwright.world.fs import FileSystem
 
@@ -137,17 +137,14 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
     (``.deleted``, ``.cleaned``, ``.swap``) and indexes whose log is gone are removed."""
     bases: list[int] = []
     indexes: list[tuple[str, int]] = []  # live index files, in name order, to match to a log
-    for name in names:
-        parsed = parse_segment_file_name(name)
-        if parsed is None:
-            continue
-        if parsed.kind is not SegmentFileKind.LIVE:
+    for name, base, suffix, kind in parse_segment_file_names(names):
+        if kind is not SegmentFileKind.LIVE:
             fs.remove(posixpath.join(dir_path, name))
             report.deleted_files.append(name)
-        elif parsed.suffix == ".log":
-            bases.append(parsed.base_offset)
-        elif parsed.suffix in (".index", ".timeindex"):
-            indexes.append((name, parsed.base_offset))
+        elif suffix == ".log":
+            bases.append(base)
+        elif suffix in (".index", ".timeindex"):
+            indexes.append((name, base))
     bases.sort()
     base_set = set(bases)
     for name, base in indexes:
@@ -291,9 +288,11 @@ def _reconcile_epoch_cache(cache: LeaderEpochCache, segments: list[LogSegment],
     # An epoch that begins exactly at the log's end is kept: a leader records its epoch there
     # before it writes anything, and that entry says the log held the epoch's leader's log up
     # to its end, which the recovery election compares (docs/cluster.md); only epochs beginning
-    # past the end, whose start the log lost, go.
-    cache.truncate_from_end(log_end_offset + 1)
-    cache.truncate_from_start(log_start_offset)
+    # past the end, whose start the log lost, go. (An empty cache, most of them at start-up,
+    # has nothing to cut: both would change nothing.)
+    if cache.latest_epoch is not None:
+        cache.truncate_from_end(log_end_offset + 1)
+        cache.truncate_from_start(log_start_offset)
 
 
 def _batch_epochs(segments: list[LogSegment], start_offset: int, end_offset: int

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from logwright.errors import Errors, KafkaError, LogDirNameError
@@ -316,3 +317,21 @@ def parse_segment_file_name(name: str) -> ParsedSegmentFile | None:
     if base_offset > OFFSET_MAX:
         return None
     return ParsedSegmentFile(base_offset, suffix, _KIND_OF_MARK[mark])
+
+
+def parse_segment_file_names(names: Iterable[str]
+                             ) -> list[tuple[str, int, str, SegmentFileKind]]:
+    """``(name, *parse_segment_file_name(name))`` for each of ``names`` that is a segment file
+    name, in order: a whole dir listing parsed in one call, in plain tuples (start-up parses
+    a few names per partition)."""
+    found: list[tuple[str, int, str, SegmentFileKind]] = []
+    match = _SEGMENT_FILE.fullmatch
+    for name in names:
+        m = match(name)
+        if m is None:
+            continue
+        digits, suffix, mark = m.groups()
+        base_offset = int(digits)
+        if base_offset <= OFFSET_MAX:
+            found.append((name, base_offset, suffix, _KIND_OF_MARK[mark]))
+    return found
