@@ -379,7 +379,7 @@ def test_segment_names_sort_in_offset_order(offsets: list[int]) -> None:
 
 segment_like_names = st.one_of(
     st.builds(lambda d, suffix, mark: d + suffix + mark,
-              st.text(alphabet="0123456789", min_size=18, max_size=22),
+              st.text(alphabet="0123456789" * 4 + "\u0660\u00b2a", min_size=18, max_size=22),
               st.sampled_from([".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".lg",
                                ""]),
               st.sampled_from(["", ".deleted", ".cleaned", ".swap", ".tmp", "x"])),

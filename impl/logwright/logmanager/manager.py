@@ -593,8 +593,9 @@ class LogManager:
             start_offsets=self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read(),
             high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
+        plan = self._plan  # (empty unless a JBOD move was cut short: no lookup per entry then)
         for name, is_dir in fs.list_entries(state.path):
-            action = self._plan.get((state.path, name))
+            action = plan.get((state.path, name)) if plan else None
             if action == _DELETE:
                 self._recover_to_delete(state, name, report)
                 continue
