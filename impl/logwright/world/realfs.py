@@ -134,10 +134,11 @@ class RealFileSystem(FileSystem):
     def read_or_create(self, path: str) -> bytes:
         # Start-up reads the offset index of every active segment, and many are empty (less
         # than index.interval.bytes appended since the segment rolled): one stat says so, where
-        # an open, an fstat and a close did. The open is skipped only when it could not have
-        # failed (a regular file this process may write), so the errors are the open's, as
-        # before. Any other file is opened and read by the stat's size (the same count of
-        # calls as before for a non-empty one).
+        # an open, an fstat and a close did. The open is skipped only when its mode bits let
+        # this process write the regular file (root, or the owner with the write bit), so the
+        # errors are the open's, as before (but for an immutable flag or a security module's
+        # veto on an empty file, then met at its first write). Any other file is opened and
+        # read by the stat's size (the same count of calls as before for a non-empty one).
         try:
             info = os.stat(path)
         except FileNotFoundError:
