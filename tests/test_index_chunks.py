@@ -121,3 +121,49 @@ def test_the_heap_holds_one_entry_per_chunk_and_the_last_chunk() -> None:
     assert held == 2 * (101 + 7)
     assert fs.file_size("/d/big.index") == 8 * 100 * CHUNK  # complete chunks are written
     assert index.lookup(5 * CHUNK + 3) == (5 * CHUNK + 3, 10 * (5 * CHUNK + 3))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_empty_indexes_share_nothing_they_write(seed: int) -> None:
+    """Every empty index holds the same four empty arrays (start-up loads thousands of empty
+    offset indexes); appending to, extending, truncating or resetting one of several never
+    shows in another, and the shared arrays stay empty."""
+    from array import array
+
+    from logwright.storage import index as index_module
+    rng = random.Random(seed)
+    fs, base = _fs(), 0
+    indexes = [OffsetIndex(fs, f"/d/{i}.index", base) for i in range(3)]
+    models: list[list[tuple[int, int]]] = [[] for _ in indexes]
+    for _ in range(80):
+        i = rng.randrange(len(indexes))
+        index, model = indexes[i], models[i]
+        action = rng.choice(["append", "extend", "truncate", "reset", "reload"])
+        last = model[-1] if model else (base, 0)
+        if action == "append":
+            for _ in range(rng.choice([1, 2, CHUNK, CHUNK + 1])):
+                last = (last[0] + rng.randint(1, 3), last[1] + rng.randint(1, 50))
+                index.append(*last)
+                model.append(last)
+        elif action == "extend":
+            offsets, positions = array("q"), array("q")
+            for _ in range(rng.choice([0, 1, CHUNK - 1, 2 * CHUNK + 1])):
+                last = (last[0] + rng.randint(1, 3), last[1] + rng.randint(1, 50))
+                offsets.append(last[0])
+                positions.append(last[1])
+                model.append(last)
+            index.extend(offsets, positions)
+        elif action == "truncate":
+            cut = rng.choice([0, 1, last[1], last[1] + 1, rng.randint(0, last[1] + 1)])
+            index.truncate_to_position(cut)
+            models[i] = model = [e for e in model if e[1] < cut]
+        elif action == "reset":
+            index.reset()
+            models[i] = model = []
+        else:
+            index.close()
+            indexes[i] = index = OffsetIndex(fs, f"/d/{i}.index", base)
+            index.load(LOG_SIZE)
+        assert not index_module._NO_ENTRIES
+        for other, other_model in zip(indexes, models, strict=True):
+            _check_offsets(other, other_model, base, rng)

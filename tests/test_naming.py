@@ -23,6 +23,7 @@ from logwright.storage.naming import (
     live_dir_name,
     parse_dir_name,
     parse_segment_file_name,
+    parse_segment_file_names,
     segment_file_name,
     stray_dir_name,
     validate_topic,
@@ -374,3 +375,38 @@ def test_segment_names_sort_in_offset_order(offsets: list[int]) -> None:
     names = sorted(segment_file_name(o, ".log") for o in offsets)
     assert [parse_segment_file_name(n).base_offset for n in names  # type: ignore[union-attr]
             ] == sorted(offsets)
+
+
+segment_like_names = st.one_of(
+    st.builds(lambda d, suffix, mark: d + suffix + mark,
+              st.text(alphabet="0123456789" * 4 + "\u0660\u00b2a", min_size=18, max_size=22),
+              st.sampled_from([".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".lg",
+                               ""]),
+              st.sampled_from(["", ".deleted", ".cleaned", ".swap", ".tmp", "x"])),
+    st.sampled_from(["partition.metadata", "leader-epoch-checkpoint", "99999999999999999999.log",
+                     "09223372036854775807.log", "09223372036854775808.index"]),
+    st.text(max_size=30))
+
+
+@given(st.lists(segment_like_names, max_size=12))
+def test_parsing_a_listing_at_once_is_parsing_each_name(names: list[str]) -> None:
+    """The start-up's one call per dir listing answers as a call per name."""
+    one_by_one = [(n, *p) for n in names if (p := parse_segment_file_name(n)) is not None]
+    assert parse_segment_file_names(names) == one_by_one
+
+
+@given(st.text(alphabet=string.ascii_letters + string.digits + "-_+/=", min_size=20,
+               max_size=24) | st.binary(min_size=16, max_size=16).map(lambda b: str(Uuid(b))))
+def test_uuid_parse_decodes_as_the_base64_module(text: str) -> None:
+    """``Uuid.parse`` decodes without the base64 module's layers, to the same bytes (or the
+    same refusal)."""
+    import base64
+    try:
+        got: object = Uuid.parse(text)
+    except ValueError as exc:
+        got = ValueError
+        assert "22" in str(exc) or "alphabet" in str(exc) or "canonical" in str(exc)
+    if got is not ValueError:
+        assert isinstance(got, Uuid)
+        assert got.value == base64.urlsafe_b64decode(text + "==")
+        assert str(got) == text

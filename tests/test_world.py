@@ -281,6 +281,73 @@ def test_read_or_create_reads_a_file_or_leaves_an_empty_one(tmp_path: object, re
         fs.read_file(os.path.join(root, "h"))
 
 
+def _interface_read_or_create(fs: RealFileSystem, path: str) -> bytes:
+    """The interface's own ``read_or_create`` (open with create, read, close), for reference."""
+    from logwright.world.fs import FileSystem
+    return FileSystem.read_or_create(fs, path)
+
+
+@pytest.mark.parametrize("euid", ["root", "owner", "stranger"])
+def test_read_or_create_on_a_real_disk_answers_as_open_read_close(
+        tmp_path: object, euid: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real disk skips the open of an empty file it may write (start-up reads an empty
+    offset index per active segment): same content, same file left behind, the same error for
+    what cannot be opened, and the open still made when it might have failed (a file of
+    another owner, or one without the owner's write bit, when not root)."""
+    import os
+    import stat as stat_mod
+
+    from logwright.world import realfs
+    fs = RealFileSystem()
+    root = str(tmp_path)
+    owner = 4321  # every file's owner (set below); this process plays root, it, or another
+    monkeypatch.setattr(realfs, "_EUID", {"root": 0, "owner": owner, "stranger": owner + 1}[euid])
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: str, flags: int, mode: int = 0o777) -> int:
+        opened.append(path)
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(realfs.os, "open", counting_open)
+    cases = {"empty": b"", "full": b"x" * 5000, "one": b"\0"}
+    for name, content in cases.items():
+        for twin in (name + "-a", name + "-b"):
+            with open(os.path.join(root, twin), "wb") as f:
+                f.write(content)
+    os.chmod(os.path.join(root, "empty-a"), 0o444)  # no write bit for the owner either
+    os.chmod(os.path.join(root, "empty-b"), 0o444)
+    with open(os.path.join(root, "plain-a"), "wb"), open(os.path.join(root, "plain-b"), "wb"):
+        pass
+    os.mkfifo(os.path.join(root, "fifo-a"))
+    os.mkfifo(os.path.join(root, "fifo-b"))
+    os.mkdir(os.path.join(root, "dir-a"))
+    os.mkdir(os.path.join(root, "dir-b"))
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the files are given to another owner")
+    for entry in os.listdir(root):
+        os.chown(os.path.join(root, entry), owner, owner)
+    for name in ("empty", "full", "one", "plain", "fifo", "dir", "missing"):
+        a, b = os.path.join(root, name + "-a"), os.path.join(root, name + "-b")
+        opened.clear()
+        try:
+            got: object = fs.read_or_create(a)
+        except OSError as exc:
+            got = type(exc)
+        opened_a = list(opened)
+        try:
+            want: object = _interface_read_or_create(fs, b)
+        except OSError as exc:
+            want = type(exc)
+        assert got == want, name
+        assert os.path.exists(a) == os.path.exists(b), name
+        if os.path.exists(a):
+            assert stat_mod.S_IFMT(os.stat(a).st_mode) == stat_mod.S_IFMT(os.stat(b).st_mode)
+        may_skip = euid == "root" or (euid == "owner" and name == "plain")
+        skipped = name in ("empty", "plain") and may_skip
+        assert (opened_a == []) == skipped, (name, opened_a)
+
+
 @pytest.mark.parametrize("parent", ["", "/", "/d", "/d/", "d", "d//", "/d/t-0"])
 @pytest.mark.parametrize("name", ["f", "partition.metadata", "/abs", "", "a/b"])
 def test_child_path_is_posixpath_join(parent: str, name: str) -> None:

@@ -593,8 +593,9 @@ class LogManager:
             start_offsets=self._checkpoint(state, LOG_START_OFFSET_CHECKPOINT).read(),
             high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
+        plan = self._plan  # (empty unless a JBOD move was cut short: no lookup per entry then)
         for name, is_dir in fs.list_entries(state.path):
-            action = self._plan.get((state.path, name))
+            action = plan.get((state.path, name)) if plan else None
             if action == _DELETE:
                 self._recover_to_delete(state, name, report)
                 continue
@@ -675,7 +676,13 @@ class LogManager:
                                           "an online dir: never promoted (R5)")
             return None
         tp = parsed.tp
-        if tp in seen or any(tp in d.logs for d in self.dirs.values() if d is not state):
+        duplicate = tp in seen
+        if not duplicate:
+            for other in self.dirs.values():  # (a loop, not any(): start-up asks per partition)
+                if other is not state and tp in other.logs:
+                    duplicate = True
+                    break
+        if duplicate:
             why = f"{tp} is also live in {seen.get(tp) or 'another log dir'}"
             state.unrecognised[name] = why
             report.set_aside[path] = why

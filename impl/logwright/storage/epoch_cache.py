@@ -190,6 +190,8 @@ class LeaderEpochCache:
     def _check(self) -> None:
         # Every change of the entries ends here (through _flush, or after a read).
         self.latest_epoch = self._entries[-1].epoch if self._entries else None
+        if len(self._entries) < 2:
+            return  # (most caches at start-up: nothing to compare)
         for previous, entry in zip(self._entries, self._entries[1:], strict=False):
             assert entry.epoch > previous.epoch, f"{self.file}: epochs not increasing"
             assert entry.start_offset >= previous.start_offset, f"{self.file}: offsets decrease"

@@ -38,6 +38,12 @@ def _entries_struct(entry: str, count: int) -> struct.Struct:
     return struct.Struct(">" + entry * count)
 
 
+_NO_ENTRIES: array[int] = array("q")
+"""The four arrays of every empty index, shared and never written to (an index's first entry
+replaces them by its own): start-up loads an offset index per partition, most of them empty,
+and four arrays each would be 40,000 more objects for the collector to walk at 10,000."""
+
+
 class IndexCorrupt(Exception):
     """An index file does not agree with its segment; the caller rebuilds it."""
 
@@ -61,8 +67,7 @@ class _ChunkedIndex:
         self._clear()
 
     def _clear(self) -> None:
-        self._first_a, self._first_b = array("q"), array("q")
-        self._tail_a, self._tail_b = array("q"), array("q")
+        self._first_a = self._first_b = self._tail_a = self._tail_b = _NO_ENTRIES
         self._tail_start = 0
         self._written = 0
         #: Number of entries (``_tail_start + len(_tail_a)``, kept as a plain attribute: every
@@ -120,16 +125,27 @@ class _ChunkedIndex:
     def _last(self) -> tuple[int, int] | None:
         return (self._tail_a[-1], self._tail_b[-1]) if self._tail_a else None
 
+    def _new_chunk(self, a: int, b: int) -> array[int]:
+        """Begin a chunk whose first entry is ``(a, b)`` (not added to the tail yet): fresh tail
+        arrays, and for an empty index fresh first-entry arrays (its own, not the shared empty
+        ones). Returns the new ``_tail_a``."""
+        assert not _NO_ENTRIES, "the shared empty arrays were written to"
+        if not self._first_a:
+            self._first_a, self._first_b = array("q"), array("q")
+        self._first_a.append(a)
+        self._first_b.append(b)
+        tail_a = array("q")
+        self._tail_a, self._tail_b = tail_a, array("q")
+        return tail_a
+
     def _append(self, a: int, b: int) -> None:
         tail_a = self._tail_a
         if len(tail_a) == CHUNK:  # the last chunk is complete: to the file, off the heap
             self._write_pending()
             self._tail_start += CHUNK
-            tail_a = array("q")
-            self._tail_a, self._tail_b = tail_a, array("q")
-        if not tail_a:
-            self._first_a.append(a)
-            self._first_b.append(b)
+            tail_a = self._new_chunk(a, b)
+        elif not tail_a:
+            tail_a = self._new_chunk(a, b)
         tail_a.append(a)
         self._tail_b.append(b)
         self.entries += 1
@@ -142,10 +158,9 @@ class _ChunkedIndex:
             if len(self._tail_a) == CHUNK:
                 self._write_pending()
                 self._tail_start += CHUNK
-                self._tail_a, self._tail_b = array("q"), array("q")
-            if not self._tail_a:
-                self._first_a.append(a[i])
-                self._first_b.append(b[i])
+                self._new_chunk(a[i], b[i])
+            elif not self._tail_a:
+                self._new_chunk(a[i], b[i])
             take = min(CHUNK - len(self._tail_a), n - i)
             self._tail_a.extend(a[i:i + take])
             self._tail_b.extend(b[i:i + take])
@@ -188,8 +203,8 @@ class _ChunkedIndex:
         if keep >= self.entries:
             return
         if keep == 0:
-            self._first_a, self._first_b = array("q"), array("q")
-            self._tail_a, self._tail_b, self._tail_start = array("q"), array("q"), 0
+            self._first_a = self._first_b = self._tail_a = self._tail_b = _NO_ENTRIES
+            self._tail_start = 0
         else:
             chunks = (keep + CHUNK - 1) // CHUNK
             start = (chunks - 1) * CHUNK
@@ -237,6 +252,9 @@ class OffsetIndex(_ChunkedIndex):
     def load(self, log_size: int, max_offset: int | None = None) -> None:
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
         data = self._read_all()
+        if not data and not self.entries:
+            self.close()  # an empty file: nothing to check (what follows would do nothing else)
+            return
         usable = len(data) - len(data) % self.ENTRY_BYTES
         checked: list[tuple[int, int]] = []
         last_rel, last_pos = -1, -1

@@ -31,11 +31,11 @@ from logwright.storage.epoch_cache import LeaderEpochCache
 from logwright.storage.metadata_files import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
-    PartitionMetadataFile,
+    parse_partition_metadata_generation,
 )
-from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_name
+from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_names
 from logwright.storage.segment import LogSegment, RecoveryBuffer
-from logwright.world.fs import FileSystem
+from logwright.world.fs import FileSystem, child_path
 
 
 @dataclass
@@ -83,8 +83,12 @@ def load_partition_dir(
     report = LoadReport()
     names = fs.listdir(dir_path)
     present = set(names)
-    topic_id, generation = PartitionMetadataFile(fs, dir_path).read_with_generation(
-        exists=PARTITION_METADATA_FILE in present)
+    if PARTITION_METADATA_FILE in present:  # (PartitionMetadataFile.read_with_generation)
+        metadata_path = child_path(dir_path, PARTITION_METADATA_FILE)
+        topic_id, generation = parse_partition_metadata_generation(
+            metadata_path, fs.read_file(metadata_path))
+    else:
+        topic_id, generation = None, 0
     epoch_cache = LeaderEpochCache.read(fs, dir_path,
                                         exists=LEADER_EPOCH_CHECKPOINT_FILE in present)
     segments = _discover_segments(fs, dir_path, names, config, report)
@@ -137,17 +141,14 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
     (``.deleted``, ``.cleaned``, ``.swap``) and indexes whose log is gone are removed."""
     bases: list[int] = []
     indexes: list[tuple[str, int]] = []  # live index files, in name order, to match to a log
-    for name in names:
-        parsed = parse_segment_file_name(name)
-        if parsed is None:
-            continue
-        if parsed.kind is not SegmentFileKind.LIVE:
+    for name, base, suffix, kind in parse_segment_file_names(names):
+        if kind is not SegmentFileKind.LIVE:
             fs.remove(posixpath.join(dir_path, name))
             report.deleted_files.append(name)
-        elif parsed.suffix == ".log":
-            bases.append(parsed.base_offset)
-        elif parsed.suffix in (".index", ".timeindex"):
-            indexes.append((name, parsed.base_offset))
+        elif suffix == ".log":
+            bases.append(base)
+        elif suffix in (".index", ".timeindex"):
+            indexes.append((name, base))
     bases.sort()
     base_set = set(bases)
     for name, base in indexes:
@@ -194,13 +195,14 @@ def _layout_problem(segments: list[LogSegment]) -> str | None:
         else:
             seg.scan_end_offset()
             first = seg.first_batch_offset()
-        name = posixpath.basename(seg.log_path)
         if first is not None and first < seg.base_offset:
-            return f"{name} starts with offset {first}, below its base offset"
+            return (f"{posixpath.basename(seg.log_path)} starts with offset {first}, below its "
+                    "base offset")
         if previous is not None and seg.base_offset != previous.next_offset:
             kind = "overlaps" if seg.base_offset < previous.next_offset else "leaves a gap after"
-            return (f"{name} {kind} {posixpath.basename(previous.log_path)}, which ends at "
-                    f"offset {previous.next_offset}")
+            return (f"{posixpath.basename(seg.log_path)} {kind} "
+                    f"{posixpath.basename(previous.log_path)}, which ends at offset "
+                    f"{previous.next_offset}")
         previous = seg
     return None
 
@@ -291,9 +293,11 @@ def _reconcile_epoch_cache(cache: LeaderEpochCache, segments: list[LogSegment],
     # An epoch that begins exactly at the log's end is kept: a leader records its epoch there
     # before it writes anything, and that entry says the log held the epoch's leader's log up
     # to its end, which the recovery election compares (docs/cluster.md); only epochs beginning
-    # past the end, whose start the log lost, go.
-    cache.truncate_from_end(log_end_offset + 1)
-    cache.truncate_from_start(log_start_offset)
+    # past the end, whose start the log lost, go. (An empty cache, most of them at start-up,
+    # has nothing to cut: both would change nothing.)
+    if cache.latest_epoch is not None:
+        cache.truncate_from_end(log_end_offset + 1)
+        cache.truncate_from_start(log_start_offset)
 
 
 def _batch_epochs(segments: list[LogSegment], start_offset: int, end_offset: int

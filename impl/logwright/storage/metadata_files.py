@@ -115,6 +115,7 @@ def parse_partition_metadata(path: str, data: bytes) -> Uuid:
 #: 22-character topic id and a newline: start-up parses thousands of them.
 _PLAIN_PREFIX = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: ".encode("ascii")
 _PLAIN_SIZE = len(_PLAIN_PREFIX) + 22 + 1
+_ZERO_ID_BYTES = Uuid.ZERO.value
 
 
 def parse_partition_metadata_generation(path: str, data: bytes) -> tuple[Uuid, int]:
@@ -128,7 +129,7 @@ def parse_partition_metadata_generation(path: str, data: bytes) -> tuple[Uuid, i
         except (ValueError, UnicodeDecodeError):
             pass
         else:
-            if topic_id != Uuid.ZERO:
+            if topic_id.value != _ZERO_ID_BYTES:
                 return topic_id, 0
     lines = decode_lines(path, data, "'version: 0'")
     version = _key_value(path, 1, lines[0], "version")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from logwright.errors import Errors, KafkaError, LogDirNameError
@@ -272,6 +273,8 @@ class ParsedSegmentFile(NamedTuple):
 
 def segment_file_stem(base_offset: int) -> str:
     """The 20-digit zero-padded base offset that every file of a segment's name begins with."""
+    if type(base_offset) is int and 0 <= base_offset <= OFFSET_MAX:
+        return f"{base_offset:020d}"  # (the common case, checked in one step)
     if not isinstance(base_offset, int) or isinstance(base_offset, bool):
         raise ValueError(f"base offset must be an int, not {type(base_offset).__name__}")
     if not 0 <= base_offset <= OFFSET_MAX:
@@ -304,6 +307,10 @@ _SEGMENT_FILE = re.compile(
     f"({'|'.join(re.escape(x) for x in _KIND_BY_SUFFIX)})?")
 _KIND_OF_MARK: dict[str | None, SegmentFileKind] = {None: _LIVE}
 _KIND_OF_MARK.update(_KIND_BY_SUFFIX)
+#: Every ending ``<suffix>[<mark>]`` a segment file name may have after its digits.
+_SEGMENT_FILE_ENDINGS: dict[str, tuple[str, SegmentFileKind]] = {
+    suffix + _MARK_OF_KIND[kind]: (suffix, kind)
+    for suffix in SEGMENT_SUFFIXES for kind in SegmentFileKind}
 
 
 def parse_segment_file_name(name: str) -> ParsedSegmentFile | None:
@@ -316,3 +323,24 @@ def parse_segment_file_name(name: str) -> ParsedSegmentFile | None:
     if base_offset > OFFSET_MAX:
         return None
     return ParsedSegmentFile(base_offset, suffix, _KIND_OF_MARK[mark])
+
+
+def parse_segment_file_names(names: Iterable[str]
+                             ) -> list[tuple[str, int, str, SegmentFileKind]]:
+    """``(name, *parse_segment_file_name(name))`` for each of ``names`` that is a segment file
+    name, in order: a whole dir listing parsed in one call, in plain tuples (start-up parses
+    a few names per partition)."""
+    # What _SEGMENT_FILE matches, told apart without it: 20 ASCII digits, then one of the
+    # known endings (a suffix and a kind's mark), looked up whole.
+    found: list[tuple[str, int, str, SegmentFileKind]] = []
+    ending_of = _SEGMENT_FILE_ENDINGS.get
+    for name in names:
+        ending = ending_of(name[_OFFSET_DIGITS:])
+        if ending is None:
+            continue
+        digits = name[:_OFFSET_DIGITS]
+        if digits.isdigit() and digits.isascii():
+            base_offset = int(digits)
+            if base_offset <= OFFSET_MAX:
+                found.append((name, base_offset, ending[0], ending[1]))
+    return found
