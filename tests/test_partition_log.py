@@ -180,6 +180,27 @@ def test_truncate_removes_whole_batches_and_clamps_hw() -> None:
     assert read_all(log)[-1] == (41, b"v0.1")
 
 
+@pytest.mark.parametrize("beyond", [0, 1, 7])
+def test_truncate_at_or_past_the_end_forgets_an_epoch_begun_there_without_records(
+        beyond: int) -> None:
+    """traces/regressions/0042: a replica led epoch 2 from its log end, 4, and appended nothing
+    of it (a power loss took what it had) before another leader took over. As a follower its
+    divergence check truncates to its log end or beyond: nothing to remove, but the entry
+    (2, 4) must go, or the epoch 1 records it fetches next are read as epoch 2's and a later
+    check cuts them. Entries that begin below the end stay; the cache is as durable as before."""
+    fs, clock = world()
+    log = new_log(fs, clock)
+    log.append_as_leader(batch(b"a", b"b"), leader_epoch=0)
+    log.append_as_leader(batch(b"c", b"d"), leader_epoch=1)
+    log.assign_epoch_start_offset(2, 4)  # it leads epoch 2 from its end, nothing appended
+    assert log.leader_epoch_cache.pairs == ((0, 0), (1, 2), (2, 4))
+    assert log.truncate_to(4 + beyond) == 0
+    assert log.leader_epoch_cache.pairs == ((0, 0), (1, 2))
+    assert log.end_offset_for_epoch(1) == (1, 4) and log.log_end_offset == 4
+    reloaded = load(fs, clock, clean=True, rp=4, hw=0)[0]  # the cut cache is on disk
+    assert reloaded.leader_epoch_cache.pairs == ((0, 0), (1, 2))
+
+
 def test_truncate_below_log_start_restarts_at_log_start() -> None:
     fs, clock = world()
     log = new_log(fs, clock)

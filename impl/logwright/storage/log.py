@@ -664,6 +664,12 @@ class PartitionLog:
         if offset < 0:
             raise OffsetOutOfRange(f"{self.tp}: cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # Nothing to remove, but an epoch the cache says began at the log end holds no
+            # record: this replica led it and appended nothing before another leader took
+            # over. Forgotten now (as Kafka does), or a later divergence check would take that
+            # epoch as covering the older epoch's records fetched after it, and cut them,
+            # committed or not (traces/regressions/0042).
+            self._epochs_changed(lambda cache: cache.truncate_from_end(self.log_end_offset))
             return 0
         removed = 0
         try:
