@@ -1,9 +1,9 @@
 """The broker's metadata cache under a network that reorders UpdateMetadata requests.
 
-Regression for traces/regressions/0034: a late UpdateMetadata, sent while a broker was out of the
-live set, arrived after a newer one that named it live again. The cache took the late request's
-live brokers, and every Metadata answer then gave LEADER_NOT_AVAILABLE for the partitions that
-broker leads, until something else changed.
+Regressions for traces/regressions/0034 and 0043 (below). 0034: a late UpdateMetadata, sent
+while a broker was out of the live set, arrived after a newer one that named it live again. The
+cache took the late request's live brokers, and every Metadata answer then gave
+LEADER_NOT_AVAILABLE for the partitions that broker leads, until something else changed.
 """
 
 from __future__ import annotations
@@ -58,3 +58,54 @@ def test_a_new_controller_epoch_wins_over_higher_correlation_ids_of_the_old_one(
     cache.update(_update(41, (1,), controller_epoch=1, controller_id=1))  # the old one, late
     assert (cache.live_brokers, cache.controller_id) == (frozenset({1, 2, 3}), 3)
     assert _answer(cache) == (Errors.NONE, 2)
+
+
+# ---- one topic id per name (traces/regressions/0043) ----------------------------------------
+#
+# A broker cut off from the controller missed the UpdateMetadata of a deletion; the UpdateMetadata
+# of its registration named only the topics that exist, so the deleted topic's third partition
+# stayed in its cache. Once the name was created again with two partitions, its Metadata answer
+# gave the new topic's partitions under the deleted topic's id (that of the first cached state),
+# and the client, which compares leader epochs per topic id (KIP-320), kept an older leader.
+
+OLD_ID = Uuid.parse("TyC0M8KwRKmDULJkWX9XWg")
+NEW_ID = Uuid.parse("PNjQih8DQEusvaMjlryWtw")
+
+
+def _of(topic_id: Uuid, p: int, leader: int, leader_epoch: int = 0
+        ) -> LeaderAndIsrPartitionState:
+    return LeaderAndIsrPartitionState(TopicPartition("s", p), topic_id, 1, leader, leader_epoch,
+                                      (1, 2, 3), 0, (1, 2, 3))
+
+
+def _topic(cache: MetadataCache) -> tuple[Uuid, dict[int, tuple[int, int]]]:
+    topic = cache.topic_metadata(MetadataRequest(1, ("s",)), lambda _t: True).topics[0]
+    assert topic.error is Errors.NONE
+    return topic.topic_id, {p.partition: (p.leader, p.leader_epoch) for p in topic.partitions}
+
+
+def test_a_newer_topic_of_the_name_drops_the_partitions_of_a_deletion_the_broker_missed() -> None:
+    cache = MetadataCache()
+    cache.update(_update(15, (1, 2, 3), tuple(_of(OLD_ID, p, p + 1) for p in range(3))))
+    # The deletion (leader -2 for the three) never reached this broker; the new topic has two.
+    cache.update(_update(158, (1, 2, 3), (_of(NEW_ID, 0, 3), _of(NEW_ID, 1, 1))))
+    assert _topic(cache) == (NEW_ID, {0: (3, 0), 1: (1, 0)})
+    assert cache.partition_error(TopicPartition("s", 2)) is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    # A late state of the deleted topic does not bring its partition back.
+    cache.update(_update(20, (1, 2, 3), (_of(OLD_ID, 2, 1, leader_epoch=1),)))
+    assert _topic(cache) == (NEW_ID, {0: (3, 0), 1: (1, 0)})
+
+
+def test_a_late_state_of_an_older_topic_of_the_name_is_not_taken() -> None:
+    cache = MetadataCache()
+    cache.update(_update(158, (1, 2, 3), (_of(NEW_ID, 0, 3), _of(NEW_ID, 1, 1))))
+    # Sent before the new topic existed, about a partition the new topic does not have.
+    cache.update(_update(15, (1, 2, 3), (_of(OLD_ID, 2, 1),)))
+    assert _topic(cache) == (NEW_ID, {0: (3, 0), 1: (1, 0)})
+
+
+def test_a_topic_of_the_same_id_keeps_its_other_partitions() -> None:
+    cache = MetadataCache()
+    cache.update(_update(15, (1, 2, 3), tuple(_of(NEW_ID, p, p + 1) for p in range(3))))
+    cache.update(_update(16, (1, 2, 3), (_of(NEW_ID, 0, 2, leader_epoch=1),)))
+    assert _topic(cache) == (NEW_ID, {0: (2, 1), 1: (2, 0), 2: (3, 0)})

@@ -9,7 +9,14 @@ deposed leader would be sent back and forth; so a partition state older (leader 
 epoch) than the one held for the same topic id never replaces it, and a partition state from a
 request older (controller epoch, correlation id) than the newest applied for the same partition
 name changes nothing: a late state of a deleted topic does not bring it back after the deletion
-removed it (clients get UNKNOWN_TOPIC_OR_PARTITION). Likewise the live brokers and the
+removed it (clients get UNKNOWN_TOPIC_OR_PARTITION). The cache holds one topic id per topic
+name, that of the newest request that named one: a state of a topic taken from a request newer
+than the one that told of another topic of the same name drops that topic's partitions (it was
+deleted since, though this broker may have missed the deletion while cut off from the controller:
+the UpdateMetadata of its registration names only the topics that exist), and a state from an
+older one is not taken. A Metadata answer then never gives one topic's partitions under
+another's id (a client took a deleted topic's partition epochs for the new topic's and ignored
+its leaders). Likewise the live brokers and the
 controller id are taken only from a request newer than every one applied before: a late request
 naming a broker dead that has since come back would otherwise hide its partitions' leader until
 the next change (clients saw LEADER_NOT_AVAILABLE for a led partition).
@@ -87,21 +94,39 @@ class MetadataCache:
         holds a newer topic of the same name (another topic id). A partition state older
         (leader epoch, partition epoch) than the one held for the same topic id, or of a
         request older than the newest applied for its name, changes nothing; nor does an older
-        request change the live brokers or the controller id."""
+        request change the live brokers or the controller id. A state of another topic id than
+        the cached partitions of its topic name replaces them all if its request is newer than
+        theirs, and is ignored if not."""
         version = (request.controller_epoch, request.correlation_id)
+        by_topic: dict[str, set[TopicPartition]] = {}
+        for tp in self.partitions:
+            by_topic.setdefault(tp.topic, set()).add(tp)
         for state in request.partition_states:
             if self.versions.get(state.tp, (-1, -1)) > version:
                 continue  # a newer request told of this name already
+            named = by_topic.setdefault(state.tp.topic, set())
+            if state.leader != LEADER_DURING_DELETE:
+                others = [tp for tp in named if self.partitions[tp].topic_id != state.topic_id]
+                if any(self.versions.get(tp, (-1, -1)) > version for tp in others):
+                    continue  # a newer request told of a newer topic of this name
+                for tp in others:
+                    # Told of an older topic of this name: it was deleted since, though this
+                    # broker may have missed the deletion (0043).
+                    del self.partitions[tp]
+                    named.discard(tp)
+                    self.versions[tp] = version
             self.versions[state.tp] = version
             held = self.partitions.get(state.tp)
             same_topic = held is not None and held.topic_id == state.topic_id
             if state.leader == LEADER_DURING_DELETE:
                 if same_topic:
                     del self.partitions[state.tp]
+                    named.discard(state.tp)
             elif not same_topic or held is None or (
                     (state.leader_epoch, state.partition_epoch)
                     >= (held.leader_epoch, held.partition_epoch)):
                 self.partitions[state.tp] = state
+                named.add(state.tp)
         if version > self.brokers_version:
             self.brokers_version = version
             self.live_brokers = frozenset(request.live_brokers)
