@@ -7,7 +7,7 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -798,6 +798,66 @@ def test_a_durable_delete_records_cut_from_its_event_is_refused_without_its_inte
     _refused_only_by_an_edited_intent(trace, 2, 1, tmp_path)
 
 
+Step = dict[str, object]
+
+
+def _power_loss_sweep(tmp_path: Path, after_ops: range, values: list[str],
+                      pick: Callable[[int], int], nested: Step, *,
+                      cluster: dict[str, object] | None = None, before: Iterable[Step] = (),
+                      per_event_models: bool = True, properties: bool = True,
+                      start: int | None = None) -> tuple[int, int]:
+    """One seeded run per ``after_ops``: topic s (1 partition, 3 replicas) takes ``values``
+    with acks=all and settles; broker ``pick(leader)`` does the ``before`` steps' part and then
+    loses power after that many of its file system operations during ``nested``, restarts and
+    the cluster settles (the run's properties checked unless ``properties`` is false). Every
+    trace must check clean; one whose restart the checker explained by an Intent must be
+    refused without it, and (``start`` given) when the Intent names another start offset,
+    replica or action. Returns (traces explained by an Intent, runs whose broker lost power)."""
+    from logwright.verify.cluster_run import ClusterRun, PropertyViolated
+
+    cut = crashed = 0
+    for k in after_ops:
+        path = tmp_path / f"after-{k}.jsonl"
+        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path), **(cluster or {})},
+                         per_event_models=per_event_models)
+        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
+                   "replication_factor": 3})
+        for value in values:
+            run.apply({"op": "produce", "topic": "s", "partition": 0, "values": [value],
+                       "acks": -1})
+        run.apply({"op": "settle"})
+        b = pick(run.cluster.partition_state("s", 0).leader)
+        for step in before:
+            run.apply({**step, "broker": b} if "broker" in step else step)
+        run.apply({"op": "crash_during", "broker": b, "after_ops": k, "step": nested})
+        if not run.running(b):
+            crashed += 1
+            run.apply({"op": "restart", "broker": b})
+        try:
+            run.apply({"op": "settle"})
+            run.check()
+        except PropertyViolated:
+            if properties:
+                raise  # else: the run's durability checks do not allow for what the test does
+        run.cluster.close()
+        report = check_paths([path])
+        assert report.ok, (k, report.summary())
+        if any(CUT in reason for reason in report.outside):
+            cut += 1
+            if start is None:
+                report = check_paths([_intent_edited(path, None, tmp_path)])
+                assert not report.ok and report.failures, report.summary()
+            else:
+                _refused_only_by_an_edited_intent(path, start, b, tmp_path)
+    return cut, crashed
+
+
+def _who(who: str) -> Callable[[int], int]:
+    """The leader itself, or its first follower."""
+    return (lambda leader: leader) if who == "leader" else (
+        lambda leader: min({1, 2, 3} - {leader}))
+
+
 @pytest.mark.parametrize("who", ["leader", "follower"])
 def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
         who: str, tmp_path: Path) -> None:
@@ -808,42 +868,10 @@ def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
     at start offset 0, one after it (its event not yet recorded) at 2, which the checker
     replays from the Intent (DeleteRecords, or FollowerFetch); each such trace is refused when
     its Intent is edited or left out."""
-    from logwright.verify.cluster_run import ClusterRun
-
-    cut, before = 0, 0
-    for after_ops in range(1, 14):
-        path = tmp_path / f"after-{after_ops}.jsonl"
-        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path)})
-        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
-                   "replication_factor": 3})
-        for i in range(3):
-            run.apply({"op": "produce", "topic": "s", "partition": 0, "values": [f"v{i}"],
-                       "acks": -1})
-        run.apply({"op": "settle"})
-        leader = run.cluster.partition_state("s", 0).leader
-        b = leader if who == "leader" else min({1, 2, 3} - {leader})
-        run.apply({"op": "crash_during", "broker": b, "after_ops": after_ops,
-                   "step": {"op": "delete_records", "topic": "s", "partition": 0,
-                            "offset": 2}})
-        crashed = not run.running(b)
-        if crashed:
-            run.apply({"op": "restart", "broker": b})
-        run.apply({"op": "settle"})
-        run.check()
-        run.cluster.close()
-        report = check_paths([path])
-        assert report.ok, (after_ops, report.summary())
-        intents = [json.loads(line)["args"] for line in path.read_text().splitlines()
-                   if '"Intent"' in line]
-        assert intents[0]["action"] == "DeleteRecords" and intents[0]["o"] == 2, intents
-        if any(CUT in reason for reason in report.outside):
-            cut += 1
-            assert any(a["replica"] == b and a["action"] == (
-                "DeleteRecords" if who == "leader" else "FollowerFetch") for a in intents)
-            _refused_only_by_an_edited_intent(path, 2, b, tmp_path)
-        elif crashed:
-            before += 1  # before the write was durable, or after its event
-    assert cut >= 3 and before >= 3, (cut, before)
+    cut, crashed = _power_loss_sweep(
+        tmp_path, range(1, 14), ["v0", "v1", "v2"], _who(who),
+        {"op": "delete_records", "topic": "s", "partition": 0, "offset": 2}, start=2)
+    assert cut >= 3 and crashed - cut >= 3, (cut, crashed)
 
 
 @pytest.mark.parametrize("who", ["leader", "follower"])
@@ -854,37 +882,13 @@ def test_a_power_loss_during_time_retention_checks(who: str, tmp_path: Path) -> 
     raises the start offset durably before it deletes the segments and records its
     DeleteOldestSegment after: every trace checks clean, those whose restart shows the raise
     without its event through its Intent, and each of those is refused without it."""
-    from logwright.verify.cluster_run import ClusterRun, PropertyViolated
-
-    cut = 0
-    for after_ops in range(1, 90, 4):
-        path = tmp_path / f"after-{after_ops}.jsonl"
-        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path),
-                          "broker_properties": {"log.retention.check.interval.ms": "1000",
-                                                "log.initial.task.delay.ms": "500"},
-                          "topic_configs": {"retention.ms": 3000, "segment.bytes": 200}})
-        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
-                   "replication_factor": 3})
-        for i in range(6):
-            run.apply({"op": "produce", "topic": "s", "partition": 0,
-                       "values": [f"value-{i:03d}" * 4], "acks": -1})
-        run.apply({"op": "settle"})
-        leader = run.cluster.partition_state("s", 0).leader
-        b = leader if who == "leader" else min({1, 2, 3} - {leader})
-        run.apply({"op": "crash_during", "broker": b, "after_ops": after_ops,
-                   "step": {"op": "advance", "ms": 4_000}})
-        if not run.running(b):
-            run.apply({"op": "restart", "broker": b})
-        try:
-            run.apply({"op": "settle"})
-        except PropertyViolated:
-            pass  # the run's durability checks do not allow for retention; the trace is checked
-        run.cluster.close()
-        report = check_paths([path])
-        assert report.ok, (after_ops, report.summary())
-        if any(CUT in reason for reason in report.outside):
-            cut += 1
-            _refused_only_by_an_edited_intent(path, 6, b, tmp_path)
+    cut, _ = _power_loss_sweep(
+        tmp_path, range(1, 90, 4), [f"value-{i:03d}" * 4 for i in range(6)], _who(who),
+        {"op": "advance", "ms": 4_000},
+        cluster={"broker_properties": {"log.retention.check.interval.ms": "1000",
+                                       "log.initial.task.delay.ms": "500"},
+                 "topic_configs": {"retention.ms": 3000, "segment.bytes": 200}},
+        properties=False, start=6)
     assert cut >= 3, cut
 
 
@@ -896,40 +900,16 @@ def test_a_power_loss_during_the_lazy_start_offset_checkpoint_checks(
     follower) loses power after each of its 11th to 29th file system operations while time
     advances 6 s, restarts, and the cluster settles: every trace checks clean, one whose
     restart loaded the checkpoint written just before the power loss through its Intent."""
-    from logwright.verify.cluster_run import ClusterRun
-
     base = BrokerConfig()
     config = replace(base, log=replace(base.log, durable_log_start_offset=False,
                                        initial_task_delay_ms=4_000,
                                        recovery_point_checkpoint_interval_ms=4_000))
-    cut = 0
-    for after_ops in range(11, 30):
-        path = tmp_path / f"after-{after_ops}.jsonl"
-        # The run's per-event projections are set up for the durable start offset; the trace
-        # is checked against the lazy configuration its header names.
-        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path), "broker_config": config},
-                         per_event_models=False)
-        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
-                   "replication_factor": 3})
-        for i in range(3):
-            run.apply({"op": "produce", "topic": "s", "partition": 0, "values": [f"v{i}"],
-                       "acks": -1})
-        run.apply({"op": "settle"})
-        run.apply({"op": "delete_records", "topic": "s", "partition": 0, "offset": 2})
-        leader = run.cluster.partition_state("s", 0).leader
-        b = leader if who == "leader" else min({1, 2, 3} - {leader})
-        run.apply({"op": "crash_during", "broker": b, "after_ops": after_ops,
-                   "step": {"op": "advance", "ms": 6_000}})
-        if not run.running(b):
-            run.apply({"op": "restart", "broker": b})
-        run.apply({"op": "settle"})
-        run.cluster.close()
-        report = check_paths([path])
-        assert report.ok, (after_ops, report.summary())
-        if any(CUT in reason for reason in report.outside):
-            cut += 1
-            report = check_paths([_intent_edited(path, None, tmp_path)])
-            assert not report.ok and report.failures, report.summary()
+    # The run's per-event projections are set up for the durable start offset; the trace is
+    # checked against the lazy configuration its header names.
+    cut, _ = _power_loss_sweep(
+        tmp_path, range(11, 30), ["v0", "v1", "v2"], _who(who), {"op": "advance", "ms": 6_000},
+        cluster={"broker_config": config}, per_event_models=False,
+        before=[{"op": "delete_records", "topic": "s", "partition": 0, "offset": 2}])
     assert cut >= 1, cut
 
 
@@ -940,37 +920,14 @@ def test_a_power_loss_as_a_follower_restarts_at_the_leaders_start_offset_checks(
     its FollowerFetch (outOfRange) is recorded. It loses power after each of its first 39
     file system operations from its return on: every trace checks clean, those whose restart
     shows the new start through the Intent, and each of those is refused without it."""
-    from logwright.verify.cluster_run import ClusterRun
-
-    cut = 0
-    for after_ops in range(1, 40):
-        path = tmp_path / f"after-{after_ops}.jsonl"
-        run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path),
-                          "topic_configs": {"segment.bytes": 200}})
-        run.apply({"op": "create_topic", "topic": "s", "partitions": 1,
-                   "replication_factor": 3})
-        run.apply({"op": "produce", "topic": "s", "partition": 0, "values": ["v0"],
-                   "acks": -1})
-        run.apply({"op": "settle"})
-        f = min({1, 2, 3} - {run.cluster.partition_state("s", 0).leader})
-        run.apply({"op": "crash", "broker": f, "power_loss": False})
-        for i in range(1, 6):
-            run.apply({"op": "produce", "topic": "s", "partition": 0,
-                       "values": [f"value-{i:03d}" * 4], "acks": -1})
-        run.apply({"op": "delete_records", "topic": "s", "partition": 0, "offset": 5})
-        run.apply({"op": "restart", "broker": f})
-        run.apply({"op": "crash_during", "broker": f, "after_ops": after_ops,
-                   "step": {"op": "advance", "ms": 1_000}})
-        if not run.running(f):
-            run.apply({"op": "restart", "broker": f})
-        run.apply({"op": "settle"})
-        run.check()
-        run.cluster.close()
-        report = check_paths([path])
-        assert report.ok, (after_ops, report.summary())
-        if any(CUT in reason for reason in report.outside):
-            cut += 1
-            _refused_only_by_an_edited_intent(path, 5, f, tmp_path)
+    cut, _ = _power_loss_sweep(
+        tmp_path, range(1, 40), ["v0"], _who("follower"), {"op": "advance", "ms": 1_000},
+        cluster={"topic_configs": {"segment.bytes": 200}}, start=5,
+        before=[{"op": "crash", "broker": 0, "power_loss": False},
+                *({"op": "produce", "topic": "s", "partition": 0,
+                   "values": [f"value-{i:03d}" * 4], "acks": -1} for i in range(1, 6)),
+                {"op": "delete_records", "topic": "s", "partition": 0, "offset": 5},
+                {"op": "restart", "broker": 0}])
     assert cut >= 3, cut
 
 
