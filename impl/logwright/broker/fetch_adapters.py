@@ -35,6 +35,8 @@ from logwright.protocol import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
+from logwright.records.scan import scan_valid_prefix
+from logwright.storage.log import PartitionLog
 from logwright.world.trace import TraceRecorder
 
 logger = logging.getLogger(__name__)
@@ -259,6 +261,29 @@ class ReplicaFetchTarget:
                 f"{latest} at most")
             log.assign_epoch_start_offset(epoch, start)
 
+    def _intend_fetch(self, log: PartitionLog, data: FetchPartitionData) -> None:
+        """Before a fetch's records are appended: the ``Intent`` of the FollowerFetch they make,
+        with the offsets its event will record (the records, flushed by a roll, an epoch's
+        checkpoint or the flush interval before that event, can outlive a power loss that cuts
+        it). What ``process_partition_data`` then does, computed ahead: the log ends after the
+        last record fetched; the HW and the start offset follow the leader's as it sets them."""
+        scan = scan_valid_prefix(data.records, 0, verify_crc=False)
+        if scan.last_offset is None:
+            return
+        leo = scan.last_offset + 1
+        first = int.from_bytes(bytes(data.records[:8]), "big", signed=True)
+        seg = first if (log.size_bytes == 0 and first < log.log_end_offset) \
+            else log.segments[0].base_offset
+        start = log.log_start_offset
+        hw = max(start, min(data.high_watermark, leo)) if data.high_watermark >= 0 \
+            else log.high_watermark
+        if data.log_start_offset > start:
+            start = max(start, min(data.log_start_offset, hw))
+        tracing.intent_with(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
+                            {"leaderHw": data.high_watermark,
+                             "leaderLogStart": data.log_start_offset, "fetchedTo": leo},
+                            (leo, hw, start, seg, None, log.recovery_point))
+
     def process_partition_data(self, tp: TopicPartition, fetch_offset: int,
                                data: FetchPartitionData) -> int:
         partition = self._follower(tp)
@@ -269,6 +294,8 @@ class ReplicaFetchTarget:
                 raise UnexpectedAppendOffset(
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
             if data.records:
+                if self.rm.trace.enabled:
+                    self._intend_fetch(log, data)
                 log.append_as_follower(data.records)  # and the batches' epochs to its cache
             self._follow_epoch(partition, data.leader_epoch, data.epoch_start_offset,
                                data.log_start_offset)

@@ -55,10 +55,18 @@ def intent(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: s
     leo, hw, _, seg, ckpt, flushed = _values(log, None)
     if restart_at:
         leo = hw = seg = flushed = log_start
+    intent_with(recorder, broker_id, log, action, args, (leo, hw, log_start, seg, ckpt, flushed))
+
+
+def intent_with(recorder: TraceRecorder, broker_id: int, log: PartitionLog, action: str,
+                args: Mapping[str, Json],
+                values: tuple[int, int, int, int, int | None, int]) -> None:
+    """:func:`intent` with the replica's values after the action given whole (leo, hw,
+    logStart, segStart, ckptStart or None, flushed), for an action whose effects are still to
+    be made when the Intent is recorded."""
     recorder.intent(f"broker-{broker_id}", instance(log.tp), broker_id, action,
                     {"replica": broker_id, "topicId": topic_id_text(log.topic_id), **args},
-                    (leo, hw, log_start, seg, ckpt, flushed),
-                    durable=log.start_offset_checkpoint is not None)
+                    values, durable=log.start_offset_checkpoint is not None)
 
 
 def replica_changes(recorder: TraceRecorder, broker_id: int, log: PartitionLog

@@ -386,6 +386,9 @@ class _LsoInstance:
         self.intents: dict[int, dict[str, Any]] = {}
         """Replica -> the arguments of its last ``Intent`` whose event has not come yet: the
         action it was making durable when, perhaps, a power loss cut its event."""
+        self.deferred_intents: dict[int, dict[str, Any]] = {}
+        """Replica -> the intent pending at its restart when that restart's check waits for
+        the ISR drop (the replica's later intents are its new incarnation's)."""
 
     @property
     def leader(self) -> int:
@@ -489,7 +492,7 @@ class _LsoInstance:
             s = self.state
             if r not in s.isr:
                 del self.pending_restart[r]
-                intent = self.intents.pop(r, None)
+                intent = self.deferred_intents.pop(r, None)
                 want = self.recorded(changed0)
                 try:
                     t = self._crash_restart(s, r, int(args0["h"]), want)
@@ -551,6 +554,7 @@ class _LsoInstance:
         for _args, changed in self.pending_restart.values():
             self.state = self._rebased_recorded(changed)
         self.pending_restart.clear()
+        self.deferred_intents.clear()
 
     def intend(self, args: Mapping[str, Any]) -> None:
         """An ``Intent`` event: replica ``args.replica`` is about to make ``args.action``
@@ -580,8 +584,9 @@ class _LsoInstance:
         except _Refused as refused:
             first = refused
         except _Outside:
-            if r not in self.pending_restart:  # deferred: settle_restarts may need the intent
-                del self.intents[r]
+            intent = self.intents.pop(r)
+            if r in self.pending_restart:  # deferred: settle_restarts may need the intent
+                self.deferred_intents[r] = intent
             raise
         else:
             del self.intents[r]
