@@ -617,6 +617,8 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0007": ("outside", "a fetch answered from the leader's earlier state"),
     "0008": ("outside", "a FollowerFetch whose event a power loss cut"),
     "0009": ("outside", "a FollowerFetch whose event a power loss cut"),
+    "0010": ("event", '"action":"DeleteReplica","args":{"replica":3,'
+                      '"topicId":"RegjnxI3Ss-hMU2RqRNqwA"}'),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -661,7 +663,12 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
 
     0009 (``fuzz --seeds 200 --seed 700 --steps 80``, seed 722, recorded again): follower 3
     appended fetched records that outlived its power loss, before its FollowerFetch was
-    recorded; a follower's fetch that appends records now records its Intent first."""
+    recorded; a follower's fetch that appends records now records its Intent first.
+
+    0010 (the same campaign, seed 897, recorded again): right after s-0 was created again,
+    broker 3 deleted, for a StopReplica of an older generation, a replica whose log knew no
+    topic id; its DeleteReplica named none, and the checker took 3 out of the new generation's
+    ISR. The event now names the generation the StopReplica was for."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -936,29 +943,3 @@ def test_a_power_loss_as_a_follower_restarts_at_the_leaders_start_offset_checks(
                 {"op": "restart", "broker": 0}])
     assert cut >= 3, cut
 
-
-CONFORMANCE_OPEN = Path(__file__).resolve().parent / "data" / "conformance_open"
-OPEN_TRACES = {
-    "0010": "broker 3 deleted a replica of s-0 recording topic id '' (its log knew none) just "
-            "after s-0 was created again; the checker applied it to the new generation and took "
-            "3 out of its ISR, so the leader's later ShrinkIsr of 1 shows a member the model "
-            "lacks (which generation a deletion without topic id belongs to is not settled)",
-}
-"""Traces of ``fuzz --seeds 200 --seed 700 --steps 80`` (seed 897) the checker refuses,
-kept out of traces/ (where every trace checks clean on both engines) until it can check them
-(docs/verification.md, 'Open findings')."""
-
-
-@pytest.mark.parametrize("stem", sorted(OPEN_TRACES))
-def test_open_trace_check_failures_still_fail(stem: str) -> None:
-    """Strict: each must still be refused; the day one checks clean, its entry moves to
-    traces/checker/ with what fixed it."""
-    trace = next(CONFORMANCE_OPEN.glob(f"{stem}-*.jsonl"))
-    report = check_paths([trace])
-    if report.ok:
-        pytest.fail(f"{trace.name} now checks clean: {OPEN_TRACES[stem]}")
-    pytest.xfail(OPEN_TRACES[stem])
-
-
-def test_every_open_trace_has_its_reason() -> None:
-    assert sorted(p.stem[:4] for p in CONFORMANCE_OPEN.glob("*.jsonl")) == sorted(OPEN_TRACES)

@@ -611,7 +611,13 @@ class ReplicaManager:
                     results[sp.tp] = Errors.KAFKA_STORAGE_ERROR
                 else:
                     if self.trace.enabled:
-                        self._trace_replica_deleted(sp.tp, gone.topic_id if gone else None)
+                        # A log that knew no topic id was deleted for the generation the
+                        # request names: its event says which (a re-created topic's instance
+                        # is another generation's).
+                        known = gone.topic_id if gone is not None else None
+                        self._trace_replica_deleted(
+                            sp.tp, known if known is not None
+                            else sp.topic_id if sp.topic_id != Uuid.ZERO else None)
             elif partition is not None:
                 partition.stop()
             self._complete_delayed(sp.tp)
