@@ -640,6 +640,13 @@ class ClusterProjection(ClusterObserver):
                 and partition.leader_epoch < state.leader_epoch
                 and partition.leader_id != state.leader)
 
+    def _elected_not_told(self, b: int, tp: TopicPartition, state: PartitionState) -> bool:
+        """Whether broker ``b``, the controller's leader of ``tp``, has not been told yet: its
+        replica still follows in an older leader epoch."""
+        partition = self.cluster.brokers[b].replica_manager.partitions.get(tp)
+        return (partition is not None and not partition.is_leader
+                and partition.leader_epoch < state.leader_epoch)
+
     def _checkpoint(self, b: int, log: PartitionLog) -> int | None:
         """The dir's start offset checkpoint entry, reread only when the log (a new one after
         a restart) or its start offset changed: the invariants checked here do not read it, so
@@ -735,6 +742,16 @@ class ClusterProjection(ClusterObserver):
                     # model's; it is truncated when the new epoch reaches it.
                     w.outside = w.outside or (f"broker {b} follows a deposed leader not yet "
                                               "told (the model has one leader)")
+                elif (b == state.leader and view != w.views.get(b)
+                        and self._elected_not_told(b, tp, state)):
+                    # Elected, but its LeaderAndIsr has not come: it still follows the
+                    # previous epoch's leader and may truncate to it (records above the
+                    # committed offset it had and that leader lacks); the model's leader is
+                    # told at once and never truncates. The invariants are checked on the
+                    # state it starts from (CommittedDataOnIsr: committed records kept).
+                    w.outside = w.outside or (f"broker {b}, elected but not yet told, changed "
+                                              "its log as a follower of the previous epoch "
+                                              "(the model's leader is told at once)")
                 w.views[b] = view
         views = [w.views.get(b, zero) for b in replicas]
         segs = []
