@@ -725,12 +725,7 @@ def test_a_fence_at_an_epoch_the_broker_never_knew_for_the_partition_is_refused(
         tmp_path: Path) -> None:
     """0006's fence (seq 253) at epoch 1: broker 3 knew the deleted generation's s-0 only at
     epoch 0 before its StopReplica, so no fetch of it could have carried epoch 1."""
-    def at_one(event: dict[str, object]) -> None:
-        args = event["args"]
-        assert isinstance(args, dict)
-        args["epoch"] = 1
-
-    report = check_paths([_checker_trace_edited("0006", 253, at_one, tmp_path)])
+    report = check_paths([_checker_trace_edited("0006", 253, _set_arg("epoch", 1), tmp_path)])
     assert not report.ok
     assert [(f.seq, f.action) for f in report.failures] == [(253, "FetchFenced")]
 
@@ -738,12 +733,8 @@ def test_a_fence_at_an_epoch_the_broker_never_knew_for_the_partition_is_refused(
 def test_an_answer_carrying_a_hw_the_leader_never_had_is_refused(tmp_path: Path) -> None:
     """0007's late answer (seq 324) with HW 3, which leader 1 never reached (its highest was
     2), is no earlier state of the leader."""
-    def hw_three(event: dict[str, object]) -> None:
-        args = event["args"]
-        assert isinstance(args, dict)
-        args["leaderHw"] = 3
-
-    report = check_paths([_checker_trace_edited("0007", 324, hw_three, tmp_path)])
+    report = check_paths([_checker_trace_edited("0007", 324, _set_arg("leaderHw", 3),
+                                                tmp_path)])
     assert not report.ok
     assert [(f.seq, f.action) for f in report.failures] == [(324, "FollowerFetch")]
 

@@ -511,7 +511,7 @@ class _LsoInstance:
                     self.notes.append(f"CrashRestart: {out.reason}")
                     self.state = self._after_outside(want)
                     continue
-                if t is None or not _same(t, want._replace(epochStart=t.epochStart)):
+                if t is None or not _restarted_as(t, want):
                     raise _Refused("not enabled" if t is None else "mismatch",
                                    f"the restart of replica {r} (checked once it left the ISR): "
                                    f"recorded {_fmt(changed0)}, the twin's CrashRestart gives "
@@ -861,7 +861,7 @@ class _LsoInstance:
         start = max(s.ckptStart[i], s.segStart[i])
         for e in dict.fromkeys((want.leo[i], start, s.flushed[i], s.leo[i])):
             t = twin.CrashRestart(s, r, e, h)
-            if t is not None and _same(t, want._replace(epochStart=t.epochStart)):
+            if _restarted_as(t, want):
                 return t
         if want.segStart[i] < s.segStart[i] <= want.logStart[i]:
             raise _Outside("a power loss brought back a deleted segment wholly below the start "
@@ -882,7 +882,7 @@ class _LsoInstance:
         if (t is not None and want.segStart[i] == want.logStart[i] == want.leo[i]
                 and t.segStart[i] < want.segStart[i]):
             t = t._replace(segStart=_put(t.segStart, i, want.segStart[i]))
-            if _same(t, want._replace(epochStart=t.epochStart)):
+            if _restarted_as(t, want):
                 return t
         # Refused: not enabled (records below the flushed offset lost, or an in-sync replica's
         # committed ones), or a mismatch.
@@ -915,10 +915,6 @@ def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
 def _same(a: LogStartOffsetState, b: LogStartOffsetState) -> bool:
     """Equal on the implementation's variables (the ghosts committed and acked aside)."""
     return a[:9] == b[:9]
-
-
-def _same_or_none(a: LogStartOffsetState | None, b: LogStartOffsetState) -> bool:
-    return a is not None and _same(a, b)
 
 
 def _restarted_as(t: LogStartOffsetState | None, want: LogStartOffsetState) -> bool:
