@@ -244,8 +244,22 @@ def _line(**fields: object) -> str:
     return json.dumps({k: v for k, v in event.items() if v is not None}) + "\n"
 
 
+def _deep(depth: int, **fields: object) -> str:
+    """A line whose ``args.x`` is arrays nested ``depth`` deep (written out: the encoder itself
+    stops at the interpreter's recursion limit)."""
+    return _line(args={"x": "@"}, **fields).replace('"@"', "[" * depth + "]" * depth)
+
+
+DEEP = "nested deeper than 64 levels"
+
+
 @pytest.mark.parametrize(("text", "trace", "reason"), [
     ("not json\n", "", "not JSON: Expecting value"),
+    (_deep(70), "bad", DEEP),
+    (_deep(1000), "bad", DEEP),  # the standard library's decoder alone raised RecursionError
+    (_deep(5000), "", DEEP),  # no decoder reads it: the trace it names is not known
+    (_line(args=json.dumps({"x": "@"})).replace('\\"@\\"', "[" * 70 + "]" * 70), "bad",
+     "'args' is not JSON of this schema: " + DEEP),
     ('{"v": 3, "trace": "bad", "seq": 0, "model": "-", "instance": "-", "action": "Hea',
      "", "not JSON: Unterminated string"),  # a line cut in half: a trace cut short
     ("[1]\n", "", "not a JSON object but list"),
