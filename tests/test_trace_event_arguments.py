@@ -22,7 +22,7 @@ import pytest
 
 from logwright.broker import BrokerConfig
 from logwright.cluster import Cluster
-from logwright.errors import KafkaError
+from logwright.errors import Errors, KafkaError
 from logwright.identity import TopicPartition
 from logwright.world import Fault
 
@@ -185,6 +185,27 @@ def stray_revived(seed: int, path: Path) -> list[Event]:
     return _read(path)
 
 
+def moved_after_delete_records(seed: int, path: Path) -> list[Event]:
+    """Records deleted to the middle of a segment, then every replica moved to its other log
+    dir: each future log begins at the batch holding the start offset, so each swap takes the
+    replica's segments below it away (its Intent, then its DeleteOldestSegment)."""
+    c = Cluster.simulated(seed=seed, log_dirs_per_broker=2, trace=path)
+    c.create_topic("j", 1, 3, configs={"segment.bytes": 400})
+    _produce(c, "j", 0, 6, "moved")
+    assert c.delete_records({("j", 0): 4})[("j", 0)].low_watermark == 4
+    c.advance_time(1_000)
+    tp = TopicPartition("j", 0)
+    for b in c.partition_state("j", 0).replicas:
+        manager = c.brokers[b].log_manager
+        here = manager.dir_of(tp)
+        assert here is not None
+        other = min(d for d in manager.dirs if d != here.path)
+        assert c.alter_replica_log_dirs({("j", 0, b): other}) == {("j", 0, b): Errors.NONE}
+    c.advance_time(3_000)
+    c.close()
+    return _read(path)
+
+
 SCENARIOS = {"isr": isr_segments_and_recreation, "zombie": zombie_controller,
              "fetcher": fetcher_failure, "stray": stray_revived}
 
@@ -251,9 +272,19 @@ def test_an_intent_is_followed_by_the_event_it_announces(
     """Without a power loss in the middle, the next event of an Intent's replica of that
     partition is the announced one, with the arguments it announced and the changes it
     announced (``then``), which raise its start offset (its checkpointed one, for a
-    CheckpointStartOffset) or, for a follower's fetch, its log end: no crash cuts a write in
-    these runs."""
-    name, events = run
+    CheckpointStartOffset; its first segment, for a JBOD swap) or, for a follower's fetch,
+    its log end: no crash cuts a write in these runs."""
+    _intents_are_followed(*run)
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_a_swaps_intent_is_followed_by_its_event(seed: int, tmp_path: Path) -> None:
+    """The same of the swaps of JBOD moves (their other events are ReplicaMove's, whose
+    arguments tests/test_trace_moves.py checks)."""
+    _intents_are_followed("move", moved_after_delete_records(seed, tmp_path / "t.jsonl"))
+
+
+def _intents_are_followed(name: str, events: list[Event]) -> None:
     announced = set()
     for i, e in enumerate(events):
         if e["action"] != "Intent":
@@ -270,6 +301,8 @@ def test_an_intent_is_followed_by_the_event_it_announces(
             e, after)
         r = str(a["replica"])
         start = "ckptStart" if a["action"] == "CheckpointStartOffset" else "logStart"
+        if a.get("cause") == "JBOD move swapped in":
+            start = "segStart"  # a swap moves the first segment up, not the start offset
         if a["action"] == "FollowerFetch" and start not in a["then"]:
             assert "leo" in a["then"], (e, after)  # a follower's fetch that appends records
             continue
@@ -281,6 +314,10 @@ def test_an_intent_is_followed_by_the_event_it_announces(
              and r in x["changed"].get(start, {})), default=-1), (e, after)
     if name == "isr":  # its DeleteRecords raise the start offsets of leader and followers
         assert announced == {"DeleteRecords", "FollowerFetch"}
+    if name == "move":  # every replica's swap, besides the DeleteRecords
+        swaps = [e for e in events if e["action"] == "Intent"
+                 and e["args"].get("cause") == "JBOD move swapped in"]
+        assert {e["args"]["replica"] for e in swaps} == {1, 2, 3}, swaps
 
 
 def _generations(events: list[Event]) -> dict[str, set[str]]:

@@ -633,6 +633,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0009": ("outside", "a FollowerFetch whose event a power loss cut"),
     "0010": ("event", '"action":"DeleteReplica","args":{"replica":3,'
                       '"topicId":"RegjnxI3Ss-hMU2RqRNqwA"}'),
+    "0011": ("outside", "a DeleteOldestSegment whose event a power loss cut"),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -682,7 +683,13 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     0010 (the same campaign, seed 897, recorded again): right after s-0 was created again,
     broker 3 deleted, for a StopReplica of an older generation, a replica whose log knew no
     topic id; its DeleteReplica named none, and the checker took 3 out of the new generation's
-    ISR. The event now names the generation the StopReplica was for."""
+    ISR. The event now names the generation the StopReplica was for.
+
+    0011 (the JBOD move power-loss sweep below, leader, after 32 file system operations,
+    recorded again): the leader lost power right after its swap renamed the future log into
+    place, before the swap's DeleteOldestSegment was recorded; its restart from the moved log
+    shows the first segment at the batch holding the start offset. The swap now records its
+    Intent before the rename."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -847,7 +854,8 @@ def _power_loss_sweep(tmp_path: Path, after_ops: range, values: list[str],
         b = pick(run.cluster.partition_state("s", 0).leader)
         for step in before:
             run.apply({**step, "broker": b} if "broker" in step else step)
-        run.apply({"op": "crash_during", "broker": b, "after_ops": k, "step": nested})
+        run.apply({"op": "crash_during", "broker": b, "after_ops": k,
+                   "step": {**nested, "broker": b} if "broker" in nested else nested})
         if not run.running(b):
             crashed += 1
             run.apply({"op": "restart", "broker": b})
@@ -890,6 +898,26 @@ def test_a_power_loss_at_every_file_operation_of_a_delete_records_checks(
         tmp_path, range(1, 14), ["v0", "v1", "v2"], _who(who),
         {"op": "delete_records", "topic": "s", "partition": 0, "offset": 2}, start=2)
     assert cut >= 3 and crashed - cut >= 3, (cut, crashed)
+
+
+@pytest.mark.parametrize("who", ["leader", "follower"])
+def test_a_power_loss_at_every_file_operation_of_a_jbod_move_checks(
+        who: str, tmp_path: Path) -> None:
+    """Records below 2 of s-0 deleted (its first segment still begins at 0), the leader (or a
+    follower) moves its replica to its other log dir: the future log begins at the batch
+    holding offset 2, so the swap changes the replica's first segment. It loses power after
+    each of its file system operations during the move, restarts, and the cluster settles.
+    Every trace checks clean: a power loss after the swap's rename and before its event
+    restarts from the moved log, which the checker replays from the swap's Intent (its
+    DeleteOldestSegment; without the Intent, that trace was refused), and each
+    such trace is refused without it."""
+    cut, crashed = _power_loss_sweep(
+        tmp_path, range(26, 40), ["v0", "v1", "v2"], _who(who),
+        {"op": "alter_log_dir", "broker": 0, "partition": 0, "dir": 2},
+        cluster={"log_dirs_per_broker": 2},
+        before=[{"op": "delete_records", "topic": "s", "partition": 0, "offset": 2},
+                {"op": "settle"}])
+    assert cut >= 1 and crashed >= 8, (cut, crashed)
 
 
 @pytest.mark.parametrize("who", ["leader", "follower"])

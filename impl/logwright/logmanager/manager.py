@@ -1053,6 +1053,10 @@ class LogManager:
         try:
             fut.flush()  # S2
             trace.step(tp, "Flush", {"l": "fut"}, locked=True)
+            # From S3 a power loss may restart the replica from the moved log, before the swap
+            # records what it changes: the Intent of that event first.
+            self._trace_swapped_segments(src, fut, intent=(src.high_watermark,
+                                                           self._start_offset_checkpoint(dest)))
             fut.close()
             renaming = True
             self.fs.rename(fut.dir_path, live)  # S3
@@ -1391,14 +1395,21 @@ class LogManager:
         if self.trace.enabled and self.trace_live:
             self._trace_log(log, "Flush", {})
 
-    def _trace_swapped_segments(self, src: PartitionLog, moved: PartitionLog) -> None:
+    def _trace_swapped_segments(
+            self, src: PartitionLog, moved: PartitionLog,
+            intent: tuple[int, LogStartOffsetCheckpoint | None] | None = None) -> None:
         """The swap made ``moved`` the live log in place of ``src``. The future log began at the
         source's start offset (or at the base of the batch holding it), so the source's segments
         below the moved log's first segment are no longer the replica's: LogStartOffset's
         ``DeleteOldestSegment``, one size per source segment wholly below it and one for the rest
         of the segment it falls in (all below the start offset, which is the same in both
         logs). Without it the next event of the replica would record the first segment's
-        change as its own."""
+        change as its own.
+
+        ``intent`` (before the swap's first rename, ``moved`` still the future log): record the
+        event's ``Intent`` instead, the moved log's values as it will be loaded, with the high
+        watermark and start offset checkpoint given (the source's HW, the destination's
+        checkpoint)."""
         if not (self.trace.enabled and self.trace_live):
             return
         first = moved.segments[0].base_offset
@@ -1406,9 +1417,19 @@ class LogManager:
         if not bases:
             return
         ends = [*bases[1:], first]
-        self._trace_log(moved, "DeleteOldestSegment",
-                        {"segments": [end - base for base, end in zip(bases, ends, strict=True)],
-                         "cause": "JBOD move swapped in"})
+        args: dict[str, object] = {
+            "segments": [end - base for base, end in zip(bases, ends, strict=True)],
+            "cause": "JBOD move swapped in"}
+        if intent is None:
+            self._trace_log(moved, "DeleteOldestSegment", args)
+            return
+        hw, checkpoint = intent
+        r = self.trace_replica
+        self.trace.intent(f"broker-{r}", partition_instance(moved.tp.topic, moved.tp.partition),
+                          r, "DeleteOldestSegment",
+                          {"replica": r, "topicId": topic_id_text(moved.topic_id), **args},
+                          (moved.log_end_offset, hw, moved.log_start_offset, first, None,
+                           moved.recovery_point), durable=checkpoint is not None)
 
     def _retention_intent(self, log: PartitionLog) -> RaiseObserver:
         """What records an ``Intent`` before each start offset raise of ``log``'s retention:
