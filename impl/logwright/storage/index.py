@@ -28,6 +28,12 @@ from logwright.world.fs import FileHandle, FileSystem
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
+MAX_RELATIVE_OFFSET = 0x7FFFFFFF
+"""The largest offset past its segment's base an index entry can hold (a 32-bit signed
+relative offset). A segment never grows past it (it rolls first); a batch beyond it in a
+segment logwright did not write has no index entry, and is found by a scan, as the sparse
+index finds any batch after its last entry."""
+
 CHUNK = 64
 """Entries per chunk: the heap holds one entry in ``CHUNK`` of a full index."""
 

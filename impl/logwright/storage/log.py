@@ -53,6 +53,7 @@ from logwright.records import (
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
 from logwright.storage.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
+from logwright.storage.index import MAX_RELATIVE_OFFSET
 from logwright.storage.loader import LoadReport, load_partition_dir, restart_segments
 from logwright.storage.metadata_files import PartitionMetadataFile
 from logwright.storage.naming import TopicPartition, Uuid
@@ -499,8 +500,10 @@ class PartitionLog:
         if active.size_bytes == 0:
             return active
         new_base = self.log_end_offset
-        if active.max_timestamp_ms >= 0:
-            # A final time index entry makes the segment's largest timestamp cheap to find.
+        if (active.max_timestamp_ms >= 0 and active.offset_of_max_timestamp
+                - active.base_offset <= MAX_RELATIVE_OFFSET):
+            # A final time index entry makes the segment's largest timestamp cheap to find
+            # (not in a segment from elsewhere whose batches leap past a relative offset).
             active.time_index.maybe_append(active.max_timestamp_ms,
                                            active.offset_of_max_timestamp)
         segment = LogSegment(self.fs, self.dir_path, new_base, self.config.index_interval_bytes,

@@ -23,7 +23,13 @@ from logwright.records.header import (
     NO_TIMESTAMP,
 )
 from logwright.storage.config import LogConfig
-from logwright.storage.index import CHUNK, IndexCorrupt, OffsetIndex, TimeIndex
+from logwright.storage.index import (
+    CHUNK,
+    MAX_RELATIVE_OFFSET,
+    IndexCorrupt,
+    OffsetIndex,
+    TimeIndex,
+)
 from logwright.storage.naming import segment_file_stem
 from logwright.world.clock import Clock
 from logwright.world.fs import FileHandle, FileSystem, child_path
@@ -225,7 +231,8 @@ class LogSegment:
         # may hold a larger one, and both the timestamp search (which skips every batch before
         # an entry below its target) and the tail's max timestamp read back after a restart
         # rely on no batch before an entry having a larger timestamp than the entry's.
-        if self._bytes_since_index_entry > self.index_interval_bytes:
+        if self._bytes_since_index_entry > self.index_interval_bytes and _indexable(
+                self.base_offset, base_offset, offset_of_max):
             self._add_index_entries(base_offset, position, max_ts_so_far, offset_of_max)
         self._bytes_since_index_entry += size
 
@@ -514,8 +521,9 @@ class LogSegment:
         valid, and rebuild both indexes (``collect_epochs``: keeping ``epoch_runs``), in one
         pass over the file read through ``buffer`` (pass one to each segment of a log). Returns
         the number of bytes cut."""
-        scanned = _scan_for_recovery(self._log, self.size_bytes, expected_first_offset or 0,
-                                     self.index_interval_bytes, collect_epochs,
+        scanned = _scan_for_recovery(self._log, self.size_bytes, self.base_offset,
+                                     expected_first_offset or 0, self.index_interval_bytes,
+                                     collect_epochs,
                                      buffer if buffer is not None else RecoveryBuffer())
         valid = scanned.valid_bytes
         cut = self.size_bytes - valid
@@ -607,8 +615,16 @@ class _Scanned(NamedTuple):
     epoch_runs: list[tuple[int, int, int]] | None
 
 
-def _scan_for_recovery(log: FileHandle, size: int, first_min: int, interval: int,
-                       collect_epochs: bool, buffer: RecoveryBuffer) -> _Scanned:
+def _indexable(segment_base: int, base_offset: int, offset_of_max: int) -> bool:
+    """The batch at ``base_offset`` (the largest timestamp so far first reached at
+    ``offset_of_max``, -1 for none) can have index entries in the segment at ``segment_base``:
+    both offsets fit a relative offset (:data:`MAX_RELATIVE_OFFSET`)."""
+    return (base_offset - segment_base <= MAX_RELATIVE_OFFSET
+            and offset_of_max - segment_base <= MAX_RELATIVE_OFFSET)
+
+
+def _scan_for_recovery(log: FileHandle, size: int, segment_base: int, first_min: int,
+                       interval: int, collect_epochs: bool, buffer: RecoveryBuffer) -> _Scanned:
     """Walk the ``size`` bytes of ``log`` once, through ``buffer``, checking each batch
     as ``scan_valid_prefix`` does (magic 2, a length of at least a header, whole, CRC-32C,
     lastOffsetDelta and recordCount consistent, offsets in range and ascending: the first
@@ -655,7 +671,8 @@ def _scan_for_recovery(log: FileHandle, size: int, first_min: int, interval: int
             next_min = base + last_delta + 1
             if max_ts > max_so_far:
                 max_so_far, offset_of_max = max_ts, next_min - 1
-            if bytes_since > interval:  # as _index_batch
+            if bytes_since > interval and _indexable(segment_base, base, offset_of_max):
+                # as _index_batch
                 index_offsets.append(base)
                 index_positions.append(start + i)
                 if max_so_far > last_indexed_ts:  # as TimeIndex.maybe_append
