@@ -286,3 +286,31 @@ def test_a_raised_start_offset_is_durable_at_once_or_only_at_the_checkpoint(dura
     b.crash_and_restart()
     starts = [b.lm.get_log(tp(n)).log_start_offset for n in (0, 1)]  # type: ignore[union-attr]
     assert starts == ([3, 1] if durable else [0, 0])
+
+
+@pytest.mark.parametrize("how", ["deleted", "set aside as a stray"])
+def test_a_log_made_again_where_one_left_does_not_load_its_high_watermark(how: str) -> None:
+    """A log leaves a dir (deleted, or set aside as a stray) and a log of the same name is made
+    there again before the periodic high watermark checkpoint: after a crash it loads its own
+    high watermark, not the old log's cut to its end. Its records are not committed (the old
+    log's HW 6 would have made the new log's three records look committed; found by
+    ``logwright fuzz``, seed 1108, as a restart the trace checker refused)."""
+    b = Broker()
+    log = b.lm.create_log(tp(0), Uuid.from_random(b.lm.rng), log_dir=DIRS[0])
+    for i in range(6):
+        log.append_as_leader(batch(b"old-%d" % i))
+    log.update_high_watermark(6)
+    b.lm.checkpoint_high_watermarks()
+    if how == "deleted":
+        b.lm.delete_log(tp(0))
+    else:
+        b.lm.mark_stray(tp(0), "the test's")
+    new = b.lm.create_log(tp(0), Uuid.from_random(b.lm.rng), log_dir=DIRS[0])
+    for i in range(3):
+        new.append_as_leader(batch(b"new-%d" % i))
+    b.lm.flush_all()
+    b.lm.checkpoint_all()  # records and recovery point durable; the HW checkpoint not rewritten
+    b.crash_and_restart()
+    again = b.lm.get_log(tp(0))
+    assert again is not None and again.log_end_offset == 3
+    assert again.high_watermark == 0

@@ -18,6 +18,7 @@ import pytest
 from logwright.conformance.refinement import RefinementViolation
 from logwright.errors import KafkaError
 from logwright.verify.cluster_run import OPS, PropertyViolated, replay
+from logwright.verify.traces import check_paths
 
 DIR = Path(__file__).parents[1] / "traces" / "regressions"
 TRACES = sorted(DIR.glob("*.json"))
@@ -58,6 +59,16 @@ def test_trace_is_well_formed(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in TRACES])
-def test_trace_replays_clean(path: Path) -> None:
-    run = replay(_load(path))
+def test_trace_replays_clean(path: Path, tmp_path: Path) -> None:
+    """A file with ``check_trace`` (a failure the trace checker found, the properties having
+    held) also records the replay's trace, which must check clean."""
+    trace = _load(path)
+    recorded = tmp_path / "replay.jsonl"
+    if trace.get("check_trace"):
+        trace = {**trace, "cluster": {**trace["cluster"], "trace": str(recorded)}}
+    run = replay(trace)
     assert run.steps, "the trace ran its steps"
+    if trace.get("check_trace"):
+        run.cluster.close()
+        report = check_paths([recorded])
+        assert report.ok, report.summary()

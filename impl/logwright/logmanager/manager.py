@@ -447,7 +447,7 @@ class LogManager:
             if state not in touched:
                 touched.append(state)
         for state in touched:
-            self._write_checkpoints(state)  # an I/O error takes the dir offline
+            self._forget_removed(state)  # an I/O error takes the dir offline
             if not state.online:
                 report.offline_dirs[state.path] = state.offline_reason or ""
 
@@ -884,7 +884,7 @@ class LogManager:
             raise KafkaStorageError(f"{tp}: I/O error deleting its log: {exc}") from exc
         del state.logs[tp]
         state.pending_deletes[name] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
-        self._write_checkpoints(state)
+        self._forget_removed(state)
         return name
 
     def run_delayed_deletes(self) -> int:
@@ -1007,8 +1007,8 @@ class LogManager:
             raise KafkaStorageError(f"{tp}: I/O error aborting its move: {exc}") from exc
         state.pending_deletes[name] = self.clock.now_ms() + self.file_delete_delay_ms_for(tp.topic)
         # The dir's checkpoints forget it: a log of the same name created here later (the topic
-        # deleted and created again) must not load the old log's start offset at a restart.
-        self._write_checkpoints(state)
+        # deleted and created again) must not load the old log's offsets at a restart.
+        self._forget_removed(state)
         return name
 
     def drop_future_log(self, tp: TopicPartition) -> None:
@@ -1108,8 +1108,8 @@ class LogManager:
             src_state.pending_deletes[gone] = (self.clock.now_ms()
                                                + self.file_delete_delay_ms_for(tp.topic))
             # The source dir's checkpoints forget it: a log of the same name created there
-            # later (the topic deleted and created again) must not load its start offset.
-            self._write_checkpoints(src_state)
+            # later (the topic deleted and created again) must not load its offsets.
+            self._forget_removed(src_state)
         _logger.info("%s: moved from %s to %s", tp, src_state.path, dest.path)
         return new
 
@@ -1152,7 +1152,7 @@ class LogManager:
             raise KafkaStorageError(f"{tp}: log dir {state.path} is offline")
         self.abort_future_log(tp)  # a move of it is cancelled: only the live log is set aside
         stray = self._rename_stray(state, state.logs[tp], reason)
-        self._write_checkpoints(state)
+        self._forget_removed(state)
         return stray
 
     def _rename_stray(self, state: LogDirState, log: PartitionLog, reason: str) -> StrayLog:
@@ -1361,13 +1361,26 @@ class LogManager:
     def checkpoint_high_watermarks(self) -> None:
         """Write each online dir's ``replication-offset-checkpoint``."""
         for state in self.dirs.values():
-            if not state.online:
-                continue
-            try:
-                self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: log.high_watermark for tp, log in state.all_logs.items()})
-            except OSError as exc:
-                self._take_offline(state, f"writing {REPLICATION_OFFSET_CHECKPOINT}: {exc}")
+            if state.online:
+                self._write_high_watermarks(state)
+
+    def _write_high_watermarks(self, state: LogDirState) -> None:
+        try:
+            self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).write(
+                {tp: log.high_watermark for tp, log in state.all_logs.items()})
+        except OSError as exc:
+            self._take_offline(state, f"writing {REPLICATION_OFFSET_CHECKPOINT}: {exc}")
+
+    def _forget_removed(self, state: LogDirState) -> None:
+        """A log left ``state`` (deleted, set aside, moved away, its move aborted): every
+        checkpoint of the dir is written without it. A log of the same name made here later
+        (the topic deleted and created again, a replica moved back) must not load the old
+        log's start offset, recovery point or high watermark at a restart before the periodic
+        writes: a high watermark above the new log's committed offset would let it serve
+        records no other in-sync replica may hold. An I/O error takes the dir offline."""
+        self._write_checkpoints(state)
+        if state.online:
+            self._write_high_watermarks(state)
 
     def _write_checkpoints(self, state: LogDirState, untraced: PartitionLog | None = None) -> None:
         """Write ``state``'s recovery point and start offset checkpoints (``untraced``: a log
