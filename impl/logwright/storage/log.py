@@ -279,6 +279,7 @@ class PartitionLog:
         self._config = config
         # What the leader's append path compares with on every append, worked out once per
         # config: how many entries segment.index.bytes holds in each index.
+        self._max_batch_bytes = min(config.max_message_bytes, config.segment_bytes)
         self._max_index_entries = config.segment_index_bytes // OffsetIndex.ENTRY_BYTES
         self._max_time_index_entries = config.segment_index_bytes // TimeIndex.ENTRY_BYTES
 
@@ -466,15 +467,19 @@ class PartitionLog:
         current_max = active._max_timestamp_ms
         if (length + LOG_OVERHEAD != size or magic != MAGIC_V2 or last_delta < 0
                 or count != last_delta + 1 or attributes & _CODEC_MASK > _MAX_CODEC
-                or last > _INT64_MAX or size > config.max_message_bytes
-                or size > config.segment_bytes or index is None or time_index is None
+                or last > _INT64_MAX or size > self._max_batch_bytes
+                or index is None or time_index is None
                 or rolling_ts is None or current_max is None or not active.size_bytes
                 or (leader_epoch >= 0 and (leader_epoch != self.leader_epoch_cache.latest_epoch
-                                           or leader_epoch > _INT32_MAX))
-                or _crc32c(records[_CRC_FROM:] if size <= _COPY_FOR_CRC_MAX
-                           else memoryview(records)[_CRC_FROM:]) != crc):
+                                           or leader_epoch > _INT32_MAX))):
             return self._append_one_batch(records, leader_epoch)
+        # The CRC over the copy's bytes (those of ``records``): a slice of a bytearray is
+        # allocated a byte larger than its data, one of bytes 33 larger, which for a batch of
+        # about 1 KiB takes it out of the allocator's fast bins.
         data = bytearray(records)
+        if _crc32c(data[_CRC_FROM:] if size <= _COPY_FOR_CRC_MAX
+                   else memoryview(data)[_CRC_FROM:]) != crc:
+            return self._append_one_batch(records, leader_epoch)
         if leader_epoch >= 0:
             _OFFSET_LENGTH_EPOCH.pack_into(data, 0, first, length, leader_epoch)
         else:
@@ -499,9 +504,10 @@ class PartitionLog:
                     written = _pwrite(handle._fd, data, position)
                     if written < size:
                         handle.write_rest(data, position, written)
-                    handle._size = position + size
+                    handle._size = end = position + size
                 else:
                     position = handle.append(data)
+                    end = position + size
                 active.epoch_runs = None
                 if max_ts > current_max:
                     active._offset_of_max_timestamp = last
@@ -514,7 +520,7 @@ class PartitionLog:
                     active._bytes_since_index_entry = size
                 else:
                     active._bytes_since_index_entry += size
-                active.size_bytes = position + size
+                active.size_bytes = end
                 active.next_offset = last + 1
         except OSError as exc:
             raise self._io_failed(exc) from exc
