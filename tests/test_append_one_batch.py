@@ -305,13 +305,13 @@ def test_append_as_leader_decides_as_the_general_path_on_real_files(
     assert inline == run_real(requests, config, "general")
 
 
-def producer_stream(records: int, step_ms: int) -> list[Request]:
+def producer_stream(records: int, step_ms: int, value_bytes: int = 20) -> list[Request]:
     """A producer's stream: one batch per request, timestamps rising by step_ms (0: equal),
     the leader epoch rising now and then; indexes fill and segments roll on the way."""
     requests = []
     for i in range(60):
         timestamp = 1_000_000 + i * step_ms
-        batch = build_batch([Record(None, b"v" * (i % 5 * 20), timestamp)] * records,
+        batch = build_batch([Record(None, b"v" * (i % 5 * value_bytes), timestamp)] * records,
                             producer_id=7, producer_epoch=0, base_sequence=i * records)
         requests.append((batch, i // 20, 1 if i % 3 else 0))
     return requests
@@ -331,6 +331,18 @@ def test_append_as_leader_decides_as_the_general_path_on_a_producer_stream(
     assert inline_real == run_real(requests, config, "one")
     assert inline_real == run_real(requests, config, "general")
     assert inline_real[1] == inline[1], "the real files hold what the simulated ones do"
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_append_as_leader_decides_as_the_general_path_on_large_batches(real: bool) -> None:
+    # Batches up to 12 KiB: the CRC over a view of the copy above 8 KiB, over a slice below.
+    requests = producer_stream(3, 1, value_bytes=1000)
+    config = LogConfig(segment_bytes=100_000, index_interval_bytes=5000)
+    go = run_real if real else run
+    inline = go(requests, config, "inline")
+    assert inline == go(requests, config, "one")
+    assert inline == go(requests, config, "general")
+    assert max(len(r[0]) for r in requests) > 8192
 
 
 @pytest.mark.parametrize("real", [False, True])
