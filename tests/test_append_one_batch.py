@@ -8,16 +8,26 @@ what the two would (the same bytes, last offset and summary), or steps aside (No
 the general functions answer or refuse themselves; it never steps aside from a valid single
 batch they accept.
 
-``PartitionLog.append_as_leader`` with the shortcut and without it (``assign_one_batch``
-patched to step aside every time) leave the same answers, the same errors, the same files byte
-for byte and the same leader epoch cache after the same random requests, on small segments and
-indexes so that index entries, time index entries and rolls (by size, by segment.ms, by a full
-index) all happen.
+The log appends one batch three ways: ``PartitionLog.append_as_leader`` itself (its inlined
+path: the checks of ``assign_one_batch``, ``LogSegment.append`` and, on the real file system,
+``RealFileHandle.append``, written out in one function), ``_append_one_batch`` (the shortcut
+through ``assign_one_batch`` and ``LogSegment.append``, where the inlined path steps aside) and
+``_append_as_leader`` (the general path, for any input). The three leave the same answers, the
+same errors, the same files byte for byte, the same recovery point and the same leader epoch
+cache after the same random requests, on small segments and indexes so that index entries, time
+index entries, flushes by count and rolls (by size, by segment.ms, by a full index) all happen;
+on the simulated file system and on the real one, whose writes the inlined path makes itself
+(a short ``pwrite`` and a failing one included).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import posixpath
 import struct
+import tempfile
+from collections.abc import Callable
 from unittest import mock
 
 import crc32c
@@ -37,8 +47,10 @@ from logwright.records import (
 )
 from logwright.storage import log as log_module
 from logwright.storage.config import LogConfig
-from logwright.storage.log import PartitionLog
+from logwright.storage.log import AppendInfo, PartitionLog
 from logwright.world import SimFileSystem, VirtualClock
+from logwright.world import realfs as realfs_module
+from logwright.world.realfs import RealFileSystem
 from tests.storage_helpers import TP
 
 # --- batches: built by the codec, then damaged with struct + crc32c only --------------------------
@@ -201,40 +213,108 @@ def request_st() -> st.SearchStrategy[tuple[bytes, int, int]]:
                      st.sampled_from([0, 0, 1, 30, 60]))
 
 
-def run(requests: list[tuple[bytes, int, int]], config: LogConfig, shortcut: bool
+PATHS = ["inline", "one", "general"]
+
+
+def append(log: PartitionLog, records: bytes, epoch: int, path: str) -> AppendInfo:
+    """Append as leader by ``path``: the inlined path, the one-batch shortcut, the general."""
+    if path == "inline":
+        return log.append_as_leader(records, epoch)
+    log._guard()  # as append_as_leader begins
+    if path == "one":
+        return log._append_one_batch(records, epoch)
+    return log._append_as_leader(records, epoch)
+
+
+Request = tuple[bytes, int, int]  # produce input, leader epoch, ms the clock moves before it
+
+
+def play(log: PartitionLog, clock: VirtualClock, requests: list[Request], path: str,
+         configs: dict[int, LogConfig] | None = None) -> list[object]:
+    """Append ``requests`` by ``path``; the answers and errors, with the log's offsets after
+    each. ``configs``: configs the log takes before the request of that index."""
+    answers: list[object] = []
+    for i, (records, epoch, tick) in enumerate(requests):
+        if configs and i in configs:
+            log.update_config(configs[i])
+        clock.advance(tick)
+        try:
+            answers.append(append(log, records, epoch, path))
+        except (LogwrightError, ValueError) as exc:
+            answers.append((type(exc), str(exc)))
+        answers.append((log.log_end_offset, log.recovery_point, log.offline,
+                        [s.base_offset for s in log.segments]))
+    return answers
+
+
+def run(requests: list[Request], config: LogConfig, path: str,
+        configs: dict[int, LogConfig] | None = None
         ) -> tuple[list[object], dict[str, bytes], dict[str, bytes], object]:
     clock = VirtualClock(1_000_000)
     fs = SimFileSystem(clock)
     fs.makedirs("/d1")
     log = PartitionLog.create(fs, "/d1/t-0", TP, config, clock)
-    answers: list[object] = []
-    for records, epoch, tick in requests:
-        clock.advance(tick)
-        try:
-            if shortcut:
-                answers.append(log.append_as_leader(records, epoch))
-            else:
-                with mock.patch.object(log_module, "assign_one_batch", lambda *_: None):
-                    answers.append(log.append_as_leader(records, epoch))
-        except (LogwrightError, ValueError) as exc:
-            answers.append((type(exc), str(exc)))
-        answers.append((log.log_end_offset, log.recovery_point,
-                        [s.base_offset for s in log.segments]))
+    answers = play(log, clock, requests, path, configs)
     durable = {name: fs.durable_bytes(f"/d1/t-0/{name}") for name in fs.durable_listdir("/d1/t-0")}
     log.close()
     files = {name: fs.read_file(f"/d1/t-0/{name}") for name in fs.listdir("/d1/t-0")}
     return answers, files, durable, log.leader_epoch_cache.pairs
 
 
+def run_real(requests: list[Request], config: LogConfig, path: str,
+             configs: dict[int, LogConfig] | None = None
+             ) -> tuple[list[object], dict[str, bytes], object]:
+    """``run`` on the real file system, in a fresh temporary directory."""
+    clock = VirtualClock(1_000_000)
+    fs = RealFileSystem()
+    with tempfile.TemporaryDirectory() as root:
+        log = PartitionLog.create(fs, posixpath.join(root, "t-0"), TP, config, clock)
+        answers = play(log, clock, requests, path, configs)
+        log.close()
+        files = {name: fs.read_file(posixpath.join(log.dir_path, name))
+                 for name in fs.listdir(log.dir_path)}
+    return [_without_dir(a, root) for a in answers], files, log.leader_epoch_cache.pairs
+
+
+def _without_dir(answer: object, root: str) -> object:
+    """An answer with the temporary directory's name taken out of an error message."""
+    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[1], str):
+        return (answer[0], answer[1].replace(root, "ROOT"))
+    return answer
+
+
 @settings(max_examples=max(100, settings().max_examples))
 @given(requests=st.lists(request_st(), min_size=1, max_size=25),
        config=st.sampled_from(CONFIGS))
 def test_append_as_leader_decides_as_the_general_path(
-    requests: list[tuple[bytes, int, int]], config: LogConfig
+    requests: list[Request], config: LogConfig
 ) -> None:
-    fast = run(requests, config, shortcut=True)
-    general = run(requests, config, shortcut=False)
-    assert fast == general
+    inline = run(requests, config, "inline")
+    assert inline == run(requests, config, "one")
+    assert inline == run(requests, config, "general")
+
+
+@settings(max_examples=max(30, settings().max_examples // 3), deadline=None)
+@given(requests=st.lists(request_st(), min_size=1, max_size=25),
+       config=st.sampled_from(CONFIGS))
+def test_append_as_leader_decides_as_the_general_path_on_real_files(
+    requests: list[Request], config: LogConfig
+) -> None:
+    inline = run_real(requests, config, "inline")
+    assert inline == run_real(requests, config, "one")
+    assert inline == run_real(requests, config, "general")
+
+
+def producer_stream(records: int, step_ms: int, value_bytes: int = 20) -> list[Request]:
+    """A producer's stream: one batch per request, timestamps rising by step_ms (0: equal),
+    the leader epoch rising now and then; indexes fill and segments roll on the way."""
+    requests = []
+    for i in range(60):
+        timestamp = 1_000_000 + i * step_ms
+        batch = build_batch([Record(None, b"v" * (i % 5 * value_bytes), timestamp)] * records,
+                            producer_id=7, producer_epoch=0, base_sequence=i * records)
+        requests.append((batch, i // 20, 1 if i % 3 else 0))
+    return requests
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -243,16 +323,77 @@ def test_append_as_leader_decides_as_the_general_path(
 def test_append_as_leader_decides_as_the_general_path_on_a_producer_stream(
     config: LogConfig, step_ms: int, records: int
 ) -> None:
-    # A producer's stream: one batch per request, timestamps rising by step_ms (0: equal), the
-    # leader epoch rising now and then; indexes fill and segments roll on the way.
-    requests = []
-    for i in range(60):
-        timestamp = 1_000_000 + i * step_ms
-        batch = build_batch([Record(None, b"v" * (i % 5 * 20), timestamp)] * records,
-                            producer_id=7, producer_epoch=0, base_sequence=i * records)
-        requests.append((batch, i // 20, 1 if i % 3 else 0))
-    fast = run(requests, config, shortcut=True)
-    assert fast == run(requests, config, shortcut=False)
+    requests = producer_stream(records, step_ms)
+    inline = run(requests, config, "inline")
+    assert inline == run(requests, config, "one")
+    assert inline == run(requests, config, "general")
+    inline_real = run_real(requests, config, "inline")
+    assert inline_real == run_real(requests, config, "one")
+    assert inline_real == run_real(requests, config, "general")
+    assert inline_real[1] == inline[1], "the real files hold what the simulated ones do"
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_append_as_leader_decides_as_the_general_path_on_large_batches(real: bool) -> None:
+    # Batches up to 12 KiB: the CRC over a view of the copy above 8 KiB, over a slice below.
+    requests = producer_stream(3, 1, value_bytes=1000)
+    config = LogConfig(segment_bytes=100_000, index_interval_bytes=5000)
+    go = run_real if real else run
+    inline = go(requests, config, "inline")
+    assert inline == go(requests, config, "one")
+    assert inline == go(requests, config, "general")
+    assert max(len(r[0]) for r in requests) > 8192
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_append_as_leader_follows_a_config_change(real: bool) -> None:
+    # flush.messages, segment.bytes, segment.ms and segment.index.bytes changed between
+    # appends: the inlined path's thresholds worked out per config follow the change.
+    requests = producer_stream(2, 3)
+    configs = {10: LogConfig(flush_messages=4, segment_index_bytes=24),
+               25: LogConfig(segment_bytes=900, segment_ms=20, index_interval_bytes=50),
+               40: LogConfig(flush_messages=1, segment_index_bytes=36, index_interval_bytes=0)}
+    go = run_real if real else run
+    inline = go(requests, CONFIGS[1], "inline", configs)
+    assert inline == go(requests, CONFIGS[1], "one", configs)
+    assert inline == go(requests, CONFIGS[1], "general", configs)
+
+
+def _short_pwrite(fd: int, data: bytes | bytearray | memoryview, position: int) -> int:
+    """``os.pwrite`` of at most the first 100 bytes: a short write."""
+    return os.pwrite(fd, memoryview(data)[:100], position)
+
+
+def _failing_pwrite(fd: int, data: bytes | bytearray | memoryview, position: int) -> int:
+    raise OSError(errno.EIO, "Input/output error (injected)")
+
+
+@pytest.mark.parametrize("fake", [_short_pwrite, _failing_pwrite])
+def test_the_inlined_write_on_real_files_fails_and_completes_as_the_handle(
+    fake: Callable[[int, bytes | bytearray | memoryview, int], int]
+) -> None:
+    # The inlined path's pwrite (log_module._pwrite) and the file handle's (realfs._pwrite)
+    # made short, or failing, from the 10th request on: the same files, answers and errors.
+    requests = producer_stream(2, 1)[:20]
+
+    def go(path: str) -> tuple[list[object], dict[str, bytes], object]:
+        real_pwrite = os.pwrite
+        calls = 0
+
+        def pwrite(fd: int, data: bytes | bytearray | memoryview, position: int) -> int:
+            nonlocal calls
+            calls += 1
+            return (fake if calls >= 10 else real_pwrite)(fd, data, position)
+
+        with mock.patch.object(log_module, "_pwrite", pwrite), \
+                mock.patch.object(realfs_module, "_pwrite", pwrite):
+            return run_real(requests, CONFIGS[1], path)
+
+    inline = go("inline")
+    if fake is _failing_pwrite:
+        assert inline[0][-1][2], "the log went offline"
+    assert inline == go("one")
+    assert inline == go("general")
 
 
 def test_the_shortcut_leaves_an_offset_overflow_to_the_general_path() -> None:

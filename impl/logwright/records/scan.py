@@ -52,12 +52,13 @@ _INT64: Final = struct.Struct(">q")
 _INT32: Final = struct.Struct(">i")
 _INT8: Final = struct.Struct(">b")
 _MAX_CODEC: Final = max(CompressionCodec)
-_MAX_CODEC_VALUE: Final = int(_MAX_CODEC)  # a plain int compares faster than an IntEnum
+MAX_CODEC_VALUE: Final = int(_MAX_CODEC)  # a plain int compares faster than an IntEnum
 # batchLength (8), magic (16), crc (17), attributes (21), lastOffsetDelta (23), maxTimestamp (35)
-# and recordCount (57): what ``assign_one_batch`` checks, in one unpack.
-_CHECKED_FIELDS: Final = struct.Struct(">8xi4xbIhi8xq14xi")
-_OFFSET_LENGTH_EPOCH: Final = struct.Struct(">qii")
-_COPY_FOR_CRC_MAX: Final = 8192
+# and recordCount (57): what ``assign_one_batch`` checks, in one unpack (and the leader's append
+# path, ``PartitionLog.append_as_leader``, which makes the same checks inline).
+ONE_BATCH_FIELDS: Final = struct.Struct(">8xi4xbIhi8xq14xi")
+OFFSET_LENGTH_EPOCH: Final = struct.Struct(">qii")
+COPY_FOR_CRC_MAX: Final = 8192
 """Up to this size a batch's CRC is taken over a copy of its bytes (a bytes slice), above it
 over a memoryview: making a view costs more than copying a few KiB."""
 
@@ -333,21 +334,21 @@ def assign_one_batch(
     """
     try:
         length, magic, crc, attributes, last_delta, max_timestamp, count = (
-            _CHECKED_FIELDS.unpack_from(buf, 0))
+            ONE_BATCH_FIELDS.unpack_from(buf, 0))
     except struct.error:  # shorter than a header
         return None
     end = len(buf)
     last = base_offset + last_delta
     if (length + LOG_OVERHEAD != end or magic != MAGIC_V2 or last_delta < 0
-            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC_VALUE
+            or count != last_delta + 1 or attributes & COMPRESSION_CODEC_MASK > MAX_CODEC_VALUE
             or last > INT64_MAX or partition_leader_epoch > INT32_MAX):
         return None
-    if crc32c.crc32c(buf[ATTRIBUTES_OFFSET:] if end <= _COPY_FOR_CRC_MAX
+    if crc32c.crc32c(buf[ATTRIBUTES_OFFSET:] if end <= COPY_FOR_CRC_MAX
                      else memoryview(buf)[ATTRIBUTES_OFFSET:]) != crc:
         return None
     out = bytearray(buf)
     if partition_leader_epoch >= 0:
-        _OFFSET_LENGTH_EPOCH.pack_into(out, 0, base_offset, length, partition_leader_epoch)
+        OFFSET_LENGTH_EPOCH.pack_into(out, 0, base_offset, length, partition_leader_epoch)
     else:
         _INT64.pack_into(out, 0, base_offset)
     return out, last, max_timestamp

@@ -27,11 +27,17 @@ class RealFileHandle(FileHandle):
         written = _pwrite(self._fd, data, position)
         size = data.nbytes if type(data) is memoryview else len(data)
         if written < size:
-            view = memoryview(data).cast("B")
-            while written < size:
-                written += os.pwrite(self._fd, view[written:], position + written)
+            self.write_rest(data, position, written)
         self._size = position + size
         return position
+
+    def write_rest(self, data: bytes | bytearray | memoryview, position: int, written: int
+                   ) -> None:
+        """Write what a short ``pwrite`` of ``data`` at ``position`` left: all but its first
+        ``written`` bytes. (The size is the caller's to update: see ``append``.)"""
+        view = memoryview(data).cast("B")
+        while written < len(view):
+            written += os.pwrite(self._fd, view[written:], position + written)
 
     def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
