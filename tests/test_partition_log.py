@@ -455,3 +455,29 @@ def test_a_leader_epoch_begun_at_the_log_end_survives_a_restart_one_past_it_does
     fs.crash()
     third, _ = load(fs, clock)
     assert third.log_end_offset == 2 and third.leader_epoch_cache.latest_epoch == 4
+
+
+@pytest.mark.parametrize("batches", [1, 2])
+def test_a_leader_epoch_beyond_32_bits_changes_nothing(batches: int) -> None:
+    """A batch's partition leader epoch is 32 bits: an append under a larger epoch is refused
+    before anything changes. It used to enter the epoch cache (durably) with nothing appended,
+    so the cache named an epoch no record carried, and the leader's next epoch looked older."""
+    fs, clock = world()
+    log = new_log(fs, clock)
+    log.append_as_leader(batch(b"a"), leader_epoch=1)
+    def files() -> dict[str, bytes]:
+        out = {}
+        for name in fs.listdir(log.dir_path):
+            handle = fs.open(f"{log.dir_path}/{name}")
+            out[name] = handle.read(0, handle.size())
+            handle.close()
+        return out
+
+    entries, before = log.leader_epoch_cache.entries, files()
+    records = b"".join(batch(b"b%d" % i) for i in range(batches))
+    with pytest.raises(ValueError, match="2147483648"):
+        log.append_as_leader(records, leader_epoch=2**31)
+    assert log.leader_epoch_cache.entries == entries and log.log_end_offset == 1
+    assert files() == before, "nothing written"
+    log.append_as_leader(batch(b"c"), leader_epoch=2)
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries] == [(1, 0), (2, 1)]

@@ -560,9 +560,11 @@ class PartitionLog:
         if len(buf) > min(config.max_message_bytes, config.segment_bytes):
             self._check_batch_sizes(buf, config)
         first = self.log_end_offset
+        # Offsets and epoch stamped first: one out of range raises before anything changes (an
+        # epoch beyond 32 bits once entered the epoch cache, though nothing was appended).
+        next_offset = assign_offsets(buf, first, leader_epoch if leader_epoch >= 0 else None)
         if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch:
             self.assign_epoch_start_offset(leader_epoch, first)  # before a record carries it
-        next_offset = assign_offsets(buf, first, leader_epoch if leader_epoch >= 0 else None)
         info = self._append(buf, first, next_offset - 1, summary.max_timestamp,
                             summary.count_batches)
         self._flush_by_count()
