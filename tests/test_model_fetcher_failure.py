@@ -10,9 +10,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logwright.model import SPECS, Action, Invariant, Spec, State, check
 from logwright.model.fetcher_failure import (
@@ -295,3 +298,39 @@ def test_tlc_checks_the_property_under_fairness(tmp_path: Path, bug: str, invari
     result = run_tlc(SPEC / "FetcherFailure.tla", cfg)
     assert result.ok, result.error
     assert result.violation == ("HealthyPartitionsFetch" if caught else None)
+
+
+def _type_ok_per_element(twin: FetcherFailureSpec, s: FFState) -> bool:
+    """TypeOK as the TLA+ module writes it, one membership test per element."""
+    k, n = twin.config, twin.config.num_partitions
+    epochs = range(0, k.max_leader_epoch + 1)
+    return (len(s.leaderEpoch) == len(s.knownEpoch) == len(s.fetching) == n
+            and len(s.failedEpoch) == len(s.inflight) == n and len(s.alive) == k.num_fetchers
+            and all(e in epochs for e in s.leaderEpoch)
+            and all(e == -1 or e in epochs for e in s.knownEpoch)
+            and all(isinstance(b, bool) for b in (*s.fetching, *s.alive))
+            and all(e == -1 or e in epochs for e in s.failedEpoch)
+            and all(e == -1 or e in epochs for e in s.inflight))
+
+
+@settings(max_examples=1_000)  # microseconds each: wide enough to meet every boundary
+@given(st.integers(1, 3), st.integers(1, 2), st.integers(0, 3), st.data())
+def test_type_ok_by_bounds_is_type_ok_per_element(n: int, f: int, top: int,
+                                                  data: st.DataObject) -> None:
+    """The twin's TypeOK bounds integers (-1 is the integer below 0..MaxLeaderEpoch); on any
+    integers or booleans, or a fraction or a string among them, lengths right or wrong, it
+    answers as the per-element test (which alone would take 2.0 for the epoch 2)."""
+    twin = FetcherFailureSpec(FetcherFailureConfig(num_partitions=n, num_fetchers=f,
+                                                   max_leader_epoch=top))
+    # Mostly values in range, now and then one outside it or of another type; now and then a
+    # row one too long.
+    values = st.one_of(st.integers(-1, top), st.sampled_from([-2, top + 1, True, False, 0.5, "x"]))
+    longer = data.draw(st.sampled_from([None, None, None, *range(6)]))
+
+    def row(i: int, m: int, of: st.SearchStrategy[Any] = values) -> tuple[Any, ...]:
+        return tuple(data.draw(st.lists(of, min_size=m + (i == longer),
+                                        max_size=m + (i == longer))))
+
+    flags = st.one_of(st.booleans(), st.sampled_from([0, 1]))
+    s = FFState(row(0, n), row(1, n), row(2, n, flags), row(3, n), row(4, n), row(5, f, flags))
+    assert twin.TypeOK(s) == _type_ok_per_element(twin, s)

@@ -34,6 +34,7 @@ NOT_FAILED = -1
 """``failedEpoch`` of a partition that is not in the failed set."""
 NO_FETCH = -1
 """``inflight`` of a partition with no fetch request outstanding."""
+assert NOT_HOSTED == NOT_FAILED == NO_FETCH == -1, "TypeOK bounds them as the integer below 0"
 
 class FFState(NamedTuple):
     """One state of FetcherFailure: the TLA+ variables, in the module's order."""
@@ -220,15 +221,19 @@ class FetcherFailureTwin(Spec):
         """Every variable within its type (the TLA+ ``TypeOK``)."""
         assert isinstance(s, FFState)
         k, n = self.config, self.config.num_partitions
-        epochs = range(0, k.max_leader_epoch + 1)
+        top = k.max_leader_epoch
+        epochs = (*s.leaderEpoch, *s.knownEpoch, *s.failedEpoch, *s.inflight)
+        # Each epoch in 0..MaxLeaderEpoch, or (all but leaderEpoch) the "none" value -1, which
+        # is the integer just below that range: for integers, bounds say it (the checker calls
+        # this after every step, so a test per element is avoided). An epoch is an integer (a
+        # boolean too, as in Python); a float is not, even 2.0.
         return (
             len(s.leaderEpoch) == len(s.knownEpoch) == len(s.fetching) == n
             and len(s.failedEpoch) == len(s.inflight) == n and len(s.alive) == k.num_fetchers
-            and all(e in epochs for e in s.leaderEpoch)
-            and all(e == NOT_HOSTED or e in epochs for e in s.knownEpoch)
-            and all(isinstance(b, bool) for b in (*s.fetching, *s.alive))
-            and all(e == NOT_FAILED or e in epochs for e in s.failedEpoch)
-            and all(e == NO_FETCH or e in epochs for e in s.inflight)
+            and {int, bool}.issuperset(map(type, epochs))
+            and min(s.leaderEpoch, default=0) >= 0 and max(epochs, default=0) <= top
+            and min(epochs, default=0) >= -1
+            and {bool}.issuperset(map(type, (*s.fetching, *s.alive)))
         )
 
     def FailureContained(self, s: State) -> bool:
