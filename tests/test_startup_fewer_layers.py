@@ -1,9 +1,11 @@
 """Start-up's third round (docs/performance.md): each shortcut is compared with what it replaces.
 
 - The offset checkpoint files: a well-formed file is parsed a column at a time
-  (``_well_formed_entries``); whatever that does not settle goes through the loop line by line
+  (``_well_formed_entries``), taking the previous file's partitions when its key columns are
+  the same; whatever that does not settle goes through the loop line by line
   (``_parse_entries``), which finds the first problem. Both must give the same offsets, and the
-  file as a whole the same offsets or the same error as the code before (kept here).
+  file as a whole the same offsets or the same error as the code before (kept here), alone or
+  read after others.
 - ``decode_versioned_entries`` splits every line first and looks for a bad one after: the same
   entries, or the same error, as the loop before (kept here).
 - ``partition.metadata``: the common file's topic id is remembered by its bytes; every answer,
@@ -175,6 +177,45 @@ def test_the_column_check_settles_only_what_the_loop_accepts_and_alike(
     if fast is not None:
         assert slow == ("ok", fast)
         assert list(fast.items()) == list(_parse_entries("/d/f", ascii_entries).items())
+
+
+@st.composite
+def _files_of_a_dir(draw: st.DrawFn) -> list[bytes]:
+    """Checkpoint files one after another as a dir's start-up reads them: mostly the same
+    partitions in the same order, each file with its own offsets, some with a partition,
+    topic or line changed, dropped or doubled."""
+    keys = draw(st.lists(st.tuples(st.sampled_from(["t", "u", "a.b", "T-", "t!"]),
+                                   st.integers(min_value=0, max_value=5)), max_size=8))
+    files = []
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        these = list(keys)
+        if these and draw(st.booleans()):
+            i = draw(st.integers(min_value=0, max_value=len(these) - 1))
+            change = draw(st.sampled_from(["partition", "topic", "drop", "double"]))
+            if change == "partition":
+                these[i] = (these[i][0], these[i][1] + 1)
+            elif change == "topic":
+                these[i] = ("v", these[i][1])
+            elif change == "drop":
+                del these[i]
+            else:
+                these.insert(i, these[i])
+        lines = [f"{t} {p} {draw(st.integers(min_value=0, max_value=10**6))}" for t, p in these]
+        files.append(("\n".join(["0", str(len(lines)), *lines]) + "\n").encode())
+    return files
+
+
+@given(st.lists(_files_of_a_dir(), min_size=1, max_size=3))
+def test_files_read_one_after_another_parse_as_the_loop_alone_parsed_them(
+        dirs: list[list[bytes]]) -> None:
+    """The partitions of the previous file are taken again only for the same key columns."""
+    for files in dirs:
+        for data in files:
+            got = _outcome(partial(parse_offset_checkpoint, "/d/f", data))
+            assert got == _outcome(partial(_parse_offset_checkpoint_before, "/d/f", data))
+            if got[0] == "ok":
+                assert [type(tp) for tp in parse_offset_checkpoint("/d/f", data)] == [
+                    TopicPartition] * len(got[1])  # type: ignore[index, arg-type]
 
 
 def test_a_duplicate_or_a_bad_line_deep_in_a_large_file_is_still_reported_where_it_is() -> None:

@@ -256,12 +256,23 @@ def _well_formed_entries(entries: list[list[str]]) -> dict[TopicPartition, int] 
             and min(map(len, offsets)) > 0 and max(map(len, offsets)) <= 18
             and "".join(partitions).isdigit() and "".join(offsets).isdigit()):
         return None  # (the file is ASCII: isdigit means 0-9)
-    for topic in set(topics):
-        if topic_name_problem(topic) is not None:
-            return None
-    tps = map(_make_tp, zip(topics, map(int, partitions), strict=True))
+    global _last_keys
+    last_topics, last_partitions, tps = _last_keys
+    if topics != last_topics or partitions != last_partitions:
+        for topic in set(topics):
+            if topic_name_problem(topic) is not None:
+                return None
+        tps = tuple(map(_make_tp, zip(topics, map(int, partitions), strict=True)))
+        _last_keys = (topics, partitions, tps)
     result = dict(zip(tps, map(int, offsets), strict=True))
     return result if len(result) == len(entries) else None
+
+
+#: The key columns of the last file ``_well_formed_entries`` took, and its partitions for them:
+#: a log dir's offset checkpoint files list the same partitions in the same order, so the second
+#: and third files of a dir take the first one's (a pure function of the columns, kept in one
+#: tuple so that a reader in another thread sees one whole value).
+_last_keys: tuple[tuple[str, ...], tuple[str, ...], tuple[TopicPartition, ...]] = ((), (), ())
 
 
 def checkpoint_path(log_dir: str, name: str) -> str:
