@@ -218,6 +218,24 @@ def test_files_read_one_after_another_parse_as_the_loop_alone_parsed_them(
                     TopicPartition] * len(got[1])  # type: ignore[index, arg-type]
 
 
+def test_start_up_lets_go_of_the_last_checkpoint_file_s_partitions() -> None:
+    from logwright.storage import checkpoint
+    from logwright.world import SimScheduler
+
+    clock = VirtualClock(1_000_000)
+    fs = SimFileSystem(clock)
+    lm = LogManager(fs, ["/d1"], clock, SimScheduler(clock, seed=1), None, random.Random(1))
+    lm.startup()
+    for p in range(3):
+        lm.create_log(TopicPartition("t", p))
+    lm.shutdown()
+    parse_offset_checkpoint("/x", b"0\n1\nt 0 5\n")
+    assert checkpoint._last_keys != checkpoint._NO_KEYS
+    lm = LogManager(fs, ["/d1"], clock, SimScheduler(clock, seed=2), None, random.Random(2))
+    assert lm.startup().loaded == 3
+    assert checkpoint._last_keys == checkpoint._NO_KEYS
+
+
 def test_a_duplicate_or_a_bad_line_deep_in_a_large_file_is_still_reported_where_it_is() -> None:
     lines = [f"t {p} {p * 3}" for p in range(2500)]
     good = ("\n".join(["0", "2500", *lines]) + "\n").encode()

@@ -71,6 +71,7 @@ from logwright.storage.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
+    forget_last_keys,
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
@@ -328,6 +329,7 @@ class LogManager:
                     report.offline_dirs[state.path] = state.offline_reason or ""
             self._parsed_names = {}  # (before the pause's collection looks at them)
             self._listings = {}
+            forget_last_keys()
         self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
             self._restamp_generations(report)

@@ -268,11 +268,21 @@ def _well_formed_entries(entries: list[list[str]]) -> dict[TopicPartition, int] 
     return result if len(result) == len(entries) else None
 
 
+_NO_KEYS: tuple[tuple[str, ...], tuple[str, ...], tuple[TopicPartition, ...]] = ((), (), ())
 #: The key columns of the last file ``_well_formed_entries`` took, and its partitions for them:
 #: a log dir's offset checkpoint files list the same partitions in the same order, so the second
 #: and third files of a dir take the first one's (a pure function of the columns, kept in one
-#: tuple so that a reader in another thread sees one whole value).
-_last_keys: tuple[tuple[str, ...], tuple[str, ...], tuple[TopicPartition, ...]] = ((), (), ())
+#: tuple so that a reader in another thread sees one whole value). ``forget_last_keys`` lets
+#: go of them.
+_last_keys = _NO_KEYS
+
+
+def forget_last_keys() -> None:
+    """Let go of the partitions the last offset checkpoint file parsed was keyed by (kept for
+    the next file of the same dir). Start-up calls it once every dir is read, so that a broker
+    does not hold a dir's worth of them for nothing; a later parse works either way."""
+    global _last_keys
+    _last_keys = _NO_KEYS
 
 
 def checkpoint_path(log_dir: str, name: str) -> str:
@@ -301,6 +311,7 @@ __all__ = [
     "decode_lines",
     "decode_versioned_entries",
     "encode_versioned_entries",
+    "forget_last_keys",
     "offset_checkpoint_files",
     "parse_non_negative",
     "parse_offset_checkpoint",
