@@ -1,9 +1,13 @@
 """Start-up pauses the cyclic garbage collector while it loads the logs, and leaves it as it
-found it: on if it was on, off if it was off, after a pause inside a pause, after an error."""
+found it: on if it was on, off if it was off, after a pause inside a pause, after an error;
+objects frozen before stay frozen. What the pause made ends in the oldest generation, where a
+collection of the young and middle generations would have put it, and a garbage cycle among it
+is still freed by a full collection."""
 
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 from random import Random
 
@@ -62,3 +66,52 @@ def test_start_up_leaves_the_collector_on() -> None:
     again.startup()
     assert gc.isenabled()
     assert again.get_log(TopicPartition("t", 0)) is not None
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def _cycle() -> weakref.ref[_Node]:
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def _in_generation(obj: object, generation: int) -> bool:
+    return any(o is obj for o in gc.get_objects(generation=generation))
+
+
+def test_what_the_pause_made_goes_to_the_oldest_generation_and_stays_collectable() -> None:
+    """What one collection of the young and middle generations did with start-up's objects
+    (moved them to the oldest generation), done without the pass over them; a garbage cycle
+    made in the pause is freed by the next full collection, not frozen for ever."""
+    gc.enable()
+    assert gc.get_freeze_count() == 0
+    with collector_paused():
+        kept = _Node()
+        kept.other = [kept]
+        dead = _cycle()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert _in_generation(kept, 2) and not _in_generation(kept, 0)
+    assert dead() is not None  # left for a full collection
+    gc.collect()
+    assert dead() is None
+    assert kept.other == [kept]
+
+
+def test_objects_frozen_before_stay_frozen_and_the_pause_collects_as_before() -> None:
+    gc.enable()
+    mine = _Node()
+    mine.other = [mine]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            dead = _cycle()
+        assert gc.get_freeze_count() == frozen
+        assert not _in_generation(mine, 2)
+        assert dead() is None  # the collection of the young and middle generations freed it
+    finally:
+        gc.unfreeze()

@@ -71,6 +71,7 @@ from logwright.storage.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
+    forget_last_keys,
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
@@ -93,6 +94,7 @@ from logwright.storage.naming import (
     is_ignored_entry,
     live_dir_name,
     parse_dir_name,
+    parse_dir_names,
     stray_dir_name,
     validate_topic_partition,
 )
@@ -303,6 +305,8 @@ class LogManager:
         self._plan: dict[tuple[str, str], str] = {}
         #: The parse of each dir entry name the recovery plan read, until the dirs are loaded.
         self._parsed_names: dict[str, ParsedDir] = {}
+        #: Each dir's listing as the recovery plan took it, until that dir is loaded.
+        self._listings: dict[str, list[tuple[str, bool | None]]] = {}
         #: R7: the doubted copies start-up loaded, to set aside once every dir is loaded.
         self._doubted: list[tuple[LogDirState, PartitionLog]] = []
 
@@ -324,6 +328,8 @@ class LogManager:
                     self._take_offline(state, f"{type(exc).__name__}: {exc}")
                     report.offline_dirs[state.path] = state.offline_reason or ""
             self._parsed_names = {}  # (before the pause's collection looks at them)
+            self._listings = {}
+            forget_last_keys()
         self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
             self._restamp_generations(report)
@@ -344,25 +350,24 @@ class LogManager:
         (a dir that was offline while the topic was deleted and created again), start-up cannot
         tell which is current, so each is doubted (``_set_aside_doubted``). A metadata file that
         cannot be read leaves its partition to the ordinary loading (which reports it).
-        Returns (dir, name) -> what to do; a dir not named is loaded as it would be anyway."""
+        Returns (dir, name) -> what to do; a dir not named is loaded as it would be anyway.
+        Each dir's listing is kept for its loading (``_listings``): nothing before that changes
+        the dir, so a second listing would find the same entries."""
         found: dict[TopicPartition, list[tuple[str, str, DirKind]]] = {}
         for state in self.dirs.values():
             if not state.online:
                 continue
             try:
-                names = self.fs.listdir(state.path) if self.fs.exists(state.path) else []
+                if not self.fs.exists(state.path):
+                    continue
+                listing = self._listings[state.path] = self.fs.list_entries(state.path)
             except OSError:
                 continue  # loading the dir takes it offline
-            for name in names:
-                if is_ignored_entry(name):
-                    continue
-                try:
-                    parsed = parse_dir_name(name)
-                except LogDirNameError:
-                    continue
+            for name, parsed in parse_dir_names(
+                    name for name, _ in listing if not is_ignored_entry(name)):
                 # A name's parse depends on the name alone: loading the dirs reuses it.
                 self._parsed_names[name] = parsed
-                if parsed.kind in (DirKind.LIVE, DirKind.FUTURE):
+                if parsed.kind is DirKind.LIVE or parsed.kind is DirKind.FUTURE:
                     found.setdefault(parsed.tp, []).append((state.path, name, parsed.kind))
         plan: dict[tuple[str, str], str] = {}
         for entries in found.values():
@@ -594,7 +599,12 @@ class LogManager:
             high_watermarks=self._checkpoint(state, REPLICATION_OFFSET_CHECKPOINT).read())
         seen: dict[TopicPartition, str] = {}
         plan = self._plan  # (empty unless a JBOD move was cut short: no lookup per entry then)
-        for name, is_dir in fs.list_entries(state.path):
+        # The recovery plan's listing of the dir, if it took one (the same entries: nothing
+        # since has changed the dir); else listed here.
+        entries = self._listings.pop(state.path, None)
+        if entries is None:
+            entries = fs.list_entries(state.path)
+        for name, is_dir in entries:
             action = plan.get((state.path, name)) if plan else None
             if action == _DELETE:
                 self._recover_to_delete(state, name, report)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from logwright.errors import CheckpointError
 from logwright.storage.naming import (
@@ -117,14 +118,13 @@ def decode_versioned_entries(path: str, data: bytes, version: int, fields: int,
         raise checkpoint_error(path, 2, f"entry count {count_text!r} is not an integer")
     count = int(count_text)
     body = lines[2:]
-    entries: list[list[str]] = []
-    for i, line in enumerate(body[:count]):
-        parts = line.split(" ")
-        if len(parts) != fields:
-            raise checkpoint_error(path, FIRST_ENTRY_LINE + i,
-                                   f"expected {fields} fields '{layout}' separated by single "
-                                   f"spaces, found {len(parts)} in {line!r}")
-        entries.append(parts)
+    # Split in one pass; only a line with the wrong number of fields is looked for again.
+    entries = [line.split(" ") for line in body[:count]]
+    if any(len(parts) != fields for parts in entries):
+        i, parts = next((i, parts) for i, parts in enumerate(entries) if len(parts) != fields)
+        raise checkpoint_error(path, FIRST_ENTRY_LINE + i,
+                               f"expected {fields} fields '{layout}' separated by single "
+                               f"spaces, found {len(parts)} in {body[i]!r}")
     if len(body) < count:
         raise checkpoint_error(path, FIRST_ENTRY_LINE + len(body),
                                f"count mismatch: line 2 declares {count} entries but the file "
@@ -198,9 +198,15 @@ def parse_offset_checkpoint(path: str, data: bytes) -> dict[TopicPartition, int]
     """Parse the bytes of an offset checkpoint file; ``path`` is used in error messages."""
     entries = decode_versioned_entries(path, data, CHECKPOINT_VERSION, 3,
                                        "topic partition offset")
-    # Startup reads one such file per log dir and kind, thousands of lines each: the loop keeps
-    # to one pass with no calls on the good path (the file is known to be ASCII, so str.isdigit
-    # means 0-9), and each topic name is validated once, not once per partition.
+    found = _well_formed_entries(entries)
+    return found if found is not None else _parse_entries(path, entries)
+
+
+def _parse_entries(path: str, entries: list[list[str]]) -> dict[TopicPartition, int]:
+    """The offsets of ``entries`` (split lines of an ASCII file, three fields each), in order;
+    CheckpointError for the first line that is not well formed."""
+    # The loop keeps to one pass with no calls on the good path (the file is known to be ASCII,
+    # so str.isdigit means 0-9), and each topic name is validated once, not once per partition.
     result: dict[TopicPartition, int] = {}
     valid_topics: set[str] = set()
     make_tp = tuple.__new__
@@ -232,6 +238,53 @@ def parse_offset_checkpoint(path: str, data: bytes) -> dict[TopicPartition, int]
     return result
 
 
+_make_tp = partial(tuple.__new__, TopicPartition)
+
+
+def _well_formed_entries(entries: list[list[str]]) -> dict[TopicPartition, int] | None:
+    """What ``_parse_entries`` makes of ``entries`` (split lines of an ASCII
+    file, three fields each) when every one of them is well formed: legal topics, partitions of
+    1 to 9 digits, offsets of 1 to 18 digits, no partition twice. None when any is not (or
+    could be, by these checks): the loop then finds the first problem and says what it is.
+
+    Each check runs over a whole column at once, and the entries are built in C loops: start-up
+    reads three such files per log dir, an entry per partition in each."""
+    if not entries:
+        return {}
+    topics, partitions, offsets = zip(*entries, strict=True)
+    if not (min(map(len, partitions)) > 0 and max(map(len, partitions)) <= 9
+            and min(map(len, offsets)) > 0 and max(map(len, offsets)) <= 18
+            and "".join(partitions).isdigit() and "".join(offsets).isdigit()):
+        return None  # (the file is ASCII: isdigit means 0-9)
+    global _last_keys
+    last_topics, last_partitions, tps = _last_keys
+    if topics != last_topics or partitions != last_partitions:
+        for topic in set(topics):
+            if topic_name_problem(topic) is not None:
+                return None
+        tps = tuple(map(_make_tp, zip(topics, map(int, partitions), strict=True)))
+        _last_keys = (topics, partitions, tps)
+    result = dict(zip(tps, map(int, offsets), strict=True))
+    return result if len(result) == len(entries) else None
+
+
+_NO_KEYS: tuple[tuple[str, ...], tuple[str, ...], tuple[TopicPartition, ...]] = ((), (), ())
+#: The key columns of the last file ``_well_formed_entries`` took, and its partitions for them:
+#: a log dir's offset checkpoint files list the same partitions in the same order, so the second
+#: and third files of a dir take the first one's (a pure function of the columns, kept in one
+#: tuple so that a reader in another thread sees one whole value). ``forget_last_keys`` lets
+#: go of them.
+_last_keys = _NO_KEYS
+
+
+def forget_last_keys() -> None:
+    """Let go of the partitions the last offset checkpoint file parsed was keyed by (kept for
+    the next file of the same dir). Start-up calls it once every dir is read, so that a broker
+    does not hold a dir's worth of them for nothing; a later parse works either way."""
+    global _last_keys
+    _last_keys = _NO_KEYS
+
+
 def checkpoint_path(log_dir: str, name: str) -> str:
     """The path of checkpoint ``name`` in ``log_dir``."""
     return posixpath.join(log_dir, name)
@@ -258,6 +311,7 @@ __all__ = [
     "decode_lines",
     "decode_versioned_entries",
     "encode_versioned_entries",
+    "forget_last_keys",
     "offset_checkpoint_files",
     "parse_non_negative",
     "parse_offset_checkpoint",

@@ -51,7 +51,8 @@ class LeaderEpochCache:
         #: The newest epoch known, or None when the cache is empty (a plain attribute, set with
         #: every change of the entries: the leader reads it on every append).
         self.latest_epoch: int | None = None
-        self._check()
+        if self._entries:  # (_check of no entries would leave latest_epoch None, as here)
+            self._check()
 
     @property
     def file(self) -> LeaderEpochCheckpointFile:

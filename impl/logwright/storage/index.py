@@ -259,7 +259,10 @@ class OffsetIndex(_ChunkedIndex):
         """Read entries from the file; raise ``IndexCorrupt`` if they cannot be trusted."""
         data = self._read_all()
         if not data and not self.entries:
-            self.close()  # an empty file: nothing to check (what follows would do nothing else)
+            # An empty file: nothing to check (what follows would do nothing else than close
+            # the file, and with no entries nothing is pending that closing would write).
+            if self._handle is not None:
+                self.close()
             return
         usable = len(data) - len(data) % self.ENTRY_BYTES
         checked: list[tuple[int, int]] = []

@@ -33,9 +33,16 @@ from logwright.storage.metadata_files import (
     PARTITION_METADATA_FILE,
     parse_partition_metadata_generation,
 )
-from logwright.storage.naming import SegmentFileKind, Uuid, parse_segment_file_names
+from logwright.storage.naming import (
+    OFFSET_MAX,
+    SegmentFileKind,
+    Uuid,
+    parse_segment_file_names,
+)
 from logwright.storage.segment import LogSegment, RecoveryBuffer
 from logwright.world.fs import FileSystem, child_path
+
+_STEM_CHARS = 20  # a segment file name's zero-padded base offset
 
 
 @dataclass
@@ -51,7 +58,7 @@ class LoadReport:
     distrusted: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class LoadedLog:
     """A partition dir as loading left it: everything a ``PartitionLog`` starts from."""
 
@@ -82,7 +89,8 @@ def load_partition_dir(
     """
     report = LoadReport()
     names = fs.listdir(dir_path)
-    present = set(names)
+    # (Two lookups in a short list cost less than making a set of it.)
+    present = names if len(names) <= 16 else set(names)
     if PARTITION_METADATA_FILE in present:  # (PartitionMetadataFile.read_with_generation)
         metadata_path = child_path(dir_path, PARTITION_METADATA_FILE)
         topic_id, generation = parse_partition_metadata_generation(
@@ -91,14 +99,39 @@ def load_partition_dir(
         topic_id, generation = None, 0
     epoch_cache = LeaderEpochCache.read(fs, dir_path,
                                         exists=LEADER_EPOCH_CHECKPOINT_FILE in present)
-    segments = _discover_segments(fs, dir_path, names, config, report)
     lso_ckpt = log_start_offset_checkpoint or 0
+    stem = _lone_segment_stem(names) if clean_shutdown else None
+    if stem is not None:
+        # The common dir after a clean shutdown: one segment, its three files and no other
+        # segment file. What the general path below does with it (nothing to remove, one
+        # segment, ``_layout_problem`` of it), in fewer steps.
+        seg = LogSegment(fs, dir_path, int(stem), config.index_interval_bytes, stem=stem)
+        segments = [seg]
+        first = seg.load_tail()
+        if first is not None and first < seg.base_offset:
+            report.distrusted = _below_base(seg, first)
+            segments = _recover_segments(fs, dir_path, segments, 0, report,
+                                         not epoch_cache.entries)
+        if report.distrusted is None and seg.next_offset >= lso_ckpt:
+            # Nothing recovered, nothing restarted: the log as its files hold it.
+            log_end_offset = seg.next_offset
+            report.segments = 1
+            log_start_offset = max(lso_ckpt, seg.base_offset)
+            high_watermark = min(max(high_watermark_checkpoint or 0, log_start_offset),
+                                 log_end_offset)
+            if epoch_cache.latest_epoch is not None:  # (_reconcile_epoch_cache, not recovered)
+                epoch_cache.truncate_from_end(log_end_offset + 1)
+                epoch_cache.truncate_from_start(log_start_offset)
+            return LoadedLog(segments, log_start_offset, high_watermark, log_end_offset,
+                             topic_id, epoch_cache, report, generation)
+    else:
+        segments = _discover_segments(fs, dir_path, names, config, report)
     if not segments:
         start = max(lso_ckpt, recovery_point or 0)
         segments = [LogSegment(fs, dir_path, start, config.index_interval_bytes, create=True)]
         segments[0].flush()
         fs.fsync_dir(dir_path)
-    else:
+    elif stem is None:
         # Recovery keeps each segment's epoch runs only when the cache must be rebuilt from them.
         segments = _trusted_or_recovered(fs, dir_path, segments, recovery_point, clean_shutdown,
                                          report, collect_epochs=not epoch_cache.entries)
@@ -161,6 +194,27 @@ def _discover_segments(fs: FileSystem, dir_path: str, names: list[str], config: 
     return segments
 
 
+def _lone_segment_stem(names: list[str]) -> str | None:
+    """The stem of the one segment a sorted dir listing holds, when its only segment files
+    are that segment's live ``.index``, ``.log`` and ``.timeindex`` (as every segment has them
+    after a clean shutdown); None for any other listing. For such a listing
+    ``_discover_segments`` removes nothing and finds that one segment."""
+    # Segment file names begin with 20 digits, so they sort before the others of a partition
+    # dir (names beginning with a letter or a dot); the three come first, in this order.
+    if len(names) < 3:
+        return None
+    index_name = names[0]
+    stem = index_name[:_STEM_CHARS]
+    if (index_name[_STEM_CHARS:] != ".index" or names[1] != stem + ".log"
+            or names[2] != stem + ".timeindex" or not (stem.isascii() and stem.isdigit())
+            or int(stem) > OFFSET_MAX):
+        return None
+    for name in names[3:]:
+        if name[:1].isdigit() and parse_segment_file_names([name]):
+            return None  # another segment's file, or a leftover
+    return stem
+
+
 def _trusted_or_recovered(fs: FileSystem, dir_path: str, segments: list[LogSegment],
                           recovery_point: int | None, clean_shutdown: bool,
                           report: LoadReport, collect_epochs: bool = False) -> list[LogSegment]:
@@ -196,8 +250,7 @@ def _layout_problem(segments: list[LogSegment]) -> str | None:
             seg.scan_end_offset()
             first = seg.first_batch_offset()
         if first is not None and first < seg.base_offset:
-            return (f"{posixpath.basename(seg.log_path)} starts with offset {first}, below its "
-                    "base offset")
+            return _below_base(seg, first)
         if previous is not None and seg.base_offset != previous.next_offset:
             kind = "overlaps" if seg.base_offset < previous.next_offset else "leaves a gap after"
             return (f"{posixpath.basename(seg.log_path)} {kind} "
@@ -205,6 +258,11 @@ def _layout_problem(segments: list[LogSegment]) -> str | None:
                     f"{previous.next_offset}")
         previous = seg
     return None
+
+
+def _below_base(seg: LogSegment, first: int) -> str:
+    """Why ``seg`` is not trusted: its first batch starts at ``first``, below its base."""
+    return f"{posixpath.basename(seg.log_path)} starts with offset {first}, below its base offset"
 
 
 def _recover_segments(fs: FileSystem, dir_path: str, segments: list[LogSegment],

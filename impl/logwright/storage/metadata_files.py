@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
+from functools import lru_cache
 
 from logwright.storage.checkpoint import (
     CHECKPOINT_VERSION,
@@ -118,19 +119,35 @@ _PLAIN_SIZE = len(_PLAIN_PREFIX) + 22 + 1
 _ZERO_ID_BYTES = Uuid.ZERO.value
 
 
+@lru_cache(maxsize=256)
+def _plain_topic_id(data: bytes) -> Uuid | None:
+    """The topic id of the common ``partition.metadata`` bytes ``data`` (checked by the
+    caller: the plain prefix, 22 characters, a newline); None for any other, the zero id among
+    them. Every partition of a topic holds the same bytes, and start-up lists a log dir's
+    partitions in name order, so those of one topic come one after another: remembered, the
+    bytes are parsed once per topic (the ids are immutable, so its logs share one)."""
+    try:
+        topic_id = Uuid.parse(data[len(_PLAIN_PREFIX):-1].decode("ascii"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return topic_id if topic_id.value != _ZERO_ID_BYTES else None
+
+
 def parse_partition_metadata_generation(path: str, data: bytes) -> tuple[Uuid, int]:
     """The topic id and the log generation (0 without its line) of a ``partition.metadata``
     file's bytes; ``path`` is used in error messages."""
     if len(data) == _PLAIN_SIZE and data.startswith(_PLAIN_PREFIX) and data[-1] == 0x0A:
         # The common file, read in one step; anything this does not accept (a bad id among
         # them) goes the long way below, which says what is wrong with it.
-        try:
-            topic_id = Uuid.parse(data[len(_PLAIN_PREFIX):-1].decode("ascii"))
-        except (ValueError, UnicodeDecodeError):
-            pass
-        else:
-            if topic_id.value != _ZERO_ID_BYTES:
-                return topic_id, 0
+        topic_id = _plain_topic_id(data)
+        if topic_id is not None:
+            return topic_id, 0
+    return _parse_partition_metadata_lines(path, data)
+
+
+def _parse_partition_metadata_lines(path: str, data: bytes) -> tuple[Uuid, int]:
+    """``parse_partition_metadata_generation`` line by line: any file, the first problem
+    named."""
     lines = decode_lines(path, data, "'version: 0'")
     version = _key_value(path, 1, lines[0], "version")
     version_no = parse_non_negative(path, 1, "version", version, 2**31 - 1)

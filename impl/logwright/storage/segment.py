@@ -97,7 +97,12 @@ class LogSegment:
         base_offset: int,
         index_interval_bytes: int,
         create: bool = False,
+        *,
+        stem: str | None = None,
     ) -> None:
+        """Open the segment at ``base_offset`` in ``dir_path`` (its log file created empty with
+        ``create``). ``stem``: ``segment_file_stem(base_offset)``, when the caller has it from
+        a file name (start-up lists thousands)."""
         assert base_offset >= 0, "offsets are never negative"
         self.fs = fs
         self.dir_path = dir_path
@@ -105,7 +110,7 @@ class LogSegment:
         #: The largest offset the segment can hold (relative offsets are int32).
         self.max_last_offset = base_offset + 0x7FFFFFFF
         self.index_interval_bytes = index_interval_bytes
-        stem = child_path(dir_path, segment_file_stem(base_offset))
+        stem = child_path(dir_path, stem if stem is not None else segment_file_stem(base_offset))
         self.log_path = stem + ".log"
         self.index_path = stem + ".index"
         self.time_index_path = stem + ".timeindex"
@@ -483,7 +488,11 @@ class LogSegment:
         """
         # The walk of ``_walk`` (a header cut by the chunk's end still counts, a length below
         # a header's ends it), without building its list: start-up does this per partition.
-        pos = self.index.last_entry[1]
+        if self._index is None:
+            self._load_offset_index()
+        index = self._index
+        assert index is not None
+        pos = index.last_entry[1]
         end = self.size_bytes
         first: tuple[int, int] | None = None  # (base offset, max timestamp) at position 0
         while pos < end:
