@@ -72,7 +72,8 @@ INTENT_ARGS = {"DeleteRecords": [{"o", "then"}],
                "FollowerFetch": [{"leaderHw", "leaderLogStart", "fetchedTo", "then"},
                                  {"outOfRange", "leaderLogStart", "then"}],
                "DeleteOldestSegment": [{"segments", "then"}],
-               "CheckpointStartOffset": [{"then"}]}
+               "CheckpointStartOffset": [{"then"}],
+               "RestartBelowStart": [{"offset", "then"}]}
 """The actions an Intent announces, and the arguments of theirs it carries besides ``replica``
 and ``topicId``."""
 INIT_ARGS = {"topicId", "replicas", "leader", "isr", "leaderEpoch", "controllerEpoch",

@@ -19,7 +19,7 @@ from logwright.cli import main
 from logwright.cluster import Cluster
 from logwright.errors import LogwrightError
 from logwright.identity import TopicPartition
-from logwright.verify.traces import check_paths, fingerprint
+from logwright.verify.traces import CheckReport, check_paths, fingerprint
 from logwright.world import Fault
 from logwright.world.trace import NO_TRACE
 
@@ -976,3 +976,60 @@ def test_a_power_loss_as_a_follower_restarts_at_the_leaders_start_offset_checks(
                 {"op": "restart", "broker": 0}])
     assert cut >= 3, cut
 
+
+
+def test_a_restart_below_the_start_offset_cut_by_a_power_loss_checks_by_its_intent(
+        tmp_path: Path) -> None:
+    """A follower whose leader's log ends below its start offset (records lost by every
+    replica that held them) restarts its log empty there, writing the lowered start offset
+    before its ``RestartBelowStart`` event. The run below is real up to broker 1's crash (s-0's
+    records deleted to offset 3, so its empty log starts at 3; the ISR then drops it); its
+    restart at offset 1, as after such a restart cut from its event by a power loss, is written
+    by hand: with the Intent the checker replays the cut event first and the restart checks;
+    without it, or with one naming another offset, replica or action, the restart is refused
+    (a start offset never moves back in the model)."""
+    from logwright.verify.cluster_run import ClusterRun
+
+    path = tmp_path / "run.jsonl"
+    run = ClusterRun({"brokers": 3, "seed": 0, "trace": str(path)})
+    run.apply({"op": "create_topic", "topic": "s", "partitions": 1, "replication_factor": 3})
+    for value in ("v0", "v1", "v2"):
+        run.apply({"op": "produce", "topic": "s", "partition": 0, "values": [value],
+                   "acks": -1})
+    run.apply({"op": "settle"})
+    run.apply({"op": "delete_records", "topic": "s", "partition": 0, "offset": 3})
+    run.apply({"op": "settle"})
+    assert run.cluster.partition_state("s", 0).leader != 1
+    run.apply({"op": "crash", "broker": 1, "power_loss": False})
+    run.apply({"op": "advance", "ms": 40_000})
+    run.cluster.close()
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert check_paths([path]).ok
+    topic_id = next(e["args"]["topicId"] for e in events if e["action"] == "DeleteRecords")
+    values = {name: {"1": 1} for name in _LSO_VARIABLES}
+    base = {"instance": "s-0", "node": "broker-1", "trace": events[-1]["trace"],
+            "time": events[-1]["time"], "v": 4}
+
+    def checked(intent: dict[str, object] | None) -> CheckReport:
+        extra: list[dict[str, object]] = []
+        if intent is not None:
+            extra.append({**base, "model": "-", "action": "Intent", "changed": {},
+                          "args": {"action": "RestartBelowStart", "offset": 1, "replica": 1,
+                                   "topicId": topic_id, "then": values, **intent}})
+        extra.append({**base, "model": "LogStartOffset", "action": "CrashRestart",
+                      "args": {"h": 1, "replica": 1, "topicId": topic_id}, "changed": values})
+        out = tmp_path / "edited.jsonl"
+        out.write_text("".join(json.dumps({**e, "seq": i}, sort_keys=True) + "\n"
+                               for i, e in enumerate([*events, *extra])), encoding="utf-8")
+        return check_paths([out])
+
+    report = checked({})
+    assert report.ok, report.summary()
+    assert any(CUT in reason and "RestartBelowStart" in reason for reason in report.outside)
+    for edit in (None, {"then": {**values, "logStart": {"1": 2}, "ckptStart": {"1": 2}}},
+                 {"replica": 3}, {"action": "Flush"}):
+        report = checked(edit)
+        assert not report.ok and report.failures, (edit, report.summary())
+
+
+_LSO_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")

@@ -217,6 +217,9 @@ class ReplicaFetchTarget:
 
     def restart_below_start(self, tp: TopicPartition, offset: int) -> None:
         partition = self._follower(tp)
+        if self.rm.trace.enabled:  # the start offset it lowers is written before the event
+            tracing.intent(self.rm.trace, self.rm.broker_id, partition.log, "RestartBelowStart",
+                           {"offset": offset}, log_start=offset, restart_at=True)
 
         def run() -> int:
             logger.warning("%s on broker %d: the leader's log ends at %d, below this replica's "

@@ -430,7 +430,7 @@ behaviour), which the model calls a bug."""
 _LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 _LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
 _CUT_EVENTS = frozenset({"DeleteRecords", "FollowerFetch", "DeleteOldestSegment",
-                         "CheckpointStartOffset"})
+                         "CheckpointStartOffset", "RestartBelowStart"})
 """The actions an ``Intent`` may announce, whose event the checker can replay when a power
 loss cut it (:meth:`_LsoInstance.step`)."""
 
