@@ -768,7 +768,10 @@ class ClusterProjection(ClusterObserver):
             if any(max(v.log_start, v.seg_start, v.ckpt_start, v.hw) > end for v in views):
                 return
             w.leaderless = False
-            w.committed = min(w.committed, end)
+            # No higher than the new leader's log, and no lower than its HW: in the model the
+            # partition's HW is never below its leader's (AdvanceHW raises both), so a new
+            # behaviour starting with the leader's HW above it could never raise it again.
+            w.committed = max(min(w.committed, end), views[replicas.index(w.leader)].hw)
         else:
             w.committed = max(w.committed, *(v.hw for v in views))
         isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
