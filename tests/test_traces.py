@@ -634,6 +634,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0010": ("event", '"action":"DeleteReplica","args":{"replica":3,'
                       '"topicId":"RegjnxI3Ss-hMU2RqRNqwA"}'),
     "0011": ("outside", "a DeleteOldestSegment whose event a power loss cut"),
+    "0012": ("outside", "restarted again before it"),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -689,7 +690,14 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     recorded again): the leader lost power right after its swap renamed the future log into
     place, before the swap's DeleteOldestSegment was recorded; its restart from the moved log
     shows the first segment at the batch holding the start offset. The swap now records its
-    Intent before the rename."""
+    Intent before the rename.
+
+    0012 (``fuzz --seeds 300 --seed 2000 --steps 80``, seed 2051): broker 2, an in-sync
+    follower of s-2 whose log was not yet flushed, lost power and restarted without the
+    committed record, then restarted again before the controller dropped it from the ISR. The
+    checker deferred the first restart until the ISR drop and refused the second as the
+    replica acting in the ISR; a restart while one waits is now folded into it (the replica
+    has neither served nor fetched since), checked once it leaves the ISR."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1035,29 +1043,32 @@ def test_a_restart_below_the_start_offset_cut_by_a_power_loss_checks_by_its_inte
 _LSO_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 
 
-CONFORMANCE_OPEN = Path(__file__).resolve().parent / "data" / "conformance_open"
-OPEN_TRACES = {
-    "0011": "broker 2, an in-sync follower of s-2 whose log was not yet flushed, lost power and "
-            "restarted without the committed record, and restarted again before the controller "
-            "dropped it from the ISR: the checker defers one restart until the ISR drop and "
-            "refuses a second while the first waits (not yet triaged: a checker gap, or a "
-            "replica that lost committed records acting in the ISR)",
-}
-"""Traces the checker refuses, from ``fuzz --seeds 300 --seed 2000 --steps 80`` (seed 2051),
-kept out of traces/ (where every trace checks clean on both engines) until they are triaged and
-check clean (docs/verification.md, 'Open findings')."""
+def test_a_second_restart_folded_into_a_waiting_one_is_still_checked(tmp_path: Path) -> None:
+    """traces/checker/0012 up to broker 2's second restart of s-2, then the leader's ShrinkIsr
+    of 2 (in the run the topic was deleted first, which ends the instance unchecked): the two
+    restarts, folded into one, are checked at the ISR drop. As recorded they check; with the
+    second one's values edited to a log end the replica never had, they are refused."""
+    src = next((CORPUS.parent / "checker").glob("0012-*.jsonl"))
+    events = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    restarts = [i for i, e in enumerate(events) if e["action"] == "CrashRestart"
+                and e["instance"] == "s-2" and e["node"] == "broker-2"]
+    assert len(restarts) == 2
+    second = restarts[1]
+    shrink = {**events[second], "action": "ShrinkIsr", "node": "broker-3",
+              "args": {"cause": "AlterPartition committed", "knownLeo": 0, "leaderLeo": 1,
+                       "r": 2, "topicId": events[second]["args"]["topicId"]},
+              "changed": {"isr": [1, 3]}}
 
+    def checked(changed: dict[str, object]) -> CheckReport:
+        kept = [*events[:second], {**events[second], "changed": changed}, shrink]
+        out = tmp_path / "cut.jsonl"
+        out.write_text("".join(json.dumps({**e, "seq": n}, sort_keys=True) + "\n"
+                               for n, e in enumerate(kept)), encoding="utf-8")
+        return check_paths([out])
 
-@pytest.mark.parametrize("stem", sorted(OPEN_TRACES))
-def test_open_trace_check_failures_still_fail(stem: str) -> None:
-    """Strict: each must still be refused; the day one checks clean, its entry moves to
-    traces/checker/ (or traces/regressions/) with what fixed it."""
-    trace = next(CONFORMANCE_OPEN.glob(f"{stem}-*.jsonl"))
-    report = check_paths([trace])
-    if report.ok:
-        pytest.fail(f"{trace.name} now checks clean: {OPEN_TRACES[stem]}")
-    pytest.xfail(OPEN_TRACES[stem])
-
-
-def test_every_open_trace_has_its_reason() -> None:
-    assert sorted(p.stem[:4] for p in CONFORMANCE_OPEN.glob("*.jsonl")) == sorted(OPEN_TRACES)
+    report = checked({})
+    assert report.ok, report.summary()
+    assert any("restarted again before it" in reason for reason in report.outside)
+    report = checked({"leo": {"2": 7}})
+    assert not report.ok and any("left the ISR" in f.message for f in report.failures), \
+        [f.format() for f in report.failures]

@@ -749,6 +749,22 @@ class _LsoInstance:
         hw_now = s.hw[self.replicas.index(s.leader)]
         self.leader_hw = ((s.leader, max(self.leader_hw[1], hw_now))
                           if self.leader_hw[0] == s.leader else (s.leader, hw_now))
+        restarted = int(args["replica"]) if action == "CrashRestart" else None
+        if restarted in self.pending_restart and restarted in s.isr:
+            # Restarted again while its last restart waits for the ISR drop: it has neither
+            # served nor fetched since (that would have been refused), so the two are one
+            # restart, checked once it leaves the ISR; this one's values are recorded against
+            # the first's.
+            assert restarted is not None
+            _, changed0 = self.pending_restart[restarted]
+            merged = dict(changed0)
+            for name, values in changed.items():
+                merged[name] = ({**changed0[name], **values} if isinstance(values, dict)
+                                and isinstance(changed0.get(name), dict) else values)
+            self.pending_restart[restarted] = (args, merged)
+            raise _Outside("a replica whose restart waits for the ISR drop restarted again "
+                           "before it (one restart, checked once it leaves the ISR)",
+                           resync=False)
         if self.pending_restart:
             self.settle_restarts(action, args, node)
         # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
