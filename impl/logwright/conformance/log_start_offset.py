@@ -768,10 +768,11 @@ class ClusterProjection(ClusterObserver):
             if any(max(v.log_start, v.seg_start, v.ckpt_start, v.hw) > end for v in views):
                 return
             w.leaderless = False
-            # No higher than the new leader's log, and no lower than its HW: in the model the
-            # partition's HW is never below its leader's (AdvanceHW raises both), so a new
-            # behaviour starting with the leader's HW above it could never raise it again.
-            w.committed = max(min(w.committed, end), views[replicas.index(w.leader)].hw)
+            # No higher than the new leader's log, and no lower than any replica's HW (none
+            # lies beyond that log, checked above): in the model the partition's HW is never
+            # below a replica's (AdvanceHW raises both, a follower's comes from its leader),
+            # so a behaviour starting with a HW above it could never raise it by a step.
+            w.committed = max(min(w.committed, end), *(v.hw for v in views))
         else:
             w.committed = max(w.committed, *(v.hw for v in views))
         isr = (frozenset(state.isr) & set(replicas)) - (set(w.fenced) - {w.leader}) | {w.leader}
