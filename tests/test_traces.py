@@ -19,7 +19,7 @@ from logwright.cli import main
 from logwright.cluster import Cluster
 from logwright.errors import LogwrightError
 from logwright.identity import TopicPartition
-from logwright.verify.traces import CheckReport, check_paths, fingerprint
+from logwright.verify.traces import _LSO_VARS, CheckReport, check_paths, fingerprint
 from logwright.world import Fault
 from logwright.world.trace import NO_TRACE
 
@@ -1014,7 +1014,7 @@ def test_a_restart_below_the_start_offset_cut_by_a_power_loss_checks_by_its_inte
     events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert check_paths([path]).ok
     topic_id = next(e["args"]["topicId"] for e in events if e["action"] == "DeleteRecords")
-    values = {name: {"1": 1} for name in _LSO_VARIABLES}
+    values = {name: {"1": 1} for name in _LSO_VARS}
     base = {"instance": "s-0", "node": "broker-1", "trace": events[-1]["trace"],
             "time": events[-1]["time"], "v": 4}
 
@@ -1039,8 +1039,6 @@ def test_a_restart_below_the_start_offset_cut_by_a_power_loss_checks_by_its_inte
         report = checked(edit)
         assert not report.ok and report.failures, (edit, report.summary())
 
-
-_LSO_VARIABLES = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
 
 
 def test_a_second_restart_folded_into_a_waiting_one_is_still_checked(tmp_path: Path) -> None:

@@ -1447,12 +1447,9 @@ class LogManager:
             self._trace_log(moved, "DeleteOldestSegment", args)
             return
         hw, checkpoint = intent
-        r = self.trace_replica
-        self.trace.intent(f"broker-{r}", partition_instance(moved.tp.topic, moved.tp.partition),
-                          r, "DeleteOldestSegment",
-                          {"replica": r, "topicId": topic_id_text(moved.topic_id), **args},
-                          (moved.log_end_offset, hw, moved.log_start_offset, first, None,
-                           moved.recovery_point), durable=checkpoint is not None)
+        self._trace_log(moved, "DeleteOldestSegment", args, intent=True,
+                        values=(moved.log_end_offset, hw, moved.log_start_offset, first, None,
+                                moved.recovery_point), durable=checkpoint is not None)
 
     def _retention_intent(self, log: PartitionLog) -> RaiseObserver:
         """What records an ``Intent`` before each start offset raise of ``log``'s retention:
@@ -1474,16 +1471,21 @@ class LogManager:
         return before_raise
 
     def _trace_log(self, log: PartitionLog, action: str, args: dict[str, object],
-                   ckpt: int | None = None, intent: bool = False) -> None:
+                   ckpt: int | None = None, intent: bool = False,
+                   values: tuple[int, int, int, int, int | None, int] | None = None,
+                   durable: bool | None = None) -> None:
         """Record LogStartOffset's ``action`` on this broker's replica of ``log`` (``intent``:
-        its ``Intent``, before the write that makes it durable)."""
+        its ``Intent``, before the write that makes it durable). ``values`` and ``durable``:
+        the replica's offsets and checkpoint as the action will leave them, when not yet
+        ``log``'s own."""
         r = self.trace_replica
         record = self.trace.intent if intent else self.trace.replica_step
         record(f"broker-{r}", partition_instance(log.tp.topic, log.tp.partition), r, action,
                {"replica": r, "topicId": topic_id_text(log.topic_id), **args},
-               (log.log_end_offset, log.high_watermark, log.log_start_offset,
-                log.segments[0].base_offset, ckpt, log.recovery_point),
-               durable=log.start_offset_checkpoint is not None)
+               values if values is not None else (
+                   log.log_end_offset, log.high_watermark, log.log_start_offset,
+                   log.segments[0].base_offset, ckpt, log.recovery_point),
+               durable=(log.start_offset_checkpoint is not None) if durable is None else durable)
 
     def _start_offset_checkpoint(self, state: LogDirState) -> LogStartOffsetCheckpoint | None:
         """What a log of ``state`` writes a raised start offset to: the dir's checkpoint, or

@@ -226,7 +226,7 @@ present."""
 def parse_event(obj: Any) -> Event | str:
     """``obj`` (one decoded JSON line, or one Parquet row with ``args`` and ``changed`` still
     JSON text) as an event, or the reason it is not one of this schema."""
-    if type(obj) is dict:  # the common case in one test: what the checks below accept as is
+    if type(obj) is dict:  # the common case at once: what every check below accepts as it is
         get = obj.get
         seq = get("seq")
         if (type(get("args")) is dict and type(get("changed")) is dict and type(seq) is int
@@ -272,9 +272,11 @@ def _long_numbers(text: bytes) -> bool:
     expression's search)."""
     return _LONG_RUN in text.translate(_DIGITS_AS_HASH)
 
+
 MAX_DEPTH = 64
 """The deepest nesting of arrays and objects a line may have (an event nests four deep): a line
 nested deeper is bad input, whichever decoder read it and however deep the stack it ran on."""
+_TOO_DEEP = f"not JSON of this schema: nested deeper than {MAX_DEPTH} levels"
 
 
 def loads(line: str, long_numbers: bool = True) -> Any:
@@ -319,10 +321,10 @@ def decode_line(line: str, long_numbers: bool = True) -> tuple[Any, str]:
     except json.JSONDecodeError as exc:
         return None, f"not JSON: {exc.msg}"
     except RecursionError:
-        return None, f"not JSON of this schema: nested deeper than {MAX_DEPTH} levels"
+        return None, _TOO_DEEP
     # Only a line with more brackets than the limit can nest deeper than it.
     if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-        return value, f"not JSON of this schema: nested deeper than {MAX_DEPTH} levels"
+        return value, _TOO_DEEP
     return value, ""
 
 
