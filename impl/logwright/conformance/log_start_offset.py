@@ -701,6 +701,7 @@ class ClusterProjection(ClusterObserver):
             w.leader = replicas[0]
         zero = ReplicaView(0, 0, 0, 0, 0, 0)
         restarted: set[int] = set()
+        seen_now: set[int] = set()
         for b in replicas:
             view, incarnation, log = self._view(b, tp)
             if incarnation is not None:
@@ -753,6 +754,7 @@ class ClusterProjection(ClusterObserver):
                                               "its log as a follower of the previous epoch "
                                               "(the model's leader is told at once)")
                 w.views[b] = view
+                seen_now.add(b)
         views = [w.views.get(b, zero) for b in replicas]
         segs = []
         for b, v in zip(replicas, views, strict=True):
@@ -763,7 +765,12 @@ class ClusterProjection(ClusterObserver):
             # every replica lost: the leader's log is the committed data now. A replica whose
             # start offset or HW lies beyond it (raised by a DeleteRecords never acknowledged,
             # its records since lost) is outside the model until it follows the new leader
-            # (truncated, or restarted at the leader's start offset, hazard 8).
+            # (truncated, or restarted at the leader's start offset, hazard 8). So is a
+            # leader whose log is not seen now (down, its restarted incarnation still loading
+            # or not yet registered): the last view of it may be of an incarnation that lost
+            # records since, and its log is the committed data only once it is seen.
+            if w.leader not in seen_now:
+                return
             end = views[replicas.index(w.leader)].leo
             if any(max(v.log_start, v.seg_start, v.ckpt_start, v.hw) > end for v in views):
                 return
