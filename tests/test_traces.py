@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -635,6 +636,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
                       '"topicId":"RegjnxI3Ss-hMU2RqRNqwA"}'),
     "0011": ("outside", "a DeleteOldestSegment whose event a power loss cut"),
     "0012": ("outside", "restarted again before it"),
+    "0013": ("outside", "a member a reassignment had deleted"),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -697,7 +699,14 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     committed record, then restarted again before the controller dropped it from the ISR. The
     checker deferred the first restart until the ISR drop and refused the second as the
     replica acting in the ISR; a restart while one waits is now folded into it (the replica
-    has neither served nor fetched since), checked once it leaves the ISR."""
+    has neither served nor fetched since), checked once it leaves the ISR.
+
+    0013 (``fuzz --seeds 300 --seed 3000 --steps 150``, seed 3181): a reassignment took
+    replica 1 of t-0 away; broker 1 deleted its log for the StopReplica, and leader 3, not yet
+    told of the new leader epoch, then proposed replica 1 back into the ISR on a fetch made
+    before the deletion. The controller refuses such a proposal (a stale leader epoch); the
+    checker now takes it as it takes one with a stale broker epoch: outside the model, the
+    member kept out of the model's ISR."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1072,29 +1081,43 @@ def test_a_second_restart_folded_into_a_waiting_one_is_still_checked(tmp_path: P
         [f.format() for f in report.failures]
 
 
-CONFORMANCE_OPEN = Path(__file__).resolve().parent / "data" / "conformance_open"
-OPEN_TRACES = {
-    "0013": "leader 3 of t-0 proposed replica 1 back into the ISR (brokerEpoch 11, knownLeo 2) "
-            "right after broker 1 deleted its replica's log for a StopReplica; the model's "
-            "ExpandIsr needs the member's log to reach the HW (not yet triaged: a leader "
-            "acting on a deleted replica's earlier fetch, or a projection of the deletion the "
-            "checker lacks)",
-}
-"""Traces the checker refuses, from ``fuzz --seeds 300 --seed 3000 --steps 150`` (seed 3181;
-it fails the same way on the code from before session 37), kept out of traces/ (where every
-trace checks clean on both engines) until triaged (docs/verification.md, 'Open findings')."""
+def _reordered(src: Path, order: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+               out: Path) -> Path:
+    """A copy of trace ``src`` with its events put in ``order``, numbered again."""
+    events = [json.loads(line) for line in src.read_text(encoding="utf-8").splitlines()]
+    out.write_text("".join(json.dumps({**e, "seq": n}, sort_keys=True) + "\n"
+                           for n, e in enumerate(order(events))), encoding="utf-8")
+    return out
 
 
-@pytest.mark.parametrize("stem", sorted(OPEN_TRACES))
-def test_open_trace_check_failures_still_fail(stem: str) -> None:
-    """Strict: each must still be refused; the day one checks clean, its entry moves to
-    traces/checker/ (or traces/regressions/) with what fixed it."""
-    trace = next(CONFORMANCE_OPEN.glob(f"{stem}-*.jsonl"))
-    report = check_paths([trace])
-    if report.ok:
-        pytest.fail(f"{trace.name} now checks clean: {OPEN_TRACES[stem]}")
-    pytest.xfail(OPEN_TRACES[stem])
+def test_a_proposal_of_a_deleted_member_is_outside_only_while_the_leader_is_stale(
+        tmp_path: Path) -> None:
+    """traces/checker/0013: leader 3 proposes replica 1, deleted by a reassignment, before it
+    is told of the reassignment's leader epoch; the controller refuses it, so it is outside
+    the model. The same proposal after the leader's LeaderAndIsr of that epoch, or the member
+    added by the controller rather than proposed, is what the model does not allow, and is
+    refused."""
+    src = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith("0013"))
 
+    def index(events: list[dict[str, Any]], action: str, **match: object) -> int:
+        return next(i for i, e in enumerate(events) if e["action"] == action
+                    and e["instance"] == "t-0" and e["model"] == "LogStartOffset"
+                    and all(e["args"].get(k) == v for k, v in match.items()))
 
-def test_every_open_trace_has_its_reason() -> None:
-    assert sorted(p.stem[:4] for p in CONFORMANCE_OPEN.glob("*.jsonl")) == sorted(OPEN_TRACES)
+    def after_becoming_leader(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        expand = events.pop(index(events, "ExpandIsr", r=1, brokerEpoch=11))
+        become = index(events, "BecomeLeader", leader=3, leaderEpoch=3)
+        return [*events[:become + 1], expand, *events[become + 1:]]
+
+    def committed_not_proposed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        i = index(events, "ExpandIsr", r=1, brokerEpoch=11)
+        events[i] = {**events[i], "args": {**events[i]["args"],
+                                           "cause": "AlterPartition committed"}}
+        return events
+
+    assert check_paths([src]).ok
+    for order in (after_becoming_leader, committed_not_proposed):
+        report = check_paths([_reordered(src, order, tmp_path / f"{order.__name__}.jsonl")])
+        assert not report.ok, (order.__name__, report.summary())
+        assert any(f.action == "ExpandIsr" and f.kind == "not enabled"
+                   for f in report.failures), [f.format() for f in report.failures]

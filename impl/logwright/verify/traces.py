@@ -462,6 +462,11 @@ class _LsoInstance:
         """Members the leader's ISR shows only through a proposal the controller refuses (a
         stale broker epoch, KIP-903): not in the model's ISR, until an event records the
         leader's ISR without them."""
+        self.deleted: dict[int, int] = {}
+        """Replica -> the leader epoch the controller had written when a reassignment deleted
+        it (its StopReplica comes after that epoch drops it), until it fetches again."""
+        self.leader_epoch = -1
+        """The leader epoch of the leader's last LeaderAndIsr (its BecomeLeader)."""
         self.registered: dict[int, int] = {}
         """Each broker's registered broker epoch as the trace has told so far (shared by the
         trace's instances: its Init and Register events)."""
@@ -794,6 +799,7 @@ class _LsoInstance:
                 t = twin.Append(t) if t is not None else None
         elif action == "FollowerFetch":
             assert r is not None
+            self.deleted.pop(r, None)
             t = twin.FollowerFetch(s, r)
             i = self.replicas.index(r)
             if t is not None and not _same(t, want):
@@ -835,6 +841,17 @@ class _LsoInstance:
                 raise _Outside("the leader proposed a member on what an earlier incarnation "
                                "of its broker had fetched (the controller refuses it: a stale "
                                "broker epoch)", resync=False)
+            if (t is None and action == "ExpandIsr"
+                    and str(args.get("cause", "")).startswith("AlterPartition proposed")
+                    and self.leader_epoch < self.deleted.get(member, -1)):
+                # The leader, not yet told of the epoch that took the member away, proposed
+                # it on a fetch made before its replica was deleted; the controller refuses
+                # the proposal (its leader epoch is stale). The model's leader knows where
+                # every log ends.
+                self.doomed.add(member)
+                raise _Outside("the leader proposed a member a reassignment had deleted, on "
+                               "what its replica had fetched before (the controller refuses "
+                               "it: a stale leader epoch)", resync=False)
             if (t is not None and action == "ExpandIsr" and epoch != -1
                     and str(args.get("cause", "")).startswith("AlterPartition proposed")):
                 self.proposed[member] = epoch
@@ -903,6 +920,7 @@ class _LsoInstance:
                 raise _Outside("a LeaderAndIsr the controller had already overtaken with a newer "
                                "leader epoch (its leader and ISR are no longer the partition's; "
                                "the newer one follows)", resync=False)
+            self.leader_epoch = int(args.get("leaderEpoch", -1))
             if leader != s.leader:
                 if leader not in s.isr:
                     raise _Outside("the controller elected a replica outside the ISR its "
@@ -933,6 +951,7 @@ class _LsoInstance:
                 raise _Outside("a reassignment deleted the leader's replica and its log before "
                                "its successor led (the model's replicas are fixed)", resync=False)
             # The controller dropped it from the ISR before it sent the StopReplica.
+            self.deleted[r] = self.written_epoch
             self.state = self._after_outside(want._replace(isr=s.isr - {r}))
             raise _Outside("a reassignment deleted a replica and its log (the model's replicas "
                            "are fixed)", resync=False)
