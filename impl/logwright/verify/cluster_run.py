@@ -83,7 +83,8 @@ class TopicBook:
     maybe_deleted_below: dict[int, int] = field(default_factory=dict)
     #: Per partition and acknowledged offset, the brokers whose replica holds the record intact:
     #: those holding it when it was acknowledged, less those whose copy a fault may have
-    #: destroyed since (a power loss, its dir failing), plus any seen holding it again. An
+    #: destroyed since (a power loss, unless the copy was below its log's recovery point then;
+    #: its dir failing), plus any seen holding it again. An
     #: acknowledged record may be lost only once this is empty (every replica that held it
     #: lost it), and then only with a recovery or unclean election reported.
     holders: dict[int, dict[int, set[int]]] = field(default_factory=dict)
@@ -169,7 +170,8 @@ class ClusterRun:
         self.faulted: set[tuple[int, int]] = set()  # (broker, dir number from 1)
         self._partitions_of: tuple[list[Any], list[TopicPartition]] = ([None], [])
         self.machine_crashes = 0
-        self.world.crash_listeners.append(self._machine_crashed)
+        # First: the durable points are read before the broker halts.
+        self.world.crash_listeners.insert(0, self._machine_crashed)
         # Every partition's LogStartOffset state, its twin's invariants checked after every
         # event of the world (a RefinementViolation, an AssertionError, names the invariant).
         # These four are most of a run's cost: ``per_event_models=False`` (``logwright fuzz
@@ -210,7 +212,8 @@ class ClusterRun:
     # ---- the fault model's bookkeeping ---------------------------------------------------------
 
     def _machine_crashed(self, host: str) -> None:
-        self._damage_all(int(host.rsplit("-", 1)[1]))
+        b = int(host.rsplit("-", 1)[1])
+        self._damage_all(b, self._durable_points(b))
         self.machine_crashes += 1
         self.event("machine lost power in the middle of a task")
 
@@ -234,12 +237,33 @@ class ClusterRun:
             self._partitions_of = (records, out)
         return list(self._partitions_of[1])
 
-    def _damage_all(self, b: int) -> None:
-        """Broker ``b`` lost its unflushed data: none of its copies counts as intact now."""
-        for book in self.topics.values():
-            for by_offset in book.holders.values():
-                for holders in by_offset.values():
-                    holders.discard(b)
+    def _durable_points(self, b: int) -> dict[tuple[str, int], int]:
+        """Per partition of this run's topics that broker ``b`` holds a log of (of the topic's
+        current generation, in a dir still serving), its recovery point: the offset below
+        which the log says its records are flushed, which a power loss of ``b``'s machine must
+        not take. Empty when ``b`` is down (what its logs flushed is not asked then)."""
+        broker = self.cluster.broker(b)
+        if not broker.alive:
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        for name, book in self.topics.items():
+            for p in book.holders:
+                log = broker.log_manager.get_log(TopicPartition(name, p))
+                if (log is not None and not log.offline and book.topic_id is not None
+                        and log.topic_id == book.topic_id):
+                    out[name, p] = log.recovery_point
+        return out
+
+    def _damage_all(self, b: int, durable: Mapping[tuple[str, int], int]) -> None:
+        """Broker ``b``'s machine lost power: none of its copies counts as intact now, but
+        those below its log's recovery point (``durable``, read just before), which were
+        flushed and must survive."""
+        for name, book in self.topics.items():
+            for p, by_offset in book.holders.items():
+                kept = durable.get((name, p), 0)
+                for offset, holders in by_offset.items():
+                    if offset >= kept:
+                        holders.discard(b)
 
     def _damage(self, b: int, topic: str, p: int) -> None:
         book = self.topics.get(topic)
@@ -491,9 +515,10 @@ class ClusterRun:
 
     def _op_crash(self, step: Step) -> None:
         b, power = step["broker"], step["power_loss"]
+        durable = self._durable_points(b) if power else {}
         self.cluster.crash_broker(b, power_loss=power)
         if power:
-            self._damage_all(b)
+            self._damage_all(b, durable)
 
     def _op_crash_during(self, step: Step) -> None:
         """Broker ``broker``'s machine loses power right after its ``after_ops``-th file system
