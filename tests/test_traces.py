@@ -637,6 +637,8 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0011": ("outside", "a DeleteOldestSegment whose event a power loss cut"),
     "0012": ("outside", "restarted again before it"),
     "0013": ("outside", "a member a reassignment had deleted"),
+    "0014": ("event", '"action":"ExpandIsr","args":{"brokerEpoch":9,"cause":"AlterPartition '
+                      'proposed","knownLeo":0,"leaderLeo":0,"r":1'),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -706,7 +708,14 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     told of the new leader epoch, then proposed replica 1 back into the ISR on a fetch made
     before the deletion. The controller refuses such a proposal (a stale leader epoch); the
     checker now takes it as it takes one with a stale broker epoch: outside the model, the
-    member kept out of the model's ISR."""
+    member kept out of the model's ISR.
+
+    0014 (``fuzz --seeds 300 --seed 3500 --steps 200``, seed 3611, cut after the event): a
+    reassignment added replica 1 to t-1, whose log was empty, and leader 2 proposed it into the
+    ISR before any of its fetches had changed anything the trace records. The checker met the
+    replica first as an ISR member and crashed on it (reported as bad input, the whole trace
+    unchecked); a member or ``r`` the instance lacks now re-bases it on the larger replica
+    set, as any other recorded value of a new replica does."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1121,3 +1130,34 @@ def test_a_proposal_of_a_deleted_member_is_outside_only_while_the_leader_is_stal
         assert not report.ok, (order.__name__, report.summary())
         assert any(f.action == "ExpandIsr" and f.kind == "not enabled"
                    for f in report.failures), [f.format() for f in report.failures]
+
+
+def test_an_empty_replica_added_to_the_isr_above_committed_records_is_refused(
+        tmp_path: Path) -> None:
+    """traces/checker/0014, with leader 2 appending a record that replica 3 fetches and the HW
+    reaching before the proposal: replica 1, added by the reassignment with an empty log, then
+    joins an ISR holding a committed record it lacks. The re-base on the larger replica set
+    still checks the model's invariants, and CommittedDataOnIsr refuses it."""
+    src = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith("0014"))
+    topic_id = "POwMCHAURTys08sCQzytNg"
+    common = {"instance": "t-1", "model": "LogStartOffset", "trace": "fuzz-seed-3611", "v": 4,
+              "time": 1700000115900}
+    committed = [
+        {**common, "action": "Append", "node": "broker-2",
+         "args": {"records": 1, "replica": 2, "topicId": topic_id}, "changed": {"leo": {"2": 1}}},
+        {**common, "action": "FollowerFetch", "node": "broker-3",
+         "args": {"fetchedTo": 1, "leaderHw": 0, "leaderLogStart": 0, "replica": 3,
+                  "topicId": topic_id}, "changed": {"leo": {"3": 1}}},
+        {**common, "action": "AdvanceHW", "node": "broker-2",
+         "args": {"known": {"2": 1, "3": 1}, "replica": 2, "topicId": topic_id},
+         "changed": {"hw": {"2": 1}}},
+    ]
+
+    def with_a_committed_record(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [*events[:-1], *committed, events[-1]]
+
+    assert check_paths([src]).ok
+    report = check_paths([_reordered(src, with_a_committed_record, tmp_path / "c.jsonl")])
+    assert not report.ok and not report.bad_input, report.summary()
+    assert any(f.action == "ExpandIsr" and "CommittedDataOnIsr" in f.message
+               for f in report.failures), [f.format() for f in report.failures]

@@ -506,6 +506,14 @@ class _LsoInstance:
                 self._add_replica(leader)
                 raise _Outside("a reassignment added a replica (the model's replicas are fixed)")
             s = s._replace(leader=leader)
+        # A replica a reassignment added may first show as an ISR member, its log still empty
+        # (its fetches changed nothing the trace records).
+        named = [*changed.get("isr", ()), *((args["r"],) if args is not None and "r" in args
+                                            else ())]
+        for m in named:
+            if int(m) not in self.replicas:
+                self._add_replica(int(m))
+                raise _Outside("a reassignment added a replica (the model's replicas are fixed)")
         updates: dict[str, tuple[Any, ...]] = {}
         for name in _LSO_VARS:
             if name not in changed:
@@ -1886,13 +1894,15 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
             x.notes.clear()
     if getattr(x, "leaderless", False):
         return  # no leader: outside the model, whose invariants speak of its leader's log
-    spec = x.spec()  # a leader change re-bases LogStartOffset's constants
-    for inv, holds in _invariants(spec):
+    # A leader change, or a replica added, re-bases LogStartOffset's constants: ``before`` is
+    # described by the spec it was a state of.
+    now = x.spec()
+    for inv, holds in _invariants(now):
         if not holds(after):
             failed.add(key)
             report.failures.append(Failure(where, int(e["seq"]), model, name, e["action"],
                                            "invariant", f"{inv} is violated after this step",
-                                           spec.describe(before), spec.describe(after)))
+                                           spec.describe(before), now.describe(after)))
             return
 
 
