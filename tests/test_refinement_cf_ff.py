@@ -192,6 +192,40 @@ def test_what_each_fetcher_bug_does_is_no_twin_step(before: FFState, after: FFSt
         checker.check_step(before, after)
 
 
+# A LeaderAndIsr whose own I/O finds the replica's dir failed (seed 3751: the fsync of a
+# reassignment's target): added to its fetcher at the new epoch, then failed at it, one event.
+FF_NEW_EPOCH_DIR_FAILED = _ff(3, 3, False, failed=3, alive=False)
+
+
+@pytest.mark.parametrize("before", [
+    pytest.param(_ff(3, 2, True), id="fetching at the older epoch"),
+    pytest.param(_ff(3, 2, False, failed=2, alive=False), id="failed at the older epoch"),
+])
+def test_a_leader_and_isr_that_finds_its_dir_failed_is_one_change(before: FFState) -> None:
+    checker, ref = _ff_checker()
+    ref.failure, ref.dir_offline = "StorageError", True
+    found = checker.check_step(before, FF_NEW_EPOCH_DIR_FAILED)
+    assert found.actions == ("LeaderAndIsr, StorageError, ShutdownIdle",)
+
+
+@pytest.mark.parametrize(("after", "failure", "dir_offline", "reason"), [
+    pytest.param(FF_NEW_EPOCH_DIR_FAILED, "StorageError", False, NO_STEP,
+                 id="the dir still online: an error of another kind"),
+    pytest.param(FF_NEW_EPOCH_DIR_FAILED, FENCED, True, NO_STEP,
+                 id="recorded as a fence"),
+    pytest.param(_ff(3, 3, False, failed=2, alive=False), "StorageError", True, NO_STEP,
+                 id="failed at the older epoch it had"),
+    pytest.param(_ff(3, 3, True, failed=3), "StorageError", True, NO_STEP,
+                 id="failed and still fetched"),
+])
+def test_a_leader_and_isr_and_a_failure_it_does_not_explain(
+        after: FFState, failure: str, dir_offline: bool, reason: str) -> None:
+    checker, ref = _ff_checker()
+    ref.failure, ref.dir_offline = failure, dir_offline
+    with pytest.raises(RefinementViolation, match=reason):
+        checker.check_step(_ff(3, 2, True), after)
+
+
 def test_a_failure_stranded_in_a_dead_fetcher_breaks_failure_contained() -> None:
     checker, _ = _ff_checker()
     with pytest.raises(RefinementViolation, match="FailureContained"):

@@ -28,9 +28,16 @@ be the twin's ``FetchFenced``, any other its ``StorageError``.
 One event of the cluster changes one replica by at most one twin step (a LeaderAndIsr moves a
 partition to its new epoch in one step; a dir failure fails each of its partitions once), so K
 is 1: a failed partition back in its fetcher at the same epoch is no step of the twin, where two
-(StopReplica, then LeaderAndIsr) would hide it. A broker's restart (a new incarnation starts
-with no fetcher and no failure) is outside the twin: the instance starts a new behaviour there
-(:meth:`RefinementChecker.rebase`, invariants checked); a broker that is down keeps its state.
+(StopReplica, then LeaderAndIsr) would hide it. One event makes two: a LeaderAndIsr during
+which the replica's dir goes offline (its own I/O, such as the fsync of a reassignment's
+target, finds the dir failed) adds the replica to its fetcher at the new epoch, then fails it
+at that epoch with the dir's other partitions. That pair, ``LeaderAndIsr`` then
+``StorageError``, is accepted as one change, and only when the new failure is a storage error
+and the replica's log dir is offline after the event (``FetcherFailureRefinement.dir_offline``).
+
+A broker's restart (a new incarnation starts with no fetcher and no failure) is outside the
+twin: the instance starts a new behaviour there (:meth:`RefinementChecker.rebase`, invariants
+checked); a broker that is down keeps its state.
 """
 
 from __future__ import annotations
@@ -73,12 +80,17 @@ def twin() -> FetcherFailureTwin:
 
 class FetcherFailureRefinement:
     """The twin's steps with ``inflight`` and the previous ``leaderEpoch`` hidden (a
-    :class:`~logwright.conformance.refinement.Refinement`). ``failure`` is set by the
-    projection before a check: the action the target's new failure was recorded as."""
+    :class:`~logwright.conformance.refinement.Refinement`). ``failure`` and ``dir_offline`` are
+    set by the projection before a check: the action the target's new failure was recorded as,
+    and whether the target's log dir is offline."""
 
     def __init__(self, spec: FetcherFailureTwin) -> None:
         self._spec = spec
         self.failure = ""
+        #: The target replica's log dir is offline. With a new storage error, the change may
+        #: also be a LeaderAndIsr whose own I/O failed the dir: ``LeaderAndIsr`` then
+        #: ``StorageError`` at its epoch, in one event (the module's docstring).
+        self.dir_offline = False
 
     @property
     def spec(self) -> FetcherFailureTwin:
@@ -87,7 +99,9 @@ class FetcherFailureRefinement:
 
     def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
         """Every twin step from ``state`` with any hidden values, projected (``inflight``
-        NO_FETCH, ``leaderEpoch`` the target's), with or without an idle shutdown after."""
+        NO_FETCH, ``leaderEpoch`` the target's), with or without an idle shutdown after; and a
+        LeaderAndIsr followed by a StorageError when a new storage error took the target's
+        dir offline."""
         assert isinstance(state, FFState) and isinstance(target, FFState)
         return self._moves(state, target)
 
@@ -103,6 +117,7 @@ class FetcherFailureRefinement:
             actions.append(("FetchFenced", spec.FetchFenced))
         elif self.failure:
             actions.append(("StorageError", spec.StorageError))
+        then_fail = self.failure not in ("", FENCED) and self.dir_offline
         for le in epochs:
             for inflight in (NO_FETCH, *epochs):
                 hidden = s._replace(leaderEpoch=(le,), inflight=(inflight,))
@@ -115,6 +130,14 @@ class FetcherFailureRefinement:
                     idle = spec.ShutdownIdle(t, 1)
                     if idle is not None:
                         yield f"{name}, ShutdownIdle", idle
+                    failed = None
+                    if then_fail and name == "LeaderAndIsr":  # its own I/O failed the dir
+                        failed = spec.StorageError(t, 1)
+                    if failed is not None:
+                        yield f"{name}, StorageError", failed
+                        idle = spec.ShutdownIdle(failed, 1)
+                        if idle is not None:
+                            yield f"{name}, StorageError, ShutdownIdle", idle
         if top > s.leaderEpoch[0]:  # the controller's decisions alone
             yield "ElectLeader", s._replace(leaderEpoch=(top,))
         idle = spec.ShutdownIdle(s._replace(leaderEpoch=(top,)), 1)
@@ -209,6 +232,8 @@ class FetcherFailureProjection(ClusterObserver):
         new_failure = s.failedEpoch[0] != NOT_FAILED and (
             before.failedEpoch[0] != s.failedEpoch[0] or before.fetching[0])
         r.refinement.failure = failure if new_failure else ""
+        part = broker.replica_manager.partitions.get(tp)
+        r.refinement.dir_offline = part is not None and part.offline
         self.checks += 1
         found = r.checker.check(s, where)
         if found.actions:
