@@ -55,7 +55,7 @@ CONFIG_CHANGES: tuple[dict[str, Any], ...] = (
     {"segment.bytes": 200}, {"segment.index.bytes": 16, "index.interval.bytes": 0},
     {"min.insync.replicas": 2}, {"min.insync.replicas": 1}, {"file.delete.delay.ms": 0},
     {"max.message.bytes": 40}, {"cleanup.policy": "compact"}, {"retention.ms": -1},
-    {"retention.ms": 20_000},
+    {"retention.ms": 20_000}, {"flush.messages": 1},
 )
 
 #: Rules a campaign may leave out because a known open defect makes them fail: none today.
