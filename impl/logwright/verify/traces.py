@@ -483,6 +483,13 @@ class _LsoInstance:
         self.deferred_intents: dict[int, dict[str, Any]] = {}
         """Replica -> the intent pending at its restart when that restart's check waits for
         the ISR drop (the replica's later intents are its new incarnation's)."""
+        self.heard: dict[int, int] = {}
+        """Broker -> the leader epoch of the last LeaderAndIsr for the partition it applied (its
+        accepted ``Deliver``, as ControllerFencing records it; -1 after a StopReplica), until
+        its replica restarts or is deleted (a restarted broker leads and fetches nothing until
+        it is told again)."""
+        self.led: dict[int, int] = {}
+        """Leader epoch -> the replica that became leader at it (its BecomeLeader)."""
 
     @property
     def leader(self) -> int:
@@ -650,6 +657,11 @@ class _LsoInstance:
         self.pending_restart.clear()
         self.deferred_intents.clear()
 
+    def heard_of(self, b: int, epoch: int) -> None:
+        """Broker ``b`` applied a control request for the partition: its LeaderAndIsr of
+        leader epoch ``epoch`` (-1: a StopReplica, or one it could not apply)."""
+        self.heard[b] = epoch
+
     def intend(self, args: Mapping[str, Any]) -> None:
         """An ``Intent`` event: replica ``args.replica`` is about to make ``args.action``
         durable, and will record it once the write returns."""
@@ -742,6 +754,10 @@ class _LsoInstance:
 
     def _step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
               node: str = "") -> LogStartOffsetState | None:
+        if action == "BecomeLeader":
+            self.led[int(args.get("leaderEpoch", -1))] = int(args["leader"])
+        elif action in ("CrashRestart", "DeleteReplica"):
+            self.heard.pop(int(args["replica"]), None)
         if self.leaderless:
             if action != "BecomeLeader":
                 raise _Outside("a step while the partition has no leader (the model always has "
@@ -825,6 +841,13 @@ class _LsoInstance:
                 raise _Outside("a fetch from a deposed leader, past the present leader's end: "
                                "the follower had not yet heard of the new leader (the model "
                                "has one leader)")
+            if t is None or not _same(t, want):
+                deposed = self._deposed_answer(s, r, args)
+                if deposed is not None and _same(deposed, want):
+                    raise _Outside("a fetch answered by a deposed leader that had not yet heard "
+                                   "of its successor, from a follower that had not either "
+                                   "(both last told of the epoch it led; the model has one "
+                                   "leader): the follower's step from that leader's log")
         elif action == "AdvanceHW":
             # The leader's HW may stop short of the ISR's least LEO (what it last heard of the
             # followers): the model's AdvanceHW(h) takes any h up to it.
@@ -1030,6 +1053,34 @@ class _LsoInstance:
             return None
         return t._replace(hw=_put(t.hw, L, s.hw[L]), logStart=_put(t.logStart, L, s.logStart[L]),
                           leo=_put(t.leo, L, s.leo[L]))
+
+    def _deposed_answer(self, s: LogStartOffsetState, r: int,
+                        args: Mapping[str, Any]) -> LogStartOffsetState | None:
+        """Follower ``r``'s fetch as the twin's FollowerFetch served by a deposed leader: the
+        replica that became leader at the leader epoch ``r`` was last told of, when a later
+        epoch's leader leads now and that replica was not told of a later epoch either (in
+        Kafka both still carry that epoch, so it answers the fetch). Its log is the one its own
+        steps, outside the model, left; the answer's values must be within it. None when no
+        replica can have answered so, or its log cannot have given the answer."""
+        epoch = self.heard.get(r, -1)
+        d = self.led.get(epoch)
+        if (epoch < 0 or epoch >= self.leader_epoch or d is None or d in (r, s.leader)
+                or d not in self.replicas or self.heard.get(d) != epoch):
+            return None
+        D = self.replicas.index(d)
+        hw = int(args.get("leaderHw", s.hw[D]))
+        start = int(args.get("leaderLogStart", s.logStart[D]))
+        leo = int(args.get("fetchedTo", s.leo[D]))
+        if not (hw <= s.hw[D] and start <= s.logStart[D] and leo <= s.leo[D]):
+            return None
+        snap = s._replace(leader=d, hw=_put(s.hw, D, max(0, hw)),
+                          logStart=_put(s.logStart, D, start), leo=_put(s.leo, D, leo))
+        t = self.twin().FollowerFetch(snap, r)
+        if t is None:
+            return None
+        return t._replace(leader=s.leader, hw=_put(t.hw, D, s.hw[D]),
+                          logStart=_put(t.logStart, D, s.logStart[D]),
+                          leo=_put(t.leo, D, s.leo[D]))
 
 
 def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -1739,6 +1790,10 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
         elif model == CONTROLLER_FENCING:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
+            if (action == "Deliver" and args.get("outcome") == "accept" and inst in lso
+                    and not other_generation(inst, args)):
+                for b, epoch in changed.get("replicaEpoch", {}).items():
+                    lso[inst].heard_of(int(b), int(epoch))
             if action == "Register":
                 registered[int(args["b"])] = int(args["e"])
                 for instance_ in lso.values():
