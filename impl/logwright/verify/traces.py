@@ -1038,21 +1038,10 @@ class _LsoInstance:
     def _stale_fetch(self, s: LogStartOffsetState, r: int,
                      args: Mapping[str, Any]) -> LogStartOffsetState | None:
         L = self.replicas.index(self.leader)
-        hw = int(args.get("leaderHw", s.hw[L]))
-        start = int(args.get("leaderLogStart", s.logStart[L]))
-        leo = int(args.get("fetchedTo", s.leo[L]))
         # The HW as high as the leader's has been while it led (an answer sent before a power
         # loss of the leader may carry more than the HW it restarted with).
         high = self.leader_hw[1] if self.leader_hw[0] == self.leader else s.hw[L]
-        if not (hw <= max(s.hw[L], high) and start <= s.logStart[L] and leo <= s.leo[L]):
-            return None
-        snap = s._replace(hw=_put(s.hw, L, max(0, hw)), logStart=_put(s.logStart, L, start),
-                          leo=_put(s.leo, L, leo))
-        t = self.twin().FollowerFetch(snap, r)
-        if t is None:
-            return None
-        return t._replace(hw=_put(t.hw, L, s.hw[L]), logStart=_put(t.logStart, L, s.logStart[L]),
-                          leo=_put(t.leo, L, s.leo[L]))
+        return self._answered_by(s, self.leader, r, args, max(s.hw[L], high))
 
     def _deposed_answer(self, s: LogStartOffsetState, r: int,
                         args: Mapping[str, Any]) -> LogStartOffsetState | None:
@@ -1067,21 +1056,28 @@ class _LsoInstance:
         if (epoch < 0 or epoch >= self.leader_epoch or d is None or d in (r, s.leader)
                 or d not in self.replicas or self.heard.get(d) != epoch):
             return None
-        D = self.replicas.index(d)
-        hw = int(args.get("leaderHw", s.hw[D]))
-        start = int(args.get("leaderLogStart", s.logStart[D]))
-        leo = int(args.get("fetchedTo", s.leo[D]))
-        if not (hw <= s.hw[D] and start <= s.logStart[D] and leo <= s.leo[D]):
+        return self._answered_by(s, d, r, args, s.hw[self.replicas.index(d)])
+
+    def _answered_by(self, s: LogStartOffsetState, a: int, r: int, args: Mapping[str, Any],
+                     hw_bound: int) -> LogStartOffsetState | None:
+        """The twin's FollowerFetch of follower ``r`` served by replica ``a``'s log with the
+        values the answer carried (its HW at most ``hw_bound``, its start offset and log end
+        at most ``a``'s), ``a``'s own values and the leader kept as they are; None if the
+        answer is beyond ``a``'s log or the fetch not enabled."""
+        A = self.replicas.index(a)
+        hw = int(args.get("leaderHw", s.hw[A]))
+        start = int(args.get("leaderLogStart", s.logStart[A]))
+        leo = int(args.get("fetchedTo", s.leo[A]))
+        if not (hw <= hw_bound and start <= s.logStart[A] and leo <= s.leo[A]):
             return None
-        snap = s._replace(leader=d, hw=_put(s.hw, D, max(0, hw)),
-                          logStart=_put(s.logStart, D, start), leo=_put(s.leo, D, leo))
+        snap = s._replace(leader=a, hw=_put(s.hw, A, max(0, hw)),
+                          logStart=_put(s.logStart, A, start), leo=_put(s.leo, A, leo))
         t = self.twin().FollowerFetch(snap, r)
         if t is None:
             return None
-        return t._replace(leader=s.leader, hw=_put(t.hw, D, s.hw[D]),
-                          logStart=_put(t.logStart, D, s.logStart[D]),
-                          leo=_put(t.leo, D, s.leo[D]))
-
+        return t._replace(leader=s.leader, hw=_put(t.hw, A, s.hw[A]),
+                          logStart=_put(t.logStart, A, s.logStart[A]),
+                          leo=_put(t.leo, A, s.leo[A]))
 
 def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
     return (*t[:i], v, *t[i + 1:])
