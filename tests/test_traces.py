@@ -639,6 +639,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0013": ("outside", "a member a reassignment had deleted"),
     "0014": ("event", '"action":"ExpandIsr","args":{"brokerEpoch":9,"cause":"AlterPartition '
                       'proposed","knownLeo":0,"leaderLeo":0,"r":1'),
+    "0015": ("outside", "a fetch answered by a deposed leader"),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -715,7 +716,18 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     ISR before any of its fetches had changed anything the trace records. The checker met the
     replica first as an ISR member and crashed on it (reported as bad input, the whole trace
     unchecked); a member or ``r`` the instance lacks now re-bases it on the larger replica
-    set, as any other recorded value of a new replica does."""
+    set, as any other recorded value of a new replica does.
+
+    0015 (``fuzz --seeds 300 --seed 3500 --steps 200``, seed 3680; its steps shrunk from 200
+    to 7, recorded again): broker 3 led t-1 at leader epoch 0; cut off from the controller,
+    with broker 2 cut off too, it was replaced by broker 1 (epochs 1 and 2), and neither
+    broker 3 nor broker 2 was told. Broker 3 accepted a client's DeleteRecords below offset 1
+    (a deposed leader's step, outside the model; it timed out unacknowledged), and broker 2,
+    still fetching from it at epoch 0, took its start offset 1 while the leader's stayed 0, as
+    Kafka's follower does. The model's fetch reads the present leader's log; the checker now
+    takes such a fetch as the twin's fetch from the deposed leader's log, outside the model,
+    when the two brokers' last LeaderAndIsr for the partition is of the epoch that replica
+    led, and a later epoch's leader leads."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1161,3 +1173,57 @@ def test_an_empty_replica_added_to_the_isr_above_committed_records_is_refused(
     assert not report.ok and not report.bad_input, report.summary()
     assert any(f.action == "ExpandIsr" and "CommittedDataOnIsr" in f.message
                for f in report.failures), [f.format() for f in report.failures]
+
+
+def test_a_fetch_from_a_deposed_leader_is_outside_only_while_both_brokers_are_stale(
+        tmp_path: Path) -> None:
+    """traces/checker/0015: follower 2 takes start offset 1 from broker 3, a deposed leader
+    that accepted a DeleteRecords, while leader 1's stays 0. As recorded it is outside the
+    model: both brokers were last told of epoch 0, which broker 3 led. The same fetch after
+    broker 2 was told of epoch 1 (broker 1's), or after broker 3 was told of epoch 2, or
+    carrying a start offset broker 3's log never had, is refused."""
+    src = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith("0015"))
+    topic_id = "QR5Jc6VLTe-uO9XQEGaV2g"
+
+    def fetch(events: list[dict[str, Any]]) -> int:
+        return next(i for i, e in enumerate(events) if e["action"] == "Intent"
+                    and e["instance"] == "t-1" and e["args"]["action"] == "FollowerFetch"
+                    and e["args"]["leaderLogStart"] == 1)
+
+    def told(b: int, e: int, le: int, send: bool) -> Callable[[list[dict[str, Any]]],
+                                                            list[dict[str, Any]]]:
+        def order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            i = fetch(events)
+            base = {"instance": "t-1", "model": "ControllerFencing", "time": events[i]["time"],
+                    "trace": events[i]["trace"], "v": events[i]["v"]}
+            request = {"b": b, "c": 1, "e": e, "le": le, "topicId": topic_id}
+            sent = {**base, "action": "SendLeaderAndIsr", "node": "controller-1",
+                    "args": request, "changed": {}}
+            delivered = {**base, "action": "Deliver", "node": f"broker-{b}",
+                         "args": {**request, "outcome": "accept", "result": "NONE",
+                                  "type": "LeaderAndIsr"},
+                         "changed": {"brokerControllerEpoch": {str(b): 1},
+                                     "replicaEpoch": {str(b): le}}}
+            return [*events[:i], *([sent] if send else []), delivered, *events[i:]]
+        order.__name__ = f"broker_{b}_told_of_epoch_{le}"
+        return order
+
+    def another_start_offset(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        i = fetch(events)
+        for e in events[i:i + 2]:
+            e["args"]["leaderLogStart"] = 2
+            values = {"ckptStart": {"2": 2}, "logStart": {"2": 2}}
+            if e["action"] == "Intent":
+                e["args"]["then"] = values
+            else:
+                e["changed"] = values
+        return events
+
+    report = check_paths([src])
+    assert report.ok, report.summary()
+    assert any("a fetch answered by a deposed leader" in reason for reason in report.outside)
+    for order in (told(2, 1, 1, send=False), told(3, 2, 2, send=True), another_start_offset):
+        report = check_paths([_reordered(src, order, tmp_path / f"{order.__name__}.jsonl")])
+        assert not report.ok, (order.__name__, report.summary())
+        assert [(f.model, f.action) for f in report.failures] == [
+            ("LogStartOffset", "FollowerFetch")], [f.format() for f in report.failures]

@@ -483,6 +483,13 @@ class _LsoInstance:
         self.deferred_intents: dict[int, dict[str, Any]] = {}
         """Replica -> the intent pending at its restart when that restart's check waits for
         the ISR drop (the replica's later intents are its new incarnation's)."""
+        self.heard: dict[int, int] = {}
+        """Broker -> the leader epoch of the last LeaderAndIsr for the partition it applied (its
+        accepted ``Deliver``, as ControllerFencing records it; -1 after a StopReplica), until
+        its replica restarts or is deleted (a restarted broker leads and fetches nothing until
+        it is told again)."""
+        self.led: dict[int, int] = {}
+        """Leader epoch -> the replica that became leader at it (its BecomeLeader)."""
 
     @property
     def leader(self) -> int:
@@ -658,6 +665,11 @@ class _LsoInstance:
         self.pending_restart.clear()
         self.deferred_intents.clear()
 
+    def heard_of(self, b: int, epoch: int) -> None:
+        """Broker ``b`` applied a control request for the partition: its LeaderAndIsr of
+        leader epoch ``epoch`` (-1: a StopReplica, or one it could not apply)."""
+        self.heard[b] = epoch
+
     def intend(self, args: Mapping[str, Any]) -> None:
         """An ``Intent`` event: replica ``args.replica`` is about to make ``args.action``
         durable, and will record it once the write returns."""
@@ -750,6 +762,10 @@ class _LsoInstance:
 
     def _step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
               node: str = "") -> LogStartOffsetState | None:
+        if action == "BecomeLeader":
+            self.led[int(args.get("leaderEpoch", -1))] = int(args["leader"])
+        elif action in ("CrashRestart", "DeleteReplica"):
+            self.heard.pop(int(args["replica"]), None)
         if self.leaderless:
             if action != "BecomeLeader":
                 raise _Outside("a step while the partition has no leader (the model always has "
@@ -833,6 +849,13 @@ class _LsoInstance:
                 raise _Outside("a fetch from a deposed leader, past the present leader's end: "
                                "the follower had not yet heard of the new leader (the model "
                                "has one leader)")
+            if t is None or not _same(t, want):
+                deposed = self._deposed_answer(s, r, args)
+                if deposed is not None and _same(deposed, want):
+                    raise _Outside("a fetch answered by a deposed leader that had not yet heard "
+                                   "of its successor, from a follower that had not either "
+                                   "(both last told of the epoch it led; the model has one "
+                                   "leader): the follower's step from that leader's log")
         elif action == "AdvanceHW":
             # The leader's HW may stop short of the ISR's least LEO (what it last heard of the
             # followers): the model's AdvanceHW(h) takes any h up to it.
@@ -1023,21 +1046,46 @@ class _LsoInstance:
     def _stale_fetch(self, s: LogStartOffsetState, r: int,
                      args: Mapping[str, Any]) -> LogStartOffsetState | None:
         L = self.replicas.index(self.leader)
-        hw = int(args.get("leaderHw", s.hw[L]))
-        start = int(args.get("leaderLogStart", s.logStart[L]))
-        leo = int(args.get("fetchedTo", s.leo[L]))
         # The HW as high as the leader's has been while it led (an answer sent before a power
         # loss of the leader may carry more than the HW it restarted with).
         high = self.leader_hw[1] if self.leader_hw[0] == self.leader else s.hw[L]
-        if not (hw <= max(s.hw[L], high) and start <= s.logStart[L] and leo <= s.leo[L]):
+        return self._answered_by(s, self.leader, r, args, max(s.hw[L], high))
+
+    def _deposed_answer(self, s: LogStartOffsetState, r: int,
+                        args: Mapping[str, Any]) -> LogStartOffsetState | None:
+        """Follower ``r``'s fetch as the twin's FollowerFetch served by a deposed leader: the
+        replica that became leader at the leader epoch ``r`` was last told of, when a later
+        epoch's leader leads now and that replica was not told of a later epoch either (in
+        Kafka both still carry that epoch, so it answers the fetch). Its log is the one its own
+        steps, outside the model, left; the answer's values must be within it. None when no
+        replica can have answered so, or its log cannot have given the answer."""
+        epoch = self.heard.get(r, -1)
+        d = self.led.get(epoch)
+        if (epoch < 0 or epoch >= self.leader_epoch or d is None or d in (r, s.leader)
+                or d not in self.replicas or self.heard.get(d) != epoch):
             return None
-        snap = s._replace(hw=_put(s.hw, L, max(0, hw)), logStart=_put(s.logStart, L, start),
-                          leo=_put(s.leo, L, leo))
+        return self._answered_by(s, d, r, args, s.hw[self.replicas.index(d)])
+
+    def _answered_by(self, s: LogStartOffsetState, a: int, r: int, args: Mapping[str, Any],
+                     hw_bound: int) -> LogStartOffsetState | None:
+        """The twin's FollowerFetch of follower ``r`` served by replica ``a``'s log with the
+        values the answer carried (its HW at most ``hw_bound``, its start offset and log end
+        at most ``a``'s), ``a``'s own values and the leader kept as they are; None if the
+        answer is beyond ``a``'s log or the fetch not enabled."""
+        A = self.replicas.index(a)
+        hw = int(args.get("leaderHw", s.hw[A]))
+        start = int(args.get("leaderLogStart", s.logStart[A]))
+        leo = int(args.get("fetchedTo", s.leo[A]))
+        if not (hw <= hw_bound and start <= s.logStart[A] and leo <= s.leo[A]):
+            return None
+        snap = s._replace(leader=a, hw=_put(s.hw, A, max(0, hw)),
+                          logStart=_put(s.logStart, A, start), leo=_put(s.leo, A, leo))
         t = self.twin().FollowerFetch(snap, r)
         if t is None:
             return None
-        return t._replace(hw=_put(t.hw, L, s.hw[L]), logStart=_put(t.logStart, L, s.logStart[L]),
-                          leo=_put(t.leo, L, s.leo[L]))
+        return t._replace(leader=s.leader, hw=_put(t.hw, A, s.hw[A]),
+                          logStart=_put(t.logStart, A, s.logStart[A]),
+                          leo=_put(t.leo, A, s.leo[A]))
 
 
 def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -1747,6 +1795,10 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
         elif model == CONTROLLER_FENCING:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
+            if (action == "Deliver" and args.get("outcome") == "accept" and inst in lso
+                    and not other_generation(inst, args)):
+                for b, epoch in changed.get("replicaEpoch", {}).items():
+                    lso[inst].heard_of(int(b), int(epoch))
             if action == "Register":
                 registered[int(args["b"])] = int(args["e"])
                 for instance_ in lso.values():
