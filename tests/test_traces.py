@@ -535,7 +535,8 @@ REFUSED_ONCE = {
     349: "a member proposed with broker epoch 4 restarted (epoch 5) and lost its records "
          "before the controller answered: refused, so out of the ISR at its registration",
     447: "a follower fetched from its deposed leader past the new leader's end before it heard "
-         "of the new leader (a case the checker's reading lacked)",
+         "of the new leader (a case the checker's reading lacked; checked since as the twin's "
+         "fetch from the deposed leader's log, its values within it)",
     176: "a power loss took a follower's first segment, begun at a batch's base below its start "
          "offset; its log restarted empty at its start offset (the model's offsets are "
          "records, not batches)",

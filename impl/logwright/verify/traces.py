@@ -844,11 +844,6 @@ class _LsoInstance:
                 if stale is not None and _same(rebased(stale), want):
                     raise _Outside("a fetch answered from the leader's earlier state (the "
                                    "model's fetch reads the leader's present state)")
-            if ((t is None or not _same(t, want))
-                    and int(args.get("fetchedTo", -1)) > s.leo[self.replicas.index(s.leader)]):
-                raise _Outside("a fetch from a deposed leader, past the present leader's end: "
-                               "the follower had not yet heard of the new leader (the model "
-                               "has one leader)")
             if t is None or not _same(t, want):
                 deposed = self._deposed_answer(s, r, args)
                 if deposed is not None and _same(deposed, want):
