@@ -782,13 +782,15 @@ class ReplicaManager:
         error for a request for ``tp`` meaning ``topic_id``, if any: INCONSISTENT_TOPIC_ID when
         the partition here has another id; UNKNOWN_TOPIC_ID when neither this broker nor its
         metadata knows the id under that name."""
+        partition = self.partitions.get(tp)
+        if partition is not None and partition.topic_id is topic_id:
+            return None  # the id held here, the very object of the request's (usually): no __eq__
         zero = Uuid.ZERO
         if topic_id is zero or topic_id == zero:
             return None  # an older version: no id to check
-        partition = self.partitions.get(tp)
         if partition is not None:
-            held = partition.topic_id  # the same object as the request's, usually: no __eq__
-            if held is not None and held is not topic_id and held != topic_id:
+            held = partition.topic_id
+            if held is not None and held != topic_id:
                 return Errors.INCONSISTENT_TOPIC_ID
             return None
         known = self.metadata.partitions.get(tp)

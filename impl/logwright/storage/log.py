@@ -522,6 +522,8 @@ class PartitionLog:
                     active._bytes_since_index_entry += size
                 active.size_bytes = end
                 active.next_offset = last + 1
+                # One whole batch, its base offset ``first`` (packed in just now).
+                active._last_append = (position, first, last, size)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         if last >= self._flush_at:  # as _flush_by_count

@@ -85,14 +85,18 @@ class Scheduler:
         live tasks, not every timer armed within the longest delay. The order tasks run in is
         unchanged: it is the order of the entries' keys, whatever the heap's shape."""
         with self._lock:
-            self._cancelled += 1
-            if self._cancelled > _COMPACT_AT and 2 * self._cancelled > len(self._heap):
-                for entry in self._heap:
-                    if entry[3].cancelled:
-                        entry[3].queue = None
-                self._heap = [entry for entry in self._heap if not entry[3].cancelled]
-                heapq.heapify(self._heap)
-                self._cancelled = 0
+            self._count_cancelled()
+
+    def _count_cancelled(self) -> None:
+        """``_cancelled_in_queue``'s work (the caller holds the lock, or runs on one thread)."""
+        self._cancelled += 1
+        if self._cancelled > _COMPACT_AT and 2 * self._cancelled > len(self._heap):
+            for entry in self._heap:
+                if entry[3].cancelled:
+                    entry[3].queue = None
+            self._heap = [entry for entry in self._heap if not entry[3].cancelled]
+            heapq.heapify(self._heap)
+            self._cancelled = 0
 
     def _pop(self) -> Task:
         """The earliest entry, out of the heap (the lock held)."""
@@ -193,6 +197,9 @@ class SimScheduler(Scheduler):
 
     def next_due_ms(self) -> int | None:
         return self._head_due_ms()
+
+    def _cancelled_in_queue(self) -> None:
+        self._count_cancelled()  # no lock to take
 
     def _run_one_due(self, now_ms: int) -> bool:
         task = self._take_due(now_ms)
