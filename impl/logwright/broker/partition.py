@@ -171,9 +171,10 @@ class Partition:
     def check_offsets(self) -> None:
         """Assert NeverServeBelowLogStart's offset order on this replica, and, on a leader, the
         model's ``isrFloor <= DurableStart(leader)``."""
-        lso, hw, leo = self.log_start_offset, self.high_watermark, self.log_end_offset
+        log = self.log  # its offsets and role read directly, not through this one's properties
+        lso, hw, leo = log.log_start_offset, log.high_watermark, log.log_end_offset
         assert 0 <= lso <= hw <= leo, f"{self.tp}: start {lso} hw {hw} leo {leo}"
-        assert not self.is_leader or self.isr_floor <= self.durable_start_offset, (
+        assert self.role is not Role.LEADER or self.isr_floor <= log.counted_start_offset, (
             f"{self.tp}: ISR floor {self.isr_floor} above the durable start offset "
             f"{self.durable_start_offset}")
 
@@ -291,11 +292,11 @@ class Partition:
         previous fetch if it has now reached what the leader's end offset was then; ISR shrink
         measures from that time.
         """
-        assert self.is_leader
+        assert self.role is Role.LEADER  # is_leader
         follower = self.followers.get(replica_id)
         if follower is None:
             return
-        leader_end = self.log_end_offset
+        leader_end = self.log.log_end_offset
         assert fetch_offset <= leader_end, "a follower cannot be ahead of its leader"
         if fetch_offset >= leader_end:
             follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, now_ms)
@@ -364,9 +365,10 @@ class Partition:
         assert not self.reassignment_target or candidate <= self.log.recovery_point, (
             f"{self.tp}: a reassignment target would count offsets up to {candidate} as "
             f"committed with its log durable to {self.log.recovery_point} only")
-        previous = self.high_watermark
-        self.log.update_high_watermark(candidate)
-        assert self.high_watermark > previous
+        log = self.log
+        previous = log.high_watermark
+        log.update_high_watermark(candidate)
+        assert log.high_watermark > previous
         self.check_offsets()
         return True
 

@@ -807,8 +807,9 @@ class ReplicaManager:
         if isinstance(found, Errors):
             return FetchPartitionData(fp.tp, found)
         partition = found
-        partition.check_topic_identity()
         log = partition.log
+        if partition.topic_id is not log.topic_id:  # the same object, usually: nothing to check
+            partition.check_topic_identity()
         if is_follower and replica_id not in partition.replicas:
             return FetchPartitionData(fp.tp, Errors.NOT_LEADER_OR_FOLLOWER)
         max_offset = None if is_follower else log.high_watermark

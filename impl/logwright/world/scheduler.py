@@ -189,7 +189,7 @@ class SimScheduler(Scheduler):
     ) -> Task:
         assert delay_ms >= 0, "a task cannot be scheduled in the past"
         assert period_ms is None or period_ms > 0, "a periodic task needs a positive period"
-        task = Task(name, fn, self.clock.now_ms() + delay_ms, period_ms)
+        task = Task(name, fn, self.vclock._now_ms + delay_ms, period_ms)  # vclock.now_ms()
         self._seq += 1
         task.queue = self
         heapq.heappush(self._heap, (task.due_ms, self._rng.random(), self._seq, task))
