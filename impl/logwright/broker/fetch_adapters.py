@@ -291,8 +291,7 @@ class ReplicaFetchTarget:
                                data: FetchPartitionData) -> int:
         partition = self._follower(tp)
         log = partition.log
-
-        def run() -> int:
+        try:  # self._storage(...) of what follows, without a closure and a call
             if fetch_offset != log.log_end_offset:
                 raise UnexpectedAppendOffset(
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
@@ -316,8 +315,10 @@ class ReplicaFetchTarget:
                                     "fetchedTo": log.log_end_offset}, log_start=raised)
                 log.increment_log_start_offset(raised)
             partition.check_offsets()
-            return log.log_end_offset
-        end = self._storage(run)
+            end = log.log_end_offset
+        except KafkaStorageError:
+            self.rm.check_offline_dirs()
+            raise
         if self.rm.trace.enabled:
             tracing.replica(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
                             {"leaderHw": data.high_watermark,
