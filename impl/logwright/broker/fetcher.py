@@ -233,13 +233,16 @@ class Fetcher:
     def _wake(self, delay_ms: int) -> None:
         if not self.running:
             return
-        due = self.clock.now_ms() + max(0, delay_ms)
-        if self._task is not None and not self._task.cancelled:
+        manager = self.manager
+        delay_ms = max(0, delay_ms)
+        due = manager.clock.now_ms() + delay_ms
+        task = self._task
+        if task is not None and not task.cancelled:
             if self._task_due_ms <= due:
                 return
-            self._task.cancel()
+            task.cancel()
         self._task_due_ms = due
-        self._task = self.manager.scheduler.schedule(self.name, self._run, max(0, delay_ms))
+        self._task = manager.scheduler.schedule(self.name, self._run, delay_ms)
 
     def _run(self) -> None:
         self._task = None

@@ -747,7 +747,8 @@ class ReplicaManager:
             if isinstance(found, Errors) or request.replica_id not in found.replicas:
                 continue
             partition = found
-            if not partition.log_start_offset <= fp.fetch_offset <= partition.log_end_offset:
+            log = partition.log
+            if not log.log_start_offset <= fp.fetch_offset <= log.log_end_offset:
                 continue  # answered OFFSET_OUT_OF_RANGE; says nothing about its progress
             partition.update_follower_fetch_state(request.replica_id, fp.fetch_offset,
                                                   fp.log_start_offset, now,
