@@ -18,7 +18,7 @@ from typing import Protocol
 
 from logwright.broker.partition import Partition
 from logwright.broker.purgatory import DelayedOperation
-from logwright.errors import Errors
+from logwright.errors import NO_ERROR, Errors
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     DeleteRecordsPartitionResult,
@@ -166,7 +166,7 @@ class DelayedFetch(DelayedOperation):
         datas = self._datas
         if datas is None:  # expired: read what there is now
             datas, _, _ = self.rm.read_partitions(self.request, self.denied)
-        self.respond(FetchResponse(self.request.correlation_id, Errors.NONE, tuple(datas)))
+        self.respond(FetchResponse(self.request.correlation_id, NO_ERROR, tuple(datas)))
 
 
 class LowWatermarkView(Protocol):

@@ -22,8 +22,8 @@ from logwright.broker import tracing
 from logwright.broker.config import BrokerConfig
 from logwright.broker.effects import Call, Emit
 from logwright.broker.fetcher import EpochCallback, FetchCallback
-from logwright.broker.partition import Partition, Role
-from logwright.errors import Errors, KafkaStorageError, LogwrightError, UnexpectedAppendOffset
+from logwright.broker.partition import FOLLOWER, Partition
+from logwright.errors import NO_ERROR, KafkaStorageError, LogwrightError, UnexpectedAppendOffset
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     FetchPartition,
@@ -85,7 +85,7 @@ class LeaderSource:
         def on_response(message: Message | None) -> None:
             if self.closed:
                 return
-            if isinstance(message, FetchResponse) and message.error is Errors.NONE:
+            if isinstance(message, FetchResponse) and message.error is NO_ERROR:
                 callback({p.tp: p for p in message.partitions})
             else:
                 callback(None)
@@ -156,7 +156,7 @@ class ReplicaFetchTarget:
 
     def _follower(self, tp: TopicPartition) -> Partition:
         partition = self.rm.partitions.get(tp)
-        if partition is None or partition.role is not Role.FOLLOWER:
+        if partition is None or partition.role is not FOLLOWER:
             raise NotFollowing(f"{tp} is not a follower on broker {self.rm.broker_id}")
         return partition
 

@@ -33,9 +33,9 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Final, Protocol
 
-from logwright.errors import CorruptRecordError, Errors, KafkaStorageError
+from logwright.errors import NO_ERROR, CorruptRecordError, Errors, KafkaStorageError
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     NO_EPOCH,
@@ -121,6 +121,12 @@ class FetchState(enum.Enum):
 
     TRUNCATING = "truncating"
     FETCHING = "fetching"
+
+
+# Read per message: globals, not enum lookups (``logwright.errors.NO_ERROR`` says why).
+_TRUNCATING: Final = FetchState.TRUNCATING
+_FETCHING: Final = FetchState.FETCHING
+_FENCED: Final = Errors.FENCED_LEADER_EPOCH
 
 
 @dataclass
@@ -267,7 +273,7 @@ class Fetcher:
         now = self.clock.now_ms()
         truncating: list[OffsetForLeaderEpochPartition] = []
         for tp, st in list(self.partitions.items()):
-            if (tp not in self.partitions or st.state is not FetchState.TRUNCATING
+            if (tp not in self.partitions or st.state is not _TRUNCATING
                     or st.delayed_until_ms > now):
                 continue  # failed meanwhile (its dir went offline), or not ready
             ok, latest = self._partition_op(tp, partial(self.manager.target.latest_epoch, tp))
@@ -283,7 +289,7 @@ class Fetcher:
             return
         fetching: list[FetchPartition] = []
         for tp, st in list(self.partitions.items()):
-            if (tp not in self.partitions or st.state is not FetchState.FETCHING
+            if (tp not in self.partitions or st.state is not _FETCHING
                     or st.delayed_until_ms > now):
                 continue
             # Its start offset, then its latest epoch, under one containment: a failure of
@@ -464,18 +470,18 @@ class Fetcher:
             if st is None:
                 continue
             data = results.get(tp) if results is not None else None
-            if data is not None and data.error is Errors.FENCED_LEADER_EPOCH:
+            if data is not None and data.error is _FENCED:
                 self._on_fenced(tp, request_epoch, sent)
                 continue
-            if (st is not sent or st.state is not FetchState.FETCHING
+            if (st is not sent or st.state is not _FETCHING
                     or st.current_leader_epoch != request_epoch
                     or st.fetch_offset != fetch_offset):
                 continue  # the partition moved on (or left and came back) meanwhile
             if data is None:
                 self._back_off(tp, "no answer")
-            elif data.error is Errors.NONE and data.diverging_epoch >= 0:
+            elif data.error is NO_ERROR and data.diverging_epoch >= 0:
                 st.state = FetchState.TRUNCATING
-            elif data.error is Errors.NONE:
+            elif data.error is NO_ERROR:
                 self._process(tp, st, fetch_offset, data)
                 if self.manager.trace.enabled and tp in self.partitions:
                     self.manager.trace_fetcher(tp, "FetchOk", {"epoch": request_epoch}, {})

@@ -49,16 +49,17 @@ from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
 from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from logwright.broker.partition import (
+    LEADER,
     NO_LEADER,
     UNKNOWN_OFFSET,
     Partition,
     PendingIsrChange,
-    Role,
 )
 from logwright.broker.purgatory import Purgatory
 from logwright.broker.strays import NO_VERSION, Version, full_request_strays, request_version
 from logwright.configs import parse_topic_configs
 from logwright.errors import (
+    NO_ERROR,
     CheckpointError,
     CorruptRecordError,
     Errors,
@@ -205,7 +206,7 @@ class ReplicaManager:
             return self.metadata.partition_error(tp)
         if partition.log.offline:  # partition.offline
             return Errors.KAFKA_STORAGE_ERROR
-        if partition.role is not Role.LEADER:  # not partition.is_leader
+        if partition.role is not LEADER:  # not partition.is_leader
             return Errors.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch >= 0:
             if current_leader_epoch < partition.leader_epoch:
@@ -664,7 +665,7 @@ class ReplicaManager:
                 continue
             result, required = self._append_one(tp, records, request.acks)
             results.append(result)
-            if request.acks == -1 and result.error is Errors.NONE:
+            if request.acks == -1 and result.error is NO_ERROR:
                 partition = self.partitions[tp]
                 statuses[tp] = ProduceStatus(required, partition.leader_epoch, result,
                                              self.min_insync_replicas(tp.topic))
@@ -713,7 +714,7 @@ class ReplicaManager:
         # Followers parked on this partition have data now; a single-replica ISR commits at once.
         self.fetch_purgatory.check_and_complete(tp)
         self._maybe_increment_hw(partition)
-        return ProducePartitionResult(tp, Errors.NONE, info.first_offset,
+        return ProducePartitionResult(tp, NO_ERROR, info.first_offset,
                                       partition.log_start_offset), info.last_offset + 1
 
     # ---- fetch -------------------------------------------------------------------------------
@@ -775,7 +776,7 @@ class ReplicaManager:
                                   first=size == 0)
             out.append(data)
             size += len(data.records)
-            has_error = has_error or data.error is not Errors.NONE
+            has_error = has_error or data.error is not NO_ERROR
         return out, size, has_error
 
     def _topic_id_error(self, tp: TopicPartition, topic_id: Uuid) -> Errors | None:
@@ -828,7 +829,7 @@ class ReplicaManager:
         if not is_follower:
             return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
                                       log.log_start_offset, records)
-        return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
+        return FetchPartitionData(fp.tp, NO_ERROR, log.high_watermark,
                                   log.log_start_offset, records,
                                   leader_epoch=partition.leader_epoch,
                                   epoch_start_offset=partition.leader_epoch_start_offset)
