@@ -819,19 +819,19 @@ class ReplicaManager:
         # later ones only what is left of the response's max_bytes.
         limit = fp.partition_max_bytes if first else min(fp.partition_max_bytes, max(0, budget))
         try:
-            records = log.read(fp.fetch_offset, limit, max_offset, min_one_batch=first).records
+            read = log.read(fp.fetch_offset, limit, max_offset, min_one_batch=first)
         except OffsetOutOfRange:
             return FetchPartitionData(fp.tp, Errors.OFFSET_OUT_OF_RANGE, partition.high_watermark,
                                       log.log_start_offset)
         except KafkaStorageError:
             self.check_offline_dirs()
             return FetchPartitionData(fp.tp, Errors.KAFKA_STORAGE_ERROR)
+        # The log's offsets as the read took them (nothing changed them since).
         if not is_follower:
-            return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
-                                      log.log_start_offset, records)
-        return FetchPartitionData(fp.tp, NO_ERROR, log.high_watermark,
-                                  log.log_start_offset, records,
-                                  leader_epoch=partition.leader_epoch,
+            return FetchPartitionData(fp.tp, NO_ERROR, read.high_watermark,
+                                      read.log_start_offset, read.records)
+        return FetchPartitionData(fp.tp, NO_ERROR, read.high_watermark, read.log_start_offset,
+                                  read.records, leader_epoch=partition.leader_epoch,
                                   epoch_start_offset=partition.leader_epoch_start_offset)
 
     # ---- ListOffsets and OffsetForLeaderEpoch ------------------------------------------------
