@@ -270,7 +270,7 @@ class Fetcher:
     def _do_work(self) -> None:
         if self.in_flight:
             return
-        now = self.clock.now_ms()
+        now = self.manager.clock.now_ms()
         truncating: list[OffsetForLeaderEpochPartition] = []
         for tp, st in list(self.partitions.items()):
             if (tp not in self.partitions or st.state is not _TRUNCATING
