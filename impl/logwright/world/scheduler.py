@@ -13,6 +13,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heappush as _heappush
 
 from logwright.world.clock import Clock, VirtualClock, WallClock
 
@@ -189,10 +190,10 @@ class SimScheduler(Scheduler):
     ) -> Task:
         assert delay_ms >= 0, "a task cannot be scheduled in the past"
         assert period_ms is None or period_ms > 0, "a periodic task needs a positive period"
-        task = Task(name, fn, self.vclock._now_ms + delay_ms, period_ms)  # vclock.now_ms()
-        self._seq += 1
-        task.queue = self
-        heapq.heappush(self._heap, (task.due_ms, self._rng.random(), self._seq, task))
+        due = self.vclock._now_ms + delay_ms  # vclock.now_ms() + delay_ms
+        task = Task(name, fn, due, period_ms, False, 0, self)  # queued here, below
+        seq = self._seq = self._seq + 1
+        _heappush(self._heap, (due, self._rng.random(), seq, task))
         return task
 
     def next_due_ms(self) -> int | None:
