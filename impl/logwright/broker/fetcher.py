@@ -457,7 +457,7 @@ class Fetcher:
                      for p in partitions}
         self.in_flight = True
         self.requests_sent += 1
-        self.source.fetch(partitions, lambda results: self._on_fetch_response(requested, results))
+        self.source.fetch(partitions, partial(self._on_fetch_response, requested))
 
     def _on_fetch_response(self, requested: dict[TopicPartition,
                                                  tuple[int, int, PartitionFetchState | None]],
@@ -500,7 +500,7 @@ class Fetcher:
     def _process(self, tp: TopicPartition, st: PartitionFetchState, fetch_offset: int,
                  data: FetchPartitionData) -> None:
         ok, next_offset = self._partition_op(
-            tp, lambda: self.manager.target.process_partition_data(tp, fetch_offset, data))
+            tp, partial(self.manager.target.process_partition_data, tp, fetch_offset, data))
         if ok:
             assert isinstance(next_offset, int)
             assert next_offset >= fetch_offset or not data.records, "a fetch never moves back"
