@@ -112,3 +112,14 @@ def test_compare_runs_two_trees_and_refuses_a_non_checkout(tmp_path: Path) -> No
     bad = subprocess.run([sys.executable, script, str(tmp_path), str(root)],
                          capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "not a logwright checkout" in bad.stderr
+
+
+def test_compare_runs_the_cluster_module() -> None:
+    """``--module cluster`` pairs bench/cluster.py's simulator figure of two trees."""
+    root = BENCH_DIR.parent
+    proc = subprocess.run([sys.executable, str(BENCH_DIR / "compare.py"), str(root), str(root),
+                           "--rounds", "1", "--quick", "--module", "cluster"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()[1:]]
+    assert {(r[0], r[-4]) for r in rows} == {("simulator", "before"), ("simulator", "after")}

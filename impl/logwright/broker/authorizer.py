@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 CLUSTER_NAME = "kafka-cluster"
 """The one CLUSTER resource's name, as Kafka names it."""
@@ -26,6 +27,11 @@ class ResourceType(enum.Enum):
 
     TOPIC = "TOPIC"
     CLUSTER = "CLUSTER"
+
+
+# Read per message: globals, not enum lookups (``logwright.errors.NO_ERROR`` says why).
+_TOPIC: Final = ResourceType.TOPIC
+_CLUSTER: Final = ResourceType.CLUSTER
 
 
 class Operation(enum.Enum):
@@ -123,8 +129,8 @@ class AclAuthorizer:
 
     def authorize_topic(self, principal: str, operation: Operation, topic: str) -> bool:
         """``authorize`` on the TOPIC resource ``topic``."""
-        return self.authorize(principal, operation, ResourceType.TOPIC, topic)
+        return self.authorize(principal, operation, _TOPIC, topic)
 
     def authorize_cluster(self, principal: str, operation: Operation) -> bool:
         """``authorize`` on the CLUSTER resource."""
-        return self.authorize(principal, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+        return self.authorize(principal, operation, _CLUSTER, CLUSTER_NAME)

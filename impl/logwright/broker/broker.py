@@ -21,6 +21,7 @@ import posixpath
 import random
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from logwright.broker import tracing
 from logwright.broker.authorizer import AclAuthorizer, Operation
@@ -97,6 +98,14 @@ class BrokerState(enum.Enum):
     RUNNING = "running"
     SHUT_DOWN = "shut down"
     HALTED = "halted"  # crashed, or stopped because every log dir failed
+
+
+# Read per message: globals, not enum lookups (``logwright.errors.NO_ERROR`` says why).
+_LIVE_STATES: Final = (BrokerState.REGISTERING, BrokerState.RUNNING)
+"""The states of a live broker (a tuple: its members are compared by identity first, an enum's
+hash is a Python call)."""
+_WRITE: Final = Operation.WRITE
+_CLUSTER_ACTION: Final = Operation.CLUSTER_ACTION
 
 
 class Broker:
@@ -231,7 +240,7 @@ class Broker:
 
     def _is_alive(self) -> bool:
         """``alive``, as a method (the driver asks it before every effect it performs)."""
-        if self.state not in (BrokerState.REGISTERING, BrokerState.RUNNING):
+        if self.state not in _LIVE_STATES:
             return False
         if self.network.endpoints.get(self.node_id) is not self:
             # Crashed by a facade that did not call halt(): stop before touching anything.
@@ -467,14 +476,14 @@ class Broker:
         return lambda response: self._emit(Send(src, response))
 
     def _handle_produce(self, src: str, request: ProduceRequest) -> list[Effect]:
-        denied = self._denied_topics(request.principal, Operation.WRITE,
+        denied = self._denied_topics(request.principal, _WRITE,
                                      (tp for tp, _ in request.partitions))
         response = self.replica_manager.append_records(request, denied, self._responder(src))
         return [] if response is None else [Send(src, response)]
 
     def _handle_fetch(self, src: str, request: FetchRequest) -> list[Effect]:
         if request.replica_id >= 0:
-            if not self.authorizer.authorize_cluster(request.principal, Operation.CLUSTER_ACTION):
+            if not self.authorizer.authorize_cluster(request.principal, _CLUSTER_ACTION):
                 error = Errors.CLUSTER_AUTHORIZATION_FAILED
                 return [Send(src, FetchResponse(request.correlation_id, error, tuple(
                     FetchPartitionData(p.tp, error) for p in request.partitions)))]

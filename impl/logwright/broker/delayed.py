@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from logwright.broker.partition import Partition
+from logwright.broker.partition import LEADER, Partition
 from logwright.broker.purgatory import DelayedOperation
-from logwright.errors import Errors
+from logwright.errors import NO_ERROR, Errors
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     DeleteRecordsPartitionResult,
@@ -63,9 +63,10 @@ def _still_leading(partitions: Mapping[TopicPartition, Partition], tp: TopicPart
     operation's leader epoch with its dir online; else the error that ends the wait
     (NOT_LEADER_OR_FOLLOWER, or KAFKA_STORAGE_ERROR)."""
     partition = partitions.get(tp)
-    if partition is None or not partition.is_leader or partition.leader_epoch != leader_epoch:
+    # (The role and the log's state read directly: is_leader, offline.)
+    if partition is None or partition.role is not LEADER or partition.leader_epoch != leader_epoch:
         return Errors.NOT_LEADER_OR_FOLLOWER
-    if partition.offline:
+    if partition.log.offline:
         return Errors.KAFKA_STORAGE_ERROR
     return partition
 
@@ -92,7 +93,7 @@ class DelayedProduce(DelayedOperation):
             if isinstance(partition, Errors):
                 status.result = ProducePartitionResult(tp, partition)
                 status.pending = False
-            elif partition.high_watermark >= status.required_offset:
+            elif partition.log.high_watermark >= status.required_offset:
                 status.pending = False
                 if len(partition.isr) < status.min_insync_replicas:
                     # Replicated, but the ISR shrank below min.insync.replicas meanwhile
@@ -166,7 +167,7 @@ class DelayedFetch(DelayedOperation):
         datas = self._datas
         if datas is None:  # expired: read what there is now
             datas, _, _ = self.rm.read_partitions(self.request, self.denied)
-        self.respond(FetchResponse(self.request.correlation_id, Errors.NONE, tuple(datas)))
+        self.respond(FetchResponse(self.request.correlation_id, NO_ERROR, tuple(datas)))
 
 
 class LowWatermarkView(Protocol):

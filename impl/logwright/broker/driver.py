@@ -18,12 +18,22 @@ an offline dir and so answering the operations waiting on it) is performed at on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
+from typing import TypeVar
 
 from logwright.broker.effects import ArmTask, Call, CancelTask, Effect, Notify, Send
 from logwright.protocol import Message
 from logwright.protocol.channel import RequestChannel
 from logwright.world.network import Network
 from logwright.world.scheduler import Scheduler, Task
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+
+def _answer(on_response: Callable[[Message | None], None], message: Message | None) -> None:
+    """A request's continuation given its answer (``run_message``'s decision for it)."""
+    on_response(message)
 
 
 class BrokerDriver:
@@ -69,8 +79,7 @@ class BrokerDriver:
         """Run ``decision`` and perform its effects."""
         self.perform(self.decide(decision))
 
-    def run_message(self, decision: Callable[[str, object], None], src: str,
-                    message: object) -> None:
+    def run_message(self, decision: Callable[[_A, _B], None], src: _A, message: _B) -> None:
         """``run(lambda: decision(src, message))`` without the lambda (one per message)."""
         if self._collected is not None:  # inside another decision: part of that one
             decision(src, message)
@@ -105,9 +114,10 @@ class BrokerDriver:
                 self._arm(effect)
 
     def _request(self, request: Call) -> None:
-        def answered(message: Message | None) -> None:
-            self.run(lambda: request.on_response(message))
-        self.channel.send(request.dst, request.build, answered, request.timeout_ms)
+        # The answer (or None) is a decision of its own: run(lambda: on_response(message)).
+        self.channel.send(request.dst, request.build,
+                          partial(self.run_message, _answer, request.on_response),
+                          request.timeout_ms)
 
     def _arm(self, timer: ArmTask) -> None:
         def fire() -> None:

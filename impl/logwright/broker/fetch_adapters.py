@@ -22,8 +22,8 @@ from logwright.broker import tracing
 from logwright.broker.config import BrokerConfig
 from logwright.broker.effects import Call, Emit
 from logwright.broker.fetcher import EpochCallback, FetchCallback
-from logwright.broker.partition import Partition, Role
-from logwright.errors import Errors, KafkaStorageError, LogwrightError, UnexpectedAppendOffset
+from logwright.broker.partition import FOLLOWER, Partition
+from logwright.errors import NO_ERROR, KafkaStorageError, LogwrightError, UnexpectedAppendOffset
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     FetchPartition,
@@ -85,7 +85,7 @@ class LeaderSource:
         def on_response(message: Message | None) -> None:
             if self.closed:
                 return
-            if isinstance(message, FetchResponse) and message.error is Errors.NONE:
+            if isinstance(message, FetchResponse) and message.error is NO_ERROR:
                 callback({p.tp: p for p in message.partitions})
             else:
                 callback(None)
@@ -156,7 +156,7 @@ class ReplicaFetchTarget:
 
     def _follower(self, tp: TopicPartition) -> Partition:
         partition = self.rm.partitions.get(tp)
-        if partition is None or partition.role is not Role.FOLLOWER:
+        if partition is None or partition.role is not FOLLOWER:
             raise NotFollowing(f"{tp} is not a follower on broker {self.rm.broker_id}")
         return partition
 
@@ -291,8 +291,7 @@ class ReplicaFetchTarget:
                                data: FetchPartitionData) -> int:
         partition = self._follower(tp)
         log = partition.log
-
-        def run() -> int:
+        try:  # self._storage(...) of what follows, without a closure and a call
             if fetch_offset != log.log_end_offset:
                 raise UnexpectedAppendOffset(
                     f"{tp}: fetched at {fetch_offset} but the log ends at {log.log_end_offset}")
@@ -316,8 +315,10 @@ class ReplicaFetchTarget:
                                     "fetchedTo": log.log_end_offset}, log_start=raised)
                 log.increment_log_start_offset(raised)
             partition.check_offsets()
-            return log.log_end_offset
-        end = self._storage(run)
+            end = log.log_end_offset
+        except KafkaStorageError:
+            self.rm.check_offline_dirs()
+            raise
         if self.rm.trace.enabled:
             tracing.replica(self.rm.trace, self.rm.broker_id, log, "FollowerFetch",
                             {"leaderHw": data.high_watermark,

@@ -33,9 +33,9 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Final, Protocol
 
-from logwright.errors import CorruptRecordError, Errors, KafkaStorageError
+from logwright.errors import NO_ERROR, CorruptRecordError, Errors, KafkaStorageError
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     NO_EPOCH,
@@ -121,6 +121,12 @@ class FetchState(enum.Enum):
 
     TRUNCATING = "truncating"
     FETCHING = "fetching"
+
+
+# Read per message: globals, not enum lookups (``logwright.errors.NO_ERROR`` says why).
+_TRUNCATING: Final = FetchState.TRUNCATING
+_FETCHING: Final = FetchState.FETCHING
+_FENCED: Final = Errors.FENCED_LEADER_EPOCH
 
 
 @dataclass
@@ -233,13 +239,16 @@ class Fetcher:
     def _wake(self, delay_ms: int) -> None:
         if not self.running:
             return
-        due = self.clock.now_ms() + max(0, delay_ms)
-        if self._task is not None and not self._task.cancelled:
+        manager = self.manager
+        delay_ms = max(0, delay_ms)
+        due = manager.clock.now_ms() + delay_ms
+        task = self._task
+        if task is not None and not task.cancelled:
             if self._task_due_ms <= due:
                 return
-            self._task.cancel()
+            task.cancel()
         self._task_due_ms = due
-        self._task = self.manager.scheduler.schedule(self.name, self._run, max(0, delay_ms))
+        self._task = manager.scheduler.schedule(self.name, self._run, delay_ms)
 
     def _run(self) -> None:
         self._task = None
@@ -261,10 +270,10 @@ class Fetcher:
     def _do_work(self) -> None:
         if self.in_flight:
             return
-        now = self.clock.now_ms()
+        now = self.manager.clock.now_ms()
         truncating: list[OffsetForLeaderEpochPartition] = []
         for tp, st in list(self.partitions.items()):
-            if (tp not in self.partitions or st.state is not FetchState.TRUNCATING
+            if (tp not in self.partitions or st.state is not _TRUNCATING
                     or st.delayed_until_ms > now):
                 continue  # failed meanwhile (its dir went offline), or not ready
             ok, latest = self._partition_op(tp, partial(self.manager.target.latest_epoch, tp))
@@ -280,7 +289,7 @@ class Fetcher:
             return
         fetching: list[FetchPartition] = []
         for tp, st in list(self.partitions.items()):
-            if (tp not in self.partitions or st.state is not FetchState.FETCHING
+            if (tp not in self.partitions or st.state is not _FETCHING
                     or st.delayed_until_ms > now):
                 continue
             # Its start offset, then its latest epoch, under one containment: a failure of
@@ -448,7 +457,7 @@ class Fetcher:
                      for p in partitions}
         self.in_flight = True
         self.requests_sent += 1
-        self.source.fetch(partitions, lambda results: self._on_fetch_response(requested, results))
+        self.source.fetch(partitions, partial(self._on_fetch_response, requested))
 
     def _on_fetch_response(self, requested: dict[TopicPartition,
                                                  tuple[int, int, PartitionFetchState | None]],
@@ -461,18 +470,18 @@ class Fetcher:
             if st is None:
                 continue
             data = results.get(tp) if results is not None else None
-            if data is not None and data.error is Errors.FENCED_LEADER_EPOCH:
+            if data is not None and data.error is _FENCED:
                 self._on_fenced(tp, request_epoch, sent)
                 continue
-            if (st is not sent or st.state is not FetchState.FETCHING
+            if (st is not sent or st.state is not _FETCHING
                     or st.current_leader_epoch != request_epoch
                     or st.fetch_offset != fetch_offset):
                 continue  # the partition moved on (or left and came back) meanwhile
             if data is None:
                 self._back_off(tp, "no answer")
-            elif data.error is Errors.NONE and data.diverging_epoch >= 0:
+            elif data.error is NO_ERROR and data.diverging_epoch >= 0:
                 st.state = FetchState.TRUNCATING
-            elif data.error is Errors.NONE:
+            elif data.error is NO_ERROR:
                 self._process(tp, st, fetch_offset, data)
                 if self.manager.trace.enabled and tp in self.partitions:
                     self.manager.trace_fetcher(tp, "FetchOk", {"epoch": request_epoch}, {})
@@ -491,7 +500,7 @@ class Fetcher:
     def _process(self, tp: TopicPartition, st: PartitionFetchState, fetch_offset: int,
                  data: FetchPartitionData) -> None:
         ok, next_offset = self._partition_op(
-            tp, lambda: self.manager.target.process_partition_data(tp, fetch_offset, data))
+            tp, partial(self.manager.target.process_partition_data, tp, fetch_offset, data))
         if ok:
             assert isinstance(next_offset, int)
             assert next_offset >= fetch_offset or not data.records, "a fetch never moves back"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
+from typing import Final
 
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import LeaderAndIsrPartitionState
@@ -40,6 +41,11 @@ class Role(enum.Enum):
     NONE = "none"  # hosted but stopped (StopReplica without delete), or not yet told
     LEADER = "leader"
     FOLLOWER = "follower"
+
+
+# Read per message: globals, not enum lookups (``logwright.errors.NO_ERROR`` says why).
+LEADER: Final = Role.LEADER
+FOLLOWER: Final = Role.FOLLOWER
 
 
 @dataclass
@@ -140,7 +146,7 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         """Whether this replica leads the partition."""
-        return self.role is Role.LEADER
+        return self.role is LEADER
 
     @property
     def offline(self) -> bool:
@@ -171,9 +177,10 @@ class Partition:
     def check_offsets(self) -> None:
         """Assert NeverServeBelowLogStart's offset order on this replica, and, on a leader, the
         model's ``isrFloor <= DurableStart(leader)``."""
-        lso, hw, leo = self.log_start_offset, self.high_watermark, self.log_end_offset
+        log = self.log  # its offsets and role read directly, not through this one's properties
+        lso, hw, leo = log.log_start_offset, log.high_watermark, log.log_end_offset
         assert 0 <= lso <= hw <= leo, f"{self.tp}: start {lso} hw {hw} leo {leo}"
-        assert not self.is_leader or self.isr_floor <= self.durable_start_offset, (
+        assert self.role is not LEADER or self.isr_floor <= log.counted_start_offset, (
             f"{self.tp}: ISR floor {self.isr_floor} above the durable start offset "
             f"{self.durable_start_offset}")
 
@@ -291,11 +298,11 @@ class Partition:
         previous fetch if it has now reached what the leader's end offset was then; ISR shrink
         measures from that time.
         """
-        assert self.is_leader
+        assert self.role is LEADER  # is_leader
         follower = self.followers.get(replica_id)
         if follower is None:
             return
-        leader_end = self.log_end_offset
+        leader_end = self.log.log_end_offset
         assert fetch_offset <= leader_end, "a follower cannot be ahead of its leader"
         if fetch_offset >= leader_end:
             follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, now_ms)
@@ -338,7 +345,7 @@ class Partition:
         epoch's lineage (``lineage_epoch``): a recovery election judges logs by it, so every
         record committed must lie on it."""
         log = self.log
-        if (self.role is not Role.LEADER or log.offline or len(self.isr) < min_insync_replicas
+        if (self.role is not LEADER or log.offline or len(self.isr) < min_insync_replicas
                 or self.lineage_epoch != self.leader_epoch):
             return None  # (not is_leader, offline)
         candidate = self.high_watermark_candidate()
@@ -364,9 +371,10 @@ class Partition:
         assert not self.reassignment_target or candidate <= self.log.recovery_point, (
             f"{self.tp}: a reassignment target would count offsets up to {candidate} as "
             f"committed with its log durable to {self.log.recovery_point} only")
-        previous = self.high_watermark
-        self.log.update_high_watermark(candidate)
-        assert self.high_watermark > previous
+        log = self.log
+        previous = log.high_watermark
+        log.update_high_watermark(candidate)
+        assert log.high_watermark > previous
         self.check_offsets()
         return True
 

@@ -49,16 +49,17 @@ from logwright.broker.fetch_adapters import LeaderSource, ReplicaFetchTarget
 from logwright.broker.fetcher import FetcherManager, InitialFetchState
 from logwright.broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
 from logwright.broker.partition import (
+    LEADER,
     NO_LEADER,
     UNKNOWN_OFFSET,
     Partition,
     PendingIsrChange,
-    Role,
 )
 from logwright.broker.purgatory import Purgatory
 from logwright.broker.strays import NO_VERSION, Version, full_request_strays, request_version
 from logwright.configs import parse_topic_configs
 from logwright.errors import (
+    NO_ERROR,
     CheckpointError,
     CorruptRecordError,
     Errors,
@@ -205,7 +206,7 @@ class ReplicaManager:
             return self.metadata.partition_error(tp)
         if partition.log.offline:  # partition.offline
             return Errors.KAFKA_STORAGE_ERROR
-        if partition.role is not Role.LEADER:  # not partition.is_leader
+        if partition.role is not LEADER:  # not partition.is_leader
             return Errors.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch >= 0:
             if current_leader_epoch < partition.leader_epoch:
@@ -664,7 +665,7 @@ class ReplicaManager:
                 continue
             result, required = self._append_one(tp, records, request.acks)
             results.append(result)
-            if request.acks == -1 and result.error is Errors.NONE:
+            if request.acks == -1 and result.error is NO_ERROR:
                 partition = self.partitions[tp]
                 statuses[tp] = ProduceStatus(required, partition.leader_epoch, result,
                                              self.min_insync_replicas(tp.topic))
@@ -713,7 +714,7 @@ class ReplicaManager:
         # Followers parked on this partition have data now; a single-replica ISR commits at once.
         self.fetch_purgatory.check_and_complete(tp)
         self._maybe_increment_hw(partition)
-        return ProducePartitionResult(tp, Errors.NONE, info.first_offset,
+        return ProducePartitionResult(tp, NO_ERROR, info.first_offset,
                                       partition.log_start_offset), info.last_offset + 1
 
     # ---- fetch -------------------------------------------------------------------------------
@@ -747,7 +748,8 @@ class ReplicaManager:
             if isinstance(found, Errors) or request.replica_id not in found.replicas:
                 continue
             partition = found
-            if not partition.log_start_offset <= fp.fetch_offset <= partition.log_end_offset:
+            log = partition.log
+            if not log.log_start_offset <= fp.fetch_offset <= log.log_end_offset:
                 continue  # answered OFFSET_OUT_OF_RANGE; says nothing about its progress
             partition.update_follower_fetch_state(request.replica_id, fp.fetch_offset,
                                                   fp.log_start_offset, now,
@@ -774,7 +776,7 @@ class ReplicaManager:
                                   first=size == 0)
             out.append(data)
             size += len(data.records)
-            has_error = has_error or data.error is not Errors.NONE
+            has_error = has_error or data.error is not NO_ERROR
         return out, size, has_error
 
     def _topic_id_error(self, tp: TopicPartition, topic_id: Uuid) -> Errors | None:
@@ -782,13 +784,15 @@ class ReplicaManager:
         error for a request for ``tp`` meaning ``topic_id``, if any: INCONSISTENT_TOPIC_ID when
         the partition here has another id; UNKNOWN_TOPIC_ID when neither this broker nor its
         metadata knows the id under that name."""
+        partition = self.partitions.get(tp)
+        if partition is not None and partition.topic_id is topic_id:
+            return None  # the id held here, the very object of the request's (usually): no __eq__
         zero = Uuid.ZERO
         if topic_id is zero or topic_id == zero:
             return None  # an older version: no id to check
-        partition = self.partitions.get(tp)
         if partition is not None:
-            held = partition.topic_id  # the same object as the request's, usually: no __eq__
-            if held is not None and held is not topic_id and held != topic_id:
+            held = partition.topic_id
+            if held is not None and held != topic_id:
                 return Errors.INCONSISTENT_TOPIC_ID
             return None
         known = self.metadata.partitions.get(tp)
@@ -805,8 +809,9 @@ class ReplicaManager:
         if isinstance(found, Errors):
             return FetchPartitionData(fp.tp, found)
         partition = found
-        partition.check_topic_identity()
         log = partition.log
+        if partition.topic_id is not log.topic_id:  # the same object, usually: nothing to check
+            partition.check_topic_identity()
         if is_follower and replica_id not in partition.replicas:
             return FetchPartitionData(fp.tp, Errors.NOT_LEADER_OR_FOLLOWER)
         max_offset = None if is_follower else log.high_watermark
@@ -814,19 +819,19 @@ class ReplicaManager:
         # later ones only what is left of the response's max_bytes.
         limit = fp.partition_max_bytes if first else min(fp.partition_max_bytes, max(0, budget))
         try:
-            records = log.read(fp.fetch_offset, limit, max_offset, min_one_batch=first).records
+            read = log.read(fp.fetch_offset, limit, max_offset, min_one_batch=first)
         except OffsetOutOfRange:
             return FetchPartitionData(fp.tp, Errors.OFFSET_OUT_OF_RANGE, partition.high_watermark,
                                       log.log_start_offset)
         except KafkaStorageError:
             self.check_offline_dirs()
             return FetchPartitionData(fp.tp, Errors.KAFKA_STORAGE_ERROR)
+        # The log's offsets as the read took them (nothing changed them since).
         if not is_follower:
-            return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
-                                      log.log_start_offset, records)
-        return FetchPartitionData(fp.tp, Errors.NONE, log.high_watermark,
-                                  log.log_start_offset, records,
-                                  leader_epoch=partition.leader_epoch,
+            return FetchPartitionData(fp.tp, NO_ERROR, read.high_watermark,
+                                      read.log_start_offset, read.records)
+        return FetchPartitionData(fp.tp, NO_ERROR, read.high_watermark, read.log_start_offset,
+                                  read.records, leader_epoch=partition.leader_epoch,
                                   epoch_start_offset=partition.leader_epoch_start_offset)
 
     # ---- ListOffsets and OffsetForLeaderEpoch ------------------------------------------------

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from logwright.errors import ClusterError, Errors, KafkaError
+from logwright.errors import NO_ERROR, ClusterError, Errors, KafkaError
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import (
     CONSUMER_REPLICA_ID,
@@ -363,7 +363,7 @@ class Client:
             if not isinstance(response, ProduceResponse) or len(response.partitions) != 1:
                 return Errors.REQUEST_TIMED_OUT, f"no answer from {node} in {wait_ms} ms"
             answer = response.partitions[0]
-            if answer.error is Errors.NONE:
+            if answer.error is NO_ERROR:
                 assert answer.base_offset >= 0, "an acknowledged produce has an offset"
                 result = answer.base_offset
             return answer.error, answer.error_message
@@ -522,7 +522,7 @@ class Client:
                 self.attempts += 1
                 wait_ms = min(self.config.request_timeout_ms, left_ms)
                 error, message = attempt(node, meta, wait_ms)
-                if error is Errors.NONE:
+                if error is NO_ERROR:
                     return
                 if error is Errors.REQUEST_TIMED_OUT:
                     self._failed_at[node] = self.runtime.clock.now_ms()
@@ -559,7 +559,7 @@ class Client:
                                         f"(0 to {count - 1}); partition {tp.partition} does not "
                                         "exist")
                 return Errors.UNKNOWN_TOPIC_OR_PARTITION, "no such partition in the metadata"
-        if meta.error is not Errors.NONE or meta.leader < 0:
+        if meta.error is not NO_ERROR or meta.leader < 0:
             error = meta.error if meta.error is not Errors.NONE else Errors.LEADER_NOT_AVAILABLE
             return error, "the metadata names no leader"
         node = self.metadata.brokers.get(meta.leader)

@@ -228,17 +228,26 @@ _PREFIX_LENGTHS: Final[tuple[int, ...]] = tuple(len(_UNSIGNED[n << 1]) for n in 
 """``_PREFIX_LENGTHS[n]``: how many bytes the varint length of an ``n``-byte value takes."""
 _KEYLESS_LIMIT: Final = (_SMALL >> 1) - 16
 """Values shorter than this have a record size below ``_SMALL >> 1`` (its varint precomputed)."""
+_LENGTH_PREFIXES: Final[tuple[bytes, ...]] = _UNSIGNED[0::2]
+"""``_LENGTH_PREFIXES[n]``: the varint of the length ``n`` (``_UNSIGNED[n << 1]``)."""
+_VALUE_PART_LENGTHS: Final[tuple[int, ...]] = tuple(
+    _PREFIX_LENGTHS[n] + n + 1 for n in range(_KEYLESS_LIMIT))
+"""``_VALUE_PART_LENGTHS[n]``: the bytes an ``n``-byte value adds to its record's size: its
+length prefix, itself and the header count 0 after it."""
+_ZERO_THEN_SIZE: Final[tuple[bytes, ...]] = tuple(_ZERO + _UNSIGNED[size << 1]
+                                                  for size in range(_SMALL >> 1))
+"""``_ZERO_THEN_SIZE[size]``: the header count 0 ending the record before, then the varint of
+the record ``size``."""
 
 
 def _keyless_section(values: Sequence[bytes | None]) -> bytes | None:
     """``_uniform_section(None, values)`` for a batch of fewer than ``_SMALL >> 1`` keyless
     records whose values are all ``bytes`` shorter than ``_KEYLESS_LIMIT``, built a whole
-    column at a time (lengths, then each record's leading fields); None for any other batch.
+    column at a time (lengths, sizes, then each column of fields); None for any other batch.
 
     Each record is its size, its head (attributes, timestamp delta 0, offset delta, null key),
     its value's length, the value and the header count 0. The header count of one record is
-    joined to the leading fields of the next, so the section is one join over the values and
-    those fields."""
+    joined to the size of the next, so the section is one join over four columns."""
     count = len(values)
     if count >= _SMALL >> 1 or set(map(type, values)) != _JUST_BYTES:
         return None
@@ -246,14 +255,17 @@ def _keyless_section(values: Sequence[bytes | None]) -> bytes | None:
     lengths = list(map(len, present))
     if max(lengths) >= _KEYLESS_LIMIT:
         return None
-    unsigned, heads, head_lengths, prefix_lengths = (_UNSIGNED, _KEYLESS_HEADS,
-                                                     _KEYLESS_HEAD_LENGTHS, _PREFIX_LENGTHS)
-    leading = [_ZERO + unsigned[(head_lengths[i] + prefix_lengths[n] + n + 1) << 1] + heads[i]
-               + unsigned[n << 1] for i, n in enumerate(lengths)]
-    leading[0] = leading[0][1:]  # no record before the first one
-    parts: list[bytes] = [b""] * (2 * count)
-    parts[0::2] = leading
-    parts[1::2] = present
+    # Each record's size is its head's length plus what its value adds (one table lookup per
+    # value length); each column is one comprehension or slice, filled in place.
+    sized, head_lengths, value_parts, prefixes = (_ZERO_THEN_SIZE, _KEYLESS_HEAD_LENGTHS,
+                                                  _VALUE_PART_LENGTHS, _LENGTH_PREFIXES)
+    parts: list[bytes] = [_ZERO] * (4 * count)
+    parts[0::4] = [sized[h + value_parts[n]]
+                   for h, n in zip(head_lengths, lengths, strict=False)]  # heads: the longer
+    parts[0] = parts[0][1:]  # no record before the first one: no header count to end
+    parts[1::4] = _KEYLESS_HEADS[:count]
+    parts[2::4] = [prefixes[n] for n in lengths]
+    parts[3::4] = present
     parts.append(_ZERO)  # the last record's header count
     return b"".join(parts)
 

@@ -36,9 +36,12 @@ class UnsupportedCodecError(KafkaError):
         )
 
 
+_NO_CODEC: Final = CompressionCodec.NONE  # read per batch: a global, not an enum lookup
+
+
 def compress(codec: int, records: bytes) -> bytes:
     """The records section for ``codec``; gzip output is deterministic (mtime 0)."""
-    if codec == CompressionCodec.NONE:
+    if codec == _NO_CODEC:
         return records
     if codec == CompressionCodec.GZIP:
         return gzip.compress(records, mtime=0)

@@ -76,6 +76,10 @@ class ScanStop(StrEnum):
     """A valid batch whose base offset goes backwards (or skips, with an expected offset)."""
 
 
+# Read per message: globals, not enum lookups (``logwright.errors.NO_ERROR`` says why).
+_END: Final = ScanStop.END
+
+
 class ScanResult(NamedTuple):
     """The valid prefix of a buffer of batches, and why the scan stopped there.
 
@@ -173,7 +177,7 @@ def scan_valid_prefix(
     batches = 0
     last_offset: int | None = None
     max_timestamp = NO_TIMESTAMP
-    stop = ScanStop.END
+    stop = _END  # ScanStop.END
     error: str | None = None
     while pos < end:
         if end - pos < HEADER_SIZE:

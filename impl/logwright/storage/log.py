@@ -349,7 +349,7 @@ class PartitionLog:
         return sum(s.size_bytes for s in self._segments)
 
     def _check_offsets(self) -> None:
-        lso, hw, leo = self._log_start_offset, self._high_watermark, self.log_end_offset
+        lso, hw, leo = self._log_start_offset, self._high_watermark, self._segments[-1].next_offset
         assert 0 <= lso <= hw <= leo, f"{self.tp}: offsets broken: start {lso} hw {hw} leo {leo}"
         assert self._segments[0].base_offset <= lso or self._segments[0].size_bytes == 0, (
             f"{self.tp}: start offset {lso} below the first segment "
@@ -522,6 +522,8 @@ class PartitionLog:
                     active._bytes_since_index_entry += size
                 active.size_bytes = end
                 active.next_offset = last + 1
+                # One whole batch, its base offset ``first`` (packed in just now).
+                active._last_append = (position, first, last, size)
         except OSError as exc:
             raise self._io_failed(exc) from exc
         if last >= self._flush_at:  # as _flush_by_count
@@ -677,8 +679,9 @@ class PartitionLog:
         for followers. Raises OFFSET_OUT_OF_RANGE below the log start offset or above the log
         end offset: nothing below the log start offset is ever served.
         """
-        self._guard()
-        leo = self.log_end_offset
+        if self.offline:
+            self._guard()
+        leo = self._segments[-1].next_offset  # log_end_offset
         if start_offset < self._log_start_offset or start_offset > leo:
             raise OffsetOutOfRange(
                 f"{self.tp}: offset {start_offset} is outside [{self._log_start_offset}, {leo}]")
@@ -747,7 +750,7 @@ class PartitionLog:
 
     def update_high_watermark(self, high_watermark: int) -> None:
         """Set the high watermark; it must lie in [log start offset, log end offset]."""
-        if not self._log_start_offset <= high_watermark <= self.log_end_offset:
+        if not self._log_start_offset <= high_watermark <= self._segments[-1].next_offset:
             raise OffsetOutOfRange(
                 f"{self.tp}: high watermark {high_watermark} outside "
                 f"[{self._log_start_offset}, {self.log_end_offset}]")

@@ -130,6 +130,11 @@ class LogSegment:
         #: epoch, as (epoch, first offset, last offset), in offset order; None once the segment
         #: changes. Loading rebuilds a lost leader epoch cache from it without reading again.
         self.epoch_runs: list[tuple[int, int, int]] | None = None
+        #: The last batch appended, as (position, base offset, last offset, size), while it
+        #: is the segment's last batch (the last append was one whole batch and nothing cut the
+        #: file since; None otherwise): where ``locate`` finds it without the index and a header
+        #: read (a follower fetching what was just appended). What a header read there gives.
+        self._last_append: tuple[int, int, int, int] | None = None
 
     @property
     def max_timestamp_ms(self) -> int:
@@ -324,6 +329,11 @@ class LogSegment:
 
     def locate(self, offset: int) -> BatchLocation | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it, or the next)."""
+        last = self._last_append
+        if last is not None and last[1] <= offset <= last[2]:
+            # Every batch before the last one ends below ``offset``: the walk below would stop
+            # at this one.
+            return BatchLocation(*last)
         _, position = self.index.lookup(offset)
         while position < self.size_bytes:
             loc = self._header_at(position)
@@ -372,6 +382,14 @@ class LogSegment:
         assert last_offset - base <= 0x7FFFFFFF, "relative offsets must fit in int32"
         position = self._log.append(data)
         self.epoch_runs = None
+        # One whole batch (its length field counts the rest of it): kept for locate(), as a
+        # header read would find it.
+        self._last_append = None
+        if size >= HEADER_BYTES:
+            batch_base, length = _HEAD.unpack_from(data, 0)
+            if length + LOG_OVERHEAD == size:
+                self._last_append = (position, batch_base,
+                                     batch_base + _LAST_DELTA.unpack_from(data, 23)[0], size)
         if index is None or time_index is None:
             self._load_indexes()
             index, time_index = self._index, self._time_index
@@ -444,6 +462,7 @@ class LogSegment:
             return 0
         removed = self.size_bytes - loc.position
         self.epoch_runs = None
+        self._last_append = None
         self._log.truncate(loc.position)
         self.size_bytes = loc.position
         self.index.truncate_to_position(loc.position)
@@ -538,6 +557,7 @@ class LogSegment:
                                      buffer if buffer is not None else RecoveryBuffer())
         valid = scanned.valid_bytes
         cut = self.size_bytes - valid
+        self._last_append = None
         if cut:
             self._log.truncate(valid)
             self.size_bytes = valid

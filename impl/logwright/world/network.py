@@ -84,10 +84,10 @@ class Network:
         name = names.get(key)
         if name is None:
             name = names[key] = f"deliver {type(message).__name__} {src}->{dst}"
-        pair = (src, dst)
         if src not in self.ordered_sources and not self.orders_everything:
             self.scheduler.schedule(name, partial(deliver, src, dst, message, target), delay_ms)
             return
+        pair = (src, dst)
         now = self.scheduler.clock.now_ms()
         due = max(now + delay_ms, self._last_due_ms.get(pair, now))
         self._last_due_ms[pair] = due
@@ -230,10 +230,10 @@ class SimNetwork(Network):
         below: Callable[[int], int] = rng._randbelow  # type: ignore[attr-defined]
         low = self.min_delay_ms
         span = self.max_delay_ms - low + 1
-        for _ in range(copies):
-            delay = low + below(span)
-            self._schedule_delivery(src, dst, message, target, delay,
-                                    self._deliver_if_connected)
+        deliver = self._deliver_if_connected
+        self._schedule_delivery(src, dst, message, target, low + below(span), deliver)
+        if copies == 2:  # the duplicate: its own delay, drawn after the first one is scheduled
+            self._schedule_delivery(src, dst, message, target, low + below(span), deliver)
 
     def _deliver_if_connected(self, src: str, dst: str, message: object,
                               target: Endpoint | None) -> None:

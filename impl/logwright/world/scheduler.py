@@ -13,6 +13,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heappush as _heappush
 
 from logwright.world.clock import Clock, VirtualClock, WallClock
 
@@ -85,14 +86,18 @@ class Scheduler:
         live tasks, not every timer armed within the longest delay. The order tasks run in is
         unchanged: it is the order of the entries' keys, whatever the heap's shape."""
         with self._lock:
-            self._cancelled += 1
-            if self._cancelled > _COMPACT_AT and 2 * self._cancelled > len(self._heap):
-                for entry in self._heap:
-                    if entry[3].cancelled:
-                        entry[3].queue = None
-                self._heap = [entry for entry in self._heap if not entry[3].cancelled]
-                heapq.heapify(self._heap)
-                self._cancelled = 0
+            self._count_cancelled()
+
+    def _count_cancelled(self) -> None:
+        """``_cancelled_in_queue``'s work (the caller holds the lock, or runs on one thread)."""
+        self._cancelled += 1
+        if self._cancelled > _COMPACT_AT and 2 * self._cancelled > len(self._heap):
+            for entry in self._heap:
+                if entry[3].cancelled:
+                    entry[3].queue = None
+            self._heap = [entry for entry in self._heap if not entry[3].cancelled]
+            heapq.heapify(self._heap)
+            self._cancelled = 0
 
     def _pop(self) -> Task:
         """The earliest entry, out of the heap (the lock held)."""
@@ -185,14 +190,17 @@ class SimScheduler(Scheduler):
     ) -> Task:
         assert delay_ms >= 0, "a task cannot be scheduled in the past"
         assert period_ms is None or period_ms > 0, "a periodic task needs a positive period"
-        task = Task(name, fn, self.clock.now_ms() + delay_ms, period_ms)
-        self._seq += 1
-        task.queue = self
-        heapq.heappush(self._heap, (task.due_ms, self._rng.random(), self._seq, task))
+        due = self.vclock._now_ms + delay_ms  # vclock.now_ms() + delay_ms
+        task = Task(name, fn, due, period_ms, False, 0, self)  # queued here, below
+        seq = self._seq = self._seq + 1
+        _heappush(self._heap, (due, self._rng.random(), seq, task))
         return task
 
     def next_due_ms(self) -> int | None:
         return self._head_due_ms()
+
+    def _cancelled_in_queue(self) -> None:
+        self._count_cancelled()  # no lock to take
 
     def _run_one_due(self, now_ms: int) -> bool:
         task = self._take_due(now_ms)
