@@ -8,11 +8,12 @@ LEADER_NOT_AVAILABLE for the partitions that broker leads, until something else 
 
 from __future__ import annotations
 
+from logwright import Cluster
 from logwright.broker.metadata_cache import MetadataCache
 from logwright.errors import Errors
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import MetadataRequest, UpdateMetadataRequest
-from logwright.protocol.messages import LeaderAndIsrPartitionState
+from logwright.protocol.messages import LeaderAndIsrPartitionState, LeaderAndIsrType
 
 TOPIC_ID = Uuid.parse("c1O7WXzTTqKFuNomqmQHng")
 TP = TopicPartition("s", 1)
@@ -109,3 +110,83 @@ def test_a_topic_of_the_same_id_keeps_its_other_partitions() -> None:
     cache.update(_update(15, (1, 2, 3), tuple(_of(NEW_ID, p, p + 1) for p in range(3))))
     cache.update(_update(16, (1, 2, 3), (_of(NEW_ID, 0, 2, leader_epoch=1),)))
     assert _topic(cache) == (NEW_ID, {0: (2, 1), 1: (2, 0), 2: (3, 0)})
+
+
+# ---- a FULL UpdateMetadata (KIP-866's Type) -----------------------------------------------------
+#
+# The same broker, when the deleted name is never created again: the UpdateMetadata of its
+# registration (and of a controller's activation) is FULL, naming every partition of every topic
+# the cluster has, and the cache drops what it does not name.
+
+OTHER = TopicPartition("t", 0)
+
+
+def _full(cid: int, states: tuple[LeaderAndIsrPartitionState, ...],
+          controller_epoch: int = 1) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(cid, 1, controller_epoch, 1, states, (1, 2, 3),
+                                 update_type=LeaderAndIsrType.FULL)
+
+
+def _t(leader: int) -> LeaderAndIsrPartitionState:
+    return LeaderAndIsrPartitionState(OTHER, NEW_ID, 1, leader, 0, (1, 2, 3), 0, (1, 2, 3))
+
+
+def test_a_full_update_drops_a_topic_it_does_not_name() -> None:
+    cache = MetadataCache()
+    cache.update(_update(15, (1, 2, 3), (*(_of(OLD_ID, p, p + 1) for p in range(3)), _t(1))))
+    cache.update(_full(40, (_t(2),)))
+    assert set(cache.partitions) == {OTHER}
+    assert cache.partition_error(TopicPartition("s", 0)) is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    answer = cache.topic_metadata(MetadataRequest(1, ("s", "t")), lambda _t: True).topics
+    assert [t.error for t in answer] == [Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NONE]
+    # A late state of the dropped topic, sent before the FULL one, does not bring it back.
+    cache.update(_update(20, (1, 2, 3), (_of(OLD_ID, 1, 2, leader_epoch=1),)))
+    assert set(cache.partitions) == {OTHER}
+
+
+def test_a_full_update_keeps_a_topic_a_newer_request_told_of() -> None:
+    """Created after the FULL request was sent, its UpdateMetadata arrived first."""
+    cache = MetadataCache()
+    cache.update(_update(41, (1, 2, 3), (_of(OLD_ID, 0, 1),)))
+    cache.update(_full(40, (_t(2),)))
+    assert set(cache.partitions) == {TopicPartition("s", 0), OTHER}
+    # A FULL request of a newer controller epoch is newer than any of the old one's.
+    cache.update(_full(1, (_t(3),), controller_epoch=2))
+    assert set(cache.partitions) == {OTHER} and cache.partitions[OTHER].leader == 3
+
+
+def test_a_full_update_drops_an_older_topic_id_of_a_name_it_names() -> None:
+    cache = MetadataCache()
+    cache.update(_update(15, (1, 2, 3), tuple(_of(OLD_ID, p, p + 1) for p in range(3))))
+    cache.update(_full(40, (_of(NEW_ID, 0, 3),)))
+    assert _topic(cache) == (NEW_ID, {0: (3, 0)})
+
+
+def test_an_incremental_update_drops_nothing_it_does_not_name() -> None:
+    cache = MetadataCache()
+    cache.update(_update(15, (1, 2, 3), (_of(OLD_ID, 0, 1), _t(1))))
+    cache.update(_update(40, (1, 2, 3), (_t(2),)))
+    assert set(cache.partitions) == {TopicPartition("s", 0), OTHER}
+
+
+def test_a_broker_that_missed_a_deletion_forgets_the_topic_when_it_registers_again() -> None:
+    """Broker 3 is cut off from the controller while s is deleted; its session ends, so the
+    controller forgets the deletion's UpdateMetadata to it. When the cut heals it registers
+    again, and the FULL UpdateMetadata of its registration takes s out of its cache: its
+    Metadata answer says s is unknown, as the other brokers' do (before, it kept s for good)."""
+    c = Cluster.simulated(seed=3, max_delay_ms=10)
+    c.create_topic("s", partitions=2, replication_factor=3)
+    c.create_topic("t", partitions=1, replication_factor=3)
+    assert c.run_until_idle()
+    c.partition_network(3, "controller-1")
+    c.delete_topic("s")
+    c.advance_time(30_000)
+    c.heal_network()
+    c.advance_time(30_000)
+    assert c.run_until_idle()
+    for b in (1, 2, 3):
+        cache = c.broker(b).replica_manager.metadata
+        assert set(cache.partitions) == {TopicPartition("t", 0)}, b
+        topics = cache.topic_metadata(MetadataRequest(1, ("s",)), lambda _t: True).topics
+        assert topics[0].error is Errors.UNKNOWN_TOPIC_OR_PARTITION, b
+    c.close()

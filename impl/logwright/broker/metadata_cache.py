@@ -31,6 +31,7 @@ from logwright.errors import Errors
 from logwright.identity import TopicPartition
 from logwright.protocol import (
     LeaderAndIsrPartitionState,
+    LeaderAndIsrType,
     MetadataBroker,
     MetadataPartition,
     MetadataRequest,
@@ -127,6 +128,16 @@ class MetadataCache:
                     >= (held.leader_epoch, held.partition_epoch)):
                 self.partitions[state.tp] = state
                 named.add(state.tp)
+        if request.update_type == LeaderAndIsrType.FULL:
+            # Every partition of every topic the cluster has: one the cache holds that the
+            # request does not name (by name and topic id) was deleted, unless a newer request
+            # told of it since.
+            named_ids = {(state.tp, state.topic_id) for state in request.partition_states}
+            for tp in [tp for tp, held in self.partitions.items()
+                       if (tp, held.topic_id) not in named_ids
+                       and self.versions.get(tp, (-1, -1)) < version]:
+                del self.partitions[tp]
+                self.versions[tp] = version
         if version > self.brokers_version:
             self.brokers_version = version
             self.live_brokers = frozenset(request.live_brokers)

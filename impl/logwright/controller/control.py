@@ -112,6 +112,8 @@ class ControlRequests(ControllerCore):
             if recreated:
                 # Not new: its replica may already hold records, on a dir now offline.
                 self._leader_and_isr(broker_id, LeaderAndIsrType.INCREMENTAL, recreated)
+        elif request.update_type == LeaderAndIsrType.FULL:
+            self._send_full_update_metadata([broker_id])
         else:
             current = [s for w in request.partition_states
                        if (s := self.store.partition(w.tp)) is not None
@@ -212,12 +214,24 @@ class ControlRequests(ControllerCore):
         for broker_id in self.live_brokers():
             self._update_metadata_to(broker_id, wire)
 
+    def _send_full_update_metadata(self, brokers: Sequence[int] | None = None) -> None:
+        """Every partition of every topic, as FULL, to ``brokers`` (every live one by
+        default): a broker that missed a deletion (cut off from the controller that made it,
+        its requests forgotten when its session ended) drops the deleted topic from its
+        metadata cache."""
+        configs = self._topic_configs()
+        wire = tuple(self._wire_state(s, configs=configs) for s in self.store.partitions())
+        for broker_id in self.live_brokers() if brokers is None else brokers:
+            self._update_metadata_to(broker_id, wire, LeaderAndIsrType.FULL)
+
     def _update_metadata_to(self, broker_id: int,
-                            wire: tuple[LeaderAndIsrPartitionState, ...]) -> None:
+                            wire: tuple[LeaderAndIsrPartitionState, ...],
+                            update_type: LeaderAndIsrType = LeaderAndIsrType.INCREMENTAL
+                            ) -> None:
         self._send(broker_id, UpdateMetadataRequest(
             self._next_correlation_id(), self.controller_id, self.epoch,
             self._broker_epoch(broker_id), wire, self.live_brokers(),
-            principal=self.config.principal))
+            principal=self.config.principal, update_type=update_type))
 
     def _announce(self, changes: Sequence[PartitionState]) -> None:
         """Tell the live replicas (LeaderAndIsr) and every live broker (UpdateMetadata)."""

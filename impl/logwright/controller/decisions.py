@@ -100,7 +100,7 @@ class ControllerDecisions(Topics, Liveness):
                 self._reassignment_since[pending.tp] = state.leader_epoch
         for broker_id in self.live_brokers():
             self._send_full_leader_and_isr(broker_id)
-        self._send_update_metadata(self.store.partitions())
+        self._send_full_update_metadata()
         for pending in self.store.reassignments():
             self._maybe_complete_reassignment(pending.tp)
         return self.epoch

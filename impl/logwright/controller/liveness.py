@@ -236,7 +236,7 @@ class Liveness(Election):
             return
         self._send_full_leader_and_isr(broker_id)
         self._send_leader_and_isr(changes, exclude={broker_id})
-        self._send_update_metadata(self.store.partitions())
+        self._send_full_update_metadata()
         for pending in self.store.reassignments():
             self._maybe_complete_reassignment(pending.tp)
 

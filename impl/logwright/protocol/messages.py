@@ -203,6 +203,9 @@ class UpdateMetadataRequest(Message):
     partition_states: tuple[LeaderAndIsrPartitionState, ...]
     live_brokers: tuple[int, ...]
     principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
+    #: UpdateMetadata v8's ``Type`` (KIP-866): FULL names every partition of every topic the
+    #: cluster has, so a topic the cache holds and the request does not name was deleted.
+    update_type: LeaderAndIsrType = LeaderAndIsrType.INCREMENTAL
 
 
 @dataclass(frozen=True)
