@@ -641,6 +641,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0014": ("event", '"action":"ExpandIsr","args":{"brokerEpoch":9,"cause":"AlterPartition '
                       'proposed","knownLeo":0,"leaderLeo":0,"r":1'),
     "0015": ("outside", "a fetch answered by a deposed leader"),
+    "0016": ("event", '"action":"AdvanceHW","args":{"known":{"1":3,"2":3,"3":3},"replica":2'),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -728,7 +729,14 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     Kafka's follower does. The model's fetch reads the present leader's log; the checker now
     takes such a fetch as the twin's fetch from the deposed leader's log, outside the model,
     when the two brokers' last LeaderAndIsr for the partition is of the epoch that replica
-    led, and a later epoch's leader leads."""
+    led, and a later epoch's leader leads.
+    0016 (``fuzz --seeds 300 --seed 3800 --steps 200``, seed 3845, cut after the event):
+    follower 1 of s-0 fetched three records and lost them in a power loss before they were
+    committed; a fetch it had sent before the loss reached leader 2 after it, and the leader,
+    not yet told that the controller had dropped 1 from the ISR at its registration (unclean
+    shutdown, KIP-966), raised the HW to 3 counting it. The checker now takes that as the
+    model's order, ShrinkIsr of the restarted member then AdvanceHW, when what the leader
+    counted for it is more than its log holds and no more than it held before the restart."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1228,3 +1236,39 @@ def test_a_fetch_from_a_deposed_leader_is_outside_only_while_both_brokers_are_st
         assert not report.ok, (order.__name__, report.summary())
         assert [(f.model, f.action) for f in report.failures] == [
             ("LogStartOffset", "FollowerFetch")], [f.format() for f in report.failures]
+
+
+def test_a_hw_counting_a_restarted_follower_is_taken_only_on_what_it_held(
+        tmp_path: Path) -> None:
+    """traces/checker/0016: leader 2 raises the HW to 3 counting follower 1 at 3, from a fetch
+    of 1's earlier incarnation; 1 restarted after a power loss with nothing. Taken as the
+    member's ISR drop (which the controller makes at its registration) then AdvanceHW. The same
+    event counting 1 beyond what it held before the restart, or after 1's new incarnation has
+    fetched, is refused."""
+    src = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith("0016"))
+
+    def advance(events: list[dict[str, Any]]) -> int:
+        return max(i for i, e in enumerate(events) if e["action"] == "AdvanceHW"
+                   and e["instance"] == "s-0")
+
+    def beyond_what_it_held(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        i = advance(events)
+        events[i] = {**events[i], "args": {**events[i]["args"],
+                                           "known": {"1": 4, "2": 4, "3": 4}},
+                     "changed": {"hw": {"2": 4}}}
+        return events
+
+    def after_it_fetched(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        i = advance(events)
+        fetch = {**events[i], "action": "FollowerFetch", "node": "broker-1",
+                 "args": {"fetchedTo": 0, "leaderHw": 0, "leaderLogStart": 0, "replica": 1,
+                          "topicId": events[i]["args"]["topicId"]},
+                 "changed": {}}
+        return [*events[:i], fetch, *events[i:]]
+
+    assert check_paths([src]).ok
+    for order in (beyond_what_it_held, after_it_fetched):
+        report = check_paths([_reordered(src, order, tmp_path / f"{order.__name__}.jsonl")])
+        assert not report.ok, (order.__name__, report.summary())
+        assert any(f.action == "AdvanceHW" for f in report.failures), \
+            [f.format() for f in report.failures]

@@ -465,6 +465,9 @@ class _LsoInstance:
         self.deleted: dict[int, int] = {}
         """Replica -> the leader epoch the controller had written when a reassignment deleted
         it (its StopReplica comes after that epoch drops it), until it fetches again."""
+        self.stale_known: dict[int, int] = {}
+        """Replica -> its log end before its last restart, until it fetches again: what the
+        leader may still count of it (a fetch of the earlier incarnation arriving late)."""
         self.leader_epoch = -1
         """The leader epoch of the leader's last LeaderAndIsr (its BecomeLeader)."""
         self.registered: dict[int, int] = {}
@@ -765,7 +768,13 @@ class _LsoInstance:
         if action == "BecomeLeader":
             self.led[int(args.get("leaderEpoch", -1))] = int(args["leader"])
         elif action in ("CrashRestart", "DeleteReplica"):
-            self.heard.pop(int(args["replica"]), None)
+            gone = int(args["replica"])
+            self.heard.pop(gone, None)
+            if action == "CrashRestart" and gone in self.replicas:
+                # Until a fetch of the new incarnation, the leader may still count where the
+                # earlier one's log ended.
+                self.stale_known[gone] = max(self.stale_known.get(gone, 0),
+                                             self.state.leo[self.replicas.index(gone)])
         if self.leaderless:
             if action != "BecomeLeader":
                 raise _Outside("a step while the partition has no leader (the model always has "
@@ -824,6 +833,7 @@ class _LsoInstance:
         elif action == "FollowerFetch":
             assert r is not None
             self.deleted.pop(r, None)
+            self.stale_known.pop(r, None)
             t = twin.FollowerFetch(s, r)
             i = self.replicas.index(r)
             if t is not None and not _same(t, want):
@@ -855,6 +865,11 @@ class _LsoInstance:
             # The leader's HW may stop short of the ISR's least LEO (what it last heard of the
             # followers): the model's AdvanceHW(h) takes any h up to it.
             t = twin.AdvanceHW(s, want.hw[self.replicas.index(s.leader)])
+            if t is None:
+                t = self._advance_past_restarted(s, want.hw[self.replicas.index(s.leader)],
+                                                 args)
+                if t is not None:
+                    want = want._replace(isr=t.isr)
         elif action in ("ShrinkIsr", "ExpandIsr"):
             member = int(args["r"])
             t = getattr(twin, action)(s, member)
@@ -1037,6 +1052,33 @@ class _LsoInstance:
         # Refused: not enabled (records below the flushed offset lost, or an in-sync replica's
         # committed ones), or a mismatch.
         return twin.CrashRestart(s, r, want.leo[i], h)
+
+    def _advance_past_restarted(self, s: LogStartOffsetState, h: int,
+                                args: Mapping[str, Any]) -> LogStartOffsetState | None:
+        """The leader's HW raised to ``h`` on what it last heard of in-sync followers that
+        have restarted since, without records they had then (a power loss): a follower's fetch
+        sent before the loss may reach the leader after it. Such a replica did not shut down
+        cleanly, so the controller drops it from the ISR when it registers again (KIP-966),
+        before it can lead; the model's fault model has that drop first. Taken as ShrinkIsr of
+        each such member, then AdvanceHW, the members kept out of the model's ISR until the
+        leader's recorded ISR drops them; only when what the leader counted for each is more
+        than its log holds now and no more than its log held before the restart. None
+        otherwise."""
+        known = args.get("known") or {}
+        gone = {m for m in s.isr if m != s.leader and s.leo[self.replicas.index(m)] < h}
+        if not gone or any(
+                m not in self.stale_known
+                or not s.leo[self.replicas.index(m)] < int(known.get(str(m), -1))
+                <= self.stale_known[m] for m in gone):
+            return None
+        twin = self.twin()
+        t: LogStartOffsetState | None = s
+        for m in sorted(gone):
+            t = twin.ShrinkIsr(t, m) if t is not None else None
+        t = twin.AdvanceHW(t, h) if t is not None else None
+        if t is not None:
+            self.doomed |= gone
+        return t
 
     def _stale_fetch(self, s: LogStartOffsetState, r: int,
                      args: Mapping[str, Any]) -> LogStartOffsetState | None:
