@@ -465,6 +465,11 @@ class _LsoInstance:
         self.deleted: dict[int, int] = {}
         """Replica -> the leader epoch the controller had written when a reassignment deleted
         it (its StopReplica comes after that epoch drops it), until it fetches again."""
+        self.reregistered: set[int] = set()
+        """Replicas whose restart waits for the ISR drop and whose broker registered again
+        since (a broker that did not shut down cleanly leaves the ISR there, KIP-966)."""
+        self.dropped_by_controller: set[int] = set()
+        """Of those, the ones the controller has since elected another leader than."""
         self.stale_known: dict[int, int] = {}
         """Replica -> its log end before its last restart, until it fetches again: what the
         leader may still count of it (a fetch of the earlier incarnation arriving late)."""
@@ -604,6 +609,8 @@ class _LsoInstance:
             s = self.state
             if r not in s.isr:
                 del self.pending_restart[r]
+                self.reregistered.discard(r)
+                self.dropped_by_controller.discard(r)
                 intent = self.deferred_intents.pop(r, None)
                 want = self.recorded(changed0)
                 try:
@@ -638,6 +645,15 @@ class _LsoInstance:
                 continue
             acts = (node == f"broker-{r}" or args.get("replica") == r
                     or (action == "BecomeLeader" and int(args.get("leader", -1)) == r))
+            if not action and r in self.dropped_by_controller:
+                # The controller had dropped it (its registration, then an election of another
+                # replica) when the trace ended, before an event of the partition showed it.
+                del self.pending_restart[r]
+                self.notes.append("CrashRestart: a restarted replica that lost committed records "
+                                  "it had not flushed, dropped from the ISR by the controller "
+                                  "when it registered again, before the trace's end showed the "
+                                  "drop (not checked: the trace ended first)")
+                continue
             if acts or not action:
                 what = "the trace ended" if not action else f"its {action} event came"
                 raise _Refused("not enabled", f"replica {r} restarted without committed records "
@@ -645,10 +661,19 @@ class _LsoInstance:
                                "controller dropped it from the ISR (the model's fault model "
                                "forbids it: committed records lost)", self.twin().describe(s))
 
+    def elected(self, leader: int) -> None:
+        """The controller wrote a new leader epoch electing ``leader``: a replica whose
+        restart waits for its ISR drop, registered again since, and not this leader, is out of
+        the controller's ISR (its registration dropped it)."""
+        self.dropped_by_controller |= self.reregistered - {leader}
+
     def registered_again(self, b: int, epoch: int) -> None:
         """Broker ``b`` registered as ``epoch``: a member the leader proposed with another
         broker epoch is refused by the controller (KIP-903); the model's ISR drops it here (a
-        restart of it waiting for that drop is then checked)."""
+        restart of it waiting for that drop is then checked). A replica of ``b`` whose restart
+        waits for the drop will leave the controller's ISR: it did not shut down cleanly."""
+        if b in self.pending_restart:
+            self.reregistered.add(b)
         proposed = self.proposed.pop(b, None)
         if proposed is None or proposed == epoch or b == self.state.leader:
             return
@@ -666,6 +691,8 @@ class _LsoInstance:
         for _args, changed in self.pending_restart.values():
             self.state = self._rebased_recorded(changed)
         self.pending_restart.clear()
+        self.reregistered.clear()
+        self.dropped_by_controller.clear()
         self.deferred_intents.clear()
 
     def heard_of(self, b: int, epoch: int) -> None:
@@ -765,6 +792,41 @@ class _LsoInstance:
 
     def _step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
               node: str = "") -> LogStartOffsetState | None:
+        """:meth:`_step_one`, for an append (a leader's, or a follower's fetch) that also
+        flushed: with ``flush.messages`` reached, the log flushes within the append, and its
+        event records both. Checked as the append, then the twin's Flush of the whole log, the
+        only flush such an append makes."""
+        if action not in ("Append", "FollowerFetch") or "flushed" not in changed:
+            return self._step_one(action, args, changed, node)
+        a = str(args["replica"])
+        recorded = changed["flushed"]
+        if a not in recorded or int(a) not in self.replicas:
+            return self._step_one(action, args, changed, node)
+        i = self.replicas.index(int(a))
+        before = self.state.flushed[i]
+        leo = int(changed.get("leo", {}).get(a, self.state.leo[i]))
+        if int(recorded[a]) == before or int(recorded[a]) != leo:
+            return self._step_one(action, args, changed, node)
+        try:  # the step itself may set it (a follower's log started at its leader's start)
+            return self._step_one(action, args, changed, node)
+        except _Refused as refused:
+            if refused.kind != "mismatch":
+                raise
+            first = refused
+        unflushed = {**changed, "flushed": {**recorded, a: before}}
+        try:
+            t = self._step_one(action, args, unflushed, node)
+        except _Refused:
+            raise first from None
+        flushed = self.twin().Flush(self.state if t is None else t, int(a), leo)
+        if flushed is None:
+            raise _Refused("not enabled", f"{action}{_args(args)} flushed its log to {leo}, "
+                           "which the twin's Flush does not allow after it",
+                           self.twin().describe(self.recorded(changed)))
+        return flushed
+
+    def _step_one(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
+                  node: str = "") -> LogStartOffsetState | None:
         if action == "BecomeLeader":
             self.led[int(args.get("leaderEpoch", -1))] = int(args["leader"])
         elif action in ("CrashRestart", "DeleteReplica"):
@@ -802,6 +864,8 @@ class _LsoInstance:
                 merged[name] = ({**changed0[name], **values} if isinstance(values, dict)
                                 and isinstance(changed0.get(name), dict) else values)
             self.pending_restart[restarted] = (args, merged)
+            self.reregistered.discard(restarted)
+            self.dropped_by_controller.discard(restarted)
             raise _Outside("a replica whose restart waits for the ISR drop restarted again "
                            "before it (one restart, checked once it leaves the ISR)",
                            resync=False)
@@ -854,6 +918,11 @@ class _LsoInstance:
                 if stale is not None and _same(rebased(stale), want):
                     raise _Outside("a fetch answered from the leader's earlier state (the "
                                    "model's fetch reads the leader's present state)")
+            if ((t is None or not _same(t, want))
+                    and int(args.get("fetchedTo", -1)) > s.leo[self.replicas.index(s.leader)]):
+                raise _Outside("a fetch from a deposed leader, past the present leader's end: "
+                               "the follower had not yet heard of the new leader (the model "
+                               "has one leader)")
             if t is None or not _same(t, want):
                 deposed = self._deposed_answer(s, r, args)
                 if deposed is not None and _same(deposed, want):
@@ -927,6 +996,8 @@ class _LsoInstance:
                 # ISR when it registers again (unclean-shutdown detection, before the model's
                 # fault model would allow the crash), electing another replica or none.
                 self.pending_restart[r] = (args, changed)
+                self.reregistered.discard(r)
+                self.dropped_by_controller.discard(r)
                 raise _Outside("a restarted leader lost committed records it had not flushed "
                                "(checked as CrashRestart once the controller drops it from the "
                                "ISR)", resync=False)
@@ -943,6 +1014,8 @@ class _LsoInstance:
                     # drops it from the ISR (its broker epoch is stale) before it serves or
                     # fetches. The model's fault model has the ISR drop first: so checked.
                     self.pending_restart[r] = (args, changed)
+                    self.reregistered.discard(r)
+                    self.dropped_by_controller.discard(r)
                     raise _Outside("a restarted in-sync replica lost committed records it had "
                                    "not flushed (checked as CrashRestart once the controller "
                                    "drops it from the ISR, which the model has first)",
@@ -1843,6 +1916,7 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             if (action == "ElectLeader" and args.get("outcome") == "written" and inst in lso
                     and not other_generation(inst, args)):
                 lso[inst].written_epoch = int(changed.get("leaderEpoch", -1))
+                lso[inst].elected(int(args.get("leader", -1)))
                 if int(args.get("leader", 0)) == -1:
                     lso[inst].no_leader()
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
@@ -1921,6 +1995,9 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                 report.failures.append(Failure(f"{events[-1][0]} (end)", last, LOG_START_OFFSET,
                                                inst, "CrashRestart", ref.kind, ref.message,
                                                before, ref.after or "(no successor)"))
+            for note in x.notes:
+                report.outside[f"{LOG_START_OFFSET}.{note}"] += 1
+            x.notes.clear()
 
 
 _INVARIANTS: weakref.WeakKeyDictionary[Spec, tuple[Invariant, ...]] = \
