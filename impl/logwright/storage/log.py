@@ -86,7 +86,7 @@ _CHECKED_FIELDS = ONE_BATCH_FIELDS
 _OFFSET_LENGTH_EPOCH = OFFSET_LENGTH_EPOCH
 _INT64 = struct.Struct(">q")
 _COPY_FOR_CRC_MAX = COPY_FOR_CRC_MAX
-_CRC_FROM = ATTRIBUTES_OFFSET
+_CRC_PART = slice(ATTRIBUTES_OFFSET, None)  # what a batch's CRC covers
 _CODEC_MASK = COMPRESSION_CODEC_MASK
 _MAX_CODEC = MAX_CODEC_VALUE
 _INT32_MAX = INT32_MAX
@@ -466,7 +466,8 @@ class PartitionLog:
         current_max = active._max_timestamp_ms
         # A last offset past the segment's largest (``max_last_offset``, at most int64's
         # largest) is refused there or rolls the segment: both are ``_append_one_batch``'s.
-        if (length + LOG_OVERHEAD != size or magic != MAGIC_V2 or last_delta < 0
+        # (The length test as a difference: 12 is a cached small int, a sum a new object.)
+        if (size - length != LOG_OVERHEAD or magic != MAGIC_V2 or last_delta < 0
                 or count != last_delta + 1 or attributes & _CODEC_MASK > _MAX_CODEC
                 or last > active.max_last_offset or size > self._max_batch_bytes
                 or index is None or time_index is None
@@ -478,8 +479,8 @@ class PartitionLog:
         # allocated a byte larger than its data, one of bytes 33 larger, which for a batch of
         # about 1 KiB takes it out of the allocator's fast bins.
         data = _EMPTY_BYTEARRAY + records  # a copy: ``bytearray(records)`` without its arguments
-        if _crc32c(data[_CRC_FROM:] if size <= _COPY_FOR_CRC_MAX
-                   else memoryview(data)[_CRC_FROM:]) != crc:
+        if _crc32c(data[_CRC_PART] if size <= _COPY_FOR_CRC_MAX
+                   else memoryview(data)[_CRC_PART]) != crc:
             return self._append_one_batch(records, leader_epoch)
         if leader_epoch >= 0:
             _OFFSET_LENGTH_EPOCH.pack_into(data, 0, first, length, leader_epoch)
