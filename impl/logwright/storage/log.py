@@ -464,6 +464,7 @@ class PartitionLog:
         index, time_index = active._index, active._time_index
         rolling_ts = active.first_batch_timestamp_ms
         current_max = active._max_timestamp_ms
+        held = active.size_bytes
         # A last offset past the segment's largest (``max_last_offset``, at most int64's
         # largest) is refused there or rolls the segment: both are ``_append_one_batch``'s.
         # (The length test as a difference: 12 is a cached small int, a sum a new object.)
@@ -471,7 +472,7 @@ class PartitionLog:
                 or count != last_delta + 1 or attributes & _CODEC_MASK > _MAX_CODEC
                 or last > active.max_last_offset or size > self._max_batch_bytes
                 or index is None or time_index is None
-                or rolling_ts is None or current_max is None or not active.size_bytes
+                or rolling_ts is None or current_max is None or not held
                 or (leader_epoch >= 0 and (leader_epoch != self.leader_epoch_cache.latest_epoch
                                            or leader_epoch > _INT32_MAX))):
             return self._append_one_batch(records, leader_epoch)
@@ -490,7 +491,7 @@ class PartitionLog:
             # LogSegment.append's roll decision (its offset test made above), the clock read
             # first as there.
             if (self.clock.now_ms() - rolling_ts >= config.segment_ms
-                    or active.size_bytes + size > config.segment_bytes
+                    or held + size > config.segment_bytes
                     or index.entries >= self._max_index_entries
                     or time_index.entries >= self._max_time_index_entries):
                 self.roll().append(first, last, max_ts, data, config, self.clock)
