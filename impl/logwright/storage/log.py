@@ -82,9 +82,9 @@ _BASE_LENGTH_EPOCH = struct.Struct(">qii")
 """A batch header's base offset, batch length and partition leader epoch."""
 _new_tuple = tuple.__new__
 # For the leader's append path (``append_as_leader``): module globals, each one lookup.
-_CHECKED_FIELDS = ONE_BATCH_FIELDS
-_OFFSET_LENGTH_EPOCH = OFFSET_LENGTH_EPOCH
-_INT64 = struct.Struct(">q")
+_unpack_checked_fields = ONE_BATCH_FIELDS.unpack_from
+_pack_offset_length_epoch = OFFSET_LENGTH_EPOCH.pack_into
+_pack_offset = struct.Struct(">q").pack_into
 _COPY_FOR_CRC_MAX = COPY_FOR_CRC_MAX
 _CRC_PART = slice(ATTRIBUTES_OFFSET, None)  # what a batch's CRC covers
 _CODEC_MASK = COMPRESSION_CODEC_MASK
@@ -455,7 +455,7 @@ class PartitionLog:
         first = active.next_offset
         try:
             length, magic, crc, attributes, last_delta, max_ts, count = (
-                _CHECKED_FIELDS.unpack_from(records))
+                _unpack_checked_fields(records))
         except struct.error:  # shorter than a header
             return self._append_one_batch(records, leader_epoch)
         size = len(records)
@@ -484,9 +484,9 @@ class PartitionLog:
                    else memoryview(data)[_CRC_PART]) != crc:
             return self._append_one_batch(records, leader_epoch)
         if leader_epoch >= 0:
-            _OFFSET_LENGTH_EPOCH.pack_into(data, 0, first, length, leader_epoch)
+            _pack_offset_length_epoch(data, 0, first, length, leader_epoch)
         else:
-            _INT64.pack_into(data, 0, first)
+            _pack_offset(data, 0, first)
         try:
             # LogSegment.append's roll decision (its offset test made above), the clock read
             # first as there.
