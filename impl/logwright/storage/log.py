@@ -81,19 +81,19 @@ from logwright.world.realfs import RealFileHandle
 _BASE_LENGTH_EPOCH = struct.Struct(">qii")
 """A batch header's base offset, batch length and partition leader epoch."""
 _new_tuple = tuple.__new__
+"""Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 # For the leader's append path (``append_as_leader``): module globals, each one lookup.
 _unpack_checked_fields = ONE_BATCH_FIELDS.unpack_from
 _pack_offset_length_epoch = OFFSET_LENGTH_EPOCH.pack_into
 _pack_offset = struct.Struct(">q").pack_into
-_COPY_FOR_CRC_MAX = COPY_FOR_CRC_MAX
 _CRC_PART = slice(ATTRIBUTES_OFFSET, None)  # what a batch's CRC covers
-_CODEC_MASK = COMPRESSION_CODEC_MASK
-_MAX_CODEC = MAX_CODEC_VALUE
 _INT32_MAX = INT32_MAX
+# And these, written there as numbers (a constant each, not a global's lookup).
+assert (LOG_OVERHEAD, MAGIC_V2, COMPRESSION_CODEC_MASK, MAX_CODEC_VALUE,
+        COPY_FOR_CRC_MAX) == (12, 2, 7, 4, 8192)
 _EMPTY_BYTEARRAY = bytearray()  # never changed: only the left operand of a copy's ``+``
 _crc32c = crc32c.crc32c
 _pwrite = os.pwrite
-"""Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 
 __all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
 
@@ -467,9 +467,11 @@ class PartitionLog:
         held = active.size_bytes
         # A last offset past the segment's largest (``max_last_offset``, at most int64's
         # largest) is refused there or rolls the segment: both are ``_append_one_batch``'s.
-        # (The length test as a difference: 12 is a cached small int, a sum a new object.)
-        if (size - length != LOG_OVERHEAD or magic != MAGIC_V2 or last_delta < 0
-                or count != last_delta + 1 or attributes & _CODEC_MASK > _MAX_CODEC
+        # The numbers: LOG_OVERHEAD (12; the length tested by a difference, a cached small int
+        # where a sum would be a new object), MAGIC_V2 (2), the codec's mask (7) and largest
+        # value (4).
+        if (size - length != 12 or magic != 2 or last_delta < 0
+                or count != last_delta + 1 or attributes & 7 > 4
                 or last > active.max_last_offset or size > self._max_batch_bytes
                 or index is None or time_index is None
                 or rolling_ts is None or current_max is None or not held
@@ -480,7 +482,7 @@ class PartitionLog:
         # allocated a byte larger than its data, one of bytes 33 larger, which for a batch of
         # about 1 KiB takes it out of the allocator's fast bins.
         data = _EMPTY_BYTEARRAY + records  # a copy: ``bytearray(records)`` without its arguments
-        if _crc32c(data[_CRC_PART] if size <= _COPY_FOR_CRC_MAX
+        if _crc32c(data[_CRC_PART] if size <= 8192  # COPY_FOR_CRC_MAX
                    else memoryview(data)[_CRC_PART]) != crc:
             return self._append_one_batch(records, leader_epoch)
         if leader_epoch >= 0:
