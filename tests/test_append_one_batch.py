@@ -247,13 +247,18 @@ def play(log: PartitionLog, clock: VirtualClock, requests: list[Request], path: 
     return answers
 
 
+Prelude = Callable[[PartitionLog], None]  # what a fresh log goes through before the requests
+
+
 def run(requests: list[Request], config: LogConfig, path: str,
-        configs: dict[int, LogConfig] | None = None
+        configs: dict[int, LogConfig] | None = None, prelude: Prelude | None = None
         ) -> tuple[list[object], dict[str, bytes], dict[str, bytes], object]:
     clock = VirtualClock(1_000_000)
     fs = SimFileSystem(clock)
     fs.makedirs("/d1")
     log = PartitionLog.create(fs, "/d1/t-0", TP, config, clock)
+    if prelude is not None:
+        prelude(log)
     answers = play(log, clock, requests, path, configs)
     durable = {name: fs.durable_bytes(f"/d1/t-0/{name}") for name in fs.durable_listdir("/d1/t-0")}
     log.close()
@@ -262,13 +267,15 @@ def run(requests: list[Request], config: LogConfig, path: str,
 
 
 def run_real(requests: list[Request], config: LogConfig, path: str,
-             configs: dict[int, LogConfig] | None = None
+             configs: dict[int, LogConfig] | None = None, prelude: Prelude | None = None
              ) -> tuple[list[object], dict[str, bytes], object]:
     """``run`` on the real file system, in a fresh temporary directory."""
     clock = VirtualClock(1_000_000)
     fs = RealFileSystem()
     with tempfile.TemporaryDirectory() as root:
         log = PartitionLog.create(fs, posixpath.join(root, "t-0"), TP, config, clock)
+        if prelude is not None:
+            prelude(log)
         answers = play(log, clock, requests, path, configs)
         log.close()
         files = {name: fs.read_file(posixpath.join(log.dir_path, name))
@@ -402,3 +409,37 @@ def test_the_shortcut_leaves_an_offset_overflow_to_the_general_path() -> None:
     assert assign_one_batch(batch, 2**63 - 2, -1) is None
     with pytest.raises(CorruptRecordError, match="overflows"):
         assign_offsets(bytearray(batch), 2**63 - 2)
+
+
+def _leap_to(base: int, start: int | None = None) -> Prelude:
+    """A prelude: the log, started at ``start`` if given, takes as a follower one batch of two
+    records at ``base``; the leader's appends go on from there in the same segment."""
+
+    def prelude(log: PartitionLog) -> None:
+        if start is not None:
+            log.truncate_fully_and_start_at(start)
+        log.append_as_follower(build_batch([Record(None, b"f", 1_000_000)] * 2, base_offset=base))
+
+    return prelude
+
+
+@pytest.mark.parametrize("real", [False, True])
+@pytest.mark.parametrize("start, base", [(None, 2**31 - 12), (2**63 - 40, 2**63 - 12)])
+def test_append_as_leader_decides_as_the_general_path_at_the_offset_limits(
+    real: bool, start: int | None, base: int
+) -> None:
+    # Batches of three records from 10 below a relative offset past int32 (the segment at 0
+    # rolls: its largest offset is 2**31 - 1) or an offset past int64 (refused; the segment's
+    # largest offset is int64's).
+    requests = producer_stream(3, 1)[:6]
+    go = run_real if real else run
+    prelude = _leap_to(base, start)
+    inline = go(requests, CONFIGS[1], "inline", None, prelude)
+    assert inline == go(requests, CONFIGS[1], "one", None, prelude)
+    assert inline == go(requests, CONFIGS[1], "general", None, prelude)
+    answers = inline[0]
+    if start is None:
+        offsets = answers[-1]  # the log's offsets after the last request
+        assert isinstance(offsets, tuple) and offsets[3] == [0, 2**31 - 1], "a roll at 2**31 - 1"
+    else:
+        assert any(isinstance(a, tuple) and a[0] is CorruptRecordError for a in answers)

@@ -57,7 +57,6 @@ from logwright.records.header import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     INT32_MAX,
-    INT64_MAX,
     MAGIC_V2,
 )
 from logwright.records.scan import (
@@ -82,19 +81,19 @@ from logwright.world.realfs import RealFileHandle
 _BASE_LENGTH_EPOCH = struct.Struct(">qii")
 """A batch header's base offset, batch length and partition leader epoch."""
 _new_tuple = tuple.__new__
+"""Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 # For the leader's append path (``append_as_leader``): module globals, each one lookup.
-_CHECKED_FIELDS = ONE_BATCH_FIELDS
-_OFFSET_LENGTH_EPOCH = OFFSET_LENGTH_EPOCH
-_INT64 = struct.Struct(">q")
-_COPY_FOR_CRC_MAX = COPY_FOR_CRC_MAX
-_CRC_FROM = ATTRIBUTES_OFFSET
-_CODEC_MASK = COMPRESSION_CODEC_MASK
-_MAX_CODEC = MAX_CODEC_VALUE
+_unpack_checked_fields = ONE_BATCH_FIELDS.unpack_from
+_pack_offset_length_epoch = OFFSET_LENGTH_EPOCH.pack_into
+_pack_offset = struct.Struct(">q").pack_into
+_CRC_PART = slice(ATTRIBUTES_OFFSET, None)  # what a batch's CRC covers
 _INT32_MAX = INT32_MAX
-_INT64_MAX = INT64_MAX
+# And these, written there as numbers (a constant each, not a global's lookup).
+assert (LOG_OVERHEAD, MAGIC_V2, COMPRESSION_CODEC_MASK, MAX_CODEC_VALUE,
+        COPY_FOR_CRC_MAX) == (12, 2, 7, 4, 8192)
+_EMPTY_BYTEARRAY = bytearray()  # never changed: only the left operand of a copy's ``+``
 _crc32c = crc32c.crc32c
 _pwrite = os.pwrite
-"""Builds an ``AppendInfo`` without the Python frame of a named tuple's ``__new__``."""
 
 __all__ = ["AppendInfo", "FetchData", "LoadReport", "PartitionLog", "TopicIdMismatch"]
 
@@ -456,7 +455,7 @@ class PartitionLog:
         first = active.next_offset
         try:
             length, magic, crc, attributes, last_delta, max_ts, count = (
-                _CHECKED_FIELDS.unpack_from(records, 0))
+                _unpack_checked_fields(records))
         except struct.error:  # shorter than a header
             return self._append_one_batch(records, leader_epoch)
         size = len(records)
@@ -465,30 +464,36 @@ class PartitionLog:
         index, time_index = active._index, active._time_index
         rolling_ts = active.first_batch_timestamp_ms
         current_max = active._max_timestamp_ms
-        if (length + LOG_OVERHEAD != size or magic != MAGIC_V2 or last_delta < 0
-                or count != last_delta + 1 or attributes & _CODEC_MASK > _MAX_CODEC
-                or last > _INT64_MAX or size > self._max_batch_bytes
+        held = active.size_bytes
+        # A last offset past the segment's largest (``max_last_offset``, at most int64's
+        # largest) is refused there or rolls the segment: both are ``_append_one_batch``'s.
+        # The numbers: LOG_OVERHEAD (12; the length tested by a difference, a cached small int
+        # where a sum would be a new object), MAGIC_V2 (2), the codec's mask (7) and largest
+        # value (4).
+        if (size - length != 12 or magic != 2 or last_delta < 0
+                or count != last_delta + 1 or attributes & 7 > 4
+                or last > active.max_last_offset or size > self._max_batch_bytes
                 or index is None or time_index is None
-                or rolling_ts is None or current_max is None or not active.size_bytes
+                or rolling_ts is None or current_max is None or not held
                 or (leader_epoch >= 0 and (leader_epoch != self.leader_epoch_cache.latest_epoch
                                            or leader_epoch > _INT32_MAX))):
             return self._append_one_batch(records, leader_epoch)
         # The CRC over the copy's bytes (those of ``records``): a slice of a bytearray is
         # allocated a byte larger than its data, one of bytes 33 larger, which for a batch of
         # about 1 KiB takes it out of the allocator's fast bins.
-        data = bytearray(records)
-        if _crc32c(data[_CRC_FROM:] if size <= _COPY_FOR_CRC_MAX
-                   else memoryview(data)[_CRC_FROM:]) != crc:
+        data = _EMPTY_BYTEARRAY + records  # a copy: ``bytearray(records)`` without its arguments
+        if _crc32c(data[_CRC_PART] if size <= 8192  # COPY_FOR_CRC_MAX
+                   else memoryview(data)[_CRC_PART]) != crc:
             return self._append_one_batch(records, leader_epoch)
         if leader_epoch >= 0:
-            _OFFSET_LENGTH_EPOCH.pack_into(data, 0, first, length, leader_epoch)
+            _pack_offset_length_epoch(data, 0, first, length, leader_epoch)
         else:
-            _INT64.pack_into(data, 0, first)
+            _pack_offset(data, 0, first)
         try:
-            # LogSegment.append's roll decision, the clock read first as there.
+            # LogSegment.append's roll decision (its offset test made above), the clock read
+            # first as there.
             if (self.clock.now_ms() - rolling_ts >= config.segment_ms
-                    or active.size_bytes + size > config.segment_bytes
-                    or last > active.max_last_offset
+                    or held + size > config.segment_bytes
                     or index.entries >= self._max_index_entries
                     or time_index.entries >= self._max_time_index_entries):
                 self.roll().append(first, last, max_ts, data, config, self.clock)

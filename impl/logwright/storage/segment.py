@@ -107,8 +107,8 @@ class LogSegment:
         self.fs = fs
         self.dir_path = dir_path
         self.base_offset = base_offset
-        #: The largest offset the segment can hold (relative offsets are int32).
-        self.max_last_offset = base_offset + 0x7FFFFFFF
+        #: The largest offset the segment can hold (relative offsets are int32, offsets int64).
+        self.max_last_offset = min(base_offset + 0x7FFFFFFF, INT64_MAX)
         self.index_interval_bytes = index_interval_bytes
         stem = child_path(dir_path, stem if stem is not None else segment_file_stem(base_offset))
         self.log_path = stem + ".log"
