@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import gc
+import json
+import random
+import weakref
+from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
+from logwright.model.controller_fencing import ControllerFencingConfig, ControllerFencingTwin
+from logwright.model.core import Spec, State
+from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin
+from logwright.model.log_start_offset import LogStartOffsetConfig, LogStartOffsetTwin
+from logwright.verify import traces
 from logwright.verify.traces import CheckReport, check_paths
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
@@ -33,3 +45,108 @@ def test_the_collector_is_on_again_after_a_check() -> None:
     assert gc.isenabled()
     check_paths([TRACES / "corpus"])
     assert gc.isenabled()
+
+
+# ---- invariants asked only after a step that changed what they read ---------------------------
+
+def _reachable(spec: Spec, limit: int) -> list[State]:
+    """Up to ``limit`` states of ``spec`` in breadth-first order from its initial states (the
+    states of a buggy twin include some that violate an invariant)."""
+    seen: dict[State, None] = dict.fromkeys(spec.init_states())
+    queue = deque(seen)
+    while queue and len(seen) < limit:
+        s = queue.popleft()
+        for action in spec.actions():
+            for t in action.fn(s):
+                if t not in seen and len(seen) < limit:
+                    seen[t] = None
+                    queue.append(t)
+    return list(seen)
+
+
+def _undeclared_dependence(spec: Spec, reads: Mapping[str, frozenset[str]],
+                           states: list[State], pairs: int = 4000) -> list[str]:
+    """Each invariant that ``reads`` declares, asked of a state ``s`` and of ``s`` with every
+    variable it does not declare taken from another state ``t``: where the two differ, the
+    invariant reads a variable the declaration leaves out."""
+    rng = random.Random(7)
+    wrong = []
+    for name, holds in spec.invariants():
+        if name not in reads:
+            continue
+        for _ in range(pairs):
+            s, t = rng.choice(states), rng.choice(states)
+            assert isinstance(s, tuple) and isinstance(t, tuple)
+            fields = type(s)._fields  # type: ignore[attr-defined]
+            mixed = type(s)(*(a if f in reads[name] else b
+                              for f, a, b in zip(fields, s, t, strict=True)))
+            if holds(mixed) != holds(s):
+                wrong.append(f"{name}: {s} and {mixed}")
+                break
+    return wrong
+
+
+TWINS: list[Spec] = [
+    *(LogStartOffsetTwin(LogStartOffsetConfig((1, 2, 3), 1, 2, 1, bug))
+      for bug in ("none", "RetentionIgnoresHW", "FollowerRaisesStartBeforeHW", "HWIgnoresIsr",
+                  "AckBeforeDurable", "StartOffsetCheckpointLazy")),
+    *(ControllerFencingTwin(ControllerFencingConfig((1, 2), bug=bug))
+      for bug in ("none", "NoControllerEpochCheck", "NoBrokerEpochCheck",
+                  "UnconditionalStoreWrite", "NoControllerEpochRecorded")),
+    *(FetcherFailureTwin(FetcherFailureConfig(3, 2, 2, bug))
+      for bug in ("none", "FailWholeFetcher", "FenceWithStaleEpochFails", "NoUnfailOnNewEpoch")),
+]
+
+
+@pytest.mark.parametrize("twin", TWINS, ids=lambda t: f"{t.name}-{t.config.bug}")
+def test_an_invariant_reads_only_the_variables_its_twin_declares(twin: Spec) -> None:
+    """Over reachable states (violating ones too, from the buggy twins), an invariant's value
+    does not change when only variables outside its declaration do."""
+    states = _reachable(twin, 3000)
+    assert len(states) > 300
+    assert twin.invariant_reads(), "the twin declares what its invariants read"
+    assert _undeclared_dependence(twin, twin.invariant_reads(), states) == []
+
+
+def test_a_declaration_that_leaves_a_variable_out_is_found() -> None:
+    twin = LogStartOffsetTwin(LogStartOffsetConfig((1, 2, 3), 1, 2, 1, "HWIgnoresIsr"))
+    reads = dict(twin.invariant_reads())
+    reads["CommittedDataOnIsr"] = frozenset({"leo", "committed"})  # isr left out
+    assert _undeclared_dependence(twin, reads, _reachable(twin, 3000))
+
+
+def _checked(ask_every: bool, *paths: Path) -> str:
+    report = check_paths(paths, CheckReport(track_states=True, ask_every_invariant=ask_every))
+    report.settle_states()
+    report.seconds = 0.0
+    return repr((report, sorted(report.states)))
+
+
+def test_asking_every_invariant_after_every_step_changes_no_finding() -> None:
+    """The cross-check: every invariant asked after every step, and one left unasked by the
+    declarations must hold (else AssertionError); the report is the same as without it."""
+    assert _checked(True, TRACES, OPEN) == _checked(False, TRACES, OPEN)
+
+
+def test_the_cross_check_finds_an_invariant_left_unasked_that_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A declaration that leaves out a variable a violation changes: the violation goes
+    unreported, and the cross-check says so."""
+    events = [json.loads(line) for line in
+              (TRACES / "corpus" / "retention-and-restart.jsonl").read_text().splitlines()]
+    # Last, a step outside the model whose recorded values become the state: the leader
+    # outside its own ISR, which TypeOK refuses.
+    events.append({**events[-1], "seq": len(events), "model": "LogStartOffset",
+                   "instance": "r-0", "action": "Truncate", "args": {"replica": 2},
+                   "changed": {"isr": []}, "node": "broker-2"})
+    path = tmp_path / "tampered.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    failures = check_paths([path]).failures
+    assert [(f.action, f.message) for f in failures] == [
+        ("Truncate", "TypeOK is violated after this step")]
+    monkeypatch.setattr(traces, "_PLANS", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(LogStartOffsetTwin, "invariant_reads",
+                        lambda self: {"TypeOK": frozenset({"leo"})})
+    assert check_paths([path]).ok, "TypeOK was not asked: the declaration hid the violation"
+    with pytest.raises(AssertionError, match="TypeOK of LogStartOffset is violated"):
+        check_paths([path], CheckReport(ask_every_invariant=True))

@@ -13,7 +13,7 @@ then means the same thing in both tools.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -62,6 +62,13 @@ class Spec(ABC):
     @abstractmethod
     def invariants(self) -> Sequence[Invariant]:
         """The invariants the .cfg lists, in the .cfg's order (TLC reports the first violated)."""
+
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """Per invariant name, the state variables (field names) its value depends on, besides
+        the spec's constants: a checker of one behaviour may leave an invariant that held
+        unasked after a step that changed none of them (``traces check`` does). An invariant
+        not named reads every variable (the default: none named)."""
+        return {}
 
     def constraint(self, s: State) -> bool:
         """The TLA+ ``CONSTRAINT``: states outside it are checked, not counted, not expanded."""

@@ -46,7 +46,7 @@ from logwright.model.controller_fencing import (
     ControllerFencingTwin,
     Request,
 )
-from logwright.model.core import Invariant, Spec, State
+from logwright.model.core import Spec, State
 from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin, FFState
 from logwright.model.log_start_offset import (
     LogStartOffsetConfig,
@@ -146,6 +146,10 @@ class CheckReport:
     when :attr:`track_states` is on."""
     track_states: bool = False
     """Fingerprint every state a twin reaches (for coverage)."""
+    ask_every_invariant: bool = field(default=False, repr=False, compare=False)
+    """Ask every invariant after every step, and raise AssertionError when one that the
+    declarations (:meth:`Spec.invariant_reads`) leave unasked does not hold: a test's check of
+    the declarations, never a verdict of its own."""
     reached: set[tuple[str, Any]] = field(default_factory=set, repr=False, compare=False)
     """The states a replay reached, by model, not yet fingerprinted: a trace's states are
     gathered here (by ``==``, a hash each) and fingerprinted once each when the trace ends
@@ -438,7 +442,20 @@ _CUT_EVENTS = frozenset({"DeleteRecords", "FollowerFetch", "DeleteOldestSegment"
 loss cut it (:meth:`_LsoInstance.step`)."""
 
 
-class _LsoInstance:
+_Plan = tuple[tuple[str, Any, int], ...]
+"""A twin's invariants in order, each with the mask of the state's fields it reads (bit i:
+field i; -1: every field)."""
+
+
+class _Instance:
+    """One model instance of a replay (a partition's, a broker's, a move's)."""
+
+    held: tuple[Spec, State, _Plan] | None = None
+    """Its twin, the last state every invariant held in, and the twin's invariants with what
+    they read (:func:`_run`)."""
+
+
+class _LsoInstance(_Instance):
     def __init__(self, replicas: tuple[int, ...], leader: int, max_offset: int,
                  bug: str = "none") -> None:
         # ``first_leader`` is the twin's constant Leader (its Init's); the leader now is the
@@ -1049,7 +1066,7 @@ def _cf_twin(brokers: tuple[int, ...], max_ce: int, max_be: int, max_le: int,
                                                          max_in_flight))
 
 
-class _CfInstance:
+class _CfInstance(_Instance):
     def __init__(self, init: Mapping[str, Any], bounds: tuple[int, int, int, int]) -> None:
         self.brokers = tuple(sorted(int(b) for b in init["brokerEpochs"]))
         self.base = int(init["controllerEpoch"]) - 1
@@ -1236,7 +1253,7 @@ def _ff_twin(partitions: int, max_le: int) -> FetcherFailureTwin:
     return FetcherFailureTwin(FetcherFailureConfig(partitions, 1, max_le))
 
 
-class _FfInstance:
+class _FfInstance(_Instance):
     def __init__(self, partitions: int, max_le: int) -> None:
         self.twin_ = _ff_twin(partitions, max_le)
         self.state: FFState = next(iter(self.twin_.init_states()))  # type: ignore[assignment]
@@ -1317,7 +1334,7 @@ class _FfInstance:
         return t
 
 
-class _RmInstance:
+class _RmInstance(_Instance):
     """One JBOD move (ReplicaMove, traces/SCHEMA.md): the recorded variables after each event,
     checked as a path of at most :data:`RM_MAX_STEPS` twin steps from the state so far, the
     ghosts (records by identity, the copier's skew) carried by the twin's own steps. Between
@@ -1533,7 +1550,8 @@ def check_trace(trace: str, lines: Iterable[tuple[str, Event]], report: CheckRep
         report.bad_input += problems
         _not_replayed(ordered, report)
         return
-    one = CheckReport(track_states=report.track_states)
+    one = CheckReport(track_states=report.track_states,
+                      ask_every_invariant=report.ask_every_invariant)
     try:
         _replay_trace(ordered, one)
     except TraceFormatError as exc:
@@ -1812,16 +1830,50 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                                                before, ref.after or "(no successor)"))
 
 
-_INVARIANTS: weakref.WeakKeyDictionary[Spec, tuple[Invariant, ...]] = \
-    weakref.WeakKeyDictionary()
-"""Each twin's invariants, asked once (a twin builds the list at each call)."""
+_PLANS: weakref.WeakKeyDictionary[Spec, tuple[type, _Plan]] = weakref.WeakKeyDictionary()
+"""Each twin's plan, made once per state type (a twin builds its list at each call)."""
 
 
-def _invariants(spec: Spec) -> tuple[Invariant, ...]:
-    known = _INVARIANTS.get(spec)
-    if known is None:
-        known = _INVARIANTS[spec] = tuple(spec.invariants())
-    return known
+def _plan(spec: Spec, state: State) -> _Plan:
+    """The invariants of ``spec`` with what they read of ``state``'s fields
+    (:meth:`Spec.invariant_reads`)."""
+    kind = type(state)
+    known = _PLANS.get(spec)
+    if known is not None and known[0] is kind:
+        return known[1]
+    fields: tuple[str, ...] = getattr(kind, "_fields", ())
+    reads = spec.invariant_reads()
+    plan = tuple((name, holds, sum(1 << fields.index(f) for f in reads[name])
+                  if name in reads and set(reads[name]) <= set(fields) else -1)
+                 for name, holds in spec.invariants())
+    _PLANS[spec] = (kind, plan)
+    return plan
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are one value of one type, members too (1 and True, 0.0 and -0.0 are
+    not): whatever an invariant computes from one it computes from the other. Equal sets whose
+    members iterate in another order count as changed (only an invariant more is asked)."""
+    return a is b or (type(a) is type(b) and a == b and repr(a) == repr(b))
+
+
+def _to_ask(x: _Instance, spec: Spec, after: State) -> tuple[_Plan, _Plan]:
+    """The invariants of ``spec`` and those of them to ask of ``after``, ``x``'s state now:
+    those that read a field changed since ``x.held``, the twin and the last state it held
+    every invariant in (every one when there is none, or it was another twin's, or another
+    kind of state)."""
+    held = x.held
+    if held is None or held[0] is not spec or type(held[1]) is not type(after):
+        plan = _plan(spec, after)
+        return plan, plan
+    before, plan = held[1], held[2]
+    if before is after:
+        return plan, ()
+    changed = 0
+    for i, same in enumerate(map(operator.is_, before, after)):  # type: ignore[call-overload]
+        if not same and not _same_value(before[i], after[i]):  # type: ignore[index]
+            changed |= 1 << i
+    return plan, tuple(p for p in plan if p[2] & changed) if changed else ()
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
@@ -1873,13 +1925,23 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
     if getattr(x, "leaderless", False):
         return  # no leader: outside the model, whose invariants speak of its leader's log
     spec = x.spec()  # a leader change re-bases LogStartOffset's constants
-    for inv, holds in _invariants(spec):
+    # An invariant that held in x.held (the twin and the last state every invariant held in)
+    # and reads no field changed since holds now: only the others are asked. The first one
+    # violated is the first of them all.
+    plan, asked = _to_ask(x, spec, after)
+    if report.ask_every_invariant:
+        for inv, holds, _ in plan:
+            if not holds(after) and all(inv != p[0] for p in asked):
+                raise AssertionError(f"{inv} of {model} is violated after a step that changed "
+                                     "none of the variables its twin's invariant_reads names")
+    for inv, holds, _ in asked:
         if not holds(after):
             failed.add(key)
             report.failures.append(Failure(where, int(e["seq"]), model, name, e["action"],
                                            "invariant", f"{inv} is violated after this step",
                                            spec.describe(before), spec.describe(after)))
             return
+    x.held = (spec, after, plan)
 
 
 def check_file(path: Path, report: CheckReport) -> None:

@@ -19,7 +19,7 @@ order; per-broker functions are tuples indexed like ``config.brokers`` (sorted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -360,6 +360,11 @@ class ControllerFencingTwin(Spec):
                  "BrokerFollowsLatestDecision": self.BrokerFollowsLatestDecision}
         return [(name, table[name]) for name in self.config.invariants]
 
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """Neither fencing invariant reads ``controllerEpoch`` or ``network``; TypeOK reads
+        every variable."""
+        return _READS
+
     def describe(self, s: State) -> str:
         assert isinstance(s, CFState)
         lines = [f"store: controllerEpoch={s.controllerEpoch} leaderEpoch={s.leaderEpoch}"
@@ -381,6 +386,14 @@ class ControllerFencingTwin(Spec):
                          f"broker={m.broker}, brokerEpoch={m.brokerEpoch}, "
                          f"leaderEpoch={m.leaderEpoch})")
         return "\n".join(lines)
+
+
+_READS = {
+    "StaleControllerFenced": frozenset({"lastApply", "lastStoreWrite"}),
+    "BrokerFollowsLatestDecision": frozenset({"lastApply", "lastStoreWrite", "leaderEpoch",
+                                              "brokerEpoch", "replicaEpoch", "appliedEpoch",
+                                              "replicaPeak"}),
+}
 
 
 def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:

@@ -16,7 +16,7 @@ each a tuple indexed by partition (``p - 1``) or fetcher (``f - 1``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Self, TypeVar
@@ -254,6 +254,11 @@ class FetcherFailureTwin(Spec):
         table = {"TypeOK": self.TypeOK, "FailureContained": self.FailureContained}
         return [(name, table[name]) for name in self.config.invariants]
 
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """FailureContained reads neither ``leaderEpoch`` nor ``inflight``; TypeOK reads
+        every variable."""
+        return _READS
+
     # -- liveness (TLC checks it under Spec's fairness; logwright.model.liveness on the twin) --
 
     def Healthy(self, s: State, p: int) -> bool:
@@ -316,3 +321,6 @@ class FetcherFailureTwin(Spec):
 def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
     """``[t EXCEPT ![i] = v]`` on a tuple."""
     return (*t[:i], v, *t[i + 1:])
+
+
+_READS = {"FailureContained": frozenset({"knownEpoch", "failedEpoch", "fetching", "alive"})}

@@ -26,7 +26,7 @@ what a trace records as one fetch). Its packed numpy encoding (the checker's bat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -100,6 +100,13 @@ class LogStartOffsetState(NamedTuple):
 S = LogStartOffsetState
 
 Params = tuple[int, ...]
+
+
+_READS = {
+    "NoNewDataDeleted": frozenset({"segStart", "logStart", "committed"}),
+    "NeverServeBelowLogStart": frozenset({"logStart", "hw", "leo", "acked", "isr"}),
+    "CommittedDataOnIsr": frozenset({"leo", "committed", "isr"}),
+}
 
 
 def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -520,6 +527,10 @@ class LogStartOffsetTwin(Spec):
         return [("TypeOK", self.TypeOK), ("NoNewDataDeleted", self.NoNewDataDeleted),
                 ("NeverServeBelowLogStart", self.NeverServeBelowLogStart),
                 ("CommittedDataOnIsr", self.CommittedDataOnIsr)]
+
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """What each invariant but TypeOK (every variable) reads."""
+        return _READS
 
     def describe(self, s: State) -> str:
         """One line per replica: its log as [segStart | logStart, HW, LEO), its checkpoint and
