@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import pairwise
+from itertools import compress, count, pairwise, starmap
 from pathlib import Path
 from typing import Any
 
@@ -453,6 +453,8 @@ class _Instance:
     held: tuple[Spec, State, _Plan] | None = None
     """Its twin, the last state every invariant held in, and the twin's invariants with what
     they read (:func:`_run`)."""
+    reached: State = None
+    """The last state it added to :attr:`CheckReport.reached` (adding it again is no news)."""
 
 
 class _LsoInstance(_Instance):
@@ -1755,28 +1757,26 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
                 p = ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
-                    _run(report, where, e, FETCHER_FAILURE, name, ff[name],
-                         lambda x, p=p, i=inst, c=changed: x.step("ElectLeader", p, {"tp": i},
-                                                                  c), failed)
+                    _run(report, where, e, FETCHER_FAILURE, name, ff[name], failed,
+                         ff[name].step, "ElectLeader", p, {"tp": inst}, changed)
         elif model == FETCHER_FAILURE:
             x = ff_instance(inst)
             p = ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
-            _run(report, where, e, model, inst, x,
-                 lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
+            _run(report, where, e, model, inst, x, failed, x.step, action, p, args, changed)
             return
         elif model == REPLICA_MOVE:
             if action == "StartMove":
                 rm[inst] = _RmInstance()
                 failed.discard(f"{model}/{inst}")
-                _run(report, where, e, model, inst, rm[inst],
-                     lambda x, g=args, c=changed: x.start(g, c), failed)
+                _run(report, where, e, model, inst, rm[inst], failed, rm[inst].start, args,
+                     changed)
                 return
             if inst not in rm:
                 report.outside[f"{model}.{action}: an event of a move whose StartMove is not "
                                "in the trace"] += 1
                 return
-            _run(report, where, e, model, inst, rm[inst],
-                 lambda x, a=action, g=args, c=changed: x.step(a, g, c), failed)
+            _run(report, where, e, model, inst, rm[inst], failed, rm[inst].step, action, args,
+                 changed)
             if action in ("EndSwap", "StopMove"):
                 del rm[inst]
             return
@@ -1801,10 +1801,9 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                 report.outside[f"{model}.{action}: an event of a partition whose instance has "
                                "not begun or has ended (no Init yet, or its topic deleted)"] += 1
             return
+        node = e["node"]
         for name, x in targets:
-            _run(report, where, e, model, name, x,
-                 lambda x, a=action, g=args, c=changed, n=e["node"]: x.step(a, g, c, n),
-                 failed)
+            _run(report, where, e, model, name, x, failed, x.step, action, args, changed, node)
 
     for where, e in events:
         figures = (report.steps, len(report.failures), report.stutters)
@@ -1850,11 +1849,26 @@ def _plan(spec: Spec, state: State) -> _Plan:
     return plan
 
 
+_ATOMS = frozenset({int, bool, str, type(None)})
+"""Types whose values are equal only when they are the same value (not float: 0.0 == -0.0)."""
+
+
 def _same_value(a: Any, b: Any) -> bool:
-    """``a`` and ``b`` are one value of one type, members too (1 and True, 0.0 and -0.0 are
-    not): whatever an invariant computes from one it computes from the other. Equal sets whose
-    members iterate in another order count as changed (only an invariant more is asked)."""
-    return a is b or (type(a) is type(b) and a == b and repr(a) == repr(b))
+    """``a`` and ``b`` are one value, whatever an invariant computes from them: the same
+    object, or equal and of one type, an atom (:data:`_ATOMS`) or a tuple of atoms of one type
+    at each position (1 and True, equal, are not one value). Any other value that is not the
+    same object counts as changed: only an invariant more is asked."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b) or a != b:
+        return False
+    if kind in _ATOMS:
+        return True
+    if kind is tuple:
+        kinds = list(map(type, a))
+        return kinds == list(map(type, b)) and _ATOMS.issuperset(kinds)
+    return False
 
 
 def _to_ask(x: _Instance, spec: Spec, after: State) -> tuple[_Plan, _Plan]:
@@ -1870,21 +1884,28 @@ def _to_ask(x: _Instance, spec: Spec, after: State) -> tuple[_Plan, _Plan]:
     if before is after:
         return plan, ()
     changed = 0
-    for i, same in enumerate(map(operator.is_, before, after)):  # type: ignore[call-overload]
-        if not same and not _same_value(before[i], after[i]):  # type: ignore[index]
+    for i in compress(count(), map(operator.is_not, before, after)):  # type: ignore
+        if not _same_value(before[i], after[i]):  # type: ignore[index]
             changed |= 1 << i
     return plan, tuple(p for p in plan if p[2] & changed) if changed else ()
 
 
+def _one_value(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Every field of ``a`` is one value with ``b``'s (:func:`_same_value`)."""
+    return all(starmap(_same_value, compress(zip(a, b, strict=True), map(operator.is_not, a, b))))
+
+
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
-         step: Any, failed: set[str]) -> None:
+         failed: set[str], step: Any, *args: Any) -> None:
+    """Check event ``e`` as ``step(*args)``, a step of ``x``, the instance ``name`` of
+    ``model``, into ``report``: its outcome, then the invariants after it."""
     key = f"{model}/{name}"
     if key in failed:
         return
     before = x.state
     spec: Spec = x.spec()
     try:
-        t = step(x)
+        t = step(*args)
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise TraceFormatError(f"{where}: a malformed {model} {e['action']} event "
                                f"({type(exc).__name__}: {exc})") from exc
@@ -1908,20 +1929,24 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
                 "reject", "refused") else "")
             report.stutter_actions[label] += 1
             return
+        if t is not before and t == before and _one_value(t, before):
+            t = before  # the same value: its object kept (its invariants are not asked again)
         x.state = t
         after = t
         report.steps += 1
-        if report.track_states:
+        if report.track_states and t is not x.reached:
             try:
                 report.reached.add((model, t))
             except TypeError:  # a value recorded in a trace that is not hashable
                 report.states.add(fingerprint(model, t))
+            x.reached = t
         report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
     finally:
-        for note in getattr(x, "notes", ()):
-            report.outside[f"{model}.{note}"] += 1
-        if hasattr(x, "notes"):
-            x.notes.clear()
+        notes = getattr(x, "notes", None)
+        if notes:
+            for note in notes:
+                report.outside[f"{model}.{note}"] += 1
+            notes.clear()
     if getattr(x, "leaderless", False):
         return  # no leader: outside the model, whose invariants speak of its leader's log
     spec = x.spec()  # a leader change re-bases LogStartOffset's constants
