@@ -386,7 +386,17 @@ def scan_bytes(name: str, data: bytes) -> Iterator[tuple[str, Event | BadInput]]
         if not line.strip():
             continue
         where = f"{name}:{i}"
-        got = parse_line(line, long_numbers)
+        # parse_line's common case at once: a line orjson decodes, with too few brackets to
+        # nest too deep, and no run of 19 digits (else parse_line, which decides the same).
+        got = None
+        if (line.count("[") + line.count("{") <= MAX_DEPTH
+                and not (long_numbers and _long_numbers(line.encode("utf-8", "surrogatepass")))):
+            try:
+                got = parse_event(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                pass
+        if got is None:
+            got = parse_line(line, long_numbers)
         if isinstance(got, str):
             trace = trace_of(decode_line(line)[0])
             yield where, BadInput(where, trace, got)
@@ -1581,20 +1591,6 @@ def _not_replayed(lines: Iterable[tuple[str, Event]], report: CheckReport) -> No
         report.outcomes[(e["model"], e["action"], "bad input")] += 1
 
 
-def _outcome(e: Event, before: tuple[int, int, int], report: CheckReport) -> str:
-    """What became of one event, from the report's figures before and after it."""
-    steps, failures, stutters = before
-    if e["model"] == "-":
-        return "bookkeeping"
-    if len(report.failures) > failures:
-        return "refused"
-    if report.steps > steps:
-        return "step"
-    if report.stutters > stutters:
-        return "stutter"
-    return "outside"
-
-
 TRACE_ACTIONS: dict[str, tuple[str, ...]] = {
     LOG_START_OFFSET: ("Append", "FollowerFetch", "AdvanceHW", "ShrinkIsr", "ExpandIsr",
                        "DeleteRecords", "DeleteOldestSegment", "CheckpointStartOffset", "Flush",
@@ -1805,14 +1801,20 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
         for name, x in targets:
             _run(report, where, e, model, name, x, failed, x.step, action, args, changed, node)
 
+    outcomes, failures = report.outcomes, report.failures
     for where, e in events:
-        figures = (report.steps, len(report.failures), report.stutters)
+        steps, refused, stutters = report.steps, len(failures), report.stutters
         try:
             _replay(e, where)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{where}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
-        report.outcomes[(e["model"], e["action"], _outcome(e, figures, report))] += 1
+        # What became of it, from the report's figures before and after it.
+        model = e["model"]
+        outcomes[(model, e["action"],
+                  "bookkeeping" if model == "-" else "refused" if len(failures) > refused
+                  else "step" if report.steps > steps else "stutter"
+                  if report.stutters > stutters else "outside")] += 1
     if rm:
         report.outside[f"{REPLICA_MOVE}: a move still under way when the trace ends "
                        "(not a failure: a trace shows safety, not progress)"] += len(rm)
