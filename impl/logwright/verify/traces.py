@@ -388,20 +388,20 @@ def scan_bytes(name: str, data: bytes) -> Iterator[tuple[str, Event | BadInput]]
         where = f"{name}:{i}"
         # parse_line's common case at once: a line orjson decodes, with too few brackets to
         # nest too deep, and no run of 19 digits (else parse_line, which decides the same).
-        got = None
+        parsed: Event | str | None = None
         if (line.count("[") + line.count("{") <= MAX_DEPTH
                 and not (long_numbers and _long_numbers(line.encode("utf-8", "surrogatepass")))):
             try:
-                got = parse_event(orjson.loads(line))
+                parsed = parse_event(orjson.loads(line))
             except orjson.JSONDecodeError:
                 pass
-        if got is None:
-            got = parse_line(line, long_numbers)
-        if isinstance(got, str):
+        if parsed is None:
+            parsed = parse_line(line, long_numbers)
+        if isinstance(parsed, str):
             trace = trace_of(decode_line(line)[0])
-            yield where, BadInput(where, trace, got)
+            yield where, BadInput(where, trace, parsed)
         else:
-            yield where, got
+            yield where, parsed
 
 
 def read_events(path: Path) -> Iterator[tuple[int, Event]]:
