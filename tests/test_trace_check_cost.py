@@ -7,8 +7,9 @@ import json
 import random
 import weakref
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,24 +65,30 @@ def _reachable(spec: Spec, limit: int) -> list[State]:
     return list(seen)
 
 
-def _undeclared_dependence(spec: Spec, reads: Mapping[str, frozenset[str]],
+def _declared(spec: Spec) -> list[tuple[str, frozenset[str], Callable[[Any], bool]]]:
+    """(invariant, the variables it or its part reads, it or its part) for every invariant
+    and part ``spec`` declares what it reads."""
+    reads, parts = spec.invariant_reads(), spec.invariant_parts()
+    return ([(name, reads[name], holds) for name, holds in spec.invariants() if name in reads]
+            + [(name, r, part) for name in parts for r, part in parts[name]])
+
+
+def _undeclared_dependence(declared: list[tuple[str, frozenset[str], Callable[[Any], bool]]],
                            states: list[State], pairs: int = 4000) -> list[str]:
-    """Each invariant that ``reads`` declares, asked of a state ``s`` and of ``s`` with every
-    variable it does not declare taken from another state ``t``: where the two differ, the
-    invariant reads a variable the declaration leaves out."""
+    """Each invariant or part ``declared``, asked of a state ``s`` and of ``s`` with every
+    variable it does not declare taken from another state ``t``: where the two differ, it
+    reads a variable the declaration leaves out."""
     rng = random.Random(7)
     wrong = []
-    for name, holds in spec.invariants():
-        if name not in reads:
-            continue
+    for name, reads, holds in declared:
         for _ in range(pairs):
             s, t = rng.choice(states), rng.choice(states)
             assert isinstance(s, tuple) and isinstance(t, tuple)
             fields = type(s)._fields  # type: ignore[attr-defined]
-            mixed = type(s)(*(a if f in reads[name] else b
-                              for f, a, b in zip(fields, s, t, strict=True)))
+            mixed = type(s)(*(a if f in reads else b for f, a, b in zip(fields, s, t,
+                                                                          strict=True)))
             if holds(mixed) != holds(s):
-                wrong.append(f"{name}: {s} and {mixed}")
+                wrong.append(f"{name} ({sorted(reads)}): {s} and {mixed}")
                 break
     return wrong
 
@@ -104,15 +111,39 @@ def test_an_invariant_reads_only_the_variables_its_twin_declares(twin: Spec) -> 
     does not change when only variables outside its declaration do."""
     states = _reachable(twin, 3000)
     assert len(states) > 300
-    assert twin.invariant_reads(), "the twin declares what its invariants read"
-    assert _undeclared_dependence(twin, twin.invariant_reads(), states) == []
+    declared = _declared(twin)
+    assert {name for name, _ in twin.invariants()} == {name for name, _, _ in declared}
+    assert _undeclared_dependence(declared, states) == []
+
+
+@pytest.mark.parametrize("twin", [TWINS[0], TWINS[6], TWINS[11]], ids=lambda t: t.name)
+def test_an_invariant_made_of_parts_is_their_conjunction(twin: Spec) -> None:
+    """On reachable states, and on states with one variable taken from a state of another
+    twin's bounds or set to a value of another type, TypeOK is the conjunction of its parts."""
+    parts = twin.invariant_parts()["TypeOK"]
+    types = dict(twin.invariants())["TypeOK"]
+    states = _reachable(twin, 1000)
+    rng = random.Random(3)
+    odd: list[Any] = [-2, 99, True, 0.5, "x", (), frozenset(), (1, 2, 3, 4, 5), (-5,), ("x",)]
+    for s in states:
+        assert isinstance(s, tuple)
+        i = rng.randrange(len(s))
+        for value in (rng.choice(odd), rng.choice(states)[i]):  # type: ignore[index]
+            t = type(s)(*s[:i], value, *s[i + 1:])
+            try:
+                verdict = types(t)
+            except (TypeError, AttributeError) as exc:  # a value TypeOK cannot even read
+                with pytest.raises(type(exc)):
+                    all(part(t) for _, part in parts)
+                continue
+            assert verdict == all(part(t) for _, part in parts), t
 
 
 def test_a_declaration_that_leaves_a_variable_out_is_found() -> None:
     twin = LogStartOffsetTwin(LogStartOffsetConfig((1, 2, 3), 1, 2, 1, "HWIgnoresIsr"))
-    reads = dict(twin.invariant_reads())
-    reads["CommittedDataOnIsr"] = frozenset({"leo", "committed"})  # isr left out
-    assert _undeclared_dependence(twin, reads, _reachable(twin, 3000))
+    wrong = [(name, reads - {"isr"}, holds) for name, reads, holds in _declared(twin)
+             if name == "CommittedDataOnIsr"]
+    assert wrong and _undeclared_dependence(wrong, _reachable(twin, 3000))
 
 
 def _checked(ask_every: bool, *paths: Path) -> str:
@@ -145,8 +176,8 @@ def test_the_cross_check_finds_an_invariant_left_unasked_that_fails(
     assert [(f.action, f.message) for f in failures] == [
         ("Truncate", "TypeOK is violated after this step")]
     monkeypatch.setattr(traces, "_PLANS", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(LogStartOffsetTwin, "invariant_reads",
-                        lambda self: {"TypeOK": frozenset({"leo"})})
+    monkeypatch.setattr(LogStartOffsetTwin, "invariant_parts", lambda self: {
+        "TypeOK": [(frozenset({"leo"}), part) for _, part in self._type_ok_parts]})
     assert check_paths([path]).ok, "TypeOK was not asked: the declaration hid the violation"
     with pytest.raises(AssertionError, match="TypeOK of LogStartOffset is violated"):
         check_paths([path], CheckReport(ask_every_invariant=True))

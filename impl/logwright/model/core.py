@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 State = Hashable
 """One state of a spec: canonical, immutable, hashable (tuples / frozensets / ints / strings)."""
@@ -25,6 +25,9 @@ Successors = Callable[[State], Iterable[State]]
 
 Invariant = tuple[str, Callable[[State], bool]]
 """A named state predicate that must hold in every reachable state."""
+
+InvariantPart = tuple[frozenset[str], Callable[[Any], bool]]
+"""One conjunct of an invariant, with the state variables (field names) it reads."""
 
 INITIAL = "Initial predicate"
 """The step label of a trace's first state, as TLC prints it."""
@@ -68,6 +71,12 @@ class Spec(ABC):
         the spec's constants: a checker of one behaviour may leave an invariant that held
         unasked after a step that changed none of them (``traces check`` does). An invariant
         not named reads every variable (the default: none named)."""
+        return {}
+
+    def invariant_parts(self) -> Mapping[str, Sequence[InvariantPart]]:
+        """Per invariant name, conjuncts whose conjunction the invariant is, each with the
+        variables it reads: a checker of one behaviour may then ask only the parts that read a
+        variable a step changed (a TypeOK, one part per variable). None named by default."""
         return {}
 
     def constraint(self, s: State) -> bool:

@@ -1836,19 +1836,27 @@ _PLANS: weakref.WeakKeyDictionary[Spec, tuple[type, _Plan]] = weakref.WeakKeyDic
 
 
 def _plan(spec: Spec, state: State) -> _Plan:
-    """The invariants of ``spec`` with what they read of ``state``'s fields
-    (:meth:`Spec.invariant_reads`)."""
+    """The invariants of ``spec`` with what they read of ``state``'s fields, an invariant
+    made of parts part by part (:meth:`Spec.invariant_reads`, :meth:`Spec.invariant_parts`)."""
     kind = type(state)
     known = _PLANS.get(spec)
     if known is not None and known[0] is kind:
         return known[1]
     fields: tuple[str, ...] = getattr(kind, "_fields", ())
-    reads = spec.invariant_reads()
-    plan = tuple((name, holds, sum(1 << fields.index(f) for f in reads[name])
-                  if name in reads and set(reads[name]) <= set(fields) else -1)
-                 for name, holds in spec.invariants())
-    _PLANS[spec] = (kind, plan)
-    return plan
+
+    def mask(reads: Iterable[str]) -> int:
+        return (sum(1 << fields.index(f) for f in set(reads)) if set(reads) <= set(fields)
+                else -1)
+
+    reads, parts = spec.invariant_reads(), spec.invariant_parts()
+    plan: list[tuple[str, Any, int]] = []
+    for name, holds in spec.invariants():
+        if name in parts:
+            plan += [(name, part, mask(part_reads)) for part_reads, part in parts[name]]
+        else:
+            plan.append((name, holds, mask(reads[name]) if name in reads else -1))
+    _PLANS[spec] = (kind, tuple(plan))
+    return tuple(plan)
 
 
 _ATOMS = frozenset({int, bool, str, type(None)})
@@ -1879,7 +1887,8 @@ def _to_ask(x: _Instance, spec: Spec, after: State) -> tuple[_Plan, _Plan]:
     every invariant in (every one when there is none, or it was another twin's, or another
     kind of state)."""
     held = x.held
-    if held is None or held[0] is not spec or type(held[1]) is not type(after):
+    if (held is None or held[0] is not spec or type(held[1]) is not type(after)
+            or not isinstance(after, tuple) or len(held[1]) != len(after)):  # type: ignore
         plan = _plan(spec, after)
         return plan, plan
     before, plan = held[1], held[2]
@@ -1957,10 +1966,7 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
     # violated is the first of them all.
     plan, asked = _to_ask(x, spec, after)
     if report.ask_every_invariant:
-        for inv, holds, _ in plan:
-            if not holds(after) and all(inv != p[0] for p in asked):
-                raise AssertionError(f"{inv} of {model} is violated after a step that changed "
-                                     "none of the variables its twin's invariant_reads names")
+        _ask_every_invariant(spec, model, plan, asked, after)
     for inv, holds, _ in asked:
         if not holds(after):
             failed.add(key)
@@ -1969,6 +1975,20 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
                                            spec.describe(before), spec.describe(after)))
             return
     x.held = (spec, after, plan)
+
+
+def _ask_every_invariant(spec: Spec, model: str, plan: _Plan, asked: _Plan,
+                         after: State) -> None:
+    """The cross-check of :attr:`CheckReport.ask_every_invariant`: each invariant of ``spec``
+    is the conjunction of its parts in ``plan``, and one violated in ``after`` has a part
+    violated among those ``asked`` (else AssertionError)."""
+    for inv, holds in spec.invariants():
+        verdict = holds(after)
+        if verdict != all(part(after) for name, part, _ in plan if name == inv):
+            raise AssertionError(f"{inv} of {model} is not the conjunction of its parts")
+        if not verdict and all(part(after) for name, part, _ in asked if name == inv):
+            raise AssertionError(f"{inv} of {model} is violated after a step that changed "
+                                 "none of the variables its twin declares it reads")
 
 
 def check_file(path: Path, report: CheckReport) -> None:
