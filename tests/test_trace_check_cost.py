@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import marshal
 import random
 import weakref
 from collections import deque
@@ -181,3 +182,26 @@ def test_the_cross_check_finds_an_invariant_left_unasked_that_fails(
     assert check_paths([path]).ok, "TypeOK was not asked: the declaration hid the violation"
     with pytest.raises(AssertionError, match="TypeOK of LogStartOffset is violated"):
         check_paths([path], CheckReport(ask_every_invariant=True))
+
+
+def test_one_value_is_one_type_too() -> None:
+    """A field counts as unchanged only when it is the same value of the same types: else its
+    invariants are asked again."""
+    same = traces._same_value
+    assert same((1, 2), tuple([1, 2])) and same(7, int("7")) and same("a", "a")
+    assert same((2**70, 1), (2**70, 1)) and same(None, None)
+    assert not same(1, True) and not same((1, 0), (True, 0)) and not same((1,), [1])
+    assert not same(0.0, -0.0) and not same((float("0"),), (float("0"),))  # floats: never
+    assert not same(frozenset({1}), frozenset({1}))  # other values: only the same object
+    assert not same(((1,),), ((1,),)) and not same((1, 2), (1, 3))
+
+
+def test_a_state_is_remembered_by_its_exact_form() -> None:
+    """Fingerprints are remembered by a form two states share only when they are the same
+    values of the same types (a named tuple inside: its repr)."""
+    exact = traces._exact
+    assert marshal.loads(exact(("a", (1, True), frozenset({2})))) == ("a", (1, True), {2})
+    assert exact((1,)) != exact((True,)) != exact((1.0,))
+    assert exact((0.0,)) != exact((-0.0,)) and exact(((1,),)) != exact(([1],))
+    request = traces.Request("LeaderAndIsr", 1, 1, 1, 0)
+    assert exact((1, frozenset({request}))) == repr((1, frozenset({request})))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import marshal
 import operator
 import time
 import weakref
@@ -1643,19 +1644,31 @@ def _canon(x: Any) -> Any:
     return x
 
 
-_FINGERPRINTS: dict[tuple[str, str], str] = {}
-"""Fingerprints already computed in this process, by model and the state's ``repr``."""
+_FINGERPRINTS: dict[tuple[str, type, str | bytes], str] = {}
+"""Fingerprints already computed in this process, by model, the state's type and
+:func:`_exact` form."""
 _FINGERPRINTS_KEPT = 1 << 17
+
+
+def _exact(state: Any) -> str | bytes:
+    """A form of ``state`` that only values of the same types at every level share: its
+    ``marshal`` form (of its fields, for a named tuple: a pass in C that reads ints, bools,
+    floats, strings, tuples and sets each as its own, and refuses any other type), else its
+    ``repr``."""
+    try:
+        return marshal.dumps(tuple(state) if isinstance(state, tuple) else state)
+    except ValueError:  # a type marshal does not write (a named tuple inside, say)
+        return repr(state)
 
 
 def fingerprint(model: str, state: Any) -> str:
     """``Model:<16 hex digits>``: an abstract state of ``model``, the same in every process.
 
-    Remembered by the state's ``repr``, which is five times cheaper than the canonical form:
-    two states with one ``repr`` have the same values of the same types, so their canonical
-    forms are equal too (not so by ``==``, for which ``1 == True``); a state may have several
-    ``repr`` (a set's order), each remembered with the one fingerprint."""
-    key = (model, repr(state))
+    Remembered by the state's type and :func:`_exact` form, several times cheaper than the
+    canonical form: two states with one such form have the same values of the same types, so
+    their canonical forms are equal too (not so by ``==``, for which ``1 == True``); a state
+    may have several (a set's order), each remembered with the one fingerprint."""
+    key = (model, type(state), _exact(state))
     known = _FINGERPRINTS.get(key)
     if known is None:
         digest = hashlib.blake2b(repr(_canon(state)).encode(), digest_size=8).hexdigest()
@@ -1871,7 +1884,11 @@ def _same_value(a: Any, b: Any) -> bool:
     if a is b:
         return True
     kind = type(a)
-    if kind is not type(b) or a != b:
+    if kind is not type(b):
+        return False
+    if kind is tuple and len(a) == len(b) and all(map(operator.is_, a, b)):
+        return True  # every member the same object (a tuple built again from them)
+    if a != b:
         return False
     if kind in _ATOMS:
         return True
