@@ -193,7 +193,7 @@ def test_one_value_is_one_type_too() -> None:
     assert not same(1, True) and not same((1, 0), (True, 0)) and not same((1,), [1])
     assert not same(0.0, -0.0) and not same((float("0"),), (float("0"),))  # floats: never
     assert not same(frozenset({1}), frozenset({1}))  # other values: only the same object
-    assert not same(((1,),), ((1,),)) and not same((1, 2), (1, 3))
+    assert not same((tuple([1]),), (tuple([1]),)) and not same((1, 2), (1, 3))
 
 
 def test_a_state_is_remembered_by_its_exact_form() -> None:
