@@ -1085,15 +1085,16 @@ class _CfInstance(_Instance):
         self.base = int(init["controllerEpoch"]) - 1
         self.epochs = {int(b): [int(e)] for b, e in init["brokerEpochs"].items()}
         self.bounds = bounds
-        twin = self.twin()
+        self.twin_ = twin = _cf_twin(self.brokers, *self.bounds)  # both fixed from here on
+        self.index = {b: i for i, b in enumerate(self.brokers)}
         s: CFState = next(iter(twin.init_states()))  # type: ignore[assignment]
         self.state = s._replace(controllerEpoch=1, leaderEpoch=int(init.get("leaderEpoch", 0)))
 
     def twin(self) -> ControllerFencingTwin:
-        return _cf_twin(self.brokers, *self.bounds)
+        return self.twin_
 
     def spec(self) -> Spec:
-        return self.twin()
+        return self.twin_
 
     def ce(self, c: int) -> int:
         return int(c) - self.base
@@ -1122,8 +1123,7 @@ class _CfInstance(_Instance):
 
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
              node: str = "") -> CFState | None:
-        s, twin = self.state, self.twin()
-        idx = {b: i for i, b in enumerate(self.brokers)}
+        s, twin, idx = self.state, self.twin_, self.index
         if action == "ElectController":
             t = twin.ElectController(s)
             if t is not None and t.controllerEpoch != self.ce(changed["controllerEpoch"]):
