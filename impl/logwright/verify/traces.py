@@ -1632,13 +1632,13 @@ def _canon(x: Any) -> Any:
     if type(x) in _PLAIN:
         return x
     if isinstance(x, (set, frozenset)):
-        if all(type(v) in _PLAIN for v in x):  # the common case, without a call per element
+        if _PLAIN.issuperset(map(type, x)):  # the common case, without a call per element
             return ("set", sorted(x, key=repr))
-        return ("set", sorted((_canon(v) for v in x), key=repr))
+        return ("set", sorted(map(_canon, x), key=repr))
     if isinstance(x, (tuple, list)):
-        if all(type(v) in _PLAIN for v in x):
+        if _PLAIN.issuperset(map(type, x)):
             return tuple(x)
-        return tuple(_canon(v) for v in x)
+        return tuple(map(_canon, x))
     if isinstance(x, Mapping):
         return ("map", sorted(((_canon(k), _canon(v)) for k, v in x.items()), key=repr))
     return x
