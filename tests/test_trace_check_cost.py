@@ -205,3 +205,17 @@ def test_a_state_is_remembered_by_its_exact_form() -> None:
     assert exact((0.0,)) != exact((-0.0,)) and exact(((1,),)) != exact(([1],))
     request = traces.Request("LeaderAndIsr", 1, 1, 1, 0)
     assert exact((1, frozenset({request}))) == repr((1, frozenset({request})))
+
+
+def test_a_move_checked_again_takes_its_paths_as_searched(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A move's event met again is not searched again (the paths are remembered by the exact
+    states), and its findings are those of the search."""
+    monkeypatch.setattr(traces, "_RM_PATHS", {})
+    moves = TRACES / "corpus" / "jbod-moves.jsonl"
+    first = _checked(False, moves)
+    assert traces._RM_PATHS
+    searched = []
+    monkeypatch.setattr(traces.RefinementChecker, "find_path",
+                        lambda self, *a: searched.append(a))
+    assert _checked(False, moves) == first and not searched

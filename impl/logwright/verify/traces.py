@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from logwright.conformance.refinement import RefinementChecker
+from logwright.conformance.refinement import RefinementChecker, StepFound
 from logwright.conformance.replica_move import ReplicaMoveRefinement
 from logwright.errors import LogwrightError
 from logwright.logmanager.collector import collector_paused
@@ -1424,7 +1424,14 @@ class _RmInstance(_Instance):
             # skew, which marks what it copies misplaced.
             before = before._replace(skew=int(args["offset"]) - before.vol[1])
         target = self.recorded(changed)
-        found = self.checker.find_path(before, target)
+        key = (_exact(before), _exact(target))
+        if key in _RM_PATHS:
+            found = _RM_PATHS[key]
+        else:
+            found = self.checker.find_path(before, target)
+            if len(_RM_PATHS) >= _FINGERPRINTS_KEPT:
+                _RM_PATHS.clear()  # bounded, as the fingerprints
+            _RM_PATHS[key] = found
         if found is None:
             raise _Refused("not enabled", f"no path of at most {RM_MAX_STEPS} twin steps "
                            f"leads to the recorded state ({_fmt(changed)})",
@@ -1446,6 +1453,12 @@ class _RmInstance(_Instance):
 RM_MAX_STEPS = 12
 """How many twin steps one move event may stand for (its own, and the source's changes since
 the previous event of the move)."""
+
+_RM_PATHS: dict[tuple[str | bytes, str | bytes], StepFound | None] = {}
+"""The paths already searched in this process, by the two states' :func:`_exact` forms: every
+move's checker is the same (one twin, its constants fixed; the same bound and projection), and
+its search is a function of the two states alone, so a move event met again (in another trace,
+say) is not searched again."""
 
 
 _RM_GHOSTS = ("lateAppend", "agree", "skew", "misplaced")
