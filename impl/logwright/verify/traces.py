@@ -1667,9 +1667,10 @@ def _exact(state: Any) -> str | bytes:
     """A form of ``state`` that only values of the same types at every level share: its
     ``marshal`` form (of its fields, for a named tuple: a pass in C that reads ints, bools,
     floats, strings, tuples and sets each as its own, and refuses any other type), else its
-    ``repr``."""
+    ``repr``. Version 2 of the format: it writes no references back and no mark of an
+    interned string, so a value has one form (a set's, one per order it iterates in)."""
     try:
-        return marshal.dumps(tuple(state) if isinstance(state, tuple) else state)
+        return marshal.dumps(tuple(state) if isinstance(state, tuple) else state, 2)
     except ValueError:  # a type marshal does not write (a named tuple inside, say)
         return repr(state)
 
