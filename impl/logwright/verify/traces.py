@@ -475,6 +475,8 @@ class _LsoInstance(_Instance):
         # state's ``leader``.
         self.replicas, self.first_leader, self.max_offset = replicas, leader, max_offset
         self.bug = bug
+        self._twin: tuple[tuple[int, ...] | None, LogStartOffsetTwin | None] = (None, None)
+        """The replicas and the twin of segment size 1 for them (:meth:`twin`)."""
         self.state: LogStartOffsetState = next(iter(self.twin().init_states()))  # type: ignore
         self.label = ""
         """The model action the last event was checked as (ElectLeader for a BecomeLeader)."""
@@ -515,8 +517,14 @@ class _LsoInstance(_Instance):
         return self.state.leader
 
     def twin(self, segment_size: int = 1) -> LogStartOffsetTwin:
-        return _lso_twin(self.replicas, self.first_leader, self.max_offset, segment_size,
+        known, twin = self._twin
+        if segment_size == 1 and known is self.replicas and twin is not None:
+            return twin  # asked several times an event: its replicas seldom change
+        twin = _lso_twin(self.replicas, self.first_leader, self.max_offset, segment_size,
                          self.bug)
+        if segment_size == 1:
+            self._twin = (self.replicas, twin)
+        return twin
 
     def spec(self) -> Spec:
         return self.twin()
@@ -806,7 +814,8 @@ class _LsoInstance(_Instance):
         # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
         # neither (nor the acknowledgement that raises the floor), so ExpandIsr is not held to
         # it here; the projections carry it (conformance/log_start_offset.py).
-        self.state = self.state._replace(pending=0, isrFloor=0)
+        if self.state.pending or self.state.isrFloor:
+            self.state = self.state._replace(pending=0, isrFloor=0)
         s, twin = self.state, self.twin()
         self.label = action
         actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
