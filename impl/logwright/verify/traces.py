@@ -1928,14 +1928,14 @@ def _to_ask(x: _Instance, spec: Spec, after: State) -> tuple[_Plan, _Plan]:
     kind of state)."""
     held = x.held
     if (held is None or held[0] is not spec or type(held[1]) is not type(after)
-            or not isinstance(after, tuple) or len(held[1]) != len(after)):  # type: ignore
+            or not isinstance(after, tuple) or len(held[1]) != len(after)):  # type: ignore[arg-type]
         plan = _plan(spec, after)
         return plan, plan
     before, plan = held[1], held[2]
     if before is after:
         return plan, ()
     changed = 0
-    for i in compress(count(), map(operator.is_not, before, after)):  # type: ignore
+    for i in compress(count(), map(operator.is_not, before, after)):  # type: ignore[call-overload]
         if not _same_value(before[i], after[i]):  # type: ignore[index]
             changed |= 1 << i
     return plan, tuple(p for p in plan if p[2] & changed) if changed else ()
@@ -1980,7 +1980,8 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
                 "reject", "refused") else "")
             report.stutter_actions[label] += 1
             return
-        if t is not before and t == before and _one_value(t, before):
+        if (t is not before and type(t) is type(before) and t == before
+                and _one_value(t, before)):
             t = before  # the same value: its object kept (its invariants are not asked again)
         x.state = t
         after = t
