@@ -219,3 +219,32 @@ def test_a_move_checked_again_takes_its_paths_as_searched(
     monkeypatch.setattr(traces.RefinementChecker, "find_path",
                         lambda self, *a: searched.append(a))
     assert _checked(False, moves) == first and not searched
+
+
+class _Forgets(dict[Any, Any]):
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def test_a_fetch_ok_met_again_on_its_state_is_the_same_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FetchOk that recorded no change, met again on the state it left as it was (same
+    partition, same epoch), is that step again without the twin's FetchRequest and FetchOk:
+    the same report as when every one is stepped through the twin."""
+    paths = [TRACES / "corpus", OPEN]
+    sent: list[int] = []
+    fetch_request = FetcherFailureTwin.FetchRequest
+    monkeypatch.setattr(FetcherFailureTwin, "FetchRequest",
+                        lambda self, s, p: sent.append(p) or fetch_request(self, s, p))
+    remembered = _checked(False, *paths)
+    asked = len(sent)
+    init = traces._FfInstance.__init__
+
+    def forgetful(self: Any, *args: Any) -> None:
+        init(self, *args)
+        self.fetched = _Forgets()
+
+    monkeypatch.setattr(traces._FfInstance, "__init__", forgetful)
+    sent.clear()
+    assert _checked(False, *paths) == remembered
+    assert len(sent) > asked > 0

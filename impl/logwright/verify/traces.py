@@ -1282,6 +1282,9 @@ class _FfInstance(_Instance):
         self.known_high: dict[int, int] = {}
         """Partition index -> the highest leader epoch the broker has known for it (a fence
         may answer a request sent before a StopReplica, after which it knows none)."""
+        self.fetched: dict[tuple[int, int], FFState] = {}
+        """(partition, epoch) -> the last state a FetchOk recording no change left as it was:
+        the step is a function of the state, the partition and the epoch alone."""
 
     def spec(self) -> Spec:
         return self.twin_
@@ -1318,6 +1321,8 @@ class _FfInstance(_Instance):
                                "the epoch the broker knows (the model's carries the latest)")
         elif action == "FetchOk":
             epoch = int(args["epoch"])
+            if not changed and self.fetched.get((p, epoch)) is s:
+                return s  # this state took this FetchOk as a step to itself: it does again
             sent = twin.FetchRequest(s, p)
             if sent is None or sent.inflight[i] != epoch:
                 raise _Refused("not enabled", f"FetchOk{_args(args)}: no fetch at epoch {epoch} "
@@ -1353,6 +1358,10 @@ class _FfInstance(_Instance):
         if want != t:
             raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin gives another "
                            "state", twin.describe(t))
+        if action == "FetchOk" and not changed and type(t) is type(s) and t == s \
+                and _one_value(t, s):
+            self.fetched[(p, int(args["epoch"]))] = s
+            return s
         return t
 
 
