@@ -110,7 +110,9 @@ def test_objects_frozen_before_stay_frozen_and_the_pause_collects_as_before() ->
         frozen = gc.get_freeze_count()
         with collector_paused():
             dead = _cycle()
-        assert gc.get_freeze_count() == frozen
+        # Nothing frozen by the pause, and nothing thawed (that would empty the permanent
+        # generation); the count may fall if a frozen object dies meanwhile (another thread's).
+        assert 0 < gc.get_freeze_count() <= frozen
         assert not _in_generation(mine, 2)
         assert dead() is None  # the collection of the young and middle generations freed it
     finally:

@@ -13,9 +13,9 @@ then means the same thing in both tools.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 State = Hashable
 """One state of a spec: canonical, immutable, hashable (tuples / frozensets / ints / strings)."""
@@ -25,6 +25,9 @@ Successors = Callable[[State], Iterable[State]]
 
 Invariant = tuple[str, Callable[[State], bool]]
 """A named state predicate that must hold in every reachable state."""
+
+InvariantPart = tuple[frozenset[str], Callable[[Any], bool]]
+"""One conjunct of an invariant, with the state variables (field names) it reads."""
 
 INITIAL = "Initial predicate"
 """The step label of a trace's first state, as TLC prints it."""
@@ -62,6 +65,19 @@ class Spec(ABC):
     @abstractmethod
     def invariants(self) -> Sequence[Invariant]:
         """The invariants the .cfg lists, in the .cfg's order (TLC reports the first violated)."""
+
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """Per invariant name, the state variables (field names) its value depends on, besides
+        the spec's constants: a checker of one behaviour may leave an invariant that held
+        unasked after a step that changed none of them (``traces check`` does). An invariant
+        not named reads every variable (the default: none named)."""
+        return {}
+
+    def invariant_parts(self) -> Mapping[str, Sequence[InvariantPart]]:
+        """Per invariant name, conjuncts whose conjunction the invariant is, each with the
+        variables it reads: a checker of one behaviour may then ask only the parts that read a
+        variable a step changed (a TypeOK, one part per variable). None named by default."""
+        return {}
 
     def constraint(self, s: State) -> bool:
         """The TLA+ ``CONSTRAINT``: states outside it are checked, not counted, not expanded."""

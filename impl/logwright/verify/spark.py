@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from logwright.logmanager.collector import collector_paused
 from logwright.verify.trace_outputs import report_from_json, report_to_json
 from logwright.verify.traces import (
     BadInput,
@@ -204,20 +205,24 @@ def _check_files(names: dict[str, str]) -> Any:
         for batch in batches:
             for path, content in zip(batch.column("path").to_pylist(),
                                      batch.column("content").to_pylist(), strict=True):
-                traces: dict[str, list[tuple[str, Event]]] = {}
-                rows: list[dict[str, Any]] = []
-                for where, got in scan_bytes(_local_name(names, path), content):
-                    if isinstance(got, BadInput):
-                        rows.append({"path": path, "trace": got.trace, "where": got.where,
-                                     "bad": got.reason})
-                    else:
-                        traces.setdefault(got["trace"], []).append((where, got))
-                named_bad = {r["trace"] for r in rows if r["trace"]}
-                for trace, lines in traces.items():
-                    report, states = _checked(trace, lines, named_bad)
-                    rows.append({"path": path, "trace": trace, "report": report,
-                                 "states": states})
+                with collector_paused():  # as check_paths: the events make no cycle
+                    rows = _file_rows(path, content)
                 yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    def _file_rows(path: str, content: bytes) -> list[dict[str, Any]]:
+        traces: dict[str, list[tuple[str, Event]]] = {}
+        rows: list[dict[str, Any]] = []
+        for where, got in scan_bytes(_local_name(names, path), content):
+            if isinstance(got, BadInput):
+                rows.append({"path": path, "trace": got.trace, "where": got.where,
+                             "bad": got.reason})
+            else:
+                traces.setdefault(got["trace"], []).append((where, got))
+        named_bad = {r["trace"] for r in rows if r["trace"]}
+        for trace, lines in traces.items():
+            report, states = _checked(trace, lines, named_bad)
+            rows.append({"path": path, "trace": trace, "report": report, "states": states})
+        return rows
     return run
 def _read_batches(names: dict[str, str]) -> Any:
     """The second way's parse: (path, content) rows in, one row per line out (the event as
@@ -232,15 +237,16 @@ def _read_batches(names: dict[str, str]) -> Any:
             for path, content in zip(batch.column("path").to_pylist(),
                                      batch.column("content").to_pylist(), strict=True):
                 out: dict[str, list[Any]] = {k: [] for k in schema.names}
-                for where, got in scan_bytes(_local_name(names, path), content):
-                    row: tuple[str, int, str, str | None, str | None]
-                    if isinstance(got, BadInput):
-                        row = (got.trace, -1, got.where, None, got.reason)
-                    else:
-                        row = (got["trace"], int(got["seq"]), where,
-                               json.dumps(got, sort_keys=True), None)
-                    for key, value in zip(out, row, strict=True):
-                        out[key].append(value)
+                with collector_paused():
+                    for where, got in scan_bytes(_local_name(names, path), content):
+                        row: tuple[str, int, str, str | None, str | None]
+                        if isinstance(got, BadInput):
+                            row = (got.trace, -1, got.where, None, got.reason)
+                        else:
+                            row = (got["trace"], int(got["seq"]), where,
+                                   json.dumps(got, sort_keys=True), None)
+                        for key, value in zip(out, row, strict=True):
+                            out[key].append(value)
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
     return run
 
@@ -264,19 +270,21 @@ def _replay_batches(bad_traces: frozenset[str]) -> Any:
             done.append({"trace": current, "report": report, "states": states})
 
         for batch in batches:
-            for trace, where, event in zip(batch.column("trace").to_pylist(),
-                                           batch.column("where").to_pylist(),
-                                           batch.column("event").to_pylist(), strict=True):
-                if trace != current:
-                    if current is not None:
-                        finish()
-                    current, lines = trace, []
-                lines.append((where, json.loads(event)))
+            with collector_paused():
+                for trace, where, event in zip(batch.column("trace").to_pylist(),
+                                               batch.column("where").to_pylist(),
+                                               batch.column("event").to_pylist(), strict=True):
+                    if trace != current:
+                        if current is not None:
+                            finish()
+                        current, lines = trace, []
+                    lines.append((where, json.loads(event)))
             if done:
                 yield pa.RecordBatch.from_pylist(done, schema=schema)
                 done = []
         if current is not None:
-            finish()
+            with collector_paused():
+                finish()
             yield pa.RecordBatch.from_pylist(done, schema=schema)
     return run
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import marshal
 import operator
 import time
 import weakref
@@ -27,15 +28,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import pairwise
+from itertools import compress, count, pairwise, starmap
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from logwright.conformance.refinement import RefinementChecker
+from logwright.conformance.refinement import RefinementChecker, StepFound
 from logwright.conformance.replica_move import ReplicaMoveRefinement
 from logwright.errors import LogwrightError
+from logwright.logmanager.collector import collector_paused
 from logwright.model.controller_fencing import (
     LEADER_AND_ISR,
     NOT_HOSTED,
@@ -45,7 +47,7 @@ from logwright.model.controller_fencing import (
     ControllerFencingTwin,
     Request,
 )
-from logwright.model.core import Invariant, Spec, State
+from logwright.model.core import Spec, State
 from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin, FFState
 from logwright.model.log_start_offset import (
     LogStartOffsetConfig,
@@ -145,6 +147,10 @@ class CheckReport:
     when :attr:`track_states` is on."""
     track_states: bool = False
     """Fingerprint every state a twin reaches (for coverage)."""
+    ask_every_invariant: bool = field(default=False, repr=False, compare=False)
+    """Ask every invariant after every step, and raise AssertionError when one that the
+    declarations (:meth:`Spec.invariant_reads`) leave unasked does not hold: a test's check of
+    the declarations, never a verdict of its own."""
     reached: set[tuple[str, Any]] = field(default_factory=set, repr=False, compare=False)
     """The states a replay reached, by model, not yet fingerprinted: a trace's states are
     gathered here (by ``==``, a hash each) and fingerprinted once each when the trace ends
@@ -381,12 +387,22 @@ def scan_bytes(name: str, data: bytes) -> Iterator[tuple[str, Event | BadInput]]
         if not line.strip():
             continue
         where = f"{name}:{i}"
-        got = parse_line(line, long_numbers)
-        if isinstance(got, str):
+        # parse_line's common case at once: a line orjson decodes, with too few brackets to
+        # nest too deep, and no run of 19 digits (else parse_line, which decides the same).
+        parsed: Event | str | None = None
+        if (line.count("[") + line.count("{") <= MAX_DEPTH
+                and not (long_numbers and _long_numbers(line.encode("utf-8", "surrogatepass")))):
+            try:
+                parsed = parse_event(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                pass
+        if parsed is None:
+            parsed = parse_line(line, long_numbers)
+        if isinstance(parsed, str):
             trace = trace_of(decode_line(line)[0])
-            yield where, BadInput(where, trace, got)
+            yield where, BadInput(where, trace, parsed)
         else:
-            yield where, got
+            yield where, parsed
 
 
 def read_events(path: Path) -> Iterator[tuple[int, Event]]:
@@ -437,13 +453,30 @@ _CUT_EVENTS = frozenset({"DeleteRecords", "FollowerFetch", "DeleteOldestSegment"
 loss cut it (:meth:`_LsoInstance.step`)."""
 
 
-class _LsoInstance:
+_Plan = tuple[tuple[str, Any, int], ...]
+"""A twin's invariants in order, each with the mask of the state's fields it reads (bit i:
+field i; -1: every field)."""
+
+
+class _Instance:
+    """One model instance of a replay (a partition's, a broker's, a move's)."""
+
+    held: tuple[Spec, State, _Plan] | None = None
+    """Its twin, the last state every invariant held in, and the twin's invariants with what
+    they read (:func:`_run`)."""
+    reached: State = None
+    """The last state it added to :attr:`CheckReport.reached` (adding it again is no news)."""
+
+
+class _LsoInstance(_Instance):
     def __init__(self, replicas: tuple[int, ...], leader: int, max_offset: int,
                  bug: str = "none") -> None:
         # ``first_leader`` is the twin's constant Leader (its Init's); the leader now is the
         # state's ``leader``.
         self.replicas, self.first_leader, self.max_offset = replicas, leader, max_offset
         self.bug = bug
+        self._twin: tuple[tuple[int, ...] | None, LogStartOffsetTwin | None] = (None, None)
+        """The replicas and the twin of segment size 1 for them (:meth:`twin`)."""
         self.state: LogStartOffsetState = next(iter(self.twin().init_states()))  # type: ignore
         self.label = ""
         """The model action the last event was checked as (ElectLeader for a BecomeLeader)."""
@@ -504,8 +537,14 @@ class _LsoInstance:
         return self.state.leader
 
     def twin(self, segment_size: int = 1) -> LogStartOffsetTwin:
-        return _lso_twin(self.replicas, self.first_leader, self.max_offset, segment_size,
+        known, twin = self._twin
+        if segment_size == 1 and known is self.replicas and twin is not None:
+            return twin  # asked several times an event: its replicas seldom change
+        twin = _lso_twin(self.replicas, self.first_leader, self.max_offset, segment_size,
                          self.bug)
+        if segment_size == 1:
+            self._twin = (self.replicas, twin)
+        return twin
 
     def spec(self) -> Spec:
         return self.twin()
@@ -735,17 +774,20 @@ class _LsoInstance:
         else:
             del self.intents[r]
             return t
-        self._restore(kept)
-        del self.intents[r]
-        full = self._as_recorded(changed, r)
-        if not self._cut_event(intent, node):
-            self._restore(kept)
-            raise first
         try:
-            return self._step(action, args, full, node)
-        except _Refused:
             self._restore(kept)
-            raise first from None
+            del self.intents[r]
+            full = self._as_recorded(changed, r)
+            if not self._cut_event(intent, node):
+                self._restore(kept)
+                raise first
+            try:
+                return self._step(action, args, full, node)
+            except _Refused:
+                self._restore(kept)
+                raise first from None
+        finally:
+            del first  # kept, its traceback and this frame would be a cycle
 
     def _as_recorded(self, changed: Mapping[str, Any], r: int) -> dict[str, Any]:
         """``changed`` with every variable of replica ``r`` as it records them against the
@@ -812,12 +854,13 @@ class _LsoInstance:
         except _Refused as refused:
             if refused.kind != "mismatch":
                 raise
-            first = refused
+            # Its values, not the exception: one kept in a local holds this frame (a cycle).
+            first = (refused.kind, refused.message, refused.after)
         unflushed = {**changed, "flushed": {**recorded, a: before}}
         try:
             t = self._step_one(action, args, unflushed, node)
         except _Refused:
-            raise first from None
+            raise _Refused(*first) from None
         flushed = self.twin().Flush(self.state if t is None else t, int(a), leo)
         if flushed is None:
             raise _Refused("not enabled", f"{action}{_args(args)} flushed its log to {leo}, "
@@ -874,7 +917,8 @@ class _LsoInstance:
         # The twin's purgatory (pending) and the leader's ISR floor are hidden: the trace records
         # neither (nor the acknowledgement that raises the floor), so ExpandIsr is not held to
         # it here; the projections carry it (conformance/log_start_offset.py).
-        self.state = self.state._replace(pending=0, isrFloor=0)
+        if self.state.pending or self.state.isrFloor:
+            self.state = self.state._replace(pending=0, isrFloor=0)
         s, twin = self.state, self.twin()
         self.label = action
         actor = int(node.rsplit("-", 1)[1]) if node.startswith("broker-") else self.leader
@@ -985,11 +1029,11 @@ class _LsoInstance:
             t = twin.Flush(s, r, want.flushed[self.replicas.index(r)])
         elif action == "CrashRestart":
             assert r is not None
-            outside: _Outside | None = None
+            outside: tuple[str, bool] | None = None  # not the exception: a cycle with this frame
             try:
                 t = self._crash_restart(s, r, int(args["h"]), want)
             except _Outside as unmodelled:  # raised below, unless it waits for the ISR drop
-                t, outside = None, unmodelled
+                t, outside = None, (unmodelled.reason, unmodelled.resync)
             i = self.replicas.index(r)
             if r == s.leader and r in s.isr and want.leo[i] < s.committed:
                 # The leader itself lost committed records: the controller takes it out of the
@@ -1021,7 +1065,7 @@ class _LsoInstance:
                                    "drops it from the ISR, which the model has first)",
                                    resync=False)
             if outside is not None:
-                raise outside
+                raise _Outside(*outside)
             if t is not None:
                 # A restarted leader's new epoch starts at its LEO (recorded by the BecomeLeader
                 # of that epoch, which the twin's value is then checked against).
@@ -1230,21 +1274,22 @@ def _cf_twin(brokers: tuple[int, ...], max_ce: int, max_be: int, max_le: int,
                                                          max_in_flight))
 
 
-class _CfInstance:
+class _CfInstance(_Instance):
     def __init__(self, init: Mapping[str, Any], bounds: tuple[int, int, int, int]) -> None:
         self.brokers = tuple(sorted(int(b) for b in init["brokerEpochs"]))
         self.base = int(init["controllerEpoch"]) - 1
         self.epochs = {int(b): [int(e)] for b, e in init["brokerEpochs"].items()}
         self.bounds = bounds
-        twin = self.twin()
+        self.twin_ = twin = _cf_twin(self.brokers, *self.bounds)  # both fixed from here on
+        self.index = {b: i for i, b in enumerate(self.brokers)}
         s: CFState = next(iter(twin.init_states()))  # type: ignore[assignment]
         self.state = s._replace(controllerEpoch=1, leaderEpoch=int(init.get("leaderEpoch", 0)))
 
     def twin(self) -> ControllerFencingTwin:
-        return _cf_twin(self.brokers, *self.bounds)
+        return self.twin_
 
     def spec(self) -> Spec:
-        return self.twin()
+        return self.twin_
 
     def ce(self, c: int) -> int:
         return int(c) - self.base
@@ -1273,8 +1318,7 @@ class _CfInstance:
 
     def step(self, action: str, args: Mapping[str, Any], changed: Mapping[str, Any],
              node: str = "") -> CFState | None:
-        s, twin = self.state, self.twin()
-        idx = {b: i for i, b in enumerate(self.brokers)}
+        s, twin, idx = self.state, self.twin_, self.index
         if action == "ElectController":
             t = twin.ElectController(s)
             if t is not None and t.controllerEpoch != self.ce(changed["controllerEpoch"]):
@@ -1417,13 +1461,16 @@ def _ff_twin(partitions: int, max_le: int) -> FetcherFailureTwin:
     return FetcherFailureTwin(FetcherFailureConfig(partitions, 1, max_le))
 
 
-class _FfInstance:
+class _FfInstance(_Instance):
     def __init__(self, partitions: int, max_le: int) -> None:
         self.twin_ = _ff_twin(partitions, max_le)
         self.state: FFState = next(iter(self.twin_.init_states()))  # type: ignore[assignment]
         self.known_high: dict[int, int] = {}
         """Partition index -> the highest leader epoch the broker has known for it (a fence
         may answer a request sent before a StopReplica, after which it knows none)."""
+        self.fetched: dict[tuple[int, int], FFState] = {}
+        """(partition, epoch) -> the last state a FetchOk recording no change left as it was:
+        the step is a function of the state, the partition and the epoch alone."""
 
     def spec(self) -> Spec:
         return self.twin_
@@ -1460,6 +1507,8 @@ class _FfInstance:
                                "the epoch the broker knows (the model's carries the latest)")
         elif action == "FetchOk":
             epoch = int(args["epoch"])
+            if not changed and self.fetched.get((p, epoch)) is s:
+                return s  # this state took this FetchOk as a step to itself: it does again
             sent = twin.FetchRequest(s, p)
             if sent is None or sent.inflight[i] != epoch:
                 raise _Refused("not enabled", f"FetchOk{_args(args)}: no fetch at epoch {epoch} "
@@ -1495,10 +1544,14 @@ class _FfInstance:
         if want != t:
             raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin gives another "
                            "state", twin.describe(t))
+        if action == "FetchOk" and not changed and type(t) is type(s) and t == s \
+                and _one_value(t, s):
+            self.fetched[(p, int(args["epoch"]))] = s
+            return s
         return t
 
 
-class _RmInstance:
+class _RmInstance(_Instance):
     """One JBOD move (ReplicaMove, traces/SCHEMA.md): the recorded variables after each event,
     checked as a path of at most :data:`RM_MAX_STEPS` twin steps from the state so far, the
     ghosts (records by identity, the copier's skew) carried by the twin's own steps. Between
@@ -1575,7 +1628,14 @@ class _RmInstance:
             # skew, which marks what it copies misplaced.
             before = before._replace(skew=int(args["offset"]) - before.vol[1])
         target = self.recorded(changed)
-        found = self.checker.find_path(before, target)
+        key = (_exact(before), _exact(target))
+        if key in _RM_PATHS:
+            found = _RM_PATHS[key]
+        else:
+            found = self.checker.find_path(before, target)
+            if len(_RM_PATHS) >= _FINGERPRINTS_KEPT:
+                _RM_PATHS.clear()  # bounded, as the fingerprints
+            _RM_PATHS[key] = found
         if found is None:
             raise _Refused("not enabled", f"no path of at most {RM_MAX_STEPS} twin steps "
                            f"leads to the recorded state ({_fmt(changed)})",
@@ -1597,6 +1657,12 @@ class _RmInstance:
 RM_MAX_STEPS = 12
 """How many twin steps one move event may stand for (its own, and the source's changes since
 the previous event of the move)."""
+
+_RM_PATHS: dict[tuple[str | bytes, str | bytes], StepFound | None] = {}
+"""The paths already searched in this process, by the two states' :func:`_exact` forms: every
+move's checker is the same (one twin, its constants fixed; the same bound and projection), and
+its search is a function of the two states alone, so a move event met again (in another trace,
+say) is not searched again."""
 
 
 _RM_GHOSTS = ("lateAppend", "agree", "skew", "misplaced")
@@ -1629,26 +1695,27 @@ def _fmt(changed: Mapping[str, Any]) -> str:
     return json.dumps(changed, sort_keys=True, separators=(",", ":"))
 
 
+def _most(v: Any, best: int) -> int:
+    """The largest of ``best`` and every integer (not a bool) in ``v``."""
+    if isinstance(v, bool):
+        return best
+    if isinstance(v, int):
+        return v if v > best else best
+    if isinstance(v, dict):
+        v = v.values()
+    elif not isinstance(v, list):
+        return best
+    for x in v:
+        best = _most(x, best)
+    return best
+
+
 def _bounds(events: list[tuple[str, Event]]) -> tuple[int, int, int, int, int]:
     """(max offset, max controller epoch, max broker epochs per broker, max leader epoch,
     sends) over a whole trace, for the twins' constants."""
     offsets, ce, le, sends = 0, 1, 0, 0
     regs: Counter[int] = Counter()
-
-    def most(v: Any, best: int) -> int:
-        """The largest of ``best`` and every integer (not a bool) in ``v``."""
-        if isinstance(v, bool):
-            return best
-        if isinstance(v, int):
-            return v if v > best else best
-        if isinstance(v, dict):
-            v = v.values()
-        elif not isinstance(v, list):
-            return best
-        for x in v:
-            best = most(x, best)
-        return best
-
+    most = _most
     for _, e in events:
         a, c = e["args"], e["changed"]
         if e["model"] == LOG_START_OFFSET:
@@ -1713,7 +1780,8 @@ def check_trace(trace: str, lines: Iterable[tuple[str, Event]], report: CheckRep
         report.bad_input += problems
         _not_replayed(ordered, report)
         return
-    one = CheckReport(track_states=report.track_states)
+    one = CheckReport(track_states=report.track_states,
+                      ask_every_invariant=report.ask_every_invariant)
     try:
         _replay_trace(ordered, one)
     except TraceFormatError as exc:
@@ -1739,20 +1807,6 @@ def _not_replayed(lines: Iterable[tuple[str, Event]], report: CheckReport) -> No
     """Count the events of a trace with bad input, not replayed, in the coverage."""
     for _, e in lines:
         report.outcomes[(e["model"], e["action"], "bad input")] += 1
-
-
-def _outcome(e: Event, before: tuple[int, int, int], report: CheckReport) -> str:
-    """What became of one event, from the report's figures before and after it."""
-    steps, failures, stutters = before
-    if e["model"] == "-":
-        return "bookkeeping"
-    if len(report.failures) > failures:
-        return "refused"
-    if report.steps > steps:
-        return "step"
-    if report.stutters > stutters:
-        return "stutter"
-    return "outside"
 
 
 TRACE_ACTIONS: dict[str, tuple[str, ...]] = {
@@ -1795,31 +1849,44 @@ def _canon(x: Any) -> Any:
     if type(x) in _PLAIN:
         return x
     if isinstance(x, (set, frozenset)):
-        if all(type(v) in _PLAIN for v in x):  # the common case, without a call per element
+        if _PLAIN.issuperset(map(type, x)):  # the common case, without a call per element
             return ("set", sorted(x, key=repr))
-        return ("set", sorted((_canon(v) for v in x), key=repr))
+        return ("set", sorted(map(_canon, x), key=repr))
     if isinstance(x, (tuple, list)):
-        if all(type(v) in _PLAIN for v in x):
+        if _PLAIN.issuperset(map(type, x)):
             return tuple(x)
-        return tuple(_canon(v) for v in x)
+        return tuple(map(_canon, x))
     if isinstance(x, Mapping):
         return ("map", sorted(((_canon(k), _canon(v)) for k, v in x.items()), key=repr))
     return x
 
 
-_FINGERPRINTS: dict[tuple[str, str], str] = {}
-"""Fingerprints already computed in this process, by model and the state's ``repr``."""
+_FINGERPRINTS: dict[tuple[str, type, str | bytes], str] = {}
+"""Fingerprints already computed in this process, by model, the state's type and
+:func:`_exact` form."""
 _FINGERPRINTS_KEPT = 1 << 17
+
+
+def _exact(state: Any) -> str | bytes:
+    """A form of ``state`` that only values of the same types at every level share: its
+    ``marshal`` form (of its fields, for a named tuple: a pass in C that reads ints, bools,
+    floats, strings, tuples and sets each as its own, and refuses any other type), else its
+    ``repr``. Version 2 of the format: it writes no references back and no mark of an
+    interned string, so a value has one form (a set's, one per order it iterates in)."""
+    try:
+        return marshal.dumps(tuple(state) if isinstance(state, tuple) else state, 2)
+    except ValueError:  # a type marshal does not write (a named tuple inside, say)
+        return repr(state)
 
 
 def fingerprint(model: str, state: Any) -> str:
     """``Model:<16 hex digits>``: an abstract state of ``model``, the same in every process.
 
-    Remembered by the state's ``repr``, which is five times cheaper than the canonical form:
-    two states with one ``repr`` have the same values of the same types, so their canonical
-    forms are equal too (not so by ``==``, for which ``1 == True``); a state may have several
-    ``repr`` (a set's order), each remembered with the one fingerprint."""
-    key = (model, repr(state))
+    Remembered by the state's type and :func:`_exact` form, several times cheaper than the
+    canonical form: two states with one such form have the same values of the same types, so
+    their canonical forms are equal too (not so by ``==``, for which ``1 == True``); a state
+    may have several (a set's order), each remembered with the one fingerprint."""
+    key = (model, type(state), _exact(state))
     known = _FINGERPRINTS.get(key)
     if known is None:
         digest = hashlib.blake2b(repr(_canon(state)).encode(), digest_size=8).hexdigest()
@@ -1922,28 +1989,26 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
                 p = ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
-                    _run(report, where, e, FETCHER_FAILURE, name, ff[name],
-                         lambda x, p=p, i=inst, c=changed: x.step("ElectLeader", p, {"tp": i},
-                                                                  c), failed)
+                    _run(report, where, e, FETCHER_FAILURE, name, ff[name], failed,
+                         ff[name].step, "ElectLeader", p, {"tp": inst}, changed)
         elif model == FETCHER_FAILURE:
             x = ff_instance(inst)
             p = ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
-            _run(report, where, e, model, inst, x,
-                 lambda x, p=p, a=action, g=args, c=changed: x.step(a, p, g, c), failed)
+            _run(report, where, e, model, inst, x, failed, x.step, action, p, args, changed)
             return
         elif model == REPLICA_MOVE:
             if action == "StartMove":
                 rm[inst] = _RmInstance()
                 failed.discard(f"{model}/{inst}")
-                _run(report, where, e, model, inst, rm[inst],
-                     lambda x, g=args, c=changed: x.start(g, c), failed)
+                _run(report, where, e, model, inst, rm[inst], failed, rm[inst].start, args,
+                     changed)
                 return
             if inst not in rm:
                 report.outside[f"{model}.{action}: an event of a move whose StartMove is not "
                                "in the trace"] += 1
                 return
-            _run(report, where, e, model, inst, rm[inst],
-                 lambda x, a=action, g=args, c=changed: x.step(a, g, c), failed)
+            _run(report, where, e, model, inst, rm[inst], failed, rm[inst].step, action, args,
+                 changed)
             if action in ("EndSwap", "StopMove"):
                 del rm[inst]
             return
@@ -1968,19 +2033,24 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                 report.outside[f"{model}.{action}: an event of a partition whose instance has "
                                "not begun or has ended (no Init yet, or its topic deleted)"] += 1
             return
+        node = e["node"]
         for name, x in targets:
-            _run(report, where, e, model, name, x,
-                 lambda x, a=action, g=args, c=changed, n=e["node"]: x.step(a, g, c, n),
-                 failed)
+            _run(report, where, e, model, name, x, failed, x.step, action, args, changed, node)
 
+    outcomes, failures = report.outcomes, report.failures
     for where, e in events:
-        figures = (report.steps, len(report.failures), report.stutters)
+        steps, refused, stutters = report.steps, len(failures), report.stutters
         try:
             _replay(e, where)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{where}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc
-        report.outcomes[(e["model"], e["action"], _outcome(e, figures, report))] += 1
+        # What became of it, from the report's figures before and after it.
+        model = e["model"]
+        outcomes[(model, e["action"],
+                  "bookkeeping" if model == "-" else "refused" if len(failures) > refused
+                  else "step" if report.steps > steps else "stutter"
+                  if report.stutters > stutters else "outside")] += 1
     if rm:
         report.outside[f"{REPLICA_MOVE}: a move still under way when the trace ends "
                        "(not a failure: a trace shows safety, not progress)"] += len(rm)
@@ -2000,27 +2070,96 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             x.notes.clear()
 
 
-_INVARIANTS: weakref.WeakKeyDictionary[Spec, tuple[Invariant, ...]] = \
-    weakref.WeakKeyDictionary()
-"""Each twin's invariants, asked once (a twin builds the list at each call)."""
+_PLANS: weakref.WeakKeyDictionary[Spec, tuple[type, _Plan]] = weakref.WeakKeyDictionary()
+"""Each twin's plan, made once per state type (a twin builds its list at each call)."""
 
 
-def _invariants(spec: Spec) -> tuple[Invariant, ...]:
-    known = _INVARIANTS.get(spec)
-    if known is None:
-        known = _INVARIANTS[spec] = tuple(spec.invariants())
-    return known
+def _plan(spec: Spec, state: State) -> _Plan:
+    """The invariants of ``spec`` with what they read of ``state``'s fields, an invariant
+    made of parts part by part (:meth:`Spec.invariant_reads`, :meth:`Spec.invariant_parts`)."""
+    kind = type(state)
+    known = _PLANS.get(spec)
+    if known is not None and known[0] is kind:
+        return known[1]
+    fields: tuple[str, ...] = getattr(kind, "_fields", ())
+
+    def mask(reads: Iterable[str]) -> int:
+        return (sum(1 << fields.index(f) for f in set(reads)) if set(reads) <= set(fields)
+                else -1)
+
+    reads, parts = spec.invariant_reads(), spec.invariant_parts()
+    plan: list[tuple[str, Any, int]] = []
+    for name, holds in spec.invariants():
+        if name in parts:
+            plan += [(name, part, mask(part_reads)) for part_reads, part in parts[name]]
+        else:
+            plan.append((name, holds, mask(reads[name]) if name in reads else -1))
+    _PLANS[spec] = (kind, tuple(plan))
+    return tuple(plan)
+
+
+_ATOMS = frozenset({int, bool, str, type(None)})
+"""Types whose values are equal only when they are the same value (not float: 0.0 == -0.0)."""
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are one value, whatever an invariant computes from them: the same
+    object, or equal and of one type, an atom (:data:`_ATOMS`) or a tuple of atoms of one type
+    at each position (1 and True, equal, are not one value). Any other value that is not the
+    same object counts as changed: only an invariant more is asked."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is tuple and len(a) == len(b) and all(map(operator.is_, a, b)):
+        return True  # every member the same object (a tuple built again from them)
+    if a != b:
+        return False
+    if kind in _ATOMS:
+        return True
+    if kind is tuple:
+        kinds = list(map(type, a))
+        return kinds == list(map(type, b)) and _ATOMS.issuperset(kinds)
+    return False
+
+
+def _to_ask(x: _Instance, spec: Spec, after: State) -> tuple[_Plan, _Plan]:
+    """The invariants of ``spec`` and those of them to ask of ``after``, ``x``'s state now:
+    those that read a field changed since ``x.held``, the twin and the last state it held
+    every invariant in (every one when there is none, or it was another twin's, or another
+    kind of state)."""
+    held = x.held
+    if (held is None or held[0] is not spec or type(held[1]) is not type(after)
+            or not isinstance(after, tuple) or len(held[1]) != len(after)):  # type: ignore[arg-type]
+        plan = _plan(spec, after)
+        return plan, plan
+    before, plan = held[1], held[2]
+    if before is after:
+        return plan, ()
+    changed = 0
+    for i in compress(count(), map(operator.is_not, before, after)):  # type: ignore[call-overload]
+        if not _same_value(before[i], after[i]):  # type: ignore[index]
+            changed |= 1 << i
+    return plan, tuple(p for p in plan if p[2] & changed) if changed else ()
+
+
+def _one_value(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Every field of ``a`` is one value with ``b``'s (:func:`_same_value`)."""
+    return all(starmap(_same_value, compress(zip(a, b, strict=True), map(operator.is_not, a, b))))
 
 
 def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: Any,
-         step: Any, failed: set[str]) -> None:
+         failed: set[str], step: Any, *args: Any) -> None:
+    """Check event ``e`` as ``step(*args)``, a step of ``x``, the instance ``name`` of
+    ``model``, into ``report``: its outcome, then the invariants after it."""
     key = f"{model}/{name}"
     if key in failed:
         return
     before = x.state
     spec: Spec = x.spec()
     try:
-        t = step(x)
+        t = step(*args)
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise TraceFormatError(f"{where}: a malformed {model} {e['action']} event "
                                f"({type(exc).__name__}: {exc})") from exc
@@ -2044,32 +2183,58 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
                 "reject", "refused") else "")
             report.stutter_actions[label] += 1
             return
+        if (t is not before and type(t) is type(before) and t == before
+                and _one_value(t, before)):
+            t = before  # the same value: its object kept (its invariants are not asked again)
         x.state = t
         after = t
         report.steps += 1
-        if report.track_states:
+        if report.track_states and t is not x.reached:
             try:
                 report.reached.add((model, t))
             except TypeError:  # a value recorded in a trace that is not hashable
                 report.states.add(fingerprint(model, t))
+            x.reached = t
         report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
     finally:
-        for note in getattr(x, "notes", ()):
-            report.outside[f"{model}.{note}"] += 1
-        if hasattr(x, "notes"):
-            x.notes.clear()
+        notes = getattr(x, "notes", None)
+        if notes:
+            for note in notes:
+                report.outside[f"{model}.{note}"] += 1
+            notes.clear()
     if getattr(x, "leaderless", False):
         return  # no leader: outside the model, whose invariants speak of its leader's log
     # A leader change, or a replica added, re-bases LogStartOffset's constants: ``before`` is
     # described by the spec it was a state of.
     now = x.spec()
-    for inv, holds in _invariants(now):
+    # An invariant that held in x.held (the twin and the last state every invariant held in)
+    # and reads no field changed since holds now: only the others are asked. The first one
+    # violated is the first of them all.
+    plan, asked = _to_ask(x, now, after)
+    if report.ask_every_invariant:
+        _ask_every_invariant(now, model, plan, asked, after)
+    for inv, holds, _ in asked:
         if not holds(after):
             failed.add(key)
             report.failures.append(Failure(where, int(e["seq"]), model, name, e["action"],
                                            "invariant", f"{inv} is violated after this step",
                                            spec.describe(before), now.describe(after)))
             return
+    x.held = (now, after, plan)
+
+
+def _ask_every_invariant(spec: Spec, model: str, plan: _Plan, asked: _Plan,
+                         after: State) -> None:
+    """The cross-check of :attr:`CheckReport.ask_every_invariant`: each invariant of ``spec``
+    is the conjunction of its parts in ``plan``, and one violated in ``after`` has a part
+    violated among those ``asked`` (else AssertionError)."""
+    for inv, holds in spec.invariants():
+        verdict = holds(after)
+        if verdict != all(part(after) for name, part, _ in plan if name == inv):
+            raise AssertionError(f"{inv} of {model} is not the conjunction of its parts")
+        if not verdict and all(part(after) for name, part, _ in asked if name == inv):
+            raise AssertionError(f"{inv} of {model} is violated after a step that changed "
+                                 "none of the variables its twin declares it reads")
 
 
 def check_file(path: Path, report: CheckReport) -> None:
@@ -2084,6 +2249,16 @@ def check_paths(paths: Iterable[str | Path], report: CheckReport | None = None) 
     trace) and the rest is checked; TraceFormatError only for a path that holds no trace."""
     report = report if report is not None else CheckReport()
     start = time.perf_counter()
+    # The events and the states they make are hundreds of thousands of objects, none in a
+    # cycle: with the cyclic collector on, its passes over them cost a third of the check.
+    with collector_paused():
+        _check_paths(paths, report)
+    report.seconds += time.perf_counter() - start
+    return report
+
+
+def _check_paths(paths: Iterable[str | Path], report: CheckReport) -> None:
+    """:func:`check_paths` but its clock (the events are freed when it returns)."""
     traces: dict[str, list[tuple[str, Event]]] = {}
     for path in trace_files(paths):
         report.files += 1
@@ -2101,8 +2276,6 @@ def check_paths(paths: Iterable[str | Path], report: CheckReport | None = None) 
             skip_trace(lines, report)
             continue
         check_trace(trace, lines, report)
-    report.seconds += time.perf_counter() - start
-    return report
 
 
 __all__ = ["BadInput", "CheckReport", "Failure", "TraceFormatError", "check_file", "check_paths",

@@ -19,7 +19,7 @@ order; per-broker functions are tuples indexed like ``config.brokers`` (sorted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import NamedTuple, Self, TypeVar
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.controller_fencing.bugs import BUG_TABLE
-from logwright.model.core import Action, Invariant, Spec, State
+from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
 
 NOT_HOSTED = -1
 """``replicaEpoch`` of a broker that holds no replica of the partition (TLA+ ``NotHosted``)."""
@@ -298,30 +298,38 @@ class ControllerFencingTwin(Spec):
     # -- invariants --------------------------------------------------------------------------
 
     def TypeOK(self, s: State) -> bool:
-        """Every variable within its type (the TLA+ ``TypeOK``)."""
+        """Every variable within its type (the TLA+ ``TypeOK``): each of
+        :meth:`invariant_parts`' parts, one per variable."""
         assert isinstance(s, CFState)
+        return all(ok(s) for _, ok in self._type_ok_parts)
+
+    @cached_property
+    def _type_ok_parts(self) -> list[InvariantPart]:
         k = self.config
         ce, be = range(1, k.max_controller_epoch + 1), range(1, k.max_broker_epoch + 1)
-        return (
-            s.controllerEpoch in ce
-            and 0 <= s.leaderEpoch <= k.max_leader_epoch
-            and all(e in be for e in s.brokerEpoch)
-            and all(0 <= e <= k.max_controller_epoch for e in s.brokerControllerEpoch)
-            and all(e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch for e in s.replicaEpoch)
-            and len(s.network) <= k.max_in_flight
-            and all(m.type in (LEADER_AND_ISR, STOP_REPLICA) and m.controllerEpoch in ce
-                    and m.broker in self._index and m.brokerEpoch in be
-                    and 0 <= m.leaderEpoch <= k.max_leader_epoch for m in s.network)
-            and all(r == () or (len(r) == 4 and r[0] in ce and r[1] in be
-                                and 0 <= r[2] <= k.max_controller_epoch and r[3] in be)
-                    for r in s.lastApply)
-            and (s.lastStoreWrite == () or (len(s.lastStoreWrite) == 2
-                                            and all(e in ce for e in s.lastStoreWrite)))
-            and len(s.appliedEpoch) == len(k.brokers)
-            and all(0 <= e <= k.max_controller_epoch for e in s.appliedEpoch)
-            and len(s.replicaPeak) == len(k.brokers)
-            and all(e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch for e in s.replicaPeak)
-        )
+        per_variable: list[tuple[str, Callable[[CFState], bool]]] = [
+            ("controllerEpoch", lambda s: s.controllerEpoch in ce),
+            ("leaderEpoch", lambda s: 0 <= s.leaderEpoch <= k.max_leader_epoch),
+            ("brokerEpoch", lambda s: all(e in be for e in s.brokerEpoch)),
+            ("brokerControllerEpoch",
+             lambda s: all(0 <= e <= k.max_controller_epoch for e in s.brokerControllerEpoch)),
+            ("replicaEpoch", lambda s: all(e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch
+                                           for e in s.replicaEpoch)),
+            ("network", lambda s: len(s.network) <= k.max_in_flight and all(
+                m.type in (LEADER_AND_ISR, STOP_REPLICA) and m.controllerEpoch in ce
+                and m.broker in self._index and m.brokerEpoch in be
+                and 0 <= m.leaderEpoch <= k.max_leader_epoch for m in s.network)),
+            ("lastApply", lambda s: all(r == () or (len(r) == 4 and r[0] in ce and r[1] in be
+                                                    and 0 <= r[2] <= k.max_controller_epoch
+                                                    and r[3] in be) for r in s.lastApply)),
+            ("lastStoreWrite", lambda s: s.lastStoreWrite == () or (
+                len(s.lastStoreWrite) == 2 and all(e in ce for e in s.lastStoreWrite))),
+            ("appliedEpoch", lambda s: len(s.appliedEpoch) == len(k.brokers) and all(
+                0 <= e <= k.max_controller_epoch for e in s.appliedEpoch)),
+            ("replicaPeak", lambda s: len(s.replicaPeak) == len(k.brokers) and all(
+                e == NOT_HOSTED or 0 <= e <= k.max_leader_epoch for e in s.replicaPeak)),
+        ]
+        return [(frozenset({name}), ok) for name, ok in per_variable]
 
     def StaleControllerFenced(self, s: State) -> bool:
         """No stale request changed a broker; no deposed controller's write landed."""
@@ -360,6 +368,15 @@ class ControllerFencingTwin(Spec):
                  "BrokerFollowsLatestDecision": self.BrokerFollowsLatestDecision}
         return [(name, table[name]) for name in self.config.invariants]
 
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """Neither fencing invariant reads ``controllerEpoch`` or ``network``; TypeOK reads
+        every variable."""
+        return _READS
+
+    def invariant_parts(self) -> Mapping[str, Sequence[InvariantPart]]:
+        """TypeOK, one part per variable."""
+        return {"TypeOK": self._type_ok_parts}
+
     def describe(self, s: State) -> str:
         assert isinstance(s, CFState)
         lines = [f"store: controllerEpoch={s.controllerEpoch} leaderEpoch={s.leaderEpoch}"
@@ -381,6 +398,14 @@ class ControllerFencingTwin(Spec):
                          f"broker={m.broker}, brokerEpoch={m.brokerEpoch}, "
                          f"leaderEpoch={m.leaderEpoch})")
         return "\n".join(lines)
+
+
+_READS = {
+    "StaleControllerFenced": frozenset({"lastApply", "lastStoreWrite"}),
+    "BrokerFollowsLatestDecision": frozenset({"lastApply", "lastStoreWrite", "leaderEpoch",
+                                              "brokerEpoch", "replicaEpoch", "appliedEpoch",
+                                              "replicaPeak"}),
+}
 
 
 def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:

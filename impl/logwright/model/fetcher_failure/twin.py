@@ -16,13 +16,14 @@ each a tuple indexed by partition (``p - 1``) or fetcher (``f - 1``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple, Self, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 from logwright.model.cfg import parse_cfg
-from logwright.model.core import Action, Invariant, Spec, State
+from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
 from logwright.model.fetcher_failure.bugs import BUG_TABLE
 from logwright.model.liveness import Progress
 
@@ -218,23 +219,41 @@ class FetcherFailureTwin(Spec):
     # -- invariants --------------------------------------------------------------------------
 
     def TypeOK(self, s: State) -> bool:
-        """Every variable within its type (the TLA+ ``TypeOK``)."""
+        """Every variable within its type (the TLA+ ``TypeOK``): each of
+        :meth:`invariant_parts`' parts, one per variable."""
         assert isinstance(s, FFState)
-        k, n = self.config, self.config.num_partitions
-        top = k.max_leader_epoch
-        epochs = (*s.leaderEpoch, *s.knownEpoch, *s.failedEpoch, *s.inflight)
+        return all(ok(s) for _, ok in self._type_ok_parts)
+
+    @cached_property
+    def _type_ok_parts(self) -> list[InvariantPart]:
         # Each epoch in 0..MaxLeaderEpoch, or (all but leaderEpoch) the "none" value -1, which
         # is the integer just below that range: for integers, bounds say it (the checker calls
         # this after every step, so a test per element is avoided). An epoch is an integer (a
         # boolean too, as in Python); a float is not, even 2.0.
-        return (
-            len(s.leaderEpoch) == len(s.knownEpoch) == len(s.fetching) == n
-            and len(s.failedEpoch) == len(s.inflight) == n and len(s.alive) == k.num_fetchers
-            and {int, bool}.issuperset(map(type, epochs))
-            and min(s.leaderEpoch, default=0) >= 0 and max(epochs, default=0) <= top
-            and min(epochs, default=0) >= -1
-            and {bool}.issuperset(map(type, (*s.fetching, *s.alive)))
-        )
+        k, n = self.config, self.config.num_partitions
+        top = k.max_leader_epoch
+
+        def epochs(field: int, low: int) -> Callable[[Any], bool]:
+            def ok(s: Any) -> bool:
+                v = s[field]
+                return (len(v) == n and {int, bool}.issuperset(map(type, v))
+                        and min(v, default=0) >= low and max(v, default=0) <= top)
+            return ok
+
+        def flags(field: int, size: int) -> Callable[[Any], bool]:
+            def ok(s: Any) -> bool:
+                v = s[field]
+                return len(v) == size and {bool}.issuperset(map(type, v))
+            return ok
+
+        index = FFState._fields.index
+        parts: list[InvariantPart] = []
+        for name in FFState._fields:
+            i = index(name)
+            ok = (epochs(i, 0) if name == "leaderEpoch" else flags(i, n) if name == "fetching"
+                  else flags(i, k.num_fetchers) if name == "alive" else epochs(i, -1))
+            parts.append((frozenset({name}), ok))
+        return parts
 
     def FailureContained(self, s: State) -> bool:
         """A failure stays with its partition (see the module docstring)."""
@@ -253,6 +272,15 @@ class FetcherFailureTwin(Spec):
     def invariants(self) -> Sequence[Invariant]:
         table = {"TypeOK": self.TypeOK, "FailureContained": self.FailureContained}
         return [(name, table[name]) for name in self.config.invariants]
+
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """FailureContained reads neither ``leaderEpoch`` nor ``inflight``; TypeOK reads
+        every variable."""
+        return _READS
+
+    def invariant_parts(self) -> Mapping[str, Sequence[InvariantPart]]:
+        """TypeOK, one part per variable."""
+        return {"TypeOK": self._type_ok_parts}
 
     # -- liveness (TLC checks it under Spec's fairness; logwright.model.liveness on the twin) --
 
@@ -316,3 +344,6 @@ class FetcherFailureTwin(Spec):
 def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
     """``[t EXCEPT ![i] = v]`` on a tuple."""
     return (*t[:i], v, *t[i + 1:])
+
+
+_READS = {"FailureContained": frozenset({"knownEpoch", "failedEpoch", "fetching", "alive"})}

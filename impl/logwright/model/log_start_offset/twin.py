@@ -26,14 +26,14 @@ what a trace records as one fetch). Its packed numpy encoding (the checker's bat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, NamedTuple, Self
 
 from logwright.model.cfg import parse_cfg
-from logwright.model.core import Action, Invariant, Spec, State
+from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
 from logwright.model.log_start_offset.bugs import BUG_TABLE
 
 Response = tuple[int, int, int, int]
@@ -100,6 +100,13 @@ class LogStartOffsetState(NamedTuple):
 S = LogStartOffsetState
 
 Params = tuple[int, ...]
+
+
+_READS = {
+    "NoNewDataDeleted": frozenset({"segStart", "logStart", "committed"}),
+    "NeverServeBelowLogStart": frozenset({"logStart", "hw", "leo", "acked", "isr"}),
+    "CommittedDataOnIsr": frozenset({"leo", "committed", "isr"}),
+}
 
 
 def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -472,19 +479,39 @@ class LogStartOffsetTwin(Spec):
     # -- invariants ----------------------------------------------------------------------------
 
     def TypeOK(self, s: State) -> bool:
-        """Every variable within its type."""
+        """Every variable within its type: each of :meth:`invariant_parts`' parts (one per
+        variable, and three that relate the leader, the ISR and the replicas down)."""
         assert isinstance(s, LogStartOffsetState)
+        return all(ok(s) for _, ok in self._type_ok_parts)
+
+    @cached_property
+    def _type_ok_parts(self) -> list[InvariantPart]:
         n, offsets = len(self.replicas), range(self.config.max_offset + 1)
-        per_replica = (s.leo, s.hw, s.logStart, s.segStart, s.ckptStart, s.flushed)
-        return (all(len(f) == n and all(v in offsets for v in f) for f in per_replica)
-                and s.isr <= set(self.replicas) and s.leader in self.replicas
-                and s.leader in s.isr and s.epochStart in offsets
-                and s.committed in offsets and s.acked in offsets
-                and all(m[0] in self.replicas and all(v in offsets for v in m[1:])
-                        for m in s.resp)
-                and len({m[0] for m in s.resp}) == len(s.resp)
-                and s.down <= set(self.replicas) and s.leader not in s.down
-                and not s.isr & s.down and s.pending in offsets and s.isrFloor in offsets)
+        replicas = set(self.replicas)
+
+        def per_replica(field: int) -> Callable[[Any], bool]:
+            return lambda s: len(s[field]) == n and all(v in offsets for v in s[field])
+
+        parts: list[tuple[tuple[str, ...], Callable[[Any], bool]]] = [
+            ((name,), per_replica(S._fields.index(name)))
+            for name in ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")]
+        parts += [
+            (("isr",), lambda s: s.isr <= replicas),
+            (("leader",), lambda s: s.leader in self.replicas),
+            (("leader", "isr"), lambda s: s.leader in s.isr),
+            (("epochStart",), lambda s: s.epochStart in offsets),
+            (("committed",), lambda s: s.committed in offsets),
+            (("acked",), lambda s: s.acked in offsets),
+            (("resp",), lambda s: all(m[0] in self.replicas and all(v in offsets for v in m[1:])
+                                      for m in s.resp)
+             and len({m[0] for m in s.resp}) == len(s.resp)),
+            (("down",), lambda s: s.down <= replicas),
+            (("leader", "down"), lambda s: s.leader not in s.down),
+            (("isr", "down"), lambda s: not s.isr & s.down),
+            (("pending",), lambda s: s.pending in offsets),
+            (("isrFloor",), lambda s: s.isrFloor in offsets),
+        ]
+        return [(frozenset(reads), ok) for reads, ok in parts]
 
     def NoNewDataDeleted(self, s: State) -> bool:
         """Nothing at or above the partition's HW is deleted (start offset or segments)."""
@@ -520,6 +547,15 @@ class LogStartOffsetTwin(Spec):
         return [("TypeOK", self.TypeOK), ("NoNewDataDeleted", self.NoNewDataDeleted),
                 ("NeverServeBelowLogStart", self.NeverServeBelowLogStart),
                 ("CommittedDataOnIsr", self.CommittedDataOnIsr)]
+
+    def invariant_reads(self) -> Mapping[str, frozenset[str]]:
+        """What each invariant but TypeOK (every variable) reads."""
+        return _READS
+
+    def invariant_parts(self) -> Mapping[str, Sequence[InvariantPart]]:
+        """TypeOK, one part per variable (and per relation between the leader, the ISR and
+        the replicas down)."""
+        return {"TypeOK": self._type_ok_parts}
 
     def describe(self, s: State) -> str:
         """One line per replica: its log as [segStart | logStart, HW, LEO), its checkpoint and
