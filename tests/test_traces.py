@@ -644,6 +644,10 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0017": ("event", '"changed":{"ckptStart":{"1":0},"flushed":{"1":3},"hw":{"1":0},'
                       '"leo":{"1":3}'),
     "0018": ("outside", "not checked: the trace ended first"),
+    "0019": ("event", '"action":"ExpandIsr","args":{"brokerEpoch":13,"cause":"AlterPartition '
+                      'proposed","knownLeo":3,"leaderLeo":3,"r":2'),
+    "0020": ("event", '"topicId":"DAOumViVSwSby9s5iwdb4w"},"changed":{"ckptStart":{"3":0},'
+                      '"flushed":{"3":0},"hw":{"3":0},"leo":{"3":2}'),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -749,7 +753,18 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     flushed in a power loss; its restart waits for the ISR drop, which the controller made
     when broker 3 registered again (then electing 2), but the run ended before an event of the
     partition showed it. Counted outside (not checked), only when the broker registered again
-    after the restart and the controller then elected another replica."""
+    after the restart and the controller then elected another replica.
+
+    0019 (``fuzz --seeds 300 --seed 4400 --steps 200``, seed 4517, cut after the event): a
+    reassignment deleted replica 1 of s-1; leader 3, not yet told of that epoch, proposed
+    replica 2 with an ISR still showing 1. Checked as ExpandIsr of 2, the deleted member kept
+    out of the model's ISR (as one the controller refuses) until the leader's ISR drops it.
+
+    0020 (the same campaign, seed 4616, recorded again, cut after the event): the recorder
+    kept each replica's last values per partition name, and a replica of a deleted generation
+    of t-2, acting after the name was created again, left its values there; the new
+    generation's first Append of broker 3 then recorded only what differed from them (its HW,
+    not its log end). The recorder now keeps them per topic id too."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1328,3 +1343,25 @@ def test_a_restart_left_waiting_at_the_end_is_excused_only_after_the_controller_
         assert not report.ok, (order.__name__, report.summary())
         assert any(f.action == "CrashRestart" and "the trace ended" in f.message
                    for f in report.failures), [f.format() for f in report.failures]
+
+
+def test_the_recorder_compares_a_replica_s_values_within_one_generation_of_its_topic(
+        tmp_path: Path) -> None:
+    """The recorder records the variables that changed since a replica's last event, per
+    generation of the topic (traces/checker/0020): the first event of a new topic id records
+    every variable, even after an event of the deleted generation under the same name."""
+    from logwright.world.clock import VirtualClock
+    from logwright.world.trace import open_trace
+
+    recorder = open_trace(tmp_path / "t.jsonl", VirtualClock())
+    old, new = {"replica": 3, "topicId": "OLD"}, {"replica": 3, "topicId": "NEW"}
+    recorder.replica_step("broker-3", "t-2", 3, "Append", old, (2, 0, 0, 0, 0, 0))
+    recorder.replica_step("broker-3", "t-2", 3, "Append", new, (2, 1, 0, 0, 0, 0))
+    recorder.replica_step("broker-3", "t-2", 3, "Append", old, (2, 0, 0, 0, 0, 0))
+    recorder.replica_step("broker-3", "t-2", 3, "Append", new, (2, 1, 0, 0, 0, 0))
+    recorder.close()
+    events = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()
+              if '"Append"' in line]
+    assert [sorted(e["changed"]) for e in events] == [
+        ["ckptStart", "flushed", "hw", "leo", "logStart", "segStart"],
+        ["ckptStart", "flushed", "hw", "leo", "logStart", "segStart"]], events

@@ -75,7 +75,8 @@ def replica_changes(recorder: TraceRecorder, broker_id: int, log: PartitionLog
     event of another kind to carry (a leader that adopted a recovery election's start offset
     records it with its BecomeLeader)."""
     return recorder.replica_changes(instance(log.tp), broker_id, _values(log, None),
-                                    durable=log.start_offset_checkpoint is not None)
+                                    durable=log.start_offset_checkpoint is not None,
+                                    topic_id=topic_id_text(log.topic_id))
 
 
 def _values(log: PartitionLog, ckpt: int | None) -> tuple[int, int, int, int, int | None, int]:

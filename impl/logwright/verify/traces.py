@@ -1006,6 +1006,14 @@ class _LsoInstance(_Instance):
                 raise _Outside("the leader proposed a member a reassignment had deleted, on "
                                "what its replica had fetched before (the controller refuses "
                                "it: a stale leader epoch)", resync=False)
+            stale_members = frozenset(m for m, e in self.deleted.items() if self.leader_epoch < e)
+            if (t is not None and action == "ExpandIsr" and stale_members and not _same(t, want)
+                    and want.isr - t.isr <= stale_members and _same(t, want._replace(isr=t.isr))):
+                # The leader, not yet told of the epoch that took a member away (a reassignment
+                # deleted its replica), still shows it in the ISR it proposes; the model's ISR
+                # does not hold it, and keeps it out until the leader's ISR drops it.
+                self.doomed |= want.isr - t.isr
+                want = want._replace(isr=t.isr)
             if (t is not None and action == "ExpandIsr" and epoch != -1
                     and str(args.get("cause", "")).startswith("AlterPartition proposed")):
                 self.proposed[member] = epoch
@@ -1108,7 +1116,8 @@ class _LsoInstance(_Instance):
                 self.pending_delete = dict(changed)
                 raise _Outside("a reassignment deleted the leader's replica and its log before "
                                "its successor led (the model's replicas are fixed)", resync=False)
-            # The controller dropped it from the ISR before it sent the StopReplica.
+            # The controller dropped it from the ISR before it sent the StopReplica; a leader
+            # not yet told may still show it in its ISR, which the model's does not hold.
             self.deleted[r] = self.written_epoch
             self.state = self._after_outside(want._replace(isr=s.isr - {r}))
             raise _Outside("a reassignment deleted a replica and its log (the model's replicas "
@@ -1954,7 +1963,10 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             lso[inst].written_epoch = int(args.get("leaderEpoch", -1))
             cf[inst] = _CfInstance(args, (max(2, max_ce - int(args["controllerEpoch"]) + 1),
                                           max_be, max_le, sends))
-            failed.discard(inst)
+            # A new instance (the topic created again): checked afresh, whatever its
+            # predecessor of the same name was refused.
+            failed.discard(f"{LOG_START_OFFSET}/{inst}")
+            failed.discard(f"{CONTROLLER_FENCING}/{inst}")
             ff_p(inst)
             return
         if action == "Removed":

@@ -97,7 +97,7 @@ class TraceRecorder:
     """Call sites test this before building anything for an event."""
 
     def __init__(self) -> None:
-        self._replicas: dict[tuple[str, int], list[int | None]] = {}
+        self._replicas: dict[tuple[str, str, int], list[int | None]] = {}
         self._now: list[int | None] = []  # would_change's values, replica_changes keeps them
         #: What nodes remember between their events (e.g. the store's last recorded epochs).
         self.memo: dict[str, Any] = {}
@@ -119,7 +119,8 @@ class TraceRecorder:
         nothing if none did, unless ``always``."""
         if not self.enabled:
             return
-        changed = self.replica_changes(instance, replica, values, durable)
+        changed = self.replica_changes(instance, replica, values, durable,
+                                       topic_id=_text(args.get("topicId")))
         if changed or always:
             self.emit(node, LOG_START_OFFSET, instance, action, args, changed)
 
@@ -134,31 +135,34 @@ class TraceRecorder:
         recorded."""
         if not self.enabled:
             return
-        then = self.would_change(instance, replica, values, durable)
+        then = self.would_change(instance, replica, values, durable,
+                                 topic_id=_text(args.get("topicId")))
         if then:
             self.emit(node, "-", instance, INTENT, {"action": action, **args, "then": then}, {})
 
     def replica_changes(self, instance: str, replica: int,
                         values: tuple[int, int, int, int, int | None, int],
-                        durable: bool = False) -> dict[str, Json]:
+                        durable: bool = False, topic_id: str = "") -> dict[str, Json]:
         """The variables of replica ``replica`` of ``instance`` that ``values`` change since its
         last event (as :meth:`replica_step` reads them), taken as recorded: for an event that
         carries them with changes of its own."""
-        changed = self.would_change(instance, replica, values, durable)
+        changed = self.would_change(instance, replica, values, durable, topic_id=topic_id)
         if self.enabled:
-            self._replicas[(instance, replica)] = self._now
+            self._replicas[(instance, topic_id, replica)] = self._now
         return changed
 
     def would_change(self, instance: str, replica: int,
                      values: tuple[int, int, int, int, int | None, int],
-                     durable: bool = False) -> dict[str, Json]:
+                     durable: bool = False, topic_id: str = "") -> dict[str, Json]:
         """What :meth:`replica_changes` would give, not taken as recorded: what an event of
         replica ``replica`` would carry if the values were ``values`` (an ``Intent`` tells it
         before the write that makes them so)."""
         if not self.enabled:
             return {}
-        key = (instance, replica)
-        before = self._replicas.get(key)
+        # Per generation of the topic (``topic_id``): a replica of a deleted generation may
+        # still act after the name was created again (a broker cut off from the controller),
+        # and the new generation's first event carries every variable.
+        before = self._replicas.get((instance, topic_id, replica))
         now: list[int | None] = list(values)
         if now[4] is None and durable and (before is None or before[2] != now[2]):
             now[4] = now[2]
@@ -173,7 +177,8 @@ class TraceRecorder:
 
     def forget_replica(self, instance: str, replica: int) -> None:
         """A replica's log was deleted: its next event records every variable again."""
-        self._replicas.pop((instance, replica), None)
+        for key in [k for k in self._replicas if k[0] == instance and k[2] == replica]:
+            del self._replicas[key]
 
     def forget_instance(self, instance: str) -> None:
         """A model instance ended (its topic deleted): forget the replicas' last values."""
@@ -182,6 +187,10 @@ class TraceRecorder:
 
     def close(self) -> None:
         """Finish the trace (flush and close its file)."""
+
+
+def _text(value: Json) -> str:
+    return value if isinstance(value, str) else ""
 
 
 NO_TRACE = TraceRecorder()
