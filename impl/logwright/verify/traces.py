@@ -928,7 +928,10 @@ class _LsoInstance(_Instance):
                 {k: v for k, v in changed.items() if k != "isr"}))
             raise _Outside("a step of a deposed leader that has not yet heard of its successor "
                            "(the model has one leader)", resync=False)
-        if action == "BecomeLeader" and self.pending_delete is not None:
+        if (action == "BecomeLeader" and self.pending_delete is not None
+                and int(args.get("leaderEpoch", self.written_epoch)) >= self.written_epoch):
+            # (not for a LeaderAndIsr already overtaken, refused below as outside: the
+            # deletion waits for the successor's current one)
             self.state = s = self.recorded(self.pending_delete)
             self.pending_delete = None
         want = self.recorded(changed, action, args)
