@@ -649,6 +649,7 @@ CHECKER_EXPECTATIONS: dict[str, tuple[str, str]] = {
     "0020": ("event", '"topicId":"DAOumViVSwSby9s5iwdb4w"},"changed":{"ckptStart":{"3":0},'
                       '"flushed":{"3":0},"hw":{"3":0},"leo":{"3":2}'),
     "0021": ("outside", "a LeaderAndIsr the controller had already overtaken"),
+    "0022": ("event", '"action":"FollowerFetch","args":{"fetchedTo":6,"leaderHw":8,'),
 }
 """What each trace in traces/checker/ shows, beyond checking clean (docs/verification.md):
 ("outside", words) a reason counted outside the model, ("event", text) a recorded event,
@@ -772,7 +773,13 @@ def test_traces_that_once_crashed_the_checker_check(trace: Path) -> None:
     successor's first LeaderAndIsr (epoch 2) came after the controller had written epoch 3.
     The checker applied the deleted leader's values at that overtaken LeaderAndIsr, which it
     then takes as outside without its values, and left the old leader, now empty, leading an
-    ISR with committed records. The deletion now waits for a LeaderAndIsr that is current."""
+    ISR with committed records. The deletion now waits for a LeaderAndIsr that is current.
+
+    0022 (the same campaign, seed 4720, cut after the event): follower 2 of t-0, restarted
+    after a power loss at 5 below the committed 8 (its restart checked at the ISR drop), then
+    fetched one segment's records, to 6, from a leader whose HW was 8, and flushed them in the
+    same call (``flush.messages``). The append-then-flush reading put back the recovery point
+    the replica had before its restart was settled; it now leaves it as the state holds it."""
     report = check_paths([trace])
     assert report.ok, report.summary()
     assert report.traces == 1 and report.steps > 0
@@ -1375,28 +1382,20 @@ def test_the_recorder_compares_a_replica_s_values_within_one_generation_of_its_t
         ["ckptStart", "flushed", "hw", "leo", "logStart", "segStart"]], events
 
 
-CONFORMANCE_OPEN = Path(__file__).resolve().parent / "data" / "conformance_open"
-OPEN_TRACES = {
-    "0001": "seed 4720 of fuzz --seeds 300 --seed 4700 --steps 200 (cut after the event): "
-            "follower 2 of t-0 restarted after a power loss with its log at 5, below the "
-            "committed 8, and its next fetch (log end 6) is refused: the checker's state still "
-            "has 2 at 8 with the ISR {3}, the restart neither checked nor applied (not yet "
-            "triaged)",
-}
-"""Traces the checker refuses, kept out of traces/ (where every trace checks clean on both
-engines) until triaged (docs/verification.md, 'Open findings')."""
 
+def test_a_flushing_fetch_after_a_settled_restart_is_refused_beyond_what_it_fetched(
+        tmp_path: Path) -> None:
+    """traces/checker/0022: the restarted follower's fetch to 6 that flushed is taken; the same
+    event recording a flush to 7, beyond the records it fetched, is refused."""
+    src = next(p for p in CHECKER_REGRESSIONS if p.stem.startswith("0022"))
 
-@pytest.mark.parametrize("stem", sorted(OPEN_TRACES))
-def test_open_trace_check_failures_still_fail(stem: str) -> None:
-    """Strict: each must still be refused; the day one checks clean, its entry moves to
-    traces/checker/ (or traces/regressions/) with what fixed it."""
-    trace = next(CONFORMANCE_OPEN.glob(f"{stem}-*.jsonl"))
-    report = check_paths([trace])
-    if report.ok:
-        pytest.fail(f"{trace.name} now checks clean: {OPEN_TRACES[stem]}")
-    pytest.xfail(OPEN_TRACES[stem])
+    def flushed_beyond(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        i = len(events) - 1
+        assert events[i]["action"] == "FollowerFetch"
+        events[i] = {**events[i], "changed": {**events[i]["changed"], "flushed": {"2": 7}}}
+        return events
 
-
-def test_every_open_trace_has_its_reason() -> None:
-    assert sorted(p.stem[:4] for p in CONFORMANCE_OPEN.glob("*.jsonl")) == sorted(OPEN_TRACES)
+    assert check_paths([src]).ok
+    report = check_paths([_reordered(src, flushed_beyond, tmp_path / "beyond.jsonl")])
+    assert not report.ok and any(f.action == "FollowerFetch" for f in report.failures), \
+        report.summary()

@@ -856,7 +856,12 @@ class _LsoInstance(_Instance):
                 raise
             # Its values, not the exception: one kept in a local holds this frame (a cycle).
             first = (refused.kind, refused.message, refused.after)
-        unflushed = {**changed, "flushed": {**recorded, a: before}}
+        # The append without its flush: the replica's recovery point as it was (as the state
+        # holds it when the step is checked, after any restart it settles first).
+        rest = {k: v for k, v in recorded.items() if k != a}
+        unflushed = {k: v for k, v in changed.items() if k != "flushed"}
+        if rest:
+            unflushed["flushed"] = rest
         try:
             t = self._step_one(action, args, unflushed, node)
         except _Refused:
