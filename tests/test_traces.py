@@ -1330,10 +1330,7 @@ def test_an_append_that_flushes_is_taken_only_when_it_flushed_the_whole_log(
         events[i] = {**events[i], "changed": {**events[i]["changed"], "flushed": {"1": 2}}}
         return events
 
-    assert check_paths([src]).ok
-    report = check_paths([_reordered(src, short_flush, tmp_path / "short.jsonl")])
-    assert not report.ok and any(f.action == "Append" for f in report.failures), \
-        report.summary()
+    _clean_but_refused_edited(src, short_flush, "Append", tmp_path)
 
 
 def test_a_restart_left_waiting_at_the_end_is_excused_only_after_the_controller_dropped_it(
@@ -1395,7 +1392,14 @@ def test_a_flushing_fetch_after_a_settled_restart_is_refused_beyond_what_it_fetc
         events[i] = {**events[i], "changed": {**events[i]["changed"], "flushed": {"2": 7}}}
         return events
 
+    _clean_but_refused_edited(src, flushed_beyond, "FollowerFetch", tmp_path)
+
+
+def _clean_but_refused_edited(src: Path, edit: Callable[[list[dict[str, Any]]],
+                                                         list[dict[str, Any]]],
+                              action: str, tmp_path: Path) -> None:
+    """``src`` checks clean; edited by ``edit``, it is refused at an event of ``action``."""
     assert check_paths([src]).ok
-    report = check_paths([_reordered(src, flushed_beyond, tmp_path / "beyond.jsonl")])
-    assert not report.ok and any(f.action == "FollowerFetch" for f in report.failures), \
+    report = check_paths([_reordered(src, edit, tmp_path / f"{edit.__name__}.jsonl")])
+    assert not report.ok and any(f.action == action for f in report.failures), \
         report.summary()
