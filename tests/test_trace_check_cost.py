@@ -22,7 +22,7 @@ from logwright.verify import traces
 from logwright.verify.traces import CheckReport, check_paths
 
 TRACES = Path(__file__).resolve().parent.parent / "traces"
-OPEN = Path(__file__).resolve().parent / "data" / "refused"
+REFUSED = Path(__file__).resolve().parent / "data" / "refused"
 """A trace the checker refuses (traces/checker/0013 with its proposal moved after the leader's
 LeaderAndIsr of the new epoch): the failure paths run too."""
 
@@ -32,12 +32,12 @@ def test_a_check_leaves_no_reference_cycle_behind() -> None:
     kept in a local, a function that calls itself through its closure) would hold the frames
     above it, and every event they see, until a later full collection. traces/checker/ has the
     refused restarts and the restarts outside the model that once made such cycles."""
-    check_paths([TRACES, OPEN])  # imports and caches first
+    check_paths([TRACES, REFUSED])  # imports and caches first
     was = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
-        report = check_paths([TRACES, OPEN], CheckReport(track_states=True))
+        report = check_paths([TRACES, REFUSED], CheckReport(track_states=True))
         del report
         assert gc.collect() == 0
     finally:
@@ -159,7 +159,7 @@ def _checked(ask_every: bool, *paths: Path) -> str:
 def test_asking_every_invariant_after_every_step_changes_no_finding() -> None:
     """The cross-check: every invariant asked after every step, and one left unasked by the
     declarations must hold (else AssertionError); the report is the same as without it."""
-    assert _checked(True, TRACES, OPEN) == _checked(False, TRACES, OPEN)
+    assert _checked(True, TRACES, REFUSED) == _checked(False, TRACES, REFUSED)
 
 
 def test_the_cross_check_finds_an_invariant_left_unasked_that_fails(
@@ -233,7 +233,7 @@ def test_a_fetch_ok_met_again_on_its_state_is_the_same_step(
     """A FetchOk that recorded no change, met again on the state it left as it was (same
     partition, same epoch), is that step again without the twin's FetchRequest and FetchOk:
     the same report as when every one is stepped through the twin."""
-    paths = [TRACES / "corpus", OPEN]
+    paths = [TRACES / "corpus", REFUSED]
     sent: list[int] = []
     fetch_request = FetcherFailureTwin.FetchRequest
     monkeypatch.setattr(FetcherFailureTwin, "FetchRequest",

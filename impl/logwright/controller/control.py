@@ -206,23 +206,24 @@ class ControlRequests(ControllerCore):
             self._broker_epoch(broker_id), tuple(partitions), principal=self.config.principal))
 
     def _send_update_metadata(self, states: Sequence[PartitionState],
-                              leader_override: int | None = None) -> None:
+                              leader_override: int | None = None,
+                              update_type: LeaderAndIsrType = LeaderAndIsrType.INCREMENTAL,
+                              brokers: Sequence[int] | None = None) -> None:
+        """UpdateMetadata of ``states`` to ``brokers`` (every live one by default)."""
         configs = self._topic_configs()
         wire = tuple(self._wire_state(s, configs=configs) for s in states)
         if leader_override is not None:
             wire = tuple(replace(w, leader=leader_override) for w in wire)
-        for broker_id in self.live_brokers():
-            self._update_metadata_to(broker_id, wire)
+        for broker_id in self.live_brokers() if brokers is None else brokers:
+            self._update_metadata_to(broker_id, wire, update_type)
 
     def _send_full_update_metadata(self, brokers: Sequence[int] | None = None) -> None:
         """Every partition of every topic, as FULL, to ``brokers`` (every live one by
         default): a broker that missed a deletion (cut off from the controller that made it,
         its requests forgotten when its session ended) drops the deleted topic from its
         metadata cache."""
-        configs = self._topic_configs()
-        wire = tuple(self._wire_state(s, configs=configs) for s in self.store.partitions())
-        for broker_id in self.live_brokers() if brokers is None else brokers:
-            self._update_metadata_to(broker_id, wire, LeaderAndIsrType.FULL)
+        self._send_update_metadata(self.store.partitions(), update_type=LeaderAndIsrType.FULL,
+                                   brokers=brokers)
 
     def _update_metadata_to(self, broker_id: int,
                             wire: tuple[LeaderAndIsrPartitionState, ...],

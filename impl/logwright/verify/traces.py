@@ -700,6 +700,14 @@ class _LsoInstance(_Instance):
                                "controller dropped it from the ISR (the model's fault model "
                                "forbids it: committed records lost)", self.twin().describe(s))
 
+    def _wait_for_isr_drop(self, r: int, args: Mapping[str, Any],
+                           changed: Mapping[str, Any]) -> None:
+        """Replica ``r``'s restart (``args``, ``changed``) is checked once it leaves the ISR;
+        a registration or election seen before it does not count for it."""
+        self.pending_restart[r] = (args, changed)
+        self.reregistered.discard(r)
+        self.dropped_by_controller.discard(r)
+
     def elected(self, leader: int) -> None:
         """The controller wrote a new leader epoch electing ``leader``: a replica whose
         restart waits for its ISR drop, registered again since, and not this leader, is out of
@@ -911,9 +919,7 @@ class _LsoInstance(_Instance):
             for name, values in changed.items():
                 merged[name] = ({**changed0[name], **values} if isinstance(values, dict)
                                 and isinstance(changed0.get(name), dict) else values)
-            self.pending_restart[restarted] = (args, merged)
-            self.reregistered.discard(restarted)
-            self.dropped_by_controller.discard(restarted)
+            self._wait_for_isr_drop(restarted, args, merged)
             raise _Outside("a replica whose restart waits for the ISR drop restarted again "
                            "before it (one restart, checked once it leaves the ISR)",
                            resync=False)
@@ -1055,9 +1061,7 @@ class _LsoInstance(_Instance):
                 # The leader itself lost committed records: the controller takes it out of the
                 # ISR when it registers again (unclean-shutdown detection, before the model's
                 # fault model would allow the crash), electing another replica or none.
-                self.pending_restart[r] = (args, changed)
-                self.reregistered.discard(r)
-                self.dropped_by_controller.discard(r)
+                self._wait_for_isr_drop(r, args, changed)
                 raise _Outside("a restarted leader lost committed records it had not flushed "
                                "(checked as CrashRestart once the controller drops it from the "
                                "ISR)", resync=False)
@@ -1073,9 +1077,7 @@ class _LsoInstance(_Instance):
                     # The broker loads its logs before it registers again; the controller then
                     # drops it from the ISR (its broker epoch is stale) before it serves or
                     # fetches. The model's fault model has the ISR drop first: so checked.
-                    self.pending_restart[r] = (args, changed)
-                    self.reregistered.discard(r)
-                    self.dropped_by_controller.discard(r)
+                    self._wait_for_isr_drop(r, args, changed)
                     raise _Outside("a restarted in-sync replica lost committed records it had "
                                    "not flushed (checked as CrashRestart once the controller "
                                    "drops it from the ISR, which the model has first)",
