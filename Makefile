@@ -5,7 +5,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test verify lint bench demo clean mutants mutmut fuzz spark-cluster
+.PHONY: venv native test verify lint bench demo clean mutants mutmut fuzz spark-cluster
 
 venv: $(STAMP)
 
@@ -15,10 +15,16 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
-test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(VPY) -m pytest -n 2 --dist worksteal -p no:cacheprovider
+# The compiled build (docs/native.md): the hot modules compiled with mypyc beside their sources,
+# about 3 minutes the first time, nothing to do while the sources are those it was built from.
+# LOGWRIGHT_PURE=1 skips it (and makes everything run from source).
+native: $(STAMP)
+	$(VENV)/bin/logwright native build --require
 
-verify: $(STAMP)
+test: $(STAMP) native
+	LOGWRIGHT_EXPECT_COMPILED=$(if $(filter-out 0,$(LOGWRIGHT_PURE)),,1) HYPOTHESIS_PROFILE=ci $(VPY) -m pytest -n 2 --dist worksteal -p no:cacheprovider
+
+verify: $(STAMP) native
 	$(VENV)/bin/logwright verify
 
 # traces check and fuzz --seeds through a Spark standalone master and worker started on
@@ -48,10 +54,11 @@ mutmut: $(STAMP)
 fuzz: $(STAMP)
 	$(VENV)/bin/logwright fuzz $(FUZZ_ARGS)
 
-bench: $(STAMP)
+bench: $(STAMP) native
 	$(VPY) bench/run.py
 
 clean:
+	-test -x $(VENV)/bin/logwright && $(VENV)/bin/logwright native clean
 	rm -rf $(VENV) build *.egg-info impl/*.egg-info .pytest_cache .mypy_cache .ruff_cache
 
 demo: $(STAMP)

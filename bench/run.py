@@ -70,8 +70,10 @@ def machine() -> dict[str, Any]:
                     break
     except OSError:
         pass
+    from logwright import _native
+
     return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
-            "python": platform.python_version(),
+            "python": platform.python_version(), "build": _native.status().describe(),
             "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         mode = " --quick (a smoke test, not a measurement)" if args.quick else ""
         load = info["load_average"][0]
         title = (f"logwright bench{mode}: {when}, {info['cores']} cores ({info['cpu']}), "
-                 f"load average {load}; medians of repetitions")
+                 f"load average {load}; {info['build']}; medians of repetitions")
         console = Console()
         if not console.is_terminal:
             console = Console(width=180)  # a log file or pipe: keep each row on one line

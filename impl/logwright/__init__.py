@@ -10,6 +10,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING
 
+from logwright import _native
 from logwright.errors import (
     ClusterError,
     CorruptRecordError,
@@ -35,6 +36,10 @@ from logwright.errors import (
     UnknownLeaderEpoch,
     UnknownTopicOrPartition,
 )
+
+# Before any compiled module can load (errors and _native never are): the compiled build runs
+# only if it was built from exactly these sources (docs/native.md).
+_native.guard()
 
 if TYPE_CHECKING:  # mypy sees the names; at run time __getattr__ imports them on first use
     from logwright.broker.config import BrokerConfig

@@ -626,6 +626,45 @@ def configs(bootstrap: str, command_config: str | None, entity_type: str, entity
         click.echo(f"Completed updating config for topic {entity_name}.")
 
 
+@main.command("native")
+@click.argument("action", type=click.Choice(["build", "clean", "status"]), default="status")
+@click.option("--force", is_flag=True, help="build: compile even if the build is up to date.")
+@click.option("--require", is_flag=True,
+              help="build: fail (exit 5) if the build fails, instead of warning and leaving "
+                   "pure Python to run.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="build: C compiler jobs.")
+def native(action: str, force: bool, require: bool, jobs: int) -> None:
+    """The compiled build: the hot modules compiled with mypyc beside their sources.
+
+    \b
+    status  say whether this process runs compiled code, and why (default)
+    build   compile them (about 3 minutes; nothing to do if the build is of these sources)
+    clean   remove the extension modules and the manifest
+
+    Compiled code runs only when it was built from exactly the sources in the tree: an edit to
+    any compiled module makes every module run from source until the next build. Set
+    LOGWRIGHT_PURE=1 to run from source anyway. docs/native.md says more.
+    """
+    from logwright import _native
+
+    if action == "status":
+        click.echo(_native.status().describe())
+    elif action == "clean":
+        click.echo(f"removed {_native.clean()} file(s)")
+    elif os.environ.get(_native.PURE_ENV, "") not in ("", "0"):
+        click.echo(f"{_native.PURE_ENV} is set: nothing built, pure Python runs")
+    else:
+        try:
+            click.echo(_native.build(jobs, force))
+        except RuntimeError as exc:
+            if require:
+                click.echo(f"error: {exc}\n(set {_native.PURE_ENV}=1 to run without the "
+                           "compiled build)", err=True)
+                sys.exit(EXIT_INTERNAL)
+            click.echo(f"warning: {exc}", err=True)
+
+
 @main.command("check")
 @click.argument("module", metavar="MODULE")
 @click.option("--cfg", "cfg_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",

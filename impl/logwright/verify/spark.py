@@ -115,14 +115,17 @@ def session(master: str = DEFAULT_MASTER, app: str = "logwright traces check") -
 def ship_package(spark: SparkSession) -> None:
     """Send this logwright package to the executors of a cluster (a zip on their
     ``sys.path``, as ``spark-submit --py-files`` would): they replay with the same code as the
-    driver. Its dependencies must be installed where the executors' Python runs."""
+    driver. Its dependencies must be installed where the executors' Python runs. The sources
+    only: a zip cannot hold importable extension modules, so the compiled build
+    (docs/native.md) stays behind and the executors run pure Python."""
     import logwright
+    from logwright import _native
 
     package = Path(logwright.__file__).parent
     target = Path(tempfile.mkdtemp(prefix="logwright-spark-")) / "logwright.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
         for f in sorted(package.rglob("*")):
-            if f.is_file() and "__pycache__" not in f.parts:
+            if (f.is_file() and "__pycache__" not in f.parts and not _native.is_build_file(f)):
                 z.write(f, Path("logwright") / f.relative_to(package))
     spark.sparkContext.addPyFile(str(target))
 
