@@ -333,7 +333,6 @@ class AlterPartitionResponse(Message):
 # ---- replication and clients -----------------------------------------------------------------
 
 
-@fast_init
 @dataclass(frozen=True)
 class FetchPartition:
     tp: TopicPartition
@@ -347,7 +346,9 @@ class FetchPartition:
     topic_id: Uuid = Uuid.ZERO
 
 
-@fast_init
+fast_init(FetchPartition)
+
+
 @dataclass(frozen=True)
 class FetchRequest(Message):
     replica_id: int  # CONSUMER_REPLICA_ID for consumers
@@ -359,7 +360,9 @@ class FetchRequest(Message):
     principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
-@fast_init
+fast_init(FetchRequest)
+
+
 @dataclass(frozen=True)
 class FetchPartitionData:
     tp: TopicPartition
@@ -377,11 +380,16 @@ class FetchPartitionData:
     epoch_start_offset: int = -1
 
 
-@fast_init
+fast_init(FetchPartitionData)
+
+
 @dataclass(frozen=True)
 class FetchResponse(Message):
     error: Errors
     partitions: tuple[FetchPartitionData, ...] = ()
+
+
+fast_init(FetchResponse)
 
 
 @dataclass(frozen=True)
@@ -411,7 +419,6 @@ class OffsetForLeaderEpochResponse(Message):
     results: tuple[OffsetForLeaderEpochResult, ...]
 
 
-@fast_init
 @dataclass(frozen=True)
 class ProduceRequest(Message):
     acks: int  # 0, 1 or -1 (all)
@@ -423,7 +430,9 @@ class ProduceRequest(Message):
     topic_ids: tuple[tuple[str, Uuid], ...] = ()
 
 
-@fast_init
+fast_init(ProduceRequest)
+
+
 @dataclass(frozen=True)
 class ProducePartitionResult:
     tp: TopicPartition
@@ -433,10 +442,15 @@ class ProducePartitionResult:
     error_message: str = ""
 
 
-@fast_init
+fast_init(ProducePartitionResult)
+
+
 @dataclass(frozen=True)
 class ProduceResponse(Message):
     partitions: tuple[ProducePartitionResult, ...] = field(default_factory=tuple)
+
+
+fast_init(ProduceResponse)
 
 
 @dataclass(frozen=True)
