@@ -11,11 +11,6 @@ hashing, ``repr`` and ``dataclasses.replace`` are the dataclass's own.
 Only plain cases are rewritten: a class with slots, ``InitVar`` or keyword-only fields, a field
 left out of ``__init__``, or a field shadowed by a descriptor of the class keeps the generated
 ``__init__`` (checked when the class is decorated, so nothing silently differs).
-
-A class compiled by mypyc (a native class: its instances have no ``__dict__``, its fields are
-slots its compiled ``__init__`` fills directly, already the cheap way) is returned unchanged.
-The modules call ``fast_init(Cls)`` after the class rather than decorating it, as mypyc
-compiles a class with a decorator it does not know as a plain Python class.
 """
 
 from __future__ import annotations
@@ -30,8 +25,6 @@ T = TypeVar("T")
 
 def fast_init(cls: type[T]) -> type[T]:
     """Give the frozen dataclass ``cls`` an ``__init__`` that fills ``__dict__`` directly."""
-    if "__mypyc_attrs__" in cls.__dict__:
-        return cls  # a mypyc native class: its compiled __init__ fills its slots directly
     params = getattr(cls, "__dataclass_params__", None)
     assert params is not None and params.frozen, f"{cls.__name__}: not a frozen dataclass"
     assert "__slots__" not in cls.__dict__, f"{cls.__name__}: a slots class has no __dict__"

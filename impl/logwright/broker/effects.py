@@ -20,6 +20,7 @@ from logwright.protocol import Message
 from logwright.protocol.effects import Send
 
 
+@fast_init
 @dataclass(frozen=True)
 class ArmTask:
     """Run ``action`` (itself a decision of the node) after ``delay_ms``, then every
@@ -35,9 +36,7 @@ class ArmTask:
         assert self.period_ms is None or self.period_ms > 0, "a period must be positive"
 
 
-fast_init(ArmTask)
-
-
+@fast_init
 @dataclass(frozen=True)
 class Call:
     """Send ``build(correlation_id)`` to ``dst``; ``on_response`` (a decision of the node) gets
@@ -52,9 +51,6 @@ class Call:
         assert self.timeout_ms > 0, "a request needs a positive timeout"
 
 
-fast_init(Call)
-
-
 @dataclass(frozen=True)
 class Notify:
     """Send ``build(correlation_id)`` to ``dst`` and expect no answer (heartbeats)."""
@@ -63,14 +59,12 @@ class Notify:
     build: Callable[[int], Message]
 
 
+@fast_init
 @dataclass(frozen=True)
 class CancelTask:
     """Forget the timer last armed under ``key``, if it has not run."""
 
     key: str
-
-
-fast_init(CancelTask)
 
 
 Effect = Send | ArmTask | Call | Notify | CancelTask

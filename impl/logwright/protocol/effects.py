@@ -32,15 +32,13 @@ TimerKey: TypeAlias = tuple[str, int]
 """Names one timer of a node, for example ("session", 3): the session of broker 3."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class Send:
     """Send ``message`` to node ``dst``; no answer is awaited (a response, a heartbeat)."""
 
     dst: str
     message: Message
-
-
-fast_init(Send)
 
 
 @dataclass(frozen=True)

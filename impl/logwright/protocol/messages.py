@@ -333,6 +333,7 @@ class AlterPartitionResponse(Message):
 # ---- replication and clients -----------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True)
 class FetchPartition:
     tp: TopicPartition
@@ -346,9 +347,7 @@ class FetchPartition:
     topic_id: Uuid = Uuid.ZERO
 
 
-fast_init(FetchPartition)
-
-
+@fast_init
 @dataclass(frozen=True)
 class FetchRequest(Message):
     replica_id: int  # CONSUMER_REPLICA_ID for consumers
@@ -360,9 +359,7 @@ class FetchRequest(Message):
     principal: str = "User:ANONYMOUS"  # the session principal the authorizer checks
 
 
-fast_init(FetchRequest)
-
-
+@fast_init
 @dataclass(frozen=True)
 class FetchPartitionData:
     tp: TopicPartition
@@ -380,16 +377,11 @@ class FetchPartitionData:
     epoch_start_offset: int = -1
 
 
-fast_init(FetchPartitionData)
-
-
+@fast_init
 @dataclass(frozen=True)
 class FetchResponse(Message):
     error: Errors
     partitions: tuple[FetchPartitionData, ...] = ()
-
-
-fast_init(FetchResponse)
 
 
 @dataclass(frozen=True)
@@ -419,6 +411,7 @@ class OffsetForLeaderEpochResponse(Message):
     results: tuple[OffsetForLeaderEpochResult, ...]
 
 
+@fast_init
 @dataclass(frozen=True)
 class ProduceRequest(Message):
     acks: int  # 0, 1 or -1 (all)
@@ -430,9 +423,7 @@ class ProduceRequest(Message):
     topic_ids: tuple[tuple[str, Uuid], ...] = ()
 
 
-fast_init(ProduceRequest)
-
-
+@fast_init
 @dataclass(frozen=True)
 class ProducePartitionResult:
     tp: TopicPartition
@@ -442,15 +433,10 @@ class ProducePartitionResult:
     error_message: str = ""
 
 
-fast_init(ProducePartitionResult)
-
-
+@fast_init
 @dataclass(frozen=True)
 class ProduceResponse(Message):
     partitions: tuple[ProducePartitionResult, ...] = field(default_factory=tuple)
-
-
-fast_init(ProduceResponse)
 
 
 @dataclass(frozen=True)
