@@ -17,6 +17,7 @@ and compares their outputs byte for byte:
 
 Usage (from /work/wt-sim, after ./build_sim.sh and ./sync_pure.sh):
     /work/main/.venv/bin/python native_equiv_sim.py [SCENARIO...]
+(a scenario ``fuzz:SEEDS:SEED:STEPS`` runs another fuzz campaign the same way).
 """
 
 from __future__ import annotations
@@ -104,10 +105,12 @@ SCENARIOS = ["seed-1-plain", "seed-1-faults", "seed-7-plain", "seed-7-faults", "
 
 def run(side: str, what: str, out: Path) -> None:
     env = {"PYTHONPATH": SIDES[side], "PATH": os.environ["PATH"]}
-    if what == "fuzz":
+    if what.startswith("fuzz"):
         out.mkdir()
-        cmd = [sys.executable, "-m", "logwright.cli", "fuzz", "--seeds", "8", "--seed", "1",
-               "--steps", "60", "--out", str(out), "--workers", "1"]
+        # fuzz:SEEDS:SEED:STEPS for another campaign than the brief's 8 seeds from 1, 60 steps
+        seeds, seed, steps = what.split(":")[1:] if ":" in what else ("8", "1", "60")
+        cmd = [sys.executable, "-m", "logwright.cli", "fuzz", "--seeds", seeds, "--seed", seed,
+               "--steps", steps, "--out", str(out), "--workers", "1"]
         proc = subprocess.run(cmd, env=env, cwd=HERE, capture_output=True, text=True)
         # The run's wall time and output path are not part of the run: left out of the
         # comparison (summary.json's "seconds", the time and directory on the summary line).
