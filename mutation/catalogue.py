@@ -426,9 +426,10 @@ def run_in_copy(code: str, dest: Path, mutant: str | None, argv: tuple[str, ...]
     checks that it does), with the repository on the path for ``tests``; returns the finished
     process (text output). ``plant``, if given, is called with ``dest`` after the copy to plant
     a fault the catalogue does not name (``mutation/mutmut_run.py verify``); the interpreter
-    runs in ``cwd`` (default ``dest``)."""
+    runs in ``cwd`` (default ``dest``). The copy leaves out compiled modules (``*.so``, the
+    mypyc build): the planted source is what runs, never a compiled module shadowing it."""
     shutil.copytree(ROOT / "impl", dest / "impl",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so"))
     if mutant is not None:
         apply(by_name(mutant), dest)
     if plant is not None:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Hashable, Iterable
 from functools import partial
 from typing import Generic, Protocol, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from logwright.errors import LogwrightError
 from logwright.world.scheduler import Scheduler, Task
 
@@ -57,12 +59,14 @@ class SchedulerTimers:
             task.cancel()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DelayedOperation:
     """An operation that completes when ``try_complete`` finds its condition, or on expiry.
 
     Subclasses implement ``try_complete`` (call ``force_complete`` when the condition holds and
     return its result), ``on_complete`` (send the answer, from the state at that moment) and
-    optionally ``on_expiration``.
+    optionally ``on_expiration``. (Compiled by mypyc, the class still takes subclasses written
+    in Python: ``allow_interpreted_subclasses``.)
     """
 
     def __init__(self) -> None:

@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from logwright.errors import NO_ERROR, ClusterError, Errors, KafkaError
 from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import (
@@ -79,6 +81,7 @@ _JITTER = 0.2  # Kafka's ExponentialBackoff: each backoff is scaled by a factor 
 
 
 @dataclass(frozen=True)
+@mypyc_attr(native_class=False)  # compiled, still a Python class: __post_init__ validates any value
 class ClientConfig:
     """The client's timing, with the Kafka client configs' names (dots as underscores) and
     defaults. Every value is a positive number of milliseconds.
@@ -328,16 +331,23 @@ class Client:
     # ---- the calls -----------------------------------------------------------------------------
 
     def produce(self, tp: TopicPartition, values: Sequence[bytes | None],
-                keys: Sequence[bytes | None] | None, acks: Acks, timeout_ms: int | None,
-                topic_id: Uuid | None = None) -> int:
+                keys: Sequence[bytes | None] | None, acks: Acks | object,
+                timeout_ms: int | None, topic_id: Uuid | None = None) -> int:
         """Append ``values`` as one batch; the base offset, or -1 for acks=0. With
         ``topic_id`` the request names the topic's id too (Produce v13+): a broker holding
-        another generation of the topic refuses it (retried with fresh metadata)."""
+        another generation of the topic refuses it (retried with fresh metadata). ``acks`` is
+        whatever the caller was given (``Acks | object``): anything else is refused here."""
         self._require_open()
-        if not ((type(acks) is int and acks in (0, 1, -1)) or acks == "all"):
+        # One branch per accepted form (mypy narrowed the one-condition form to "all" alone,
+        # which compiled code then enforced, refusing 0, 1 and -1).
+        wire_acks: int
+        if acks == "all":
+            wire_acks = -1
+        elif type(acks) is int and acks in (0, 1, -1):
+            wire_acks = acks
+        else:
             raise KafkaError.of(Errors.INVALID_REQUEST,
                                 f"acks must be 0, 1, -1 or \"all\", not {acks!r}")
-        wire_acks = -1 if acks == "all" else int(acks)
         if not values:
             raise KafkaError.of(Errors.INVALID_REQUEST, "nothing to produce")
         ks = list(keys) if keys is not None else [None] * len(values)

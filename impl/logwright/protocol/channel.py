@@ -37,12 +37,20 @@ forgotten without a callback; the controller's choice: a broker that missed it g
 LeaderAndIsr when it registers again)."""
 
 
-@dataclass
+@dataclass(init=False)
 class _Pending:
     dst: str
     request: Message
     callback: ResponseCallback
     timer: Task | None
+
+    def __init__(self, dst: str, request: Message, callback: ResponseCallback,
+                 timer: Task | None) -> None:
+        # The generated __init__'s, written out (native when compiled, as Task's).
+        self.dst = dst
+        self.request = request
+        self.callback = callback
+        self.timer = timer
 
 
 class RequestChannel:

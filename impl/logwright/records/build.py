@@ -9,7 +9,7 @@ largest, and a CRC-32C over attributes..end.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import Final, TypeAlias, cast
 
 import crc32c
 
@@ -240,7 +240,7 @@ _ZERO_THEN_SIZE: Final[tuple[bytes, ...]] = tuple(_ZERO + _UNSIGNED[size << 1]
 the record ``size``."""
 
 
-def _keyless_section(values: Sequence[bytes | None]) -> bytes | None:
+def _keyless_section(values: Sequence[BytesLike | None]) -> bytes | None:
     """``_uniform_section(None, values)`` for a batch of fewer than ``_SMALL >> 1`` keyless
     records whose values are all ``bytes`` shorter than ``_KEYLESS_LIMIT``, built a whole
     column at a time (lengths, sizes, then each column of fields); None for any other batch.
@@ -272,15 +272,20 @@ def _keyless_section(values: Sequence[bytes | None]) -> bytes | None:
 
 _JUST_BYTES: Final = {bytes}
 
+BytesLike: TypeAlias = bytes | bytearray | memoryview
+"""What ``build_simple_batch`` takes as a key or a value besides None: the bytes-like objects
+it joins as they are (the annotation said ``bytes``, which compiled code then enforced)."""
 
-def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes | None]) -> bytes:
+
+def _uniform_section(keys: Sequence[BytesLike | None] | None,
+                     values: Sequence[BytesLike | None]) -> bytes:
     """The plain records section of header-less records that share one timestamp (so every
     timestamp delta is 0): what ``_records_section`` makes of them, with fewer steps."""
     if keys is None and values:
         section = _keyless_section(values)
         if section is not None:
             return section
-    parts: list[bytes] = []
+    parts: list[BytesLike] = []  # the values as given (bytearray and memoryview too)
     extend = parts.extend
     unsigned = _UNSIGNED
     heads = _HEADS
@@ -308,7 +313,7 @@ def _uniform_section(keys: Sequence[bytes | None] | None, values: Sequence[bytes
 
 
 def build_simple_batch(
-    values: Sequence[bytes | None],
+    values: Sequence[BytesLike | None],
     timestamp_ms: int,
     base_offset: int = 0,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
@@ -316,7 +321,7 @@ def build_simple_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     attributes: int = 0,
-    keys: Sequence[bytes | None] | None = None,
+    keys: Sequence[BytesLike | None] | None = None,
 ) -> bytes:
     """A batch of header-less records with the given values, all at ``timestamp_ms``: keyless,
     or with ``keys`` (as many as ``values``) when given.

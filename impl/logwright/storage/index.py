@@ -22,6 +22,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import ClassVar
 
 from logwright.world.fs import FileHandle, FileSystem
 
@@ -63,7 +64,7 @@ class _ChunkedIndex:
     ``[0, _written)`` are in the file and ``_written >= _tail_start``.
     """
 
-    ENTRY_BYTES = 0
+    ENTRY_BYTES: ClassVar[int] = 0
 
     def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
         self.path = path
@@ -242,7 +243,7 @@ class _ChunkedIndex:
 class OffsetIndex(_ChunkedIndex):
     """Relative offset -> byte position of the batch starting there, sparse and ascending."""
 
-    ENTRY_BYTES = _OFFSET_ENTRY.size
+    ENTRY_BYTES: ClassVar[int] = _OFFSET_ENTRY.size
 
     def _encode(self, a: array[int], b: array[int]) -> bytes:
         base = self.base_offset
@@ -329,7 +330,7 @@ class OffsetIndex(_ChunkedIndex):
 class TimeIndex(_ChunkedIndex):
     """Timestamp -> relative offset, sparse, with strictly increasing timestamps."""
 
-    ENTRY_BYTES = _TIME_ENTRY.size
+    ENTRY_BYTES: ClassVar[int] = _TIME_ENTRY.size
 
     def _encode(self, a: array[int], b: array[int]) -> bytes:
         base = self.base_offset

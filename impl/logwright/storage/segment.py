@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import crc32c
+from mypy_extensions import mypyc_attr
 
 from logwright.records.header import (
     ATTRIBUTES_OFFSET,
@@ -87,6 +88,9 @@ class BatchLocation:
     size_bytes: int
 
 
+# A Python class when compiled (mypyc's native_class=False): its methods are compiled, but the
+# class can be patched (tests/test_fuzz.py plants a segment whose flush does not sync its log).
+@mypyc_attr(native_class=False)
 class LogSegment:
     """A segment file and its two indexes, named by its base offset."""
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
+from mypy_extensions import mypyc_attr
+
 from logwright.world.scheduler import Scheduler
 
 MessageMatch = Callable[[str, str, object], bool]
@@ -41,6 +43,10 @@ class NetworkStats:
     duplicated: int = 0
 
 
+# The networks stay Python classes when compiled (mypyc's native_class=False): a run's observers
+# wrap an instance's ``send`` (conformance/stray_cleanup.py records the control requests sent),
+# which a native class refuses and native calls would bypass.
+@mypyc_attr(native_class=False)
 class Network:
     """Registration and sending; subclasses decide how delivery happens."""
 
@@ -92,14 +98,17 @@ class Network:
         due = max(now + delay_ms, self._last_due_ms.get(pair, now))
         self._last_due_ms[pair] = due
         self._in_order.setdefault(pair, deque()).append((message, target))
+        self.scheduler.schedule(name, partial(self._next_of_pair, pair, deliver), due - now)
 
-        def next_of_pair() -> None:
-            queue = self._in_order[pair]
-            oldest, oldest_target = queue.popleft()
-            if not queue:
-                del self._in_order[pair]
-            deliver(src, dst, oldest, oldest_target)
-        self.scheduler.schedule(name, next_of_pair, due - now)
+    def _next_of_pair(self, pair: tuple[str, str],
+                      deliver: Callable[[str, str, object, Endpoint | None], None]) -> None:
+        """Hand over the oldest message ``pair[0]`` sent to ``pair[1]`` (a method, not a
+        closure: mypyc cannot compile a closure in a method of a Python class)."""
+        queue = self._in_order[pair]
+        oldest, oldest_target = queue.popleft()
+        if not queue:
+            del self._in_order[pair]
+        deliver(pair[0], pair[1], oldest, oldest_target)
 
     def listening(self, node_id: str) -> bool:
         """Whether a node is registered under ``node_id``: a client connecting to a node that is
@@ -122,6 +131,7 @@ class Network:
         endpoint.receive(src, message)
 
 
+@mypyc_attr(native_class=False)
 class LocalNetwork(Network):
     """In-process delivery, in order between any two nodes, on the next turn of the event
     loop."""
@@ -134,6 +144,7 @@ class LocalNetwork(Network):
         self._schedule_delivery(src, dst, message, target, 0, self._deliver)
 
 
+@mypyc_attr(native_class=False)
 class SimNetwork(Network):
     """Seeded delays (so reordering), drops, duplicates and partitions between any two nodes."""
 
@@ -169,11 +180,14 @@ class SimNetwork(Network):
         arrives); returns the function that ends the interception."""
         rule = (match, handler)
         self._intercepts.append(rule)
+        return partial(self._end_intercept, rule)
 
-        def stop() -> None:
-            if rule in self._intercepts:
-                self._intercepts.remove(rule)
-        return stop
+    def _end_intercept(self, rule: tuple[MessageMatch, Callable[[str, str, object], None]]
+                       ) -> None:
+        """Stop the interception ``rule`` (``intercept``'s answer; a method, not a closure, as
+        in ``_next_of_pair``)."""
+        if rule in self._intercepts:
+            self._intercepts.remove(rule)
 
     @staticmethod
     def _take_rule(rules: list[MessageMatch], src: str, dst: str, message: object) -> bool:

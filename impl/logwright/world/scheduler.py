@@ -22,7 +22,7 @@ def _nothing() -> None:
     """What a cancelled task would run: nothing."""
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, init=False)
 class Task:
     """A scheduled unit of background work."""
 
@@ -34,6 +34,19 @@ class Task:
     runs: int = field(default=0)
     #: The scheduler whose queue holds the task now (None: not queued, e.g. while it runs).
     queue: Scheduler | None = field(default=None, repr=False)
+
+    def __init__(self, name: str, fn: Callable[[], object], due_ms: int,
+                 period_ms: int | None = None, cancelled: bool = False, runs: int = 0,
+                 queue: Scheduler | None = None) -> None:
+        # The generated __init__'s, written out: compiled by mypyc it is native (a dataclass's
+        # generated __init__ stays interpreted), and a task is made for every event.
+        self.name = name
+        self.fn = fn
+        self.due_ms = due_ms
+        self.period_ms = period_ms
+        self.cancelled = cancelled
+        self.runs = runs
+        self.queue = queue
 
     def cancel(self) -> None:
         """Stop the task from running again, and let go of what its work holds at once (a
