@@ -29,6 +29,7 @@ from logwright.records.header import (
     MIN_BATCH_LENGTH,
 )
 from logwright.records.varint import append_varint, append_varlong
+from tests.pure import compiled, passes_from_source
 
 I16, I32, I64 = 1 << 15, 1 << 31, 1 << 63
 
@@ -227,6 +228,10 @@ class _Huge:
 
 @pytest.mark.parametrize("field", ["key", "value", "header value", "header count"])
 def test_lengths_past_int32_raise_the_same_error(field: str) -> None:
+    if compiled():  # the compiled Record takes bytes alone: _Huge reaches the check in Python
+        passes_from_source(f"tests/test_records_builder.py::"
+                           f"test_lengths_past_int32_raise_the_same_error[{field}]")
+        return
     huge: Any = _Huge()
     record = {
         "key": Record(huge, b"v", 1),

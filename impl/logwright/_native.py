@@ -81,7 +81,6 @@ MODULES: tuple[str, ...] = (
     "logwright.broker.delayed",
     "logwright.broker.partition",
     "logwright.broker.fencing",
-    "logwright.broker.effects",
     "logwright.broker.metadata_cache",
     "logwright.broker.log_dirs",
     "logwright.storage.segment",
@@ -95,14 +94,7 @@ MODULES: tuple[str, ...] = (
     "logwright.records.header",
     "logwright.records.varint",
     "logwright.protocol.channel",
-    "logwright.protocol.messages",
-    "logwright.protocol.effects",
     "logwright.cluster.client",
-    "logwright.controller.core",
-    "logwright.controller.driver",
-    "logwright.controller.control",
-    "logwright.controller.decisions",
-    "logwright.controller.election",
 )
 """The modules the compiled build holds: the paths whose speed the benchmarks measure (the
 simulator, the stateful test's refinement checks, the trace checker). Everything else always
