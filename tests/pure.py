@@ -27,7 +27,7 @@ def passes_from_source(nodeid: str) -> None:
     """Run the test ``nodeid`` (``tests/test_x.py::test_y[param]``) with LOGWRIGHT_PURE=1 in a
     fresh interpreter; AssertionError with its output unless exactly it ran and passed."""
     env = {**os.environ, _native.PURE_ENV: "1"}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "-p", "no:randomly", nodeid], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", nodeid],
+                         cwd=ROOT, env=env,
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-3000:] + out.stderr

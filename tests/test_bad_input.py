@@ -591,6 +591,14 @@ CLI_BAD: dict[str, st.SearchStrategy[list[str]]] = {
         st.sampled_from([[], ["--nope"], ["ReplicaMove", "--engine", "fast"],
                          ["StrayCleanup", "--engine", "packed"], ["ReplicaMove", "extra"]]),
     ),
+    "native": st.one_of(
+        st.text(alphabet="abuildx", min_size=1, max_size=6)
+        .filter(lambda s: s not in ("build", "clean", "status")).map(lambda s: [s]),
+        st.tuples(st.sampled_from(["build", "status"]), st.just("--jobs"),
+                  st.sampled_from(["0", "-1", "x", "1.5", "", "65"])).map(list),
+        st.sampled_from([["--nope"], ["status", "extra"], ["build", "--jobs"],
+                         ["clean", "--nope"]]),
+    ),
     "serve": st.one_of(
         st.sampled_from(["file", "below_file", "full"]).map(lambda p: ["--data-dir",
                                                                        "{" + p + "}"]),
