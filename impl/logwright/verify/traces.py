@@ -808,11 +808,15 @@ class _LsoInstance(_Instance):
     def _kept(self) -> dict[str, Any]:
         """What :meth:`_restore` puts back: every attribute, its containers copied (the
         registered epochs are the trace's, shared, and never changed by a step)."""
-        return {k: v if k == "registered" else copy.copy(v) for k, v in vars(self).items()}
+        # By name, not vars(self): an instance of the compiled build has no __dict__.
+        assert not hasattr(self, "__dict__") or vars(self).keys() <= set(_LSO_KEPT), \
+            f"_LSO_KEPT misses {sorted(vars(self).keys() - set(_LSO_KEPT))}"
+        return {k: v if k == "registered" else copy.copy(v)
+                for k, v in ((k, getattr(self, k)) for k in _LSO_KEPT)}
 
     def _restore(self, kept: Mapping[str, Any]) -> None:
-        vars(self).update({k: v if k == "registered" else copy.copy(v)
-                           for k, v in kept.items()})
+        for k, v in kept.items():
+            setattr(self, k, v if k == "registered" else copy.copy(v))
 
     def _cut_event(self, intent: Mapping[str, Any], node: str) -> bool:
         """Check the event an ``Intent`` announced and a power loss cut, with its arguments and
@@ -1259,6 +1263,14 @@ class _LsoInstance(_Instance):
         return t._replace(leader=s.leader, hw=_put(t.hw, A, s.hw[A]),
                           logStart=_put(t.logStart, A, s.logStart[A]),
                           leo=_put(t.leo, A, s.leo[A]))
+
+
+_LSO_KEPT = ("replicas", "first_leader", "max_offset", "bug", "_twin", "state", "label",
+             "pending_delete", "pending_restart", "written_epoch", "notes", "proposed", "doomed",
+             "deleted", "reregistered", "dropped_by_controller", "stale_known", "leader_epoch",
+             "registered", "leaderless", "leader_hw", "intents", "deferred_intents", "heard",
+             "led", "held", "reached")
+"""Every attribute of an :class:`_LsoInstance` (``_kept`` and ``_restore``)."""
 
 
 def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -2014,9 +2026,9 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                     _run(report, where, e, FETCHER_FAILURE, name, ff[name], failed,
                          ff[name].step, "ElectLeader", p, {"tp": inst}, changed)
         elif model == FETCHER_FAILURE:
-            x = ff_instance(inst)
+            fx = ff_instance(inst)
             p = ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
-            _run(report, where, e, model, inst, x, failed, x.step, action, p, args, changed)
+            _run(report, where, e, model, inst, fx, failed, fx.step, action, p, args, changed)
             return
         elif model == REPLICA_MOVE:
             if action == "StartMove":

@@ -25,6 +25,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple, Self, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from logwright.model.cfg import parse_cfg
 from logwright.model.controller_fencing.bugs import BUG_TABLE
 from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
@@ -110,6 +112,9 @@ class ControllerFencingConfig:
         )
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ControllerFencingTwin(Spec):
     """Controllers and broker incarnations exchanging fenced control requests over a lossy net.
     """

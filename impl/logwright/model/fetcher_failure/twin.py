@@ -22,6 +22,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple, Self, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
 from logwright.model.fetcher_failure.bugs import BUG_TABLE
@@ -85,6 +87,9 @@ class FetcherFailureConfig:
         )
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FetcherFailureTwin(Spec):
     """Fetcher threads, their partitions, failures and the failed set of KIP-461.
     """

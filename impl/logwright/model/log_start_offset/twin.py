@@ -32,6 +32,8 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, NamedTuple, Self
 
+from mypy_extensions import mypyc_attr
+
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
 from logwright.model.log_start_offset.bugs import BUG_TABLE
@@ -113,6 +115,9 @@ def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
     return (*t[:i], v, *t[i + 1:])
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LogStartOffsetTwin(Spec):
     """The executable twin of the LogStartOffset TLA+ module."""
 
