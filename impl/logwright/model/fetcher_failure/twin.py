@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple, Self, TypeVar
 
@@ -98,6 +97,7 @@ class FetcherFailureTwin(Spec):
 
     def __init__(self, config: FetcherFailureConfig | None = None) -> None:
         self.config = config or FetcherFailureConfig()
+        self._type_ok_parts_kept: list[InvariantPart] | None = None
         self.partitions = range(1, self.config.num_partitions + 1)
         self.fetchers = range(1, self.config.num_fetchers + 1)
 
@@ -229,8 +229,14 @@ class FetcherFailureTwin(Spec):
         assert isinstance(s, FFState)
         return all(ok(s) for _, ok in self._type_ok_parts)
 
-    @cached_property
+    @property
     def _type_ok_parts(self) -> list[InvariantPart]:
+        kept = self._type_ok_parts_kept
+        if kept is None:
+            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
+        return kept
+
+    def _make_type_ok_parts(self) -> list[InvariantPart]:
         # Each epoch in 0..MaxLeaderEpoch, or (all but leaderEpoch) the "none" value -1, which
         # is the integer just below that range: for integers, bounds say it (the checker calls
         # this after every step, so a test per element is avoided). An epoch is an integer (a
