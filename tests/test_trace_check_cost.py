@@ -8,15 +8,15 @@ import marshal
 import random
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from logwright.model.controller_fencing import ControllerFencingConfig, ControllerFencingTwin
-from logwright.model.core import Spec, State
-from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin
+from logwright.model.core import InvariantPart, Spec, State
+from logwright.model.fetcher_failure import FetcherFailureConfig, FetcherFailureTwin, FFState
 from logwright.model.log_start_offset import LogStartOffsetConfig, LogStartOffsetTwin
 from logwright.verify import traces
 from logwright.verify.traces import CheckReport, check_paths
@@ -162,6 +162,13 @@ def test_asking_every_invariant_after_every_step_changes_no_finding() -> None:
     assert _checked(True, TRACES, REFUSED) == _checked(False, TRACES, REFUSED)
 
 
+class _HidesTypeOk(LogStartOffsetTwin):
+    """LogStartOffset declaring that TypeOK reads ``leo`` alone."""
+
+    def invariant_parts(self) -> Mapping[str, Sequence[InvariantPart]]:
+        return {"TypeOK": [(frozenset({"leo"}), part) for _, part in self._type_ok_parts]}
+
+
 def test_the_cross_check_finds_an_invariant_left_unasked_that_fails(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A declaration that leaves out a variable a violation changes: the violation goes
@@ -179,8 +186,10 @@ def test_the_cross_check_finds_an_invariant_left_unasked_that_fails(
     assert [(f.action, f.message) for f in failures] == [
         ("Truncate", "TypeOK is violated after this step")]
     monkeypatch.setattr(traces, "_PLANS", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(LogStartOffsetTwin, "invariant_parts", lambda self: {
-        "TypeOK": [(frozenset({"leo"}), part) for _, part in self._type_ok_parts]})
+    # The checker's twins made by a subclass with the wrong declaration (a subclass, not the
+    # class patched: the compiled build's twins call their own methods natively).
+    twin = traces._lso_twin
+    monkeypatch.setattr(traces, "_lso_twin", lambda *a: _HidesTypeOk(twin(*a).config))
     assert check_paths([path]).ok, "TypeOK was not asked: the declaration hid the violation"
     with pytest.raises(AssertionError, match="TypeOK of LogStartOffset is violated"):
         check_paths([path], CheckReport(ask_every_invariant=True))
@@ -217,10 +226,13 @@ def test_a_move_checked_again_takes_its_paths_as_searched(
     moves = TRACES / "corpus" / "jbod-moves.jsonl"
     first = _checked(False, moves)
     assert traces._RM_PATHS
-    searched = []
-    monkeypatch.setattr(traces.RefinementChecker, "find_path",
-                        lambda self, *a: searched.append(a))
-    assert _checked(False, moves) == first and not searched
+    # A search adds its path: the paths the first check remembered are all the second one
+    # has (the module's dict, not the checker's method, watched: the compiled build calls
+    # find_path natively).
+    remembered = dict(traces._RM_PATHS)
+    monkeypatch.setattr(traces, "_RM_PATHS", dict(remembered))
+    assert _checked(False, moves) == first
+    assert remembered == traces._RM_PATHS, "a move's event was searched again"
 
 
 class _Forgets(dict[Any, Any]):
@@ -235,18 +247,29 @@ def test_a_fetch_ok_met_again_on_its_state_is_the_same_step(
     the same report as when every one is stepped through the twin."""
     paths = [TRACES / "corpus", REFUSED]
     sent: list[int] = []
-    fetch_request = FetcherFailureTwin.FetchRequest
-    monkeypatch.setattr(FetcherFailureTwin, "FetchRequest",
-                        lambda self, s, p: sent.append(p) or fetch_request(self, s, p))
+    forget = False
+
+    # The checker's twins made by a subclass that counts the fetches sent, and makes the
+    # instance it serves forget its FetchOk steps when ``forget`` (a subclass, not the class
+    # and the instance's __init__ patched: the compiled build calls those natively).
+    class Counting(FetcherFailureTwin):
+        forgetful = False
+
+        def FetchRequest(self, s: State, p: int) -> FFState | None:
+            sent.append(p)
+            if forget and not self.forgetful:  # its first fetch: before any step remembered
+                self.forgetful = True
+                holders = [o for o in gc.get_referrers(self)
+                           if isinstance(o, traces._FfInstance) and o.twin_ is self]
+                assert len(holders) == 1
+                holders[0].fetched = _Forgets()
+            return super().FetchRequest(s, p)
+
+    twin = traces._ff_twin
+    monkeypatch.setattr(traces, "_ff_twin", lambda *a: Counting(twin(*a).config))
     remembered = _checked(False, *paths)
     asked = len(sent)
-    init = traces._FfInstance.__init__
-
-    def forgetful(self: Any, *args: Any) -> None:
-        init(self, *args)
-        self.fetched = _Forgets()
-
-    monkeypatch.setattr(traces._FfInstance, "__init__", forgetful)
+    forget = True
     sent.clear()
     assert _checked(False, *paths) == remembered
     assert len(sent) > asked > 0

@@ -385,7 +385,7 @@ def _kept(inst: _Instance | None) -> tuple[object, ...] | None:
 class _BrokerNow:
     """What one check reads of one running, registered broker."""
 
-    incarnation: object
+    incarnation: Uuid
     epoch: int
     controller_epoch: int  # of the last request applied; 0 before any (see the docstring)
     applied: tuple[int, int, int, int] | None
@@ -393,7 +393,7 @@ class _BrokerNow:
     partitions: Mapping[TopicPartition, Partition]
 
 
-_BrokerRead = tuple[object, int, int, "tuple[int, int, int, int] | None", int,
+_BrokerRead = tuple[Uuid, int, int, "tuple[int, int, int, int] | None", int,
                     Mapping[TopicPartition, Partition]]
 """``_BrokerNow``'s fields."""
 

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Protocol
 
+from logwright.conformance.violation import RefinementViolation as RefinementViolation
 from logwright.model.core import Spec, State
 
 if TYPE_CHECKING:
@@ -143,32 +144,8 @@ NO_STEP = "no step of the model leads from before to after"
 """The reason given when the search finds no path."""
 
 
-class RefinementViolation(AssertionError):
-    """The implementation did something its model does not allow.
-
-    ``module`` is the TLA+ module's name, ``reason`` the invariant violated or
-    :data:`NO_STEP`, ``before`` and ``after`` the two abstract states as the twin describes them.
-    """
-
-    def __init__(self, module: str, reason: str, before: str, after: str,
-                 context: str = "") -> None:
-        self.module = module
-        self.reason = reason
-        self.before = before
-        self.after = after
-        self.context = context
-        where = f" ({context})" if context else ""
-        super().__init__(
-            f"{module} refinement{where}: {reason}\n"
-            f"before:\n{_indent(before)}\nafter:\n{_indent(after)}")
-
-
 def _same(state: State) -> State:
     return state
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
 
 
 class Refinement(Protocol):

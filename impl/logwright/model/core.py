@@ -17,6 +17,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 State = Hashable
 """One state of a spec: canonical, immutable, hashable (tuples / frozensets / ints / strings)."""
 
@@ -43,6 +45,9 @@ class Action(NamedTuple):
     fn: Successors
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Spec(ABC):
     """The Python twin of one TLA+ module, as the checker sees it.
 

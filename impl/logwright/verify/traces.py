@@ -808,11 +808,15 @@ class _LsoInstance(_Instance):
     def _kept(self) -> dict[str, Any]:
         """What :meth:`_restore` puts back: every attribute, its containers copied (the
         registered epochs are the trace's, shared, and never changed by a step)."""
-        return {k: v if k == "registered" else copy.copy(v) for k, v in vars(self).items()}
+        # By name, not vars(self): an instance of the compiled build has no __dict__.
+        assert not hasattr(self, "__dict__") or vars(self).keys() <= set(_LSO_KEPT), \
+            f"_LSO_KEPT misses {sorted(vars(self).keys() - set(_LSO_KEPT))}"
+        return {k: v if k == "registered" else copy.copy(v)
+                for k, v in ((k, getattr(self, k)) for k in _LSO_KEPT)}
 
     def _restore(self, kept: Mapping[str, Any]) -> None:
-        vars(self).update({k: v if k == "registered" else copy.copy(v)
-                           for k, v in kept.items()})
+        for k, v in kept.items():
+            setattr(self, k, v if k == "registered" else copy.copy(v))
 
     def _cut_event(self, intent: Mapping[str, Any], node: str) -> bool:
         """Check the event an ``Intent`` announced and a power loss cut, with its arguments and
@@ -1259,6 +1263,14 @@ class _LsoInstance(_Instance):
         return t._replace(leader=s.leader, hw=_put(t.hw, A, s.hw[A]),
                           logStart=_put(t.logStart, A, s.logStart[A]),
                           leo=_put(t.leo, A, s.leo[A]))
+
+
+_LSO_KEPT = ("replicas", "first_leader", "max_offset", "bug", "_twin", "state", "label",
+             "pending_delete", "pending_restart", "written_epoch", "notes", "proposed", "doomed",
+             "deleted", "reregistered", "dropped_by_controller", "stale_known", "leader_epoch",
+             "registered", "leaderless", "leader_hw", "intents", "deferred_intents", "heard",
+             "led", "held", "reached")
+"""Every attribute of an :class:`_LsoInstance` (``_kept`` and ``_restore``)."""
 
 
 def _put(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
@@ -1916,49 +1928,52 @@ def fingerprint(model: str, state: Any) -> str:
     return known
 
 
-def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
-    """Replay one whole trace, in ``seq`` order, into ``report`` (steps, outcomes, failures);
-    TraceFormatError (``file:line: reason``) at a value the models cannot take."""
-    try:
-        bounds = _bounds(events)
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise TraceFormatError(f"{events[0][0]}: a malformed event ({type(exc).__name__}: "
-                               f"{exc})") from exc
-    max_offset, max_ce, max_be, max_le, sends = bounds
-    lso: dict[str, _LsoInstance] = {}
-    cf: dict[str, _CfInstance] = {}
-    ff: dict[str, _FfInstance] = {}
-    ff_ids: dict[str, int] = {}   # "<tp>#<topic id>" -> FetcherFailure partition number
-    rm: dict[str, _RmInstance] = {}  # the moves under way, by instance
-    generation: dict[str, str] = {}  # instance -> the topic id of its current generation
-    # Every partition generation (an Init) and every partition a fetcher names gets a number.
-    ff_partitions = max(1, len({f"{e['instance']}#{e['args'].get('topicId', '')}"
-                                for _, e in events if e["action"] == INIT}
-                               | {f"{e['args'].get('tp')}#{e['args'].get('topicId', '')}"
-                                  for _, e in events if e["model"] == FETCHER_FAILURE}))
-    failed: set[str] = set()
-    registered: dict[int, int] = {}  # broker -> its registered broker epoch so far
-    header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
-    lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
+class _Replay:
+    """The instances of one trace's replay (:func:`_replay_trace`) and its step: an object,
+    not closures over the replay's locals (a closure of the compiled build is a cycle, which
+    would outlive the check with the cyclic collector paused)."""
 
-    def ff_instance(name: str) -> _FfInstance:
+    def __init__(self, report: CheckReport, bounds: tuple[int, int, int, int, int],
+                 ff_partitions: int, lso_bug: str) -> None:
+        self.report = report
+        self.max_offset, self.max_ce, self.max_be, self.max_le, self.sends = bounds
+        self.ff_partitions, self.lso_bug = ff_partitions, lso_bug
+        self.lso: dict[str, _LsoInstance] = {}
+        self.cf: dict[str, _CfInstance] = {}
+        self.ff: dict[str, _FfInstance] = {}
+        self.ff_ids: dict[str, int] = {}  # "<tp>#<topic id>" -> FetcherFailure partition number
+        self.rm: dict[str, _RmInstance] = {}  # the moves under way, by instance
+        self.generation: dict[str, str] = {}  # instance -> the topic id of its current generation
+        self.failed: set[str] = set()
+        self.registered: dict[int, int] = {}  # broker -> its registered broker epoch so far
+
+    def ff_instance(self, name: str) -> _FfInstance:
+        ff = self.ff
         if name not in ff:
-            ff[name] = _FfInstance(ff_partitions, max_le)
+            ff[name] = _FfInstance(self.ff_partitions, self.max_le)
         return ff[name]
 
-    def ff_p(tp: str, topic_id: str = "") -> int:
-        key = f"{tp}#{topic_id or generation.get(tp, '')}"
+    def ff_p(self, tp: str, topic_id: str = "") -> int:
+        ff_ids = self.ff_ids
+        key = f"{tp}#{topic_id or self.generation.get(tp, '')}"
         if key not in ff_ids:
             ff_ids[key] = len(ff_ids) + 1
         return ff_ids[key]
 
-    def other_generation(inst: str, args: Mapping[str, Any]) -> bool:
+    def other_generation(self, inst: str, args: Mapping[str, Any]) -> bool:
         """The event names a topic id that is not the instance's current generation's."""
+        generation = self.generation
         tid = args.get("topicId") or ""
         return bool(tid) and inst in generation and bool(generation[inst]) \
             and tid != generation[inst]
 
-    def _replay(e: Event, where: str) -> None:
+    def step(self, e: Event, where: str) -> None:
+        """Check one event of the trace into the report."""
+        report, failed, registered = self.report, self.failed, self.registered
+        lso, cf, ff, rm, generation = self.lso, self.cf, self.ff, self.rm, self.generation
+        max_offset, max_ce, max_be, max_le, sends = (
+            self.max_offset, self.max_ce, self.max_be, self.max_le, self.sends)
+        lso_bug = self.lso_bug
         model, inst, action = e["model"], e["instance"], e["action"]
         args, changed = e["args"], e["changed"]
         if action == HEADER:
@@ -1977,14 +1992,14 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             # predecessor of the same name was refused.
             failed.discard(f"{LOG_START_OFFSET}/{inst}")
             failed.discard(f"{CONTROLLER_FENCING}/{inst}")
-            ff_p(inst)
+            self.ff_p(inst)
             return
         if action == "Removed":
             lso.pop(inst, None)
             cf.pop(inst, None)
             return
         if action == INTENT:
-            if inst in lso and not other_generation(inst, args):
+            if inst in lso and not self.other_generation(inst, args):
                 lso[inst].intend(args)
             return
         targets: list[tuple[str, Any]] = []
@@ -1995,7 +2010,7 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             targets = ([(i, c) for i, c in cf.items()] if inst == "*"
                        else [(inst, cf[inst])] if inst in cf else [])
             if (action == "Deliver" and args.get("outcome") == "accept" and inst in lso
-                    and not other_generation(inst, args)):
+                    and not self.other_generation(inst, args)):
                 for b, epoch in changed.get("replicaEpoch", {}).items():
                     lso[inst].heard_of(int(b), int(epoch))
             if action == "Register":
@@ -2003,20 +2018,20 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
                 for instance_ in lso.values():
                     instance_.registered_again(int(args["b"]), int(args["e"]))
             if (action == "ElectLeader" and args.get("outcome") == "written" and inst in lso
-                    and not other_generation(inst, args)):
+                    and not self.other_generation(inst, args)):
                 lso[inst].written_epoch = int(changed.get("leaderEpoch", -1))
                 lso[inst].elected(int(args.get("leader", -1)))
                 if int(args.get("leader", 0)) == -1:
                     lso[inst].no_leader()
             if action == "ElectLeader" and args.get("outcome") == "written" and inst in cf:
-                p = ff_p(inst, str(args.get("topicId", "")))
+                p = self.ff_p(inst, str(args.get("topicId", "")))
                 for name in list(ff):
                     _run(report, where, e, FETCHER_FAILURE, name, ff[name], failed,
                          ff[name].step, "ElectLeader", p, {"tp": inst}, changed)
         elif model == FETCHER_FAILURE:
-            x = ff_instance(inst)
-            p = ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
-            _run(report, where, e, model, inst, x, failed, x.step, action, p, args, changed)
+            fx = self.ff_instance(inst)
+            p = self.ff_p(args["tp"], str(args.get("topicId", ""))) if "tp" in args else 1
+            _run(report, where, e, model, inst, fx, failed, fx.step, action, p, args, changed)
             return
         elif model == REPLICA_MOVE:
             if action == "StartMove":
@@ -2042,7 +2057,7 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
             report.failures.append(Failure(where, int(e["seq"]), model, inst, action,
                                            "not enabled", f"unknown model {model!r}", "", ""))
             return
-        if targets and inst != "*" and other_generation(inst, args):
+        if targets and inst != "*" and self.other_generation(inst, args):
             report.outside[f"{model}.{action}: an event of another generation of the topic "
                            "(deleted and re-created under its name; each is its own "
                            "instance)"] += 1
@@ -2059,11 +2074,31 @@ def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
         for name, x in targets:
             _run(report, where, e, model, name, x, failed, x.step, action, args, changed, node)
 
+
+def _replay_trace(events: list[tuple[str, Event]], report: CheckReport) -> None:
+    """Replay one whole trace, in ``seq`` order, into ``report`` (steps, outcomes, failures);
+    TraceFormatError (``file:line: reason``) at a value the models cannot take."""
+    try:
+        bounds = _bounds(events)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise TraceFormatError(f"{events[0][0]}: a malformed event ({type(exc).__name__}: "
+                               f"{exc})") from exc
+    # Every partition generation (an Init) and every partition a fetcher names gets a number.
+    ff_partitions = max(1, len({f"{e['instance']}#{e['args'].get('topicId', '')}"
+                                for _, e in events if e["action"] == INIT}
+                               | {f"{e['args'].get('tp')}#{e['args'].get('topicId', '')}"
+                                  for _, e in events if e["model"] == FETCHER_FAILURE}))
+    header: dict[str, Any] = next((e["args"] for _, e in events if e["action"] == HEADER), {})
+    lso_bug = "none" if header.get("durable_log_start_offset", True) else LAZY_CHECKPOINT
+
+    replay = _Replay(report, bounds, ff_partitions, lso_bug)
+    lso, rm, failed = replay.lso, replay.rm, replay.failed
+
     outcomes, failures = report.outcomes, report.failures
     for where, e in events:
         steps, refused, stutters = report.steps, len(failures), report.stutters
         try:
-            _replay(e, where)
+            replay.step(e, where)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
             raise TraceFormatError(f"{where}: a malformed event ({type(exc).__name__}: "
                                    f"{exc})") from exc

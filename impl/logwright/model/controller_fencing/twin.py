@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple, Self, TypeVar
+
+from mypy_extensions import mypyc_attr
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.controller_fencing.bugs import BUG_TABLE
@@ -110,6 +111,9 @@ class ControllerFencingConfig:
         )
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ControllerFencingTwin(Spec):
     """Controllers and broker incarnations exchanging fenced control requests over a lossy net.
     """
@@ -118,22 +122,37 @@ class ControllerFencingTwin(Spec):
 
     def __init__(self, config: ControllerFencingConfig | None = None) -> None:
         self.config = config or ControllerFencingConfig()
+        self._requests_kept: tuple[Request, ...] | None = None
+        self._bit_kept: dict[Request, int] | None = None
+        self._type_ok_parts_kept: list[InvariantPart] | None = None
         k = self.config
         self._index = {b: i for i, b in enumerate(k.brokers)}
 
-    @cached_property
+    @property
     def requests(self) -> tuple[Request, ...]:
         """Every request the constants allow, in the order Deliver and Lose enumerate them
         (enumerated on first use: a twin with unbounded epochs, as the refinement check builds,
         never asks)."""
+        kept = self._requests_kept
+        if kept is None:
+            kept = self._requests_kept = self._make_requests()
+        return kept
+
+    def _make_requests(self) -> tuple[Request, ...]:
         k = self.config
         return tuple(sorted(
             Request(t, c, b, e, le) for t in (LEADER_AND_ISR, STOP_REPLICA)
             for c in range(1, k.max_controller_epoch + 1) for b in k.brokers
             for e in range(1, k.max_broker_epoch + 1) for le in range(k.max_leader_epoch + 1)))
 
-    @cached_property
+    @property
     def _bit(self) -> dict[Request, int]:
+        kept = self._bit_kept
+        if kept is None:
+            kept = self._bit_kept = self._make_bit()
+        return kept
+
+    def _make_bit(self) -> dict[Request, int]:
         return {m: n for n, m in enumerate(self.requests)}
 
     @classmethod
@@ -303,8 +322,14 @@ class ControllerFencingTwin(Spec):
         assert isinstance(s, CFState)
         return all(ok(s) for _, ok in self._type_ok_parts)
 
-    @cached_property
+    @property
     def _type_ok_parts(self) -> list[InvariantPart]:
+        kept = self._type_ok_parts_kept
+        if kept is None:
+            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
+        return kept
+
+    def _make_type_ok_parts(self) -> list[InvariantPart]:
         k = self.config
         ce, be = range(1, k.max_controller_epoch + 1), range(1, k.max_broker_epoch + 1)
         per_variable: list[tuple[str, Callable[[CFState], bool]]] = [

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple, Self, TypeVar
+
+from mypy_extensions import mypyc_attr
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
@@ -85,6 +86,9 @@ class FetcherFailureConfig:
         )
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FetcherFailureTwin(Spec):
     """Fetcher threads, their partitions, failures and the failed set of KIP-461.
     """
@@ -93,6 +97,7 @@ class FetcherFailureTwin(Spec):
 
     def __init__(self, config: FetcherFailureConfig | None = None) -> None:
         self.config = config or FetcherFailureConfig()
+        self._type_ok_parts_kept: list[InvariantPart] | None = None
         self.partitions = range(1, self.config.num_partitions + 1)
         self.fetchers = range(1, self.config.num_fetchers + 1)
 
@@ -224,8 +229,14 @@ class FetcherFailureTwin(Spec):
         assert isinstance(s, FFState)
         return all(ok(s) for _, ok in self._type_ok_parts)
 
-    @cached_property
+    @property
     def _type_ok_parts(self) -> list[InvariantPart]:
+        kept = self._type_ok_parts_kept
+        if kept is None:
+            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
+        return kept
+
+    def _make_type_ok_parts(self) -> list[InvariantPart]:
         # Each epoch in 0..MaxLeaderEpoch, or (all but leaderEpoch) the "none" value -1, which
         # is the integer just below that range: for integers, bounds say it (the checker calls
         # this after every step, so a test per element is avoided). An epoch is an integer (a

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, Self
+
+from mypy_extensions import mypyc_attr
 
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, InvariantPart, Spec, State
@@ -113,6 +115,9 @@ def _set(t: tuple[int, ...], i: int, v: int) -> tuple[int, ...]:
     return (*t[:i], v, *t[i + 1:])
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LogStartOffsetTwin(Spec):
     """The executable twin of the LogStartOffset TLA+ module."""
 
@@ -120,6 +125,7 @@ class LogStartOffsetTwin(Spec):
 
     def __init__(self, config: LogStartOffsetConfig | None = None) -> None:
         self.config = config if config is not None else LogStartOffsetConfig()
+        self._type_ok_parts_kept: list[InvariantPart] | None = None
         cfg = self.config
         self.replicas = cfg.replicas
         self.bug = cfg.bug
@@ -484,8 +490,14 @@ class LogStartOffsetTwin(Spec):
         assert isinstance(s, LogStartOffsetState)
         return all(ok(s) for _, ok in self._type_ok_parts)
 
-    @cached_property
+    @property
     def _type_ok_parts(self) -> list[InvariantPart]:
+        kept = self._type_ok_parts_kept
+        if kept is None:
+            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
+        return kept
+
+    def _make_type_ok_parts(self) -> list[InvariantPart]:
         n, offsets = len(self.replicas), range(self.config.max_offset + 1)
         replicas = set(self.replicas)
 

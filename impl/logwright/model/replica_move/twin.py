@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Self, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from logwright.model.cfg import parse_cfg
 from logwright.model.core import Action, Invariant, Spec, State
 from logwright.model.replica_move.bugs import BUG_TABLE
@@ -154,6 +156,9 @@ def Authoritative(n: PerLog[str], newer: str = FUT, bug: str = "none") -> str:
     return AuthIn(n, newer, (True, True), bug)
 
 
+# Subclassed by Python classes the compiled build leaves as Python (the packed specs, the
+# tests' twins): mypyc (the compiled build) refuses those without this; a no-op in Python.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ReplicaMoveTwin(Spec):
     """A source and a future log in two dirs: copier, appends, flushes, swap, crash, recovery."""
 
