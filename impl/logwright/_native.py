@@ -228,6 +228,41 @@ def clean(impl: Path = IMPL) -> int:
     return removed
 
 
+_SETUP = """\
+# Written by logwright._native.build: mypyc's setuptools build of the compiled modules.
+import setuptools
+from concurrent.futures import ThreadPoolExecutor
+from distutils.ccompiler import CCompiler
+from mypyc.build import mypycify
+
+
+def compile_in_parallel(self, sources, output_dir=None, macros=None, include_dirs=None,
+                        debug=0, extra_preargs=None, extra_postargs=None, depends=None):
+    # setuptools compiles an extension's C files one after the other; these are independent.
+    macros, objects, extra_postargs, pp_opts, build = self._setup_compile(
+        output_dir, macros, include_dirs, sources, depends, extra_postargs)
+    cc_args = self._get_cc_args(pp_opts, debug, extra_preargs)
+
+    def one(obj):
+        src, ext = build[obj]
+        self._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+    with ThreadPoolExecutor({jobs}) as pool:
+        list(pool.map(one, objects))
+    return objects
+
+
+CCompiler.compile = compile_in_parallel
+setuptools.setup(
+    name="logwright_native", package_dir={{"": "impl"}},
+    ext_modules=mypycify({paths!r}, opt_level="3", debug_level="0", multi_file=True,
+                         group_name={group!r}))
+"""
+"""The build script: one shared library (``GROUP``) whose C is split per module
+(``multi_file``) and compiled ``jobs`` files at a time, without debug information: the same
+speed as one C file, in about a third of the compiler's time."""
+
+
 def build(jobs: int = 2, force: bool = False, quiet: bool = True) -> str:
     """Compile :data:`MODULES` in place (mypyc, then the C compiler); a no-op when the manifest
     says the build is of these sources. Returns what it did. Raises RuntimeError when the
@@ -251,12 +286,7 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = True) -> str:
     work.mkdir(parents=True, exist_ok=True)
     setup = work / "setup.py"
     paths = [str(source_of(m).relative_to(ROOT)) for m in MODULES]
-    setup.write_text(
-        "from setuptools import setup\n"
-        "from mypyc.build import mypycify\n"
-        "setup(name='logwright_native', package_dir={'': 'impl'},\n"
-        f"      ext_modules=mypycify({paths!r}, opt_level='3', debug_level='1',\n"
-        f"                           group_name={GROUP!r}))\n")
+    setup.write_text(_SETUP.format(jobs=jobs, paths=paths, group=GROUP))
     env = {**os.environ, "PYTHONPATH": str(Path(mypyc.__file__).parent.parent)}
     env.pop(PURE_ENV, None)
     done = subprocess.run(
