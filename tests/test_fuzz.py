@@ -4,6 +4,7 @@ recorder and its replay, the campaign (seeded, a failure saved as a trace that r
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,11 @@ from mutation.catalogue import run_in_copy
 from logwright import Cluster, KafkaError
 from logwright.cli import main
 from logwright.identity import TopicPartition
-from logwright.storage.segment import LogSegment
 from logwright.verify.cluster_run import ClusterRun, PropertyViolated, replay
 from logwright.verify.fuzz import failure_of, run_campaign
 from logwright.verify.stateful_cluster import KNOWN_DEFECT_RULES, ClusterMachine
 from logwright.world import SimFileSystem, SimulatedCrash, SimWorld
+from logwright.world.simfs import Fault
 
 
 def _fingerprint(run: ClusterRun) -> list[Any]:
@@ -144,12 +145,12 @@ def _flushed_then_power_lost(flush_messages: int) -> dict[str, Any]:
                       {"op": "repair_and_settle"}]}
 
 
-def test_a_power_loss_takes_no_flushed_record(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_power_loss_takes_no_flushed_record() -> None:
     """A power loss destroys only what was not flushed: a copy below its log's recovery point
     still counts as held, so a record flushed before it was acknowledged must survive the
-    power loss of every machine (no recovery election excuses losing it). With the file
-    segment's flush leaving its log file unsynced (the log's recovery point then claims records
-    the disk does not hold) the same run fails, naming the lost record."""
+    power loss of every machine (no recovery election excuses losing it). With disks that
+    acknowledge the partition's fsyncs without doing them (the log's recovery point then claims
+    records the disk does not hold) the same run fails, naming the lost record."""
     run = replay(_flushed_then_power_lost(1))
     book = run.topics["s"]
     holders = book.holders[0][0]
@@ -160,15 +161,18 @@ def test_a_power_loss_takes_no_flushed_record(monkeypatch: pytest.MonkeyPatch) -
     # Under the default flush policy the record was only in the page cache: lost, and excused.
     assert replay(_flushed_then_power_lost(10_000)).topics["s"].holders[0] == {0: set()}
 
-    def flush_without_fsync(self: LogSegment) -> None:  # a segment that never syncs its log
-        if self._index is not None:
-            self._index.flush()
-        if self._time_index is not None:
-            self._time_index.flush()
-
-    monkeypatch.setattr(LogSegment, "flush", flush_without_fsync)
+    # Every machine's disk acknowledges the fsync of s-0's log file without doing it.
+    trace = _flushed_then_power_lost(1)
+    run = ClusterRun(trace["cluster"])
+    for b in (1, 2, 3):
+        disk = run.cluster.simulated_world.disks[f"broker-{b}"]
+        for log_dir in run.cluster.broker(b).log_manager.dirs:
+            disk.inject_fault(posixpath.join(log_dir, "s-0", f"{0:020d}.log"),
+                              Fault.LOST_FSYNC)
     with pytest.raises(PropertyViolated, match="acknowledged"):
-        replay(_flushed_then_power_lost(1))
+        for step in trace["steps"]:
+            run.apply(step)
+            run.check()
 
 
 def test_a_clean_campaign_is_deterministic_and_saves_nothing(tmp_path: Path) -> None:

@@ -107,6 +107,34 @@ def test_faults_are_per_prefix() -> None:
     fs.open("/d1/f", create=True)
 
 
+def test_a_lost_fsync_fails_nothing_and_keeps_nothing() -> None:
+    """LOST_FSYNC: the disk acknowledges a file's fsync without doing it; every call succeeds,
+    directories sync as usual, and a power loss takes what the file's owner believed synced."""
+    fs = SimFileSystem()
+    fs.makedirs("/d/p")
+    fs.fsync_dir("/d")
+    for name in ("lost", "kept"):
+        h = fs.open(f"/d/p/{name}", create=True)
+        h.append(b"synced")
+        h.fsync()
+    fs.fsync_dir("/d/p")
+    fs.inject_fault("/d/p/lost", Fault.LOST_FSYNC)
+    h = fs.open("/d/p/lost")
+    h.append(b" and more")
+    h.fsync()
+    assert fs.read_file("/d/p/lost") == b"synced and more"
+    fs.open("/d/p/kept").append(b" too")
+    fs.crash()
+    assert fs.read_file("/d/p/lost") == b"synced"  # the acknowledged fsync was not done
+    assert fs.read_file("/d/p/kept") == b"synced"  # never synced: lost as always
+    fs.clear_fault("/d/p/lost")
+    h = fs.open("/d/p/lost")
+    h.append(b"!")
+    h.fsync()
+    fs.crash()
+    assert fs.read_file("/d/p/lost") == b"synced!"
+
+
 def test_name_over_255_characters_is_refused() -> None:
     fs = SimFileSystem()
     fs.makedirs("/d")

@@ -72,6 +72,7 @@ MODULES: tuple[str, ...] = (
     "logwright.world.sim",
     "logwright.world.simfs",
     "logwright.world.clock",
+    "logwright.world.realfs",
     "logwright.broker.broker",
     "logwright.broker.driver",
     "logwright.broker.replica_manager",

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import crc32c
-from mypy_extensions import mypyc_attr
 
 from logwright.records.header import (
     ATTRIBUTES_OFFSET,
@@ -88,9 +87,6 @@ class BatchLocation:
     size_bytes: int
 
 
-# A Python class when compiled (mypyc's native_class=False): its methods are compiled, but the
-# class can be patched (tests/test_fuzz.py plants a segment whose flush does not sync its log).
-@mypyc_attr(native_class=False)
 class LogSegment:
     """A segment file and its two indexes, named by its base offset."""
 

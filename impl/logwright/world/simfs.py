@@ -40,6 +40,10 @@ class Fault(enum.Enum):
 
     EIO = "EIO"
     ENOSPC = "ENOSPC"
+    LOST_FSYNC = "LOST_FSYNC"
+    """A file's fsync returns without making its data durable (a disk that acknowledges a flush
+    it did not do): a power loss then takes what the file's owner believed synced. Directories
+    are synced as usual; nothing fails."""
 
 
 class _File:
@@ -190,7 +194,8 @@ class SimFileHandle(FileHandle):
 
     def fsync(self) -> None:
         self._check(False)
-        self._node.durable = bytes(self._node.data)
+        if not self._fs.loses_fsync(self.path):
+            self._node.durable = bytes(self._node.data)
         self._fs._tick()
 
     def close(self) -> None:
@@ -266,7 +271,8 @@ class SimFileSystem(FileSystem):
                 stack.extend(node.durable.values())
 
     def inject_fault(self, prefix: str, fault: Fault) -> None:
-        """Fail calls on paths under ``prefix``: EIO fails all of them, ENOSPC fails writes."""
+        """Fail calls on paths under ``prefix``: EIO fails all of them, ENOSPC fails writes;
+        LOST_FSYNC fails none but leaves a file's fsync without effect."""
         self._faults[posixpath.normpath(prefix)] = fault
 
     def clear_fault(self, prefix: str) -> None:
@@ -281,8 +287,16 @@ class SimFileSystem(FileSystem):
             if norm == prefix or norm.startswith(prefix + "/"):
                 if fault is Fault.EIO:
                     raise OSError(errno.EIO, "Input/output error (injected)", path)
-                if write:
+                if write and fault is Fault.ENOSPC:
                     raise OSError(errno.ENOSPC, "No space left on device (injected)", path)
+
+    def loses_fsync(self, path: str) -> bool:
+        """Whether a LOST_FSYNC fault covers ``path``."""
+        if not self._faults:
+            return False
+        norm = posixpath.normpath(path)
+        return any(fault is Fault.LOST_FSYNC and (norm == prefix or norm.startswith(prefix + "/"))
+                   for prefix, fault in self._faults.items())
 
     def _tick(self) -> None:
         self.ops += 1
