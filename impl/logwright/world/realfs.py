@@ -7,6 +7,8 @@ import os
 import shutil
 import stat
 
+from mypy_extensions import mypyc_attr
+
 from logwright.world.fs import FileHandle, FileLock, FileSystem
 
 _pwrite = os.pwrite  # one lookup less per append: the leader's hot path
@@ -106,6 +108,9 @@ class _RealFileLock(FileLock):
         self.fd = fd
 
 
+# Subclassed outside the package (a fixture builder without fsync in bench/), so the compiled
+# build (docs/native.md) lets Python classes inherit from it.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RealFileSystem(FileSystem):
     """``FileSystem`` over the operating system's files."""
 
