@@ -296,7 +296,7 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = True) -> str:
         cwd=ROOT, env=env, capture_output=quiet, text=True, check=False)
     if done.returncode != 0:
         clean()
-        tail = "\n".join(((done.stdout or "") + (done.stderr or "")).splitlines()[-40:])
+        tail = "\n".join(((done.stdout or "") + (done.stderr or "")).splitlines()[-20:])
         raise RuntimeError(f"the compiled build failed (pure Python runs instead):\n{tail}")
     suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
     missing = [m for m in MODULES
