@@ -14,14 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
 from logwright import _native
 
-SUFFIX = str(sysconfig.get_config_var("EXT_SUFFIX"))
+SUFFIX = _native.SUFFIX
 PROBE = ("import importlib, json, logwright, logwright._native as n\n"
          "files = {m: importlib.import_module(m).__file__ for m in n.MODULES}\n"
          "s = n.status()\n"

@@ -39,6 +39,8 @@ ROOT = IMPL.parent
 MANIFEST = PACKAGE / "_native_manifest.json"
 PURE_ENV = "LOGWRIGHT_PURE"
 """Set (to anything but empty or ``0``) to run every module from its source."""
+SUFFIX = str(sysconfig.get_config_var("EXT_SUFFIX"))
+"""The file name ending of this interpreter's extension modules."""
 GROUP = "logwright_native"
 """The name of the shared library that holds the compiled code (``<GROUP>__mypyc``)."""
 
@@ -130,21 +132,19 @@ def _digest(path: Path) -> str:
 
 
 def _interpreter() -> str:
-    return f"{sys.implementation.cache_tag} {sysconfig.get_config_var('EXT_SUFFIX')}"
+    return f"{sys.implementation.cache_tag} {SUFFIX}"
 
 
 def _built_extensions(impl: Path = IMPL) -> list[Path]:
     """The extension modules under the package (and the shared library beside it)."""
-    suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
-    found = sorted((impl / "logwright").rglob(f"*{suffix}"))
-    shared = impl / f"{GROUP}__mypyc{suffix}"
+    found = sorted((impl / "logwright").rglob(f"*{SUFFIX}"))
+    shared = impl / f"{GROUP}__mypyc{SUFFIX}"
     return [*found, shared] if shared.exists() else found
 
 
 def is_build_file(path: Path) -> bool:
     """Whether ``path`` is part of the compiled build (an extension module or the manifest)."""
-    return path.name == MANIFEST.name or path.name.endswith(
-        str(sysconfig.get_config_var("EXT_SUFFIX")))
+    return path.name == MANIFEST.name or path.name.endswith(SUFFIX)
 
 
 def stale(manifest: dict[str, object], impl: Path = IMPL) -> list[str]:
@@ -298,9 +298,8 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = True) -> str:
         clean()
         tail = "\n".join(((done.stdout or "") + (done.stderr or "")).splitlines()[-20:])
         raise RuntimeError(f"the compiled build failed (pure Python runs instead):\n{tail}")
-    suffix = str(sysconfig.get_config_var("EXT_SUFFIX"))
     missing = [m for m in MODULES
-               if not source_of(m).with_name(source_of(m).stem + suffix).is_file()]
+               if not source_of(m).with_name(source_of(m).stem + SUFFIX).is_file()]
     if missing:
         clean()
         raise RuntimeError(f"the build left no extension module for {', '.join(missing)}")

@@ -84,6 +84,21 @@ class Spec(ABC):
         variable a step changed (a TypeOK, one part per variable). None named by default."""
         return {}
 
+    _type_ok_parts_kept: list[InvariantPart] | None = None
+
+    @property
+    def _type_ok_parts(self) -> list[InvariantPart]:
+        """:meth:`_make_type_ok_parts`, made on first use and kept (a twin whose TypeOK is a
+        conjunction of parts, one per variable, reads them through this)."""
+        kept = self._type_ok_parts_kept
+        if kept is None:
+            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
+        return kept
+
+    def _make_type_ok_parts(self) -> list[InvariantPart]:
+        """The parts of the twin's TypeOK (none by default)."""
+        return []
+
     def constraint(self, s: State) -> bool:
         """The TLA+ ``CONSTRAINT``: states outside it are checked, not counted, not expanded."""
         return True

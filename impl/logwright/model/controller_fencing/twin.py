@@ -124,7 +124,6 @@ class ControllerFencingTwin(Spec):
         self.config = config or ControllerFencingConfig()
         self._requests_kept: tuple[Request, ...] | None = None
         self._bit_kept: dict[Request, int] | None = None
-        self._type_ok_parts_kept: list[InvariantPart] | None = None
         k = self.config
         self._index = {b: i for i, b in enumerate(k.brokers)}
 
@@ -321,13 +320,6 @@ class ControllerFencingTwin(Spec):
         :meth:`invariant_parts`' parts, one per variable."""
         assert isinstance(s, CFState)
         return all(ok(s) for _, ok in self._type_ok_parts)
-
-    @property
-    def _type_ok_parts(self) -> list[InvariantPart]:
-        kept = self._type_ok_parts_kept
-        if kept is None:
-            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
-        return kept
 
     def _make_type_ok_parts(self) -> list[InvariantPart]:
         k = self.config

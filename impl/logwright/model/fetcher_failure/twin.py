@@ -97,7 +97,6 @@ class FetcherFailureTwin(Spec):
 
     def __init__(self, config: FetcherFailureConfig | None = None) -> None:
         self.config = config or FetcherFailureConfig()
-        self._type_ok_parts_kept: list[InvariantPart] | None = None
         self.partitions = range(1, self.config.num_partitions + 1)
         self.fetchers = range(1, self.config.num_fetchers + 1)
 
@@ -228,13 +227,6 @@ class FetcherFailureTwin(Spec):
         :meth:`invariant_parts`' parts, one per variable."""
         assert isinstance(s, FFState)
         return all(ok(s) for _, ok in self._type_ok_parts)
-
-    @property
-    def _type_ok_parts(self) -> list[InvariantPart]:
-        kept = self._type_ok_parts_kept
-        if kept is None:
-            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
-        return kept
 
     def _make_type_ok_parts(self) -> list[InvariantPart]:
         # Each epoch in 0..MaxLeaderEpoch, or (all but leaderEpoch) the "none" value -1, which

@@ -125,7 +125,6 @@ class LogStartOffsetTwin(Spec):
 
     def __init__(self, config: LogStartOffsetConfig | None = None) -> None:
         self.config = config if config is not None else LogStartOffsetConfig()
-        self._type_ok_parts_kept: list[InvariantPart] | None = None
         cfg = self.config
         self.replicas = cfg.replicas
         self.bug = cfg.bug
@@ -489,13 +488,6 @@ class LogStartOffsetTwin(Spec):
         variable, and three that relate the leader, the ISR and the replicas down)."""
         assert isinstance(s, LogStartOffsetState)
         return all(ok(s) for _, ok in self._type_ok_parts)
-
-    @property
-    def _type_ok_parts(self) -> list[InvariantPart]:
-        kept = self._type_ok_parts_kept
-        if kept is None:
-            kept = self._type_ok_parts_kept = self._make_type_ok_parts()
-        return kept
 
     def _make_type_ok_parts(self) -> list[InvariantPart]:
         n, offsets = len(self.replicas), range(self.config.max_offset + 1)
