@@ -34,6 +34,8 @@
 (*    and what it lists is hosted.                                         *)
 (*  - Dir offline: the broker can neither see nor create logs; a request   *)
 (*    changes nothing about its partitions (they stay offline there).      *)
+(*  - Truncation: a live log may lose its newest records (replication);    *)
+(*    its newest write is then an earlier one.                             *)
 (*  - Orphan removal: a stray is deleted by a broker that applied a FULL   *)
 (*    request in this incarnation, StrayDeletionDelay after the rename,    *)
 (*    and only if its newest write is at least RetentionPeriod old.        *)
@@ -202,6 +204,17 @@ Append(b, p) ==
     /\ online[b] /\ dirOnline[b] /\ Current(b, p, t)
     /\ disk[b][p][t].state = "live"
     /\ disk' = [disk EXCEPT ![b][p][t].lastWrite = now]
+    /\ UNCHANGED <<now, controllerEpoch, seq, topicId, replicas, assignedAt, online, brokerEpoch,
+                   seenEpoch, appliedVersion, sawFull, dirOnline, network, lost>>
+
+(* A truncation of b's live log of <<p, t>> (a follower dropping the records its leader        *)
+(* does not have; which records may go is the concern of LogStartOffset and LeaderElection):   *)
+(* what remains of the log was last written at w, before its newest write.                     *)
+Truncate(b, p, t, w) ==
+    /\ online[b] /\ dirOnline[b]
+    /\ disk[b][p][t].state = "live"
+    /\ w < disk[b][p][t].lastWrite
+    /\ disk' = [disk EXCEPT ![b][p][t].lastWrite = w]
     /\ UNCHANGED <<now, controllerEpoch, seq, topicId, replicas, assignedAt, online, brokerEpoch,
                    seenEpoch, appliedVersion, sawFull, dirOnline, network, lost>>
 
@@ -392,6 +405,7 @@ Next ==
     \/ \E b \in Brokers : RepairDir(b)
     \/ \E m \in network : Deliver(m)
     \/ \E b \in Brokers, p \in Partitions, t \in TopicIds : DeleteStray(b, p, t)
+    \/ \E b \in Brokers, p \in Partitions, t \in TopicIds, w \in Times : Truncate(b, p, t, w)
 
 Spec == Init /\ [][Next]_vars
 

@@ -264,6 +264,24 @@ def test_appends_go_only_to_a_replica_hosted_by_an_applied_decision() -> None:
     assert moved is not None and spec.Append(moved, 1, 1) is None  # not yet applied
 
 
+def test_a_truncation_makes_a_live_log_s_newest_write_an_earlier_one() -> None:
+    """Truncate lowers a live log's lastWrite, on a running broker with its dir online; never a
+    stray's, never upwards; then an old enough remainder may be deleted as a stray."""
+    spec = StrayCleanupSpec(StrayCleanupConfig(max_time=3, retention_period=2,
+                                               stray_deletion_delay=0))
+    s = spec.Append(initial(spec)._replace(now=2), 1, 1)
+    assert s is not None and spec.log(s, 1, 1, 1) == Log(LIVE, 2, 0)
+    cut = spec.Truncate(s, 1, 1, 1, 0)
+    assert cut is not None and spec.log(cut, 1, 1, 1) == Log(LIVE, 0, 0)
+    assert spec.Truncate(s, 1, 1, 1, 2) is None and spec.Truncate(cut, 1, 1, 1, 1) is None
+    assert spec.Truncate(spec.FailDir(s, 1), 1, 1, 1, 0) is None  # type: ignore[arg-type]
+    assert spec.Truncate(spec.StopBroker(s, 1), 1, 1, 1, 0) is None  # type: ignore[arg-type]
+    stray = with_logs(spec, s, 1, (Log(STRAY, 2, 2), NO_LOG))
+    assert spec.Truncate(stray, 1, 1, 1, 0) is None
+    names = [a.name for a in spec.actions()]
+    assert names[-1] == "Truncate", "last in Next, as in the TLA+ module"
+
+
 def test_topic_identity_and_type_invariants_can_fail() -> None:
     spec = StrayCleanupSpec()
     s = initial(spec)

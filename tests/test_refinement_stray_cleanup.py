@@ -189,6 +189,20 @@ def test_a_stop_replica_deletes_only_the_topic_id_it_names() -> None:
         _checker(Msg(STOP, 1, 4, 1, 9, 1, 1, True, frozenset())).check_step(before, after)
 
 
+def test_a_truncation_lowers_a_live_log_s_newest_write_and_only_a_live_one_s() -> None:
+    """A follower's truncation leaves an older newest write (Truncate). A stray is never
+    truncated, so its age cannot be lowered that way, and a deletion is judged by what is left."""
+    live, older = Log(LIVE, T0 - MIN, 0), Log(LIVE, T0 - 10 * MIN, 0)
+    found = _checker().check_step(_state((live,), replicas=frozenset({1, 2})),
+                                  _state((older,), replicas=frozenset({1, 2})))
+    assert [a for a in found.actions if "Truncate" in a]
+    young = Log(STRAY, T0 - MIN, T0 - 2 * MIN)
+    with pytest.raises(RefinementViolation, match=NO_STEP):
+        _checker().check_step(_state((young,)), _state((young._replace(lastWrite=T0 - 10 * MIN),)))
+    with pytest.raises(RefinementViolation, match=NO_STEP):
+        _checker().check_step(_state((young,)), _state((NO_LOG,), now=T0 + 5))
+
+
 def test_the_lost_data_ghost_breaks_no_new_data_deleted() -> None:
     state = _state((NO_LOG,))._replace(lost=frozenset({(1, 1, 1, T0 - MIN)}))
     with pytest.raises(RefinementViolation, match="invariant NoNewDataDeleted is violated"):

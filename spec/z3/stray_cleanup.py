@@ -312,6 +312,14 @@ def system(bug: str = "none") -> TransitionSystem:
         return guard, {**log(z3.IntVal(NONE), z3.IntVal(0), z3.IntVal(0), x),
                        f"lost_{x}": z3.Or(s[f"lost_{x}"], lost_by(s, x, false))}
 
+    def truncate(x: str, s: V, p: V) -> Step:
+        """Truncate: the live log x keeps only what was written up to ``w``, before its newest
+        write."""
+        w = p["w"]
+        guard = z3.And(s["online"], s["dirOnline"], s[f"state_{x}"] == LIVE, w >= 0,
+                       w < s[f"lastWrite_{x}"])
+        return guard, {f"lastWrite_{x}": w}
+
     def no_new_data_deleted(s: V) -> Any:
         return z3.And(*[z3.Not(s[f"lost_{x}"]) for x in TRACKED])
 
@@ -332,6 +340,7 @@ def system(bug: str = "none") -> TransitionSystem:
         ActionDef("RepairDir", repair_dir),
         ActionDef("Deliver", deliver, ("i",)),
         *[ActionDef(f"DeleteStray[{x}]", partial(delete_stray, x)) for x in TRACKED],
+        *[ActionDef(f"Truncate[{x}]", partial(truncate, x), ("w",)) for x in TRACKED],
     ]
     return _WithArrays(
         name=f"StrayCleanup_{bug}",
@@ -554,6 +563,8 @@ def twin_views(spec: Any) -> list[TwinView]:
             exact.append((f"Append[{x}]", lambda s, u=u: some(spec.Append(s, b, p))
                           if s.topicId[0] == u else []))
             exact.append((f"DeleteStray[{x}]", lambda s, u=u: some(spec.DeleteStray(s, b, p, u))))
+            exact.append((f"Truncate[{x}]", lambda s, u=u: some(
+                *[spec.Truncate(s, b, p, u, w) for w in range(k.max_time + 1)])))
 
         def bounds(t: Mapping[str, Any]) -> Any:
             return z3.And(t["now"] <= k.max_time, t["controllerEpoch"] <= k.max_controller_epoch,

@@ -16,7 +16,9 @@ What is abstracted, for name ``p`` and broker ``b``:
   ``p`` with topic id ``t`` in its ``partition.metadata``; ``stray`` when it holds a ``-stray``
   dir of ``p`` with that id; ``none`` otherwise. ``lastWrite`` is the time the projection saw
   the log's end offset grow (or the log created: a new empty log is written at its creation),
-  kept through a set-aside and a revival; ``strayAt`` is ``StrayLog.since_ms``. A broker that is
+  kept through a set-aside and a revival, and, when its end offset falls (a truncation: the
+  twin's ``Truncate``), the newest record or file time of the segments left, as orphan removal
+  reads them; ``strayAt`` is ``StrayLog.since_ms``. A broker that is
   down keeps the disk last seen;
 * ``online[b]``: the process is up; ``brokerEpoch[b]``: its registration epoch (the store's,
   once registered, as ControllerFencing's projection reads it); ``seenEpoch[b]``: the highest
@@ -235,6 +237,12 @@ class StrayCleanupRefinement:
             write = self._write(s, target, i)
             if write is not None:
                 yield f"Write({b}) (a replica not told yet)", self._project(write, s, target)
+            for tid, log in enumerate(s.disk[i][0], start=1):
+                aim = target.disk[i][0][tid - 1]
+                if log.state == LIVE and aim.state != NONE and aim.lastWrite < log.lastWrite:
+                    cut = spec.Truncate(s, b, 1, tid, aim.lastWrite)
+                    if cut is not None:
+                        yield f"Truncate({b}, id {tid})", self._project(cut, s, target)
             for name, nxt in (("Append", spec.Append(s, b, 1)),
                               ("StopBroker", spec.StopBroker(s, b)),
                               ("FailDir", spec.FailDir(s, b)), ("RepairDir", spec.RepairDir(s, b))):
@@ -842,6 +850,11 @@ class StrayCleanupProjection(ClusterObserver):
                     pass  # revived: its data as it was
                 elif leo > kept.leo >= 0:
                     kept.last_write = now
+                elif 0 <= leo < kept.leo:
+                    # truncated (a follower dropping records its leader does not have): its
+                    # newest write is what remains, judged as orphan removal judges it
+                    self.files_read += 1
+                    kept.last_write = _newest_write(broker.log_manager.fs, log.dir_path)
                 kept.leo = leo
                 if row[t - 1].state == LIVE and seen_dirs.get(t) != path:
                     self.supersessions += 1

@@ -17,7 +17,8 @@ a broker fences stale controller epochs and earlier incarnations, and per partit
 requests older than the newest it applied; INCREMENTAL LeaderAndIsr sets aside another topic
 id's live log and hosts the named one; StopReplica deletes the named live log only; a FULL
 LeaderAndIsr decides strays for the names whose applied version is older; a stray is deleted
-late (KIP-370) and only when old; a broker whose log dir is offline neither sees nor creates logs.
+late (KIP-370) and only when old; a broker whose log dir is offline neither sees nor creates logs;
+a truncation makes a live log's newest write an earlier one.
 
 Each TLA+ action operator has a method of the same name returning the successor state, or None
 when the action is disabled; :meth:`StrayCleanupTwin.actions` enumerates their parameters in
@@ -495,6 +496,19 @@ class StrayCleanupTwin(Spec):
         return s._replace(disk=self._set_row(s.disk, b, p, row),
                           lost=s.lost | self.LostBy(s, b, p, t, log, False))
 
+    def Truncate(self, s: SCState, b: int, p: int, t: int, w: int) -> SCState | None:
+        """A truncation of ``b``'s live log of ``(p, t)`` (a follower dropping the records its
+        leader does not have; which ones may go is LogStartOffset's and LeaderElection's
+        concern): what remains of it was last written at ``w``, before its newest write."""
+        i, j = self._b[b], self._p[p]
+        if not (s.online[i] and s.dirOnline[i]):
+            return None
+        log = self.log(s, b, p, t)
+        if log.state != LIVE or not w < log.lastWrite:
+            return None
+        row = _set(s.disk[i][j], t - 1, log._replace(lastWrite=w))
+        return s._replace(disk=self._set_row(s.disk, b, p, row))
+
     # -- Next --------------------------------------------------------------------------------
 
     def actions(self) -> Sequence[Action]:
@@ -502,6 +516,7 @@ class StrayCleanupTwin(Spec):
         bp = [(b, p) for b in k.brokers for p in k.partitions]
         pb = [(p, b) for p in k.partitions for b in k.brokers]
         bpt = [(b, p, t) for b, p in bp for t in self._topic_ids]
+        bptw = [(b, p, t, w) for b, p, t in bpt for w in range(k.max_time + 1)]
         return [
             Action("Tick", lambda s: _each([self.Tick(_sc(s))])),
             Action("Append", lambda s: _each(self.Append(_sc(s), b, p) for b, p in bp)),
@@ -522,6 +537,8 @@ class StrayCleanupTwin(Spec):
                                               for m in sorted(_sc(s).network, key=msg_order))),
             Action("DeleteStray",
                    lambda s: _each(self.DeleteStray(_sc(s), b, p, t) for b, p, t in bpt)),
+            Action("Truncate",
+                   lambda s: _each(self.Truncate(_sc(s), b, p, t, w) for b, p, t, w in bptw)),
         ]
 
     # -- invariants --------------------------------------------------------------------------
