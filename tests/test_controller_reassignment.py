@@ -14,8 +14,10 @@ from logwright.controller import NotController, ReassignmentError, parse_reassig
 from logwright.controller.reassignment import MAX_REPLICAS
 from logwright.errors import Errors
 from logwright.protocol.messages import (
+    BrokerHeartbeat,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    LeaderAndIsrType,
     PartitionError,
     StopReplicaRequest,
 )
@@ -319,3 +321,28 @@ def test_a_late_answer_for_a_deleted_topic_of_the_same_name_does_not_stall_it(
     done = h.state("w")
     assert (done.replicas, done.leader, done.topic_id) == ((2, 1), 2, new_id)
     assert h.store.reassignments() == []
+
+
+def test_an_added_replica_is_new_in_the_reassignment_s_first_request_only(h: Harness) -> None:
+    """traces/regressions/0052: ``is_new`` tells a broker it may create the replica on any
+    online dir while another is offline (it holds no records yet). Only the reassignment's first
+    request says so; the probe of a broker reporting an offline dir, the FULL request of its
+    next registration and every later request do not (its replica may hold records on the
+    offline dir), as Kafka's controller sends isNew only on the NewReplica transition."""
+    h.clear()
+    h.controller.reassign(plan(entry(replicas=(1, 2, 4))))
+    h.run(SETTLE_MS)
+    [first] = h.got(4, LeaderAndIsrRequest)
+    assert [w.is_new for w in first.partition_states] == [True]
+    assert all(not w.is_new for b in (1, 2) for r in h.got(b, LeaderAndIsrRequest)
+               for w in r.partition_states)
+    assert h.state("t").adding_replicas == (4,)
+    h.clear()
+    h.send(4, BrokerHeartbeat(h.cid(), 4, h.broker_epoch[4], offline_log_dirs=("/data/4/d1",)))
+    h.run(SETTLE_MS)
+    h.register(4)
+    requests = h.got(4, LeaderAndIsrRequest)
+    assert {r.type for r in requests} == {LeaderAndIsrType.INCREMENTAL, LeaderAndIsrType.FULL}
+    assert h.state("t").adding_replicas == (4,), "still pending"
+    assert [(r.type, w.tp, w.is_new) for r in requests for w in r.partition_states
+            if w.tp == tp("t", 0)] == [(r.type, tp("t", 0), False) for r in requests]

@@ -19,6 +19,7 @@ from dataclasses import replace
 from logwright.cluster import Cluster
 from logwright.errors import Errors
 from logwright.identity import TopicPartition
+from logwright.world import Fault
 from tests.test_broker_harness import T0, World, state
 
 TP = TopicPartition("s", 0)
@@ -111,3 +112,48 @@ def test_each_broker_of_a_target_fsyncs_before_a_record_counts() -> None:
     assert w.produce(1, T0, [b"d"]).partitions[0].error is Errors.NONE
     assert w.partition(1, T0).high_watermark == 4
     assert w.partition(1, T0).log.recovery_point == 3
+
+
+def test_a_restarted_adding_replica_is_not_new_while_its_dir_is_offline() -> None:
+    """traces/regressions/0052, found by the fuzzer: a replica a reassignment adds is new in
+    that reassignment's first LeaderAndIsr only. Its broker created its log, the log's dir
+    failed, and the broker restarted (power lost) with that dir offline while the reassignment
+    was still pending: the FULL LeaderAndIsr of its registration used to say ``is_new`` again,
+    and the broker created a second, empty log of the same topic id on its other dir, which
+    later start-ups loaded once the first copy had been set aside (two strays of one topic id).
+    Now the replica is not new then: the broker refuses it (KAFKA_STORAGE_ERROR) until the dir
+    is back, and one copy of it exists throughout."""
+    c = Cluster.simulated(brokers=3, log_dirs_per_broker=2, seed=11, max_delay_ms=10)
+    c.create_topic("s", partitions=1, replication_factor=2, configs={"retention.ms": -1})
+    assert c.run_until_idle()
+    old = c.partition_state("s", 0)
+    new = next(b for b in (1, 2, 3) if b not in old.replicas)
+    c.produce("s", 0, [b"m0", b"m1"], acks=-1)
+    c.partition_network(old.leader, new)  # the added replica cannot catch up: still pending
+    c.reassign(_reassignment(*old.replicas, new), wait=False)
+    c.advance_time(200)
+    assert c.partition_state("s", 0).adding_replicas == (new,)
+    held = c.broker(new).log_manager.dir_of(TP)
+    assert held is not None, "the reassignment's first request created the replica"
+    first = held.path
+    fs = c.simulated_world.new_fs(f"broker-{new}")
+    fs.inject_fault(first, Fault.EIO)
+    c.crash_broker(new, power_loss=True)
+    c.restart_broker(new)
+    c.advance_time(2000)
+    assert c.partition_state("s", 0).adding_replicas == (new,)  # still pending
+    broker = c.broker(new)
+    assert first in broker.log_manager.offline_dirs
+    assert all(TP not in d.logs for d in broker.log_manager.dirs.values() if d.online), \
+        "no second log of the replica on the online dir"
+    assert TP not in broker.replica_manager.describe()
+    # The dir is back: its own copy is loaded, the only one, and the reassignment completes.
+    fs.clear_fault(first)
+    c.crash_broker(new, power_loss=False)
+    c.restart_broker(new)
+    c.heal_network()
+    assert c.run_until_idle(max_ms=120_000)
+    assert c.partition_state("s", 0).replicas == (*old.replicas, new)
+    copies = [path for path in c.log_dirs[new] for name in fs.listdir(path) if name == "s-0"]
+    assert copies == [first]
+    assert [r.value for r in c.fetch("s", 0, 0)] == [b"m0", b"m1"]

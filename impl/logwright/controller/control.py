@@ -163,11 +163,19 @@ class ControlRequests(ControllerCore):
     def _leader_and_isr(self, broker_id: int, kind: LeaderAndIsrType,
                         states: Iterable[PartitionState],
                         new: Iterable[TopicPartition] = ()) -> None:
+        """A LeaderAndIsr of ``states`` to ``broker_id``; ``is_new`` for the partitions of
+        ``new`` only: those whose replica on this broker the request itself creates (a topic's
+        creation, a reassignment's first request to the replicas it adds, that request sent
+        again unanswered). Never in a FULL request (a registration's or a failover's), nor in
+        any other: the replica may already hold records on a dir that is offline now, and a
+        broker told ``is_new`` creates an empty log of it on another dir (as Kafka's
+        ZooKeeper-mode controller, which sends ``isNew`` only on the NewReplica transition;
+        traces/regressions/0052)."""
         new_tps = set(new)
+        assert kind == LeaderAndIsrType.INCREMENTAL or not new_tps, \
+            "a FULL LeaderAndIsr creates no replica as new"
         configs = self._topic_configs()
-        wire = tuple(self._wire_state(s, broker_id,
-                                      is_new=s.tp in new_tps or broker_id in s.adding_replicas,
-                                      configs=configs)
+        wire = tuple(self._wire_state(s, broker_id, is_new=s.tp in new_tps, configs=configs)
                      for s in states)
         leaders = tuple(sorted({s.leader for s in wire if s.leader in self._session_deadline_ms}))
         self._send(broker_id, LeaderAndIsrRequest(
@@ -186,8 +194,10 @@ class ControlRequests(ControllerCore):
 
     def _send_leader_and_isr(self, states: Sequence[PartitionState],
                              new: Iterable[TopicPartition] = (),
-                             exclude: Iterable[int] = ()) -> None:
-        """INCREMENTAL LeaderAndIsr to every live replica of ``states``."""
+                             exclude: Iterable[int] = (), adding_new: bool = False) -> None:
+        """INCREMENTAL LeaderAndIsr to every live replica of ``states``: ``is_new`` for every
+        replica of the partitions of ``new`` (a topic's creation) and, with ``adding_new`` (a
+        reassignment's first request), for each state's adding replicas."""
         skip = set(exclude)
         new_tps = set(new)
         per_broker: dict[int, list[PartitionState]] = {}
@@ -196,8 +206,10 @@ class ControlRequests(ControllerCore):
                 if broker_id in self._session_deadline_ms and broker_id not in skip:
                     per_broker.setdefault(broker_id, []).append(state)
         for broker_id in sorted(per_broker):
+            added = {s.tp for s in per_broker[broker_id]
+                     if adding_new and broker_id in s.adding_replicas}
             self._leader_and_isr(broker_id, LeaderAndIsrType.INCREMENTAL, per_broker[broker_id],
-                                 new_tps)
+                                 new_tps | added)
 
     def _send_stop_replica(self, broker_id: int,
                            partitions: Sequence[StopReplicaPartition]) -> None:

@@ -109,7 +109,8 @@ class Reassignments(DirMoves):
             log.info("%s reassigning %s: replicas %s, adding %s, removing %s, log dirs %s",
                      self.node_id, state.tp, state.replicas, state.adding_replicas,
                      state.removing_replicas, state.target_log_dirs or "any")
-        self._send_leader_and_isr(delta.partitions)
+        # The added replicas are new in this request only (control.py, _leader_and_isr).
+        self._send_leader_and_isr(delta.partitions, adding_new=True)
         self._send_update_metadata(delta.partitions)
         for move in moves:
             self._maybe_complete_reassignment(move.tp)
