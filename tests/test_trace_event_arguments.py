@@ -52,7 +52,7 @@ REQUIRED: dict[tuple[str, str], set[str]] = {
     ("ControllerFencing", "ElectController"): {"c"},
     ("ControllerFencing", "ElectLeader"): {"c", "outcome"},
     ("ControllerFencing", "Register"): {"b", "e"},
-    ("ControllerFencing", "SendLeaderAndIsr"): {"c", "b", "e", "le"},
+    ("ControllerFencing", "SendLeaderAndIsr"): {"c", "b", "e", "le", "isr"},
     ("ControllerFencing", "SendStopReplica"): {"c", "b", "e", "le"},
     ("ControllerFencing", "Deliver"): {"type", "c", "b", "e", "le", "outcome"},
     ("ControllerFencing", "ControllerEpochSeen"): {"b", "type", "c"},
@@ -472,6 +472,10 @@ def test_deliveries_answer_what_the_controller_sent(run: tuple[str, list[Event]]
         a = e["args"]
         if e["action"] in ("SendLeaderAndIsr", "SendStopReplica"):
             sent.add((e["instance"], e["action"].removeprefix("Send"), a["c"], a["b"], a["le"]))
+            if e["action"] == "SendLeaderAndIsr":
+                # The controller's ISR as the request carries it: distinct replicas, sorted.
+                assert a["isr"] == sorted(set(a["isr"])), e
+                assert all(isinstance(m, int) and m >= 0 for m in a["isr"]), e
         elif e["action"] == "Deliver":
             assert e["node"] == f"broker-{a['b']}", e
             assert (e["instance"], a["type"], a["c"], a["b"], a["le"]) in sent, e

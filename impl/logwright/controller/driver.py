@@ -59,6 +59,7 @@ from logwright.world.trace import (
     CONTROLLER_FENCING,
     INIT,
     NO_TRACE,
+    Json,
     TraceRecorder,
     first_of_each,
     partition_instance,
@@ -347,9 +348,16 @@ class Controller:
             return
         assert isinstance(request, LeaderAndIsrRequest | StopReplicaRequest)
         kind = "Send" + type(request).__name__.removesuffix("Request")
+        # A LeaderAndIsr's ISR is the store's as the request was built, just now: the
+        # controller's ISR, which the leader's (the one LogStartOffset's events record) may lag
+        # (a shrink the leader has not yet heard was committed).
+        isr = first_of_each((s.tp, sorted(s.isr)) for s in request.partition_states) \
+            if isinstance(request, LeaderAndIsrRequest) else {}
         for tp, (le, topic_id) in first_of_each((tp, (le, tid)) for tp, le, tid in named).items():
+            args: dict[str, Json] = {"c": request.controller_epoch, "b": b,
+                                     "e": request.broker_epoch, "le": le,
+                                     "topicId": topic_id_text(topic_id)}
+            if tp in isr:
+                args["isr"] = list(isr[tp])
             self.trace.emit(self.node_id, CONTROLLER_FENCING,
-                            partition_instance(tp.topic, tp.partition), kind,
-                            {"c": request.controller_epoch, "b": b,
-                             "e": request.broker_epoch, "le": le,
-                             "topicId": topic_id_text(topic_id)}, {})
+                            partition_instance(tp.topic, tp.partition), kind, args, {})

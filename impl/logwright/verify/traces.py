@@ -493,8 +493,9 @@ class _LsoInstance(_Instance):
         not answered as far as the trace shows)."""
         self.doomed: set[int] = set()
         """Members the leader's ISR shows only through a proposal the controller refuses (a
-        stale broker epoch, KIP-903): not in the model's ISR, until an event records the
-        leader's ISR without them."""
+        stale broker epoch, KIP-903), or, restarted, only because the leader has not yet heard
+        that the controller dropped them (:meth:`controller_isr`): not in the model's ISR,
+        until an event records the leader's ISR without them."""
         self.deleted: dict[int, int] = {}
         """Replica -> the leader epoch the controller had written when a reassignment deleted
         it (its StopReplica comes after that epoch drops it), until it fetches again."""
@@ -728,6 +729,29 @@ class _LsoInstance(_Instance):
         if t is not None:
             self.state = t
             self.doomed.add(b)
+
+    def controller_isr(self, isr: frozenset[int]) -> None:
+        """The active controller sent a LeaderAndIsr of the leader epoch it last wrote whose
+        ISR (the store's, as it was sent) is ``isr``. A replica whose restart waits for the ISR
+        drop and that ``isr`` lacks is out of the controller's ISR: dropped at its registration
+        (KIP-966), or by a shrink the leader asked for and has not yet heard committed (its
+        maximal ISR, which the events record, keeps the member until it hears). The model's
+        ShrinkIsr is taken here (its restart is then checked, with the ISR drop first), the
+        member kept out of the model's ISR until an event records the leader's ISR without it.
+        Every other difference is left alone: the leader's maximal ISR is ahead of the
+        controller's for a member it proposed."""
+        s = self.state
+        for r in sorted(self.pending_restart):
+            if r == s.leader or r not in s.isr or r in isr:
+                continue
+            t = self.twin().ShrinkIsr(s, r)
+            if t is None:
+                continue
+            s = self.state = t
+            self.doomed.add(r)
+            self.notes.append("ShrinkIsr: the controller's LeaderAndIsr left out a restarted "
+                              "member its leader's ISR still showed (a shrink the leader had not "
+                              "yet heard was committed): the ISR drop its restart waits for")
 
     def no_leader(self) -> None:
         """The controller wrote "no leader": restarts still deferred are no longer this model's
@@ -1946,6 +1970,7 @@ class _Replay:
         self.generation: dict[str, str] = {}  # instance -> the topic id of its current generation
         self.failed: set[str] = set()
         self.registered: dict[int, int] = {}  # broker -> its registered broker epoch so far
+        self.controller_epoch = -1  # the newest controller epoch an ElectController recorded
 
     def ff_instance(self, name: str) -> _FfInstance:
         ff = self.ff
@@ -2013,6 +2038,14 @@ class _Replay:
                     and not self.other_generation(inst, args)):
                 for b, epoch in changed.get("replicaEpoch", {}).items():
                     lso[inst].heard_of(int(b), int(epoch))
+            if action == "ElectController":
+                self.controller_epoch = max(self.controller_epoch,
+                                            int(changed.get("controllerEpoch", args["c"])))
+            if (action == "SendLeaderAndIsr" and "isr" in args and inst in lso
+                    and not self.other_generation(inst, args)
+                    and int(args["c"]) == self.controller_epoch
+                    and int(args["le"]) == lso[inst].written_epoch):
+                lso[inst].controller_isr(frozenset(int(m) for m in args["isr"]))
             if action == "Register":
                 registered[int(args["b"])] = int(args["e"])
                 for instance_ in lso.values():
