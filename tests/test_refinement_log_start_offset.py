@@ -412,3 +412,54 @@ def test_the_isr_floor_is_carried_by_the_search_and_holds_expansions_to_it() -> 
     # With the floor at 0 (a leadership that began before the deletion) it may.
     c.rebase(lagging)
     assert c.check(lagging._replace(isr=frozenset({1, 2}))).actions == ("ExpandIsr(2)",)
+
+
+def _fetch_then_deletion() -> tuple[RefinementChecker, S, S]:
+    """Seed 6359's change (traces/regressions/0053): follower 2 handles one fetch response,
+    appending 9..11 (flushed at once, ``flush.messages`` 1), taking the HW 9 and the start
+    offset 6 (checkpointed), then deleting its segments wholly below 6 (first base 0 to 5)."""
+    spec = twin_for((2, 3), 3)
+    c = RefinementChecker(LogStartOffsetRefinement(spec), max_steps=3, visible=visible)
+    before = S((9, 12), (7, 9), (0, 6), (0, 5), (0, 6), (9, 12), frozenset({2, 3}), 3, 5, 9, 0)
+    after = before._replace(leo=(12, 12), hw=(9, 9), logStart=(6, 6), segStart=(5, 5),
+                            ckptStart=(6, 6), flushed=(12, 12))
+    return c, before, after
+
+
+def test_a_follower_s_fetch_that_checkpoints_flushes_and_deletes_below_its_start_passes() -> None:
+    """ApplyFetch, CheckpointStartOffset, Flush and DeleteOldestSegment×5: four twin moves in
+    one event, within the search's three because the follower's ApplyFetch and the checkpoint
+    of its raise are one move (the implementation writes the raise before the fetch returns)."""
+    c, before, after = _fetch_then_deletion()
+    c.rebase(before)
+    found = c.check(after)
+    assert sorted(found.actions) == [
+        "ApplyFetch(2, o=12, served=(12, 9, 6))+CheckpointStartOffset(2)",
+        "DeleteOldestSegment(2)×5", "Flush(2, 12)"]
+    # The composite is two genuine twin steps: the state between them is the ApplyFetch's.
+    mid = twin_for((2, 3), 3).ApplyFetch(before._replace(resp=frozenset({(2, 12, 9, 6)})), 2, 12)
+    assert mid is not None and mid.ckptStart == (0, 6) and mid.logStart == (6, 6)
+
+
+@pytest.mark.parametrize("change", [
+    # a segment holding the start offset 6 deleted (first base 7), the start offset kept
+    {"segStart": (7, 5)},
+    # segments holding records at and above the HW 9 deleted, the start offset with them
+    {"segStart": (10, 5), "logStart": (10, 6), "ckptStart": (10, 6)},
+    # a start offset above the HW 9
+    {"logStart": (10, 6), "ckptStart": (10, 6)},
+    # a start offset above the one served (6), at most the HW
+    {"logStart": (8, 6), "ckptStart": (8, 6)},
+    # a checkpoint above the start offset
+    {"ckptStart": (7, 6)},
+    # the HW above the one served
+    {"hw": (10, 9), "leo": (12, 12)},
+])
+def test_an_illegal_change_of_the_same_shape_is_still_refused(change: dict[str, object]) -> None:
+    """The composite move takes nothing the twin does not: planted variants of seed 6359's
+    change that delete a segment at or above the start offset, or raise the start offset
+    beyond the HW or the served one, find no path."""
+    c, before, after = _fetch_then_deletion()
+    c.rebase(before)
+    with pytest.raises(RefinementViolation, match="no step of the model"):
+        c.check(after._replace(**change))

@@ -24,9 +24,15 @@ so that no append is refused and TypeOK bounds nothing, and its segment size is 
 the implementation holding n offsets is n segments of the model, and retention deleting it is n
 ``DeleteOldestSegment`` steps. So that one search stays cheap, :meth:`LogStartOffsetRefinement.
 successors` tries a run of the same action as one move (``Append×5``: a produce of five
-records; ``DeleteOldestSegment(1)×8``: one deleted segment of eight offsets) and takes parameter
-values only from the offsets present in the two states it links; every move is still a sequence
-of genuine twin steps. The twin's fetch response in flight (``resp``) is hidden: abstract
+records; ``DeleteOldestSegment(1)×8``: one deleted segment of eight offsets), and a follower's
+``ApplyFetch`` followed by the ``CheckpointStartOffset`` of the start offset it raised as one
+move too (the implementation makes a follower's raise durable before its fetch returns: the
+twin's ``FollowerFetch``). One fetch response handled may then flush the records appended
+(``flush.messages``) and delete the segments wholly below the new start offset: ApplyFetch,
+CheckpointStartOffset, Flush and DeleteOldestSegment×k, four moves the search's three did not
+reach as separate ones (seed 6359, traces/regressions/0053). Parameter values are taken only
+from the offsets present in the two states a move links; every move is still a sequence of
+genuine twin steps, and the invariants are checked on the state it reaches. The twin's fetch response in flight (``resp``) is hidden: abstract
 states hold none, and an ``ApplyFetch`` move applies a response the leader may have served
 (its state in the step's source, or one the projection saw earlier), ``ServeFetch`` folded
 into it. The DeleteRecords waiting in the purgatory (``pending``) is hidden too (the
@@ -138,7 +144,8 @@ class LogStartOffsetRefinement:
 
     def successors(self, state: State, target: State) -> Iterable[tuple[str, State]]:
         """Every twin move from ``state`` with parameters among the offsets of ``state`` and
-        ``target``; runs of Append and of DeleteOldestSegment are one move."""
+        ``target``; runs of Append and of DeleteOldestSegment are one move, and so is a
+        follower's ApplyFetch with the CheckpointStartOffset of the start offset it raised."""
         assert isinstance(state, LogStartOffsetState) and isinstance(target, LogStartOffsetState)
         # isrFloor is carried, as the twin's steps set it: see the module docstring.
         yield from self._moves(state, sorted(_values(state) | _values(target)))
@@ -152,7 +159,8 @@ class LogStartOffsetRefinement:
 
     def _fetch_moves(self, s: S, values: list[int]) -> Iterator[tuple[str, State]]:
         """ApplyFetch(r) of each response that may be in flight, the response hidden again
-        after it (so ServeFetch is folded into it), and TruncateFollower(r)."""
+        after it (so ServeFetch is folded into it), alone and followed by
+        CheckpointStartOffset(r) of the start offset it raised, and TruncateFollower(r)."""
         spec = self._spec
         followers = [r for r in spec.replicas if r != s.leader]
         if not followers:
@@ -164,9 +172,18 @@ class LogStartOffsetRefinement:
                 sm = s._replace(resp=s.resp | {(r, *m)})
                 for o in values:  # the new LEO: the target's is among them
                     t = spec.ApplyFetch(sm, r, o)
-                    if t is not None and t not in seen:
-                        seen.add(t)
-                        yield f"ApplyFetch({r}, o={o}, served={m})", t
+                    if t is None or t in seen:
+                        continue
+                    seen.add(t)
+                    label = f"ApplyFetch({r}, o={o}, served={m})"
+                    yield label, t
+                    # The raise written at once, as the implementation does (the twin's
+                    # FollowerFetch): one move, so that a flush and the segments then deleted
+                    # below the new start offset fit in the same search.
+                    c = spec.CheckpointStartOffset(t, r)
+                    if c is not None and c not in seen:
+                        seen.add(c)
+                        yield f"{label}+CheckpointStartOffset({r})", c
             for o in values:
                 t = spec.TruncateFollower(s, r, o)
                 if t is not None:
