@@ -446,6 +446,12 @@ behaviour), which the model calls a bug."""
 
 
 _LSO_VARS = ("leo", "hw", "logStart", "segStart", "ckptStart", "flushed")
+_LSO_VAR_FIELDS = tuple((LogStartOffsetState._fields.index(name), name) for name in _LSO_VARS)
+_LEADER, _ISR, _EPOCH_START = map(LogStartOffsetState._fields.index,
+                                  ("leader", "isr", "epochStart"))
+_new_state = tuple.__new__
+"""A named tuple from the list of its fields, as ``_make`` builds it (without its check of
+their number, and its call in Python)."""
 _LEADER_ACTIONS = frozenset({"Append", "AdvanceHW", "ShrinkIsr", "ExpandIsr", "DeleteRecords"})
 _CUT_EVENTS = frozenset({"DeleteRecords", "FollowerFetch", "DeleteOldestSegment",
                          "CheckpointStartOffset", "RestartBelowStart"})
@@ -466,6 +472,13 @@ class _Instance:
     they read (:func:`_run`)."""
     reached: State = None
     """The last state it added to :attr:`CheckReport.reached` (adding it again is no news)."""
+    label = ""
+    """The model action its last event was checked as, when not the event's own (:func:`_run`
+    reads it of every instance: an attribute each has, found without a miss)."""
+    leaderless = False
+    """The instance has no leader (a partition's, :class:`_LsoInstance`): outside the model."""
+    notes: list[str]
+    """Reasons of steps outside the model met besides the event's own (:func:`_run`)."""
 
 
 class _LsoInstance(_Instance):
@@ -555,12 +568,15 @@ class _LsoInstance(_Instance):
         """The state with the recorded new values; a BecomeLeader's ``args.leader`` is the
         leader."""
         s = self.state
+        # The new values, built as one list of the state's fields (a _replace each cost more).
+        new: list[Any] | None = None
         if action == "BecomeLeader" and args is not None:
             leader = int(args["leader"])
             if leader not in self.replicas:
                 self._add_replica(leader)
                 raise _Outside("a reassignment added a replica (the model's replicas are fixed)")
-            s = s._replace(leader=leader)
+            new = list(s)
+            new[_LEADER] = leader
         # A replica a reassignment added may first show as an ISR member, its log still empty
         # (its fetches changed nothing the trace records).
         named = [*changed.get("isr", ()), *((args["r"],) if args is not None and "r" in args
@@ -569,20 +585,20 @@ class _LsoInstance(_Instance):
             if int(m) not in self.replicas:
                 self._add_replica(int(m))
                 raise _Outside("a reassignment added a replica (the model's replicas are fixed)")
-        updates: dict[str, tuple[Any, ...]] = {}
-        for name in _LSO_VARS:
+        row: tuple[Any, ...] = s
+        for i, name in _LSO_VAR_FIELDS:
             if name not in changed:
                 continue  # unchanged: the state's own tuple
-            values = list(getattr(s, name))
+            values = list(row[i])
             for r, v in changed[name].items():
                 if int(r) not in self.replicas:
                     self._add_replica(int(r))
                     raise _Outside("a reassignment added a replica (the model's replicas are "
                                    "fixed)")
                 values[self.replicas.index(int(r))] = v
-            updates[name] = tuple(values)
-        if updates:
-            s = s._replace(**updates)  # type: ignore[arg-type]
+            if new is None:
+                new = list(s)
+            new[i] = tuple(values)
         if "isr" in changed:
             isr = frozenset(changed["isr"])
             if action == "BecomeLeader":
@@ -591,10 +607,15 @@ class _LsoInstance(_Instance):
             for m in [m for m in self.proposed if m not in isr]:
                 del self.proposed[m]
             self.doomed &= isr
-            s = s._replace(isr=isr - self.doomed)
+            if new is None:
+                new = list(s)
+            new[_ISR] = isr - self.doomed
         if "epochStart" in changed:
-            s = s._replace(epochStart=int(changed["epochStart"]))
-        return s
+            epoch_start = int(changed["epochStart"])
+            if new is None:
+                new = list(s)
+            new[_EPOCH_START] = epoch_start
+        return s if new is None else _new_state(LogStartOffsetState, new)
 
     def resync(self, action: str, args: Mapping[str, Any],
                changed: Mapping[str, Any]) -> None:
@@ -1339,6 +1360,7 @@ class _CfInstance(_Instance):
         self.index = {b: i for i, b in enumerate(self.brokers)}
         s: CFState = next(iter(twin.init_states()))  # type: ignore[assignment]
         self.state = s._replace(controllerEpoch=1, leaderEpoch=int(init.get("leaderEpoch", 0)))
+        self.notes: list[str] = []
 
     def twin(self) -> ControllerFencingTwin:
         return self.twin_
@@ -1516,6 +1538,9 @@ def _ff_twin(partitions: int, max_le: int) -> FetcherFailureTwin:
     return FetcherFailureTwin(FetcherFailureConfig(partitions, 1, max_le))
 
 
+_FF_FIELDS = {name: i for i, name in enumerate(FFState._fields)}
+
+
 class _FfInstance(_Instance):
     def __init__(self, partitions: int, max_le: int) -> None:
         self.twin_ = _ff_twin(partitions, max_le)
@@ -1526,6 +1551,7 @@ class _FfInstance(_Instance):
         self.fetched: dict[tuple[int, int], FFState] = {}
         """(partition, epoch) -> the last state a FetchOk recording no change left as it was:
         the step is a function of the state, the partition and the epoch alone."""
+        self.notes: list[str] = []
 
     def spec(self) -> Spec:
         return self.twin_
@@ -1590,12 +1616,23 @@ class _FfInstance(_Instance):
             raise _Refused("not enabled", f"{action}{_args(args)} is not enabled here",
                            twin.describe(s))
         want = t
-        for name, value in changed.items():
-            if name == "alive":
-                want = want._replace(alive=_setb(want.alive, 0, bool(value)))
-            else:
-                current = getattr(want, name)
-                want = want._replace(**{name: (*current[:i], value, *current[i + 1:])})
+        if changed and _FF_FIELDS.keys() >= changed.keys():
+            # The common case as one list of the fields (a _replace per field cost more); a
+            # name FFState has not is refused by the loop below, as it always was.
+            fields: list[Any] = list(t)
+            for name, value in changed.items():
+                j = _FF_FIELDS[name]
+                current = fields[j]
+                fields[j] = (_setb(current, 0, bool(value)) if name == "alive"
+                             else (*current[:i], value, *current[i + 1:]))
+            want = _new_state(FFState, fields)
+        else:
+            for name, value in changed.items():
+                if name == "alive":
+                    want = want._replace(alive=_setb(want.alive, 0, bool(value)))
+                else:
+                    current = getattr(want, name)
+                    want = want._replace(**{name: (*current[:i], value, *current[i + 1:])})
         if want != t:
             raise _Refused("mismatch", f"recorded {_fmt(changed)}, the twin gives another "
                            "state", twin.describe(t))
@@ -1629,6 +1666,7 @@ class _RmInstance(_Instance):
         self.values: dict[str, Any] = {}
         self.state: RMState | None = None
         self.label = ""
+        self.notes: list[str] = []
 
     def spec(self) -> Spec:
         return self.twin
@@ -2285,14 +2323,14 @@ def _run(report: CheckReport, where: str, e: Event, model: str, name: str, x: An
             except TypeError:  # a value recorded in a trace that is not hashable
                 report.states.add(fingerprint(model, t))
             x.reached = t
-        report.actions[f"{model}.{getattr(x, 'label', '') or e['action']}"] += 1
+        report.actions[f"{model}.{x.label or e['action']}"] += 1
     finally:
-        notes = getattr(x, "notes", None)
+        notes = x.notes
         if notes:
             for note in notes:
                 report.outside[f"{model}.{note}"] += 1
             notes.clear()
-    if getattr(x, "leaderless", False):
+    if x.leaderless:
         return  # no leader: outside the model, whose invariants speak of its leader's log
     # A leader change, or a replica added, re-bases LogStartOffset's constants: ``before`` is
     # described by the spec it was a state of.
