@@ -32,8 +32,9 @@ twin's ``FollowerFetch``). One fetch response handled may then flush the records
 CheckpointStartOffset, Flush and DeleteOldestSegment×k, four moves the search's three did not
 reach as separate ones (seed 6359, traces/regressions/0053). Parameter values are taken only
 from the offsets present in the two states a move links; every move is still a sequence of
-genuine twin steps, and the invariants are checked on the state it reaches. The twin's fetch response in flight (``resp``) is hidden: abstract
-states hold none, and an ``ApplyFetch`` move applies a response the leader may have served
+genuine twin steps, and the invariants are checked on the state it reaches. The twin's fetch
+response in flight (``resp``) is hidden: abstract states hold none, and an ``ApplyFetch`` move
+applies a response the leader may have served
 (its state in the step's source, or one the projection saw earlier), ``ServeFetch`` folded
 into it. The DeleteRecords waiting in the purgatory (``pending``) is hidden too (the
 implementation does not expose it to the projection yet): abstract states have none, a
