@@ -33,7 +33,7 @@ spark-cluster: $(STAMP)
 	$(VPY) -m pytest -p no:cacheprovider -m spark_cluster tests/test_spark_standalone.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check impl tests model_tests bench mutation
+	$(VENV)/bin/ruff check impl tests model_tests bench mutation spec
 	$(VENV)/bin/mypy --strict impl/logwright
 
 # Each named fault of mutation/catalogue.py, planted in a copy, must fail the CI campaign.

@@ -294,7 +294,7 @@ def strengthening() -> list[tuple[str, Any]]:
     src) the future log is stale and the source alone carries the invariant."""
 
     def types(s: V) -> Any:
-        logs = [z3.And(0 <= s[f"dur_{log}"], s[f"dur_{log}"] <= s[f"vol_{log}"]) for log in LOGS]
+        logs = [z3.And(s[f"dur_{log}"] >= 0, s[f"dur_{log}"] <= s[f"vol_{log}"]) for log in LOGS]
         return z3.And(*logs, s["acked"] >= 0, s["agree"] >= 0, s["skew"] == 0,
                       s["start_src"] >= 0, s["start_fut"] >= 0, s["start_src"] <= s["acked"],
                       z3.Or(s["current"] == SRC, s["current"] == FUT, s["current"] == NO_LOG),
@@ -341,7 +341,7 @@ def strengthening() -> list[tuple[str, Any]]:
             z3.Implies(s["name_fut"] == FUTURE, z3.And(
                 s["agree"] == s["vol_fut"], s["vol_fut"] <= s["dur_src"],
                 s["acked"] <= s["dur_src"], s["current"] != FUT,
-                0 <= s["start_fut"], s["start_fut"] <= s["start_src"])),
+                s["start_fut"] >= 0, s["start_fut"] <= s["start_src"])),
             z3.Implies(z3.And(s["name_fut"] == LIVE, s["name_src"] != GONE),
                        s["start_fut"] == s["start_src"])))
 
@@ -363,7 +363,8 @@ def strengthening() -> list[tuple[str, Any]]:
                        z3.And(s["name_fut"] == FUTURE, s["name_src"] == LIVE)))
 
     return [("Types", types), ("UpAndLock", up_and_lock), ("Restamped", restamped),
-            ("SourceHolds", source_holds), ("Names", names), ("Copying", copying), ("Swapped", swapped), ("Appends", appends)]
+            ("SourceHolds", source_holds), ("Names", names), ("Copying", copying),
+            ("Swapped", swapped), ("Appends", appends)]
 
 
 def prove(bug: str = "none", *, rlimit: int | None = None) -> list[ProofResult]:
