@@ -179,7 +179,10 @@ def test_recovery_resumes_a_future_log_and_finishes_a_cut_swap() -> None:
     assert names(b, D1) == [(DirKind.DELETE, TP)]
 
 
-def test_two_live_dirs_of_one_generation_unresolved_and_a_lone_future_never_promoted() -> None:
+def test_two_live_dirs_of_one_generation_resolved_by_their_records_and_a_lone_future_never_promoted(
+        ) -> None:
+    """R8 decides between two live copies of one generation by their records: the empty one
+    goes ``-delete``, whichever dir comes first; R5 leaves a lone future alone."""
     b = Broker()
     filled(b)
     b.lm.shutdown()
@@ -188,7 +191,10 @@ def test_two_live_dirs_of_one_generation_unresolved_and_a_lone_future_never_prom
     b.fs.makedirs(f"{D3}/t-1.{'a' * 32}-future")
     PartitionMetadataFile(b.fs, f"{D3}/t-1.{'a' * 32}-future").write(TOPIC_ID, 1)
     b.start()
-    assert any("also live" in why for why in b.report.set_aside.values())
+    served = b.lm.get_log(TP)
+    assert served is not None and served.dir_path == f"{D1}/t-0"
+    assert served.log_end_offset == 12
+    assert names(b, D2) == [(DirKind.DELETE, TP)]
     assert any("R5" in why for why in b.report.set_aside.values())
     assert b.fs.exists(f"{D3}/t-1.{'a' * 32}-future")
     assert b.lm.get_log(TopicPartition("t", 1)) is None
@@ -532,12 +538,24 @@ def test_live_copies_under_different_topic_ids_are_all_set_aside_for_the_control
     assert [s.topic_id for s in b.lm.stray_logs()] == [TOPIC_ID]
 
 
+def _copy_dir(src: Broker, src_dir: str, b: Broker, dst: str) -> None:
+    """Every file of ``src``'s ``src_dir`` written, fsynced, into a new ``dst`` of ``b``."""
+    b.fs.makedirs(dst)
+    for name in src.fs.listdir(src_dir):
+        h = b.fs.open(f"{dst}/{name}", create=True)
+        h.append(src.fs.read_file(f"{src_dir}/{name}"))
+        h.fsync()
+        h.close()
+    b.fs.fsync_dir(dst)
+
+
 def test_live_copies_of_one_topic_id_still_resolve_by_generation_beside_another_id() -> None:
-    """R7 keeps R2 within each topic id: the lower generation's live copy goes ``-delete``."""
+    """R7 keeps R2 within each topic id: the lower generation's live copy goes ``-delete``
+    when the newer one holds every record it does (R8)."""
     b = Broker()
     filled(b)
     b.lm.shutdown()
-    b.fs.makedirs(f"{D2}/t-0")
+    _copy_dir(b, f"{D1}/t-0", b, f"{D2}/t-0")  # the swap's copy
     PartitionMetadataFile(b.fs, f"{D2}/t-0").write(TOPIC_ID, 3)  # the same id, newer
     b.fs.makedirs(f"{D3}/t-0")
     PartitionMetadataFile(b.fs, f"{D3}/t-0").write(Uuid.from_random(random.Random(8)))
@@ -545,3 +563,54 @@ def test_live_copies_of_one_topic_id_still_resolve_by_generation_beside_another_
     assert names(b, D1) == [(DirKind.DELETE, TP)]
     assert sorted(c.stray.log_dir for c in b.report.doubted) == [D2, D3]
     assert b.lm.get_log(TP) is None
+
+
+@pytest.mark.parametrize("newer", ["empty", "shorter", "another epoch", "the same"])
+def test_the_live_copy_holding_the_others_records_serves_whatever_its_generation(
+        newer: str) -> None:
+    """R8: a generation orders the copies of one move, not copies made apart (a replica created
+    afresh at generation 0 while the dir of an older, moved copy was offline). Of two live
+    copies of one topic id, the one holding every record of the other serves, R1's of the
+    higher generation when both do, and the other goes ``-delete``; when neither does (records
+    of another leader epoch), the one whose last record has the newer epoch serves and the
+    other is set aside, reported, and left on disk with its records, start-up after start-up."""
+    b = Broker()
+    filled(b)  # generation 0 in D1: offsets 0..11, leader epochs 0 and 1
+    b.lm.shutdown()
+    other = Broker()  # the copy of generation 1, made apart
+    if newer == "empty":
+        other.lm.create_log(TP, TOPIC_ID, D1).flush()
+    elif newer == "shorter":
+        filled(other, batches=3)
+    elif newer == "another epoch":
+        log = other.lm.create_log(TP, TOPIC_ID, D1)
+        for i in range(6):
+            log.append_as_leader(batch(b"x%d.0" % i, b"x%d.1" % i), leader_epoch=5)
+        log.flush()
+    else:
+        filled(other)
+    other.lm.shutdown()
+    _copy_dir(other, f"{D1}/t-0", b, f"{D2}/t-0")
+    PartitionMetadataFile(b.fs, f"{D2}/t-0").write(TOPIC_ID, 1)
+    before = {n: b.fs.read_file(f"{D1}/t-0/{n}") for n in b.fs.listdir(f"{D1}/t-0")
+              if n.endswith(".log")}
+    b.start()
+    served = b.lm.get_log(TP)
+    assert served is not None
+    if newer in ("empty", "shorter"):  # D1 holds all of D2's records, and more
+        assert served.dir_path == f"{D1}/t-0" and served.log_end_offset == 12
+        assert names(b, D2) == [(DirKind.DELETE, TP)]
+        assert read_all(served)[:2] == [(0, b"r0.0"), (1, b"r0.1")]
+        return
+    assert served.dir_path == f"{D2}/t-0"  # R1's copy: the same records, or a newer epoch
+    if newer == "the same":
+        assert names(b, D1) == [(DirKind.DELETE, TP)]  # R2
+        return
+    for _ in range(2):
+        assert names(b, D1) == [(DirKind.LIVE, TP)]
+        assert "not deleted" in b.report.set_aside[f"{D1}/t-0"]
+        assert {n: b.fs.read_file(f"{D1}/t-0/{n}") for n in before} == before
+        b.lm.shutdown()
+        b.start()
+        loaded = b.lm.get_log(TP)
+        assert loaded is not None and loaded.dir_path == f"{D2}/t-0"

@@ -196,14 +196,18 @@ def test_start_offset_checkpoint_is_written_in_kafka_format() -> None:
     assert text == "0\n1\ntopic 3 2\n"
 
 
-def test_the_same_partition_live_in_two_dirs_is_set_aside_not_fatal() -> None:
+def test_the_same_partition_live_in_two_dirs_is_not_fatal() -> None:
+    """One copy serves; the other, holding no record the first lacks (none at all here), goes
+    ``-delete`` (docs/jbod.md, R8); start-up goes on."""
     b = Broker()
     b.lm.create_log(tp(0), log_dir=DIRS[0])
     b.fs.mkdir(f"{DIRS[1]}/topic-0")
     b.fs.fsync_dir(DIRS[1])
     b.crash_and_restart()
-    assert len(b.report.set_aside) == 1
-    assert b.lm.get_log(tp(0)) is not None
+    log = b.lm.get_log(tp(0))
+    assert log is not None and log.dir_path == f"{DIRS[0]}/topic-0"
+    assert [p.rsplit("/", 1)[0] for p in b.report.queued_deletes] == [DIRS[1]]
+    assert b.report.set_aside == {}
 
 
 def test_bad_arguments_get_precise_errors() -> None:

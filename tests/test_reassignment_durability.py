@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
+import pytest
+
+from logwright.broker.config import BrokerConfig
 from logwright.cluster import Cluster
 from logwright.errors import Errors
 from logwright.identity import TopicPartition
+from logwright.verify.cluster_run import ClusterRun
 from logwright.world import Fault
 from tests.test_broker_harness import T0, World, state
 
@@ -157,3 +162,105 @@ def test_a_restarted_adding_replica_is_not_new_while_its_dir_is_offline() -> Non
     copies = [path for path in c.log_dirs[new] for name in fs.listdir(path) if name == "s-0"]
     assert copies == [first]
     assert [r.value for r in c.fetch("s", 0, 0)] == [b"m0", b"m1"]
+
+
+MIN = 60_000
+ORPHAN_CONFIG = {"orphan.partition.removal.delay.ms": str(MIN), "log.retention.ms": str(3 * MIN),
+                 "log.retention.check.interval.ms": str(MIN // 2)}
+
+
+def _away_and_back(old_dir: int, power_loss: bool) -> tuple[ClusterRun, Any, int, int, int]:
+    """A broker's replica sits on its dir ``old_dir``, which fails; a reassignment removes the
+    broker (the deletion cannot reach the failed dir); the broker restarts with the dir still
+    failed; another reassignment adds it back, whose first LeaderAndIsr creates a new log of
+    the same topic id on the healthy dir, at generation 0 (the old copy is at generation 1 when
+    it had been moved to ``old_dir`` first). Every step is checked as the fuzzer checks it (the
+    durability properties, and the four models' refinement after every event). Returns the
+    run, its step function, and the broker, the leader kept and the broker added."""
+    run = ClusterRun({"brokers": 3, "log_dirs_per_broker": 2, "max_delay_ms": 10, "seed": 1,
+                      "broker_config": BrokerConfig.from_properties(ORPHAN_CONFIG)})
+
+    def do(**step: Any) -> None:
+        run.apply(step)
+        run.check()
+
+    c = run.cluster
+    do(op="create_topic", topic="s", partitions=1, replication_factor=2,
+       configs={"retention.ms": "-1"})
+    do(op="settle")
+    do(op="produce", topic="s", partition=0, values=["a", "b"], acks=-1)
+    first = c.partition_state("s", 0)
+    b = next(r for r in first.replicas if r != first.leader)
+    keep = first.leader
+    other = next(r for r in (1, 2, 3) if r not in first.replicas)
+    old_path, new_path = c.log_dirs[b][old_dir - 1], c.log_dirs[b][2 - old_dir]
+    if c.broker(b).log_manager.dir_of(TP).path != old_path:
+        do(op="alter_log_dir", broker=b, partition=0, dir=old_dir)
+        do(op="settle")
+    assert c.broker(b).log_manager.dir_of(TP).path == old_path
+    do(op="fail_dir", broker=b, dir=old_dir)
+    do(op="advance", ms=2_000)
+    do(op="reassign", topic="s", partition=0, replicas=[keep, other])
+    do(op="advance", ms=70_000)
+    assert c.partition_state("s", 0).replicas == (keep, other)
+    do(op="crash", broker=b, power_loss=power_loss)
+    do(op="restart", broker=b)
+    do(op="advance", ms=5_000)
+    do(op="reassign", topic="s", partition=0, replicas=[keep, other, b])
+    do(op="advance", ms=70_000)
+    assert c.partition_state("s", 0).replicas == (keep, other, b)
+    assert c.broker(b).log_manager.dir_of(TP).path == new_path, "created on the healthy dir"
+    do(op="produce", topic="s", partition=0, values=["c"], acks=-1)
+    do(op="advance", ms=5_000)
+    return run, do, b, keep, other
+
+
+@pytest.mark.parametrize("power_loss", [False, True])
+@pytest.mark.parametrize("old_dir", [1, 2])
+def test_a_copy_left_on_a_failed_dir_and_a_new_one_of_the_same_topic_id(
+        old_dir: int, power_loss: bool) -> None:
+    """Two live copies of one partition and one topic id that no move made (:func:`_away_and_back`),
+    and the broker restarts with the dir repaired (docs/jbod.md, R8). The new copy, which holds
+    every record of the old one and more, serves, whatever the generations say (the old one's
+    is the higher when it had moved) and whatever the dirs' order; the old one goes
+    ``-delete``. Before, R2 deleted the new copy by its lower generation, or the dir order
+    served the old one and left the new one set aside."""
+    run, do, b, keep, other = _away_and_back(old_dir, power_loss)
+    c = run.cluster
+    new_path = c.broker(b).log_manager.dir_of(TP).path
+    do(op="crash", broker=b, power_loss=False)
+    do(op="restart", broker=b, repair=True)
+    broker = c.broker(b)
+    assert broker.log_manager.dir_of(TP).path == new_path
+    fs = run.world.new_fs(f"broker-{b}")
+    old_path = next(p for p in c.log_dirs[b] if p != new_path)
+    assert "s-0" not in fs.listdir(old_path)
+    assert any(n.startswith("s-0.") and n.endswith("-delete") for n in fs.listdir(old_path))
+    do(op="produce", topic="s", partition=0, values=["d"], acks=-1)
+    do(op="advance", ms=4 * MIN)
+    do(op="repair_and_settle")  # every acknowledged record read back, every replica caught up
+    assert c.partition_state("s", 0).replicas == (keep, other, b)
+
+
+@pytest.mark.parametrize("old_dir", [1, 2])
+def test_the_last_isr_member_restarting_serves_its_copy_with_the_newest_records(
+        old_dir: int) -> None:
+    """The same two copies, and the broker is then the partition's last ISR member: it takes an
+    acknowledged record alone, stops, and restarts with the dir repaired; the controller elects
+    it again from what it loaded. Serving the old copy (by dir order, or by its higher
+    generation with the new copy deleted) lost the acknowledged records only the new copy held
+    (found by a directed run of the two-copies case, 2026-11-29)."""
+    run, do, b, keep, other = _away_and_back(old_dir, power_loss=False)
+    c = run.cluster
+    do(op="crash", broker=keep, power_loss=False)
+    do(op="advance", ms=30_000)
+    do(op="crash", broker=other, power_loss=False)
+    do(op="advance", ms=30_000)
+    assert c.partition_state("s", 0).isr == (b,)
+    do(op="produce", topic="s", partition=0, values=["d"], acks=-1)
+    do(op="advance", ms=2_000)
+    do(op="crash", broker=b, power_loss=False)
+    do(op="advance", ms=30_000)
+    do(op="restart", broker=b, repair=True)
+    do(op="advance", ms=10_000)
+    do(op="repair_and_settle")  # a consumer reads every acknowledged record, "d" included

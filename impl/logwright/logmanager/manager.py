@@ -202,8 +202,52 @@ def tp_is_live(state: LogDirState, log: PartitionLog) -> bool:
 #: than one live or future dir: load it as the live log, rename it ``-delete`` (R2), load it as
 #: the future log of a move in progress (R3), or leave it untouched (R5); or, when live dirs of
 #: the partition carry different topic ids (R7), load it, report it, and set it aside as a
-#: stray for the controller's LeaderAndIsr to revive the one it names.
+#: stray for the controller's LeaderAndIsr to revive the one it names; or (R8) load another live
+#: dir of the same topic id to compare with the one R1 chose: the copy that holds the others'
+#: records serves, a copy another holds all of goes ``-delete`` (R2), any other is set aside.
 _LOAD, _DELETE, _RESUME, _LEAVE, _DOUBT = "load", "delete", "resume", "leave", "doubt"
+_COMPARE = "compare"
+
+
+def holds_every_record_of(log: PartitionLog, other: PartitionLog) -> bool:
+    """``log`` holds every record ``other`` holds, as a follower's truncation would judge it
+    (OffsetForLeaderEpoch): ``other`` holds none, or it ends at or below ``log``'s end and
+    ``log`` knows the leader epoch of ``other``'s last record to end at or beyond it. Records
+    with one offset and one leader epoch are one record, with the same records before them
+    (Kafka's log matching), so that settles every record below too."""
+    end = other.log_end_offset
+    if end <= other.log_start_offset:
+        return True
+    if end > log.log_end_offset:
+        return False
+    last = _last_epoch(other)
+    if last < 0:
+        return False  # the epoch of its last record is not known: nothing to compare
+    answer = log.end_offset_for_epoch(last)
+    return answer is not None and answer[0] == last and answer[1] >= end
+
+
+def _last_epoch(log: PartitionLog) -> int:
+    """The leader epoch of ``log``'s last record (-1: none, or not known)."""
+    end, last = log.log_end_offset, -1
+    if end <= log.log_start_offset:
+        return -1
+    for entry in log.leader_epoch_cache.entries:
+        if entry.start_offset > end - 1:
+            break
+        last = entry.epoch
+    return last
+
+
+def _ahead(log: PartitionLog, other: PartitionLog) -> bool:
+    """R8: ``log`` should serve rather than ``other``: it holds every record ``other`` does
+    and more; or neither holds all of the other's and ``log``'s last record has the newer
+    leader epoch, or the same and ``log`` is longer."""
+    if holds_every_record_of(other, log):
+        return False
+    if holds_every_record_of(log, other):
+        return True
+    return (_last_epoch(log), log.log_end_offset) > (_last_epoch(other), other.log_end_offset)
 
 
 class _DirCheckpoints(NamedTuple):
@@ -309,6 +353,9 @@ class LogManager:
         self._listings: dict[str, list[tuple[str, bool | None]]] = {}
         #: R7: the doubted copies start-up loaded, to set aside once every dir is loaded.
         self._doubted: list[tuple[LogDirState, PartitionLog]] = []
+        #: R8: the other live copies of one topic id start-up loaded (dir, entry name, log), to
+        #: compare with R1's once every dir is loaded.
+        self._compared: list[tuple[LogDirState, str, PartitionLog]] = []
 
     # ---- start-up ------------------------------------------------------------------------------
 
@@ -330,6 +377,7 @@ class LogManager:
             self._parsed_names = {}  # (before the pause's collection looks at them)
             self._listings = {}
             forget_last_keys()
+        self._settle_live_copies(report)
         self._set_aside_doubted(report)
         if any(not state.online for state in self.dirs.values()):
             self._restamp_generations(report)
@@ -340,12 +388,13 @@ class LogManager:
     def _recovery_plan(self) -> dict[tuple[str, str], str]:
         """Recovery of JBOD moves, from the dir names (and the generations their
         ``partition.metadata`` records) alone, for each partition with more than one live or
-        future dir across the online dirs: R1 the live dir of the highest generation is loaded;
-        R2 a live dir of a lower generation is renamed ``-delete``; R3 a ``-future`` dir of a
-        higher generation than that live dir is loaded as the move's future log (the newest one
-        if several; any other goes ``-delete``); R5 with no live dir, a ``-future`` dir is left
-        untouched (never promoted). Two live dirs of the same highest generation are not
-        resolved (the second found is set aside, as before moves existed). Generations compare
+        future dir across the online dirs: R1 the live dir of the highest generation is loaded
+        (the first found of several); every other live dir of its topic id is loaded to compare
+        (R8, ``_settle_live_copies``: the copy holding the others' records serves, and R2 renames
+        ``-delete`` each copy it holds every record of); R3 a ``-future`` dir of a higher
+        generation than R1's live dir is loaded as the move's future log (the newest one if
+        several; any other goes ``-delete``); R5 with no live dir, a ``-future`` dir is left
+        untouched (never promoted). Generations compare
         only within one topic id; R7: when live dirs of the partition carry different topic ids
         (a dir that was offline while the topic was deleted and created again), start-up cannot
         tell which is current, so each is doubted (``_set_aside_doubted``). A metadata file that
@@ -393,9 +442,10 @@ class LogManager:
     def _plan_generations(entries: list[tuple[int, str, str, DirKind]],
                           plan: dict[tuple[str, str], str], doubt: bool) -> None:
         """R1..R5 over the live and future dirs of one partition under one topic id (generation,
-        dir, name, kind); with ``doubt`` (R7: live dirs of the partition under another topic id
-        too), the live dirs left are doubted and any future dir goes ``-delete`` (its live log
-        holds all it does, and a doubted log's move is cancelled anyway)."""
+        dir, name, kind), every live dir but R1's left to R8 to compare; with ``doubt`` (R7: live
+        dirs of the partition under another topic id too), the live dirs of the highest
+        generation are doubted, and any future dir goes ``-delete`` (its live log holds all it
+        does, and a doubted log's move is cancelled anyway)."""
         lives = [(g, d, n) for g, d, n, k in entries if k is DirKind.LIVE]
         futures = sorted(((g, d, n) for g, d, n, k in entries if k is DirKind.FUTURE),
                          reverse=True)
@@ -405,11 +455,9 @@ class LogManager:
             return
         top = max(g for g, _, _ in lives)
         winners = [(d, n) for g, d, n in lives if g == top]
-        if len(winners) > 1 and not doubt:
-            return  # not resolvable from the names: the second is set aside
         for g, d, n in lives:
-            if g < top:
-                plan[(d, n)] = _DELETE  # R2
+            if g < top or (not doubt and (d, n) != winners[0]):
+                plan[(d, n)] = _COMPARE  # R8, then R2 if R1's copy holds all it does
         if doubt:
             for winner in winners:
                 plan[winner] = _DOUBT  # R7
@@ -424,6 +472,87 @@ class LogManager:
                 resumed = True
             else:
                 plan[(d, n)] = _DELETE
+
+    def _settle_live_copies(self, report: StartupReport) -> None:
+        """R8: a partition with live copies of one topic id in several dirs serves the copy that
+        holds every record of the others (:func:`holds_every_record_of`): R1's, of the highest
+        generation, when it does (a JBOD swap cut short leaves two equal copies); when none
+        does, the one whose last record has the newest leader epoch, then the longest. Each
+        other copy goes ``-delete`` (R2) when the copy served holds all it does, and is set
+        aside otherwise (reported, never deleted). A generation orders the copies of one move,
+        not copies made apart: a broker's copy sits on a failed dir, a reassignment moves the
+        replica away and back while the broker restarted without that dir, and a new copy of
+        generation 0 holds the newest records. Serving the other by its number, or by dir
+        order, lost them. When R1's copy is doubted (R7), each other copy of its topic id goes
+        ``-delete`` if the doubted one holds all it does, else is set aside. An I/O error takes
+        its dir offline (the copy stays on disk, unserved)."""
+        compared, self._compared = self._compared, []
+        by_tp: dict[TopicPartition, list[tuple[LogDirState, str, PartitionLog]]] = {}
+        for state, name, log in compared:
+            by_tp.setdefault(log.tp, []).append((state, name, log))
+        for tp, others in by_tp.items():
+            topic_id = others[0][2].topic_id
+            served = next(((d, posixpath.basename(x.dir_path), x) for d in self.dirs.values()
+                           if d.online for x in (d.logs.get(tp),)
+                           if x is not None and x.topic_id == topic_id), None)
+            reference = served[2] if served is not None else next(
+                (x for d, x in self._doubted if d.online and x.tp == tp
+                 and x.topic_id == topic_id), None)
+            if served is not None:
+                best = served
+                for copy in others:
+                    if _ahead(copy[2], best[2]):
+                        best = copy
+                if best is not served:
+                    self._serve_instead(served, best)
+                    others = [served, *(c for c in others if c is not best)]
+                reference = best[2]
+            for state, name, log in others:
+                log.close()
+                if not state.online:
+                    continue
+                if reference is not None and holds_every_record_of(reference, log):
+                    try:
+                        self._recover_to_delete(state, name, report)
+                    except OSError as exc:
+                        self._take_offline(state, f"R2 on {log.dir_path}: {exc}")
+                        report.offline_dirs[state.path] = state.offline_reason or ""
+                    continue
+                why = ("no copy of its topic id is served" if reference is None else
+                       f"it holds records the copy {'served' if served else 'doubted'} from "
+                       f"{reference.dir_path} (generation {reference.generation}) does not "
+                       f"(its end {log.log_end_offset}, that copy's "
+                       f"{reference.log_end_offset})")
+                self._set_aside_copy(state, name, tp, why, report)
+
+    def _serve_instead(self, served: tuple[LogDirState, str, PartitionLog],
+                       best: tuple[LogDirState, str, PartitionLog]) -> None:
+        """R8: ``best``, a copy start-up loaded to compare, is the partition's log instead of
+        ``served`` (R1's); a move resumed from R1's copy (R3) is cancelled: its future log is
+        closed, not served, and left for the next start-up's R3 or R2."""
+        tp = best[2].tp
+        assert served[0].logs.get(tp) is served[2], "R1's copy is the one served"
+        del served[0].logs[tp]
+        best[0].logs[tp] = best[2]
+        for state in self.dirs.values():
+            future = state.future_logs.pop(tp, None)
+            if future is not None:
+                future.close()
+                _logger.warning("%s: the move resumed from %s is cancelled: %s serves instead "
+                                "(R8)", tp, served[2].dir_path, best[2].dir_path)
+        _logger.warning("%s: %s serves instead of %s (generation %d), whose records it holds "
+                        "or whose last leader epoch is older (R8)", tp, best[2].dir_path,
+                        served[2].dir_path, served[2].generation)
+
+    def _set_aside_copy(self, state: LogDirState, name: str, tp: TopicPartition, why: str,
+                        report: StartupReport) -> None:
+        """R8's copy that may hold records the copy served does not: left on disk, unserved,
+        reported (``StartupReport.set_aside``), never deleted."""
+        path = child_path(state.path, name)
+        reason = f"{tp}: another live copy of its topic id is served; not deleted: {why}"
+        state.unrecognised[name] = reason
+        report.set_aside[path] = reason
+        _logger.warning("%s set aside: %s", path, reason)
 
     def _set_aside_doubted(self, report: StartupReport) -> None:
         """R7: set aside, as strays, the live copies of a partition found under different topic
@@ -609,7 +738,7 @@ class LogManager:
             if action == _DELETE:
                 self._recover_to_delete(state, name, report)
                 continue
-            if action in (_RESUME, _DOUBT):
+            if action in (_RESUME, _DOUBT, _COMPARE):
                 self._load_partition(state, name, self._parse_dir_name(name).tp, checkpoints,
                                      clean, report, into=action)
                 continue
@@ -718,7 +847,14 @@ class LogManager:
                 start_offset_checkpoint=self._start_offset_checkpoint(state),
                 dir_status=state.status)
         except CheckpointError as exc:
+            if into == _COMPARE:  # R8: a copy that cannot be read cannot be compared
+                self._set_aside_copy(state, name, tp, f"its log cannot be loaded ({exc})",
+                                     report)
+                return
             state.unloadable[tp] = str(exc)
+            return
+        if into == _COMPARE:
+            self._compared.append((state, name, log))
             return
         if into == _RESUME:
             state.future_logs[tp] = log
