@@ -105,6 +105,29 @@ def test_a_late_state_of_an_older_topic_of_the_name_is_not_taken() -> None:
     assert _topic(cache) == (NEW_ID, {0: (3, 0), 1: (1, 0)})
 
 
+def test_the_new_topic_s_creation_arriving_after_a_newer_state_of_one_of_its_partitions(
+        ) -> None:
+    """A late creation still tells of the partitions a newer request did not name: the topic
+    was deleted and created again with two partitions, and a reassignment's UpdateMetadata
+    for its partition 0 reached this broker first. It removed the old topic's three; the
+    creation (older) then came and was skipped whole, leaving partition 1 of the new topic
+    unknown to this broker for good (a client told the topic had one partition; found by the
+    fuzzer, seed 420595, ``traces/regressions/0057``)."""
+    cache = MetadataCache()
+    cache.update(_update(15, (1, 2, 3), tuple(_of(OLD_ID, p, p + 1) for p in range(3))))
+    cache.update(_update(31, (1, 2, 3), (_of(NEW_ID, 0, 2, leader_epoch=1),)))
+    assert _topic(cache) == (NEW_ID, {0: (2, 1)})
+    cache.update(_update(19, (1, 2, 3), tuple(_of(OLD_ID, p, -2) for p in range(3))))  # deletion
+    cache.update(_update(25, (1, 2, 3), (_of(NEW_ID, 0, 2), _of(NEW_ID, 1, 3))))  # creation
+    assert _topic(cache) == (NEW_ID, {0: (2, 1), 1: (3, 0)})  # partition 0 as the newer said
+    # Neither a late state of the deleted topic nor an older one of the new topic's partition 1
+    # changes what is held.
+    cache.update(_update(20, (1, 2, 3), (_of(OLD_ID, 1, 2, leader_epoch=3),)))
+    cache.update(_update(24, (1, 2, 3), (_of(NEW_ID, 1, 1, leader_epoch=0),)))
+    assert _topic(cache) == (NEW_ID, {0: (2, 1), 1: (3, 0)})
+    assert cache.partition_error(TopicPartition("s", 2)) is Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def test_a_topic_of_the_same_id_keeps_its_other_partitions() -> None:
     cache = MetadataCache()
     cache.update(_update(15, (1, 2, 3), tuple(_of(NEW_ID, p, p + 1) for p in range(3))))

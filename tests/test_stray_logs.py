@@ -149,7 +149,12 @@ def test_a_revival_failing_on_the_disk_takes_its_dir_offline_and_says_why() -> N
         manager.revive_stray(stray)
     assert e.value.code == Errors.KAFKA_STORAGE_ERROR
     assert manager.offline_dirs == [stray.log_dir] and manager.get_log(TP) is None
-    assert manager.stray_logs() == [], "no longer listed, as a stray that failed to be set aside"
+    # Still listed, with its offline dir: it is still on that disk, as a live log that failed
+    # to be set aside stays listed as live (traces/regressions/0056: dropping it made a young
+    # stray vanish from the broker's account). Nothing acts on an offline dir's strays.
+    assert manager.stray_logs() == [stray]
+    assert manager.find_stray(TP, TID) is None
+    assert manager.run_orphan_removal() == 0 and manager.stray_logs() == [stray]
     state = manager.dirs[stray.log_dir]
     assert state.status.offline_reason is not None
     assert state.status.offline_reason.startswith(f"reviving stray {stray.path}: ")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from logwright.errors import Errors
-from logwright.identity import TopicPartition
+from logwright.identity import TopicPartition, Uuid
 from logwright.protocol import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrType,
@@ -55,6 +55,9 @@ class MetadataCache:
     versions: dict[TopicPartition, tuple[int, int]] = field(default_factory=dict)
     #: (controller epoch, correlation id) of the newest request whose live brokers were taken.
     brokers_version: tuple[int, int] = (-1, -1)
+    #: Per partition name held by no topic now: the topic id whose partition a newer topic of
+    #: the name removed (``versions`` then dates that removal, not news of the partition).
+    retired: dict[TopicPartition, Uuid] = field(default_factory=dict)
 
     def topic_metadata(self, request: MetadataRequest, authorized: Callable[[str], bool]
                        ) -> MetadataResponse:
@@ -97,13 +100,18 @@ class MetadataCache:
         request older than the newest applied for its name, changes nothing; nor does an older
         request change the live brokers or the controller id. A state of another topic id than
         the cached partitions of its topic name replaces them all if its request is newer than
-        theirs, and is ignored if not."""
+        theirs, and is ignored if not. A request older than such a removal still tells of the
+        name's partitions under the newer topic id (they may arrive out of order: a newer request
+        naming one partition of the new topic removed the old topic's others before the new
+        topic's creation named them)."""
         version = (request.controller_epoch, request.correlation_id)
         by_topic: dict[str, set[TopicPartition]] = {}
         for tp in self.partitions:
             by_topic.setdefault(tp.topic, set()).add(tp)
         for state in request.partition_states:
-            if self.versions.get(state.tp, (-1, -1)) > version:
+            if self.versions.get(state.tp, (-1, -1)) > version and (
+                    state.tp in self.partitions
+                    or self.retired.get(state.tp, state.topic_id) == state.topic_id):
                 continue  # a newer request told of this name already
             named = by_topic.setdefault(state.tp.topic, set())
             if state.leader != LEADER_DURING_DELETE:
@@ -113,9 +121,9 @@ class MetadataCache:
                 for tp in others:
                     # Told of an older topic of this name: it was deleted since, though this
                     # broker may have missed the deletion (0043).
-                    del self.partitions[tp]
+                    self.retired[tp] = self.partitions.pop(tp).topic_id
                     named.discard(tp)
-                    self.versions[tp] = version
+                    self.versions[tp] = max(self.versions.get(tp, (-1, -1)), version)
             self.versions[state.tp] = version
             held = self.partitions.get(state.tp)
             same_topic = held is not None and held.topic_id == state.topic_id
@@ -127,6 +135,7 @@ class MetadataCache:
                     (state.leader_epoch, state.partition_epoch)
                     >= (held.leader_epoch, held.partition_epoch)):
                 self.partitions[state.tp] = state
+                self.retired.pop(state.tp, None)
                 named.add(state.tp)
         if request.update_type == LeaderAndIsrType.FULL:
             # Every partition of every topic the cluster has: one the cache holds that the

@@ -427,6 +427,9 @@ class _Instance:
     network: set[Msg] = field(default_factory=set)
     #: (b, ord) -> when a StopReplica(delete) naming that topic id was last sent to ``b``.
     stopped: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: (b, ord) -> when a FULL LeaderAndIsr that does not list that topic id for the name was
+    #: last sent to ``b``: the controller ended the assignment, as a StopReplica(delete) does.
+    dropped: dict[tuple[int, int], int] = field(default_factory=dict)
     overflow: bool = False
     mixed: set[int] = field(default_factory=set)
     #: Per broker: topic id -> (dir, log) of a live log on a dir its incarnation cannot read.
@@ -527,6 +530,9 @@ class StrayCleanupProjection(ClusterObserver):
         states = [s for s in request.partition_states if s.tp == tp]
         if request.type == LeaderAndIsrType.FULL:
             hosted = frozenset((1, inst.ordinal(s.topic_id)) for s in states[:1])
+            for t in inst.ids.values():
+                if (1, t) not in hosted:
+                    inst.dropped[(b, t)] = sent_at
             inst.network.add(Msg(FULL, b, request.broker_epoch, request.controller_epoch,
                                  request.correlation_id, 0, 0, False, hosted))
         elif states:
@@ -940,11 +946,17 @@ class StrayCleanupProjection(ClusterObserver):
                 # superseded (a new replica made on another dir while it sat on an offline
                 # one) counts as ordered only if that StopReplica came after its last write:
                 # the controller ended the assignment it was written under, the broker could
-                # not carry the deletion out on the offline dir, and start-up sets it aside
-                # (spec/README.md, "Refinement against the code").
-                stop = inst.stopped.get((b, t))
-                ordered = old.state == LIVE and stop is not None and (
-                    gone or (superseded and stop >= old.lastWrite))
+                # not carry the deletion out on the offline dir, and once the dir is back
+                # start-up deletes it only if the copy it serves holds all its records, else
+                # sets it aside (R8; spec/README.md, "Refinement against the code"). A FULL
+                # LeaderAndIsr sent to b after the log's last write that did not list its
+                # topic id ended the assignment the same way (the broker, restarted without the
+                # log's dir, could not set it aside there): it too orders a log superseded,
+                # never one gone.
+                stop, dropped = inst.stopped.get((b, t)), inst.dropped.get((b, t))
+                ordered = old.state == LIVE and (
+                    (stop is not None and (gone or (superseded and stop >= old.lastWrite)))
+                    or (superseded and dropped is not None and dropped >= old.lastWrite))
                 if spec.Current(judged, b, 1, t) or (
                         not ordered and after.now - old.lastWrite < retention):
                     out.add((b, 1, t, old.lastWrite))

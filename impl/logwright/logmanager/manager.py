@@ -1357,7 +1357,10 @@ class LogManager:
             if state.online and self.fs.exists(kept):
                 self.fs.remove(kept)
         except (OSError, CheckpointError) as exc:
-            state.strays.pop(stray.name, None)
+            # Still on that disk (under either name), unreadable until the dir is back: listed
+            # with its dir's other logs, as a live log stays listed when its dir fails; nothing
+            # acts on an offline dir's strays (find_stray, orphan removal).
+            state.strays[stray.name] = stray
             self._take_offline(state, f"reviving stray {stray.path}: {exc}")
             raise KafkaStorageError(f"{stray.tp}: could not revive its stray: {exc}") from exc
         _logger.warning("%s: stray %s revived (topic id %s)", stray.tp, stray.path,
