@@ -406,7 +406,10 @@ class ClusterProjection(ClusterObserver):
     Per partition, the replicas are the controller's assignment (a reassignment starts the
     twin over with the new ones, the ghosts kept), the leader and ISR the controller's. A
     replica whose broker is dead, or whose dir failed, keeps the state last seen (the model's
-    crash is the restart, when the state it loaded appears). A replica whose broker came back
+    crash is the restart, when the state it loaded appears); so does one whose broker's new
+    incarnation has not registered with the active controller yet: until it has, the
+    controller's ISR is the last incarnation's (an AlterPartition made from that incarnation's
+    fetches may still add it, traces/regressions/0060). A replica whose broker came back
     as a new incarnation is left out of the ISR until the controller has dropped it once (the
     controller fences a restarted broker's replicas: a later re-admission is a genuine
     ExpandIsr), and keeps the state last seen before its crash until then, or until the
@@ -619,7 +622,11 @@ class ClusterProjection(ClusterObserver):
     def _view(self, b: int, tp: TopicPartition
               ) -> tuple[ReplicaView | None, object | None, PartitionLog | None]:
         broker = self.cluster.brokers.get(b)
-        if broker is None or not broker.alive:
+        if broker is None or not broker.alive or not self._registered(b):
+            # Not yet registered (a restart still loading, or waiting to register): not seen,
+            # as if still down. The controller's view of the replica is its last incarnation's
+            # until the registration, which ends that incarnation (unclean-shutdown detection
+            # drops a replica that may have lost records from the ISR in the same step).
             return None, None, None
         log = broker.log_manager.get_log(tp)
         if log is None or log.offline or log.topic_id not in (None, self._topic_ids.get(tp)):
