@@ -123,7 +123,7 @@ class MetadataCache:
                     # broker may have missed the deletion (0043).
                     self.retired[tp] = self.partitions.pop(tp).topic_id
                     named.discard(tp)
-                    self.versions[tp] = max(self.versions.get(tp, (-1, -1)), version)
+                    self.versions[tp] = version  # no newer than this (checked above)
             self.versions[state.tp] = version
             held = self.partitions.get(state.tp)
             same_topic = held is not None and held.topic_id == state.topic_id

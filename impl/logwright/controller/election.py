@@ -45,6 +45,7 @@ from logwright.protocol.messages import (
     ReplicaReport,
     replica_reports_by_partition,
 )
+from logwright.storage.epoch_cache import epoch_at
 
 __all__ = ["Election", "lineage_prefix"]
 
@@ -390,15 +391,6 @@ def lineage_prefix(lineage: tuple[tuple[int, int], ...], epochs: tuple[tuple[int
     gives no epoch for disagrees. With no lineage recorded, 0 (every log equal)."""
     if not lineage:
         return 0
-
-    def epoch_at(entries: tuple[tuple[int, int], ...], offset: int) -> int | None:
-        found = None
-        for epoch, start in entries:
-            if start > offset:
-                break
-            found = epoch
-        return found
-
     points = sorted({log_start, *(start for _, start in (*epochs, *lineage))})
     for offset in points:
         if offset < log_start or offset >= log_end:

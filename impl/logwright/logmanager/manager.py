@@ -75,6 +75,7 @@ from logwright.storage.checkpoint import (
 )
 from logwright.storage.config import LogConfig
 from logwright.storage.dir_status import LogDirStatus
+from logwright.storage.epoch_cache import epoch_at
 from logwright.storage.log import PartitionLog, RaiseObserver
 from logwright.storage.meta_properties import (
     LOCK_FILE,
@@ -229,14 +230,10 @@ def holds_every_record_of(log: PartitionLog, other: PartitionLog) -> bool:
 
 def _last_epoch(log: PartitionLog) -> int:
     """The leader epoch of ``log``'s last record (-1: none, or not known)."""
-    end, last = log.log_end_offset, -1
-    if end <= log.log_start_offset:
+    if log.log_end_offset <= log.log_start_offset:
         return -1
-    for entry in log.leader_epoch_cache.entries:
-        if entry.start_offset > end - 1:
-            break
-        last = entry.epoch
-    return last
+    found = epoch_at(log.leader_epoch_cache.pairs, log.log_end_offset - 1)
+    return -1 if found is None else found
 
 
 def _ahead(log: PartitionLog, other: PartitionLog) -> bool:

@@ -40,6 +40,18 @@ class EpochEntry:
     start_offset: int
 
 
+def epoch_at(pairs: Iterable[tuple[int, int]], offset: int) -> int | None:
+    """The leader epoch a record at ``offset`` was written in, by a cache's (epoch, start
+    offset) pairs in order (:attr:`LeaderEpochCache.pairs`): the epoch of the last entry that
+    starts at or below it; None when every entry starts above it (or there is none)."""
+    found = None
+    for epoch, start in pairs:
+        if start > offset:
+            break
+        found = epoch
+    return found
+
+
 class LeaderEpochCache:
     """The ``leader-epoch-checkpoint`` of one partition dir, in memory and on disk."""
 
